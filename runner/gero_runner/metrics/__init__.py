@@ -1,0 +1,1 @@
+"""Numerical metrics: element-wise comparison, model-level and parity metrics."""

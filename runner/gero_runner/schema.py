@@ -1,0 +1,141 @@
+"""The observation table and the run record: the one contract between runner and explorer.
+
+The runner writes rows with exactly these columns; the explorer, export and diff read
+them. Adding a column means adding it here, with its type and a one-line meaning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import pyarrow as pa
+
+SCHEMA_VERSION: Final = 1
+
+# The four result classes of the specification, in display order.
+PASSED: Final = "passed"
+DIVERGENCE: Final = "divergence"
+CONTRACT_ISSUE: Final = "contract_issue"
+EXECUTION: Final = "execution"
+RESULT_CLASSES: Final = (PASSED, DIVERGENCE, CONTRACT_ISSUE, EXECUTION)
+
+# Labels from the product's landing page.
+RESULT_LABELS: Final = {
+    PASSED: "Within contract",
+    DIVERGENCE: "Backend divergences",
+    CONTRACT_ISSUE: "Contract issue",
+    EXECUTION: "Execution / unsupported",
+}
+
+OPT_LEVELS: Final = ("disable_all", "basic", "extended", "all")
+FLOAT_DTYPES: Final = ("float16", "float32", "float64")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: pa.DataType
+    doc: str
+    identity: bool = False
+    """Part of the content hash: two rows equal on identity columns are the same observation."""
+
+
+_C = Column
+OBSERVATION_COLUMNS: Final[tuple[Column, ...]] = (
+    _C("observation_id", pa.string(), "SHA-256 of the identity columns (hex)"),
+    _C("run_id", pa.string(), "run that first recorded this observation"),
+    _C("suite", pa.string(), "synthetic | onnx-backend | models | model | parity", True),
+    _C("case_id", pa.string(), "stable id of the case: suite/op/name/dtype", True),
+    _C("op_type", pa.string(), "ONNX operator (or model name) under test", True),
+    _C("case_name", pa.string(), "human name of the case (shape, edge values)", True),
+    _C("check", pa.string(), "agreement | analytic | variant:NAME | contract:NAME | model:NAME", True),
+    _C("dtype", pa.string(), "element type of the compared output", True),
+    _C("input_shapes", pa.string(), "shapes of the graph inputs, e.g. '[2,3];[3]'", True),
+    _C("output_name", pa.string(), "graph output compared", True),
+    _C("backend", pa.string(), "path under test: onnxruntime | onnx-reference | ...", True),
+    _C("backend_version", pa.string(), "version of the path under test", True),
+    _C("optimization", pa.string(), "ORT graph optimisation level, or '-' for other paths", True),
+    _C("threads", pa.int32(), "intra-op threads of the path under test (0 = not applicable)", True),
+    _C("reference", pa.string(), "path the output is compared with", True),
+    _C("reference_version", pa.string(), "version of the reference path", True),
+    _C("rtol", pa.float64(), "relative tolerance actually used", True),
+    _C("atol", pa.float64(), "absolute tolerance actually used", True),
+    _C("max_abs_error", pa.float64(), "max |a - r| over finite pairs"),
+    _C("max_rel_error", pa.float64(), "max |a - r| / |r| over r != 0"),
+    _C("max_ulp", pa.float64(), "max distance in units in the last place of the dtype"),
+    _C("scaled_error", pa.float64(), "max|a - r| / max|r|"),
+    _C("floored_rel_error", pa.float64(), "max |a - r| / max(|r|, 1e-3 max|r|)"),
+    _C("mismatch_count", pa.int64(), "elements outside tolerance (non-finite mismatches included)"),
+    _C("element_count", pa.int64(), "elements compared"),
+    _C("nan_actual", pa.int64(), "NaN elements in the actual output"),
+    _C("inf_actual", pa.int64(), "±inf elements in the actual output"),
+    _C("nan_reference", pa.int64(), "NaN elements in the reference output"),
+    _C("inf_reference", pa.int64(), "±inf elements in the reference output"),
+    _C("min_atol", pa.float64(), "smallest atol that passes at the rtol used"),
+    _C("min_rtol", pa.float64(), "smallest rtol that passes at the atol used"),
+    _C("bit_exact", pa.bool_(), "actual and reference are identical bit for bit"),
+    _C("result", pa.string(), "passed | divergence | contract_issue | execution", True),
+    _C("reason", pa.string(), "one sentence saying why this result", True),
+    _C("arbiter", pa.string(), "on a divergence: which side float64 is closer to (actual | reference | tie | -)"),
+    _C("actual_hash", pa.string(), "SHA-256 of the actual output bytes", True),
+    _C("reference_hash", pa.string(), "SHA-256 of the reference output bytes", True),
+    _C("graph_hash", pa.string(), "SHA-256 of the serialised model", True),
+    _C("input_hash", pa.string(), "SHA-256 over all input tensors", True),
+    _C("seed", pa.int64(), "seed of the input generator (-1 when inputs were given)", True),
+    _C("artifact_path", pa.string(), "evidence directory, relative to the data root"),
+    _C("actual_file", pa.string(), "actual output inside the artifact directory"),
+    _C("reference_file", pa.string(), "reference output inside the artifact directory"),
+    _C("actual_median_ms", pa.float64(), "median time of the path under test (ms)"),
+    _C("reference_median_ms", pa.float64(), "median time of the reference path (ms)"),
+    _C("repeats", pa.int32(), "timed repetitions behind each median"),
+    _C("session_settings", pa.string(), "JSON: provider, level, threads, execution mode", True),
+    _C("details", pa.string(), "JSON: check-specific figures (contract sides, model metrics)"),
+    _C("created_at", pa.timestamp("us", tz="UTC"), "when the observation was first made"),
+)
+
+OBSERVATION_SCHEMA: Final = pa.schema(
+    [pa.field(c.name, c.type, metadata={"doc": c.doc}) for c in OBSERVATION_COLUMNS],
+    metadata={"gero.schema_version": str(SCHEMA_VERSION)},
+)
+COLUMN_NAMES: Final = tuple(c.name for c in OBSERVATION_COLUMNS)
+IDENTITY_COLUMNS: Final = tuple(c.name for c in OBSERVATION_COLUMNS if c.identity)
+
+# One row per observation per run that saw it: repeated identical observations are stored
+# once in the observation table, and each sighting (with its own timings) here.
+SIGHTING_SCHEMA: Final = pa.schema(
+    [
+        pa.field("run_id", pa.string()),
+        pa.field("observation_id", pa.string()),
+        pa.field("actual_median_ms", pa.float64()),
+        pa.field("reference_median_ms", pa.float64()),
+        pa.field("seen_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What a run was: where, with which versions, settings and outcome counts."""
+
+    run_id: str
+    started_at: str
+    finished_at: str
+    status: str  # complete | interrupted | failed
+    suite: str
+    command_line: str
+    seed: int
+    jobs: int
+    threads: int
+    cpu_model: str
+    python_version: str
+    numpy_version: str
+    onnx_version: str
+    onnxruntime_version: str
+    tolerances: dict[str, dict[str, float]]
+    case_count: int
+    observation_count: int
+    new_observation_count: int
+    counts: dict[str, int]
+    wall_seconds: float
+    backend_seconds: float

@@ -1,0 +1,1 @@
+"""Execution paths: ONNX Runtime at each optimisation level and the onnx ReferenceEvaluator."""

@@ -1,0 +1,68 @@
+"""ONNX Runtime on the CPU execution provider, one session per optimisation level.
+
+onnxruntime is imported inside functions: importing it costs ~0.3 s and pulls in its
+thread pools, which the explorer and the parent of the worker pool should not pay for.
+"""
+
+from __future__ import annotations
+
+import time
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+
+from gero_runner.cases.base import Arrays
+
+LEVEL_NAMES = ("disable_all", "basic", "extended", "all")
+BACKEND = "onnxruntime"
+
+
+def version() -> str:
+    try:
+        return metadata.version("onnxruntime")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def session_settings(level: str, threads: int) -> dict[str, Any]:
+    """The settings recorded on every observation, enough to rebuild the session."""
+    return {
+        "provider": "CPUExecutionProvider",
+        "graph_optimization_level": level,
+        "intra_op_num_threads": threads,
+        "inter_op_num_threads": 1,
+        "execution_mode": "sequential",
+    }
+
+
+def make_session(model: bytes, settings: dict[str, Any]) -> Any:
+    import onnxruntime as ort  # deferred: see module docstring
+
+    levels = {
+        "disable_all": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }
+    options = ort.SessionOptions()
+    options.graph_optimization_level = levels[settings["graph_optimization_level"]]
+    options.intra_op_num_threads = int(settings["intra_op_num_threads"])
+    options.inter_op_num_threads = int(settings.get("inter_op_num_threads", 1))
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 3
+    return ort.InferenceSession(model, options, providers=[settings["provider"]])
+
+
+def run(session: Any, inputs: Arrays) -> list[np.ndarray]:
+    return [np.asarray(o) for o in session.run(None, inputs)]
+
+
+def run_timed(session: Any, inputs: Arrays, repeats: int) -> tuple[list[list[np.ndarray]], float]:
+    """Run ``repeats`` times; every run's outputs and the median wall time in ms."""
+    outputs, times = [], []
+    for _ in range(max(1, repeats)):
+        start = time.perf_counter()
+        outputs.append(run(session, inputs))
+        times.append((time.perf_counter() - start) * 1e3)
+    return outputs, float(np.median(times))

@@ -1,0 +1,1 @@
+"""Numerical contracts: laws an operator must obey beyond agreement between backends."""

@@ -1,0 +1,32 @@
+"""Extra check families run after the path comparisons of a case.
+
+A family is a function ``(CaseContext) -> list[row]``, named here and imported lazily so
+that a run without it pays nothing. Families add their own evidence files to the context's
+writer before the artifact directory is written.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from gero_runner.errors import GeroError
+
+if TYPE_CHECKING:
+    from gero_runner.execution.evaluate import CaseContext
+
+FAMILIES: dict[str, str] = {
+    "contracts": "gero_runner.contracts.run:run_contracts",
+    "variants": "gero_runner.variants.run:run_variants",
+}
+
+
+def run_family(name: str, ctx: CaseContext) -> list[dict[str, Any]]:
+    try:
+        target = FAMILIES[name]
+    except KeyError as e:
+        raise GeroError(f"unknown check family {name!r}; known: {', '.join(FAMILIES)}") from e
+    module_name, _, function = target.partition(":")
+    module = importlib.import_module(module_name)
+    rows: list[dict[str, Any]] = getattr(module, function)(ctx)
+    return rows

@@ -1,0 +1,326 @@
+"""Evaluate one case: run every path, compare, classify, and keep the evidence.
+
+This runs inside a worker process. It returns plain observation rows (dicts with the
+schema's columns, less run_id and created_at) so the parent only stores them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gero_runner.backends import ort, reference
+from gero_runner.cases.base import CaseInstance
+from gero_runner.classify import arbiter_side, classify
+from gero_runner.metrics.compare import Comparison, compare
+from gero_runner.schema import DIVERGENCE, EXECUTION, IDENTITY_COLUMNS
+from gero_runner.storage.artifacts import EvidenceWriter
+from gero_runner.storage.hashing import row_hash, sha256, tensor_hash, tensors_hash
+from gero_runner.tolerances import ToleranceTable
+
+NOT_APPLICABLE = "-"
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything a worker needs to evaluate cases; identical for every worker of a run."""
+
+    data_root: str
+    levels: tuple[str, ...] = ort.LEVEL_NAMES
+    threads: int = 1
+    repeats: int = 5
+    tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
+    checks: tuple[str, ...] = ("contracts", "variants")
+    """Extra check families to run (see execution.checks); empty for the bare comparison."""
+
+
+@dataclass
+class PathResult:
+    """One path's outputs (or its error) for a case."""
+
+    name: str
+    backend: str
+    version: str
+    optimization: str
+    threads: int
+    settings: dict[str, Any]
+    outputs: list[np.ndarray] | None = None
+    error: str | None = None
+    median_ms: float = math.nan
+    repeats: int = 0
+    deterministic: bool = True
+    """Every repeated run gave bit-identical outputs."""
+    files: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.outputs is not None
+
+
+@dataclass
+class CaseResult:
+    rows: list[dict[str, Any]]
+    backend_seconds: float
+    total_seconds: float
+
+
+@dataclass
+class CaseContext:
+    """What check families get: the case, its paths, the evidence writer and row helpers."""
+
+    case: CaseInstance
+    settings: RunSettings
+    table: ToleranceTable
+    writer: EvidenceWriter
+    paths: dict[str, PathResult]
+    output_names: list[str]
+    graph_hash: str
+    input_hash: str
+    backend_seconds: float = 0.0
+
+    def tolerance(self, dtype: str) -> tuple[float, float]:
+        if self.case.tolerance is not None and dtype.startswith("float"):
+            return self.case.tolerance
+        tol = self.table.for_dtype(dtype)
+        return tol.rtol, tol.atol
+
+    def row(self, *, check: str, output_name: str, actual: PathResult, reference_name: str,
+            reference_version: str, dtype: str, cmp: Comparison | None, rtol: float,
+            atol: float, result: str, reason: str, arbiter: str = NOT_APPLICABLE,
+            actual_hash: str = "", reference_hash: str = "", actual_file: str = "",
+            reference_file: str = "", reference_ms: float = math.nan,
+            details: dict[str, Any] | None = None) -> dict[str, Any]:
+        """An observation row with the schema's columns (ids added by ``finish_row``)."""
+        c = self.case
+        row: dict[str, Any] = {
+            "suite": c.suite, "case_id": c.case_id, "op_type": c.op_type,
+            "case_name": c.case_name, "check": check, "dtype": dtype,
+            "input_shapes": ";".join(
+                "[" + ",".join(str(d) for d in x.shape) + "]" for x in c.inputs.values()
+            ),
+            "output_name": output_name, "backend": actual.backend,
+            "backend_version": actual.version, "optimization": actual.optimization,
+            "threads": actual.threads, "reference": reference_name,
+            "reference_version": reference_version, "rtol": rtol, "atol": atol,
+            "result": result, "reason": reason, "arbiter": arbiter,
+            "actual_hash": actual_hash, "reference_hash": reference_hash,
+            "graph_hash": self.graph_hash, "input_hash": self.input_hash, "seed": c.seed,
+            "actual_file": actual_file, "reference_file": reference_file,
+            "actual_median_ms": actual.median_ms, "reference_median_ms": reference_ms,
+            "repeats": actual.repeats,
+            "session_settings": json.dumps(actual.settings, sort_keys=True),
+            "details": json.dumps(details or {}, sort_keys=True, default=repr),
+        }
+        row.update(_metric_columns(cmp))
+        return row
+
+
+def _metric_columns(cmp: Comparison | None) -> dict[str, Any]:
+    if cmp is None:
+        nan = math.nan
+        return {"max_abs_error": nan, "max_rel_error": nan, "max_ulp": nan,
+                "scaled_error": nan, "floored_rel_error": nan, "mismatch_count": 0,
+                "element_count": 0, "nan_actual": 0, "inf_actual": 0, "nan_reference": 0,
+                "inf_reference": 0, "min_atol": nan, "min_rtol": nan, "bit_exact": False}
+    return {"max_abs_error": cmp.max_abs_error, "max_rel_error": cmp.max_rel_error,
+            "max_ulp": cmp.max_ulp, "scaled_error": cmp.scaled_error,
+            "floored_rel_error": cmp.floored_rel_error, "mismatch_count": cmp.mismatch_count,
+            "element_count": cmp.element_count, "nan_actual": cmp.nan_actual,
+            "inf_actual": cmp.inf_actual, "nan_reference": cmp.nan_reference,
+            "inf_reference": cmp.inf_reference, "min_atol": cmp.min_atol,
+            "min_rtol": cmp.min_rtol, "bit_exact": cmp.bit_exact}
+
+
+def finish_row(row: dict[str, Any], artifact_path: str) -> dict[str, Any]:
+    row["artifact_path"] = artifact_path
+    row["observation_id"] = row_hash(row, IDENTITY_COLUMNS)
+    return row
+
+
+def _error_text(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}".strip()
+    return text if len(text) <= 2000 else text[:2000] + " …"
+
+
+def run_ort_level(case: CaseInstance, level: str, threads: int, repeats: int) -> PathResult:
+    settings = ort.session_settings(level, threads)
+    path = PathResult(f"ort-{level}", ort.BACKEND, ort.version(), level, threads, settings)
+    try:
+        session = ort.make_session(case.model, settings)
+        runs, path.median_ms = ort.run_timed(session, case.inputs, repeats)
+    except Exception as e:  # any ORT failure is an observation, not a crash of the run
+        path.error = _error_text(e)
+        return path
+    path.outputs, path.repeats = runs[0], len(runs)
+    path.deterministic = all(
+        tensors_hash(r) == tensors_hash(runs[0]) for r in runs[1:]
+    )
+    return path
+
+
+def run_reference(case: CaseInstance, repeats: int) -> PathResult:
+    path = PathResult("onnx-reference", reference.BACKEND, reference.version(), NOT_APPLICABLE,
+                      0, {"evaluator": "onnx.reference.ReferenceEvaluator"})
+    try:
+        evaluator = reference.make_evaluator(case.model)
+        runs, path.median_ms = reference.run_timed(evaluator, case.inputs, repeats)
+    except Exception as e:  # the reference may not support an operator or dtype
+        path.error = _error_text(e)
+        return path
+    path.outputs, path.repeats = runs[0], len(runs)
+    return path
+
+
+def expected_path(case: CaseInstance) -> PathResult | None:
+    if case.expected is None:
+        return None
+    return PathResult(case.expected_label, case.expected_label, case.expected_version,
+                      NOT_APPLICABLE, 0, {}, outputs=list(case.expected.values()), repeats=0)
+
+
+def compare_paths(ctx: CaseContext, check: str, actual: PathResult,
+                  ref: PathResult) -> list[dict[str, Any]]:
+    """One row per output: ``actual`` against ``ref``, classified."""
+    rows = []
+    for j, name in enumerate(ctx.output_names):
+        ref_dtype = _dtype_of(ref, j) or _dtype_of(actual, j) or ctx.case.dtype
+        rtol, atol = ctx.tolerance(ref_dtype)
+        common = {"check": check, "output_name": name, "actual": actual,
+                  "reference_name": ref.backend, "reference_version": ref.version,
+                  "dtype": ref_dtype, "rtol": rtol, "atol": atol,
+                  "reference_ms": ref.median_ms}
+        failed = actual if not actual.ok else ref if not ref.ok else None
+        if failed is not None:
+            rows.append(ctx.row(cmp=None, result=EXECUTION,
+                                reason=f"{failed.name} failed: {failed.error}", **common))
+            continue
+        assert actual.outputs is not None and ref.outputs is not None
+        if j >= len(actual.outputs) or j >= len(ref.outputs):
+            rows.append(ctx.row(cmp=None, result=EXECUTION,
+                                reason=f"missing output {name!r}", **common))
+            continue
+        a, r = actual.outputs[j], ref.outputs[j]
+        cmp = compare(a, r, rtol, atol)
+        result, reason = classify(cmp, rtol, atol)
+        arbiter = NOT_APPLICABLE
+        if result == DIVERGENCE and check == "agreement":
+            arbiter = _arbiter(ctx, j, a, r)
+        rows.append(ctx.row(cmp=cmp, result=result, reason=reason, arbiter=arbiter,
+                            actual_hash=tensor_hash(a), reference_hash=tensor_hash(r),
+                            actual_file=actual.files[j], reference_file=ref.files[j],
+                            **common))
+    return rows
+
+
+def _arbiter(ctx: CaseContext, j: int, a: np.ndarray, r: np.ndarray) -> str:
+    exact = ctx.case.expected_exact
+    if not exact or a.shape != r.shape:
+        return NOT_APPLICABLE
+    truth = np.asarray(list(exact.values())[j], dtype=np.float64)
+    if truth.shape != a.shape:
+        return NOT_APPLICABLE
+    with np.errstate(invalid="ignore"):
+        da = np.nanmax(np.abs(a.astype(np.float64) - truth)) if a.size else 0.0
+        dr = np.nanmax(np.abs(r.astype(np.float64) - truth)) if r.size else 0.0
+    return arbiter_side(float(da), float(dr))
+
+
+def _dtype_of(path: PathResult, j: int) -> str | None:
+    if path.outputs is None or j >= len(path.outputs):
+        return None
+    return str(path.outputs[j].dtype)
+
+
+def _store_outputs(writer: EvidenceWriter, path: PathResult) -> None:
+    if path.outputs is None:
+        return
+    path.files = [writer.add_array(f"outputs/{path.name}/output_{j}.npy", x)
+                  for j, x in enumerate(path.outputs)]
+
+
+def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
+    """Every path of one case, every comparison, every extra check, and the evidence."""
+    import onnx
+
+    from gero_runner.execution import checks  # check families register themselves there
+
+    start = time.perf_counter()
+    writer = EvidenceWriter()
+    model = onnx.load_from_string(case.model)
+    output_names = [o.name for o in model.graph.output]
+    writer.add_bytes("model.onnx", case.model)
+    input_files = {name: writer.add_array(f"inputs/input_{i}.npy", x)
+                   for i, (name, x) in enumerate(case.inputs.items())}
+
+    backend_start = time.perf_counter()
+    paths: dict[str, PathResult] = {}
+    for level in settings.levels:
+        paths[f"ort-{level}"] = run_ort_level(case, level, settings.threads, settings.repeats)
+    ref = run_reference(case, settings.repeats)
+    paths[ref.name] = ref
+    backend_seconds = time.perf_counter() - backend_start
+
+    expected = expected_path(case)
+    if expected is not None:
+        paths[expected.name] = expected
+    for path in paths.values():
+        _store_outputs(writer, path)
+    if case.expected_exact:
+        writer.add_json("expected_exact.json", {"outputs": list(case.expected_exact)})
+        for j, x in enumerate(case.expected_exact.values()):
+            writer.add_array(f"outputs/{case.expected_label}-exact/output_{j}.npy", x)
+
+    ctx = CaseContext(case, settings, ToleranceTable(settings.tolerances), writer, paths,
+                      output_names, sha256(case.model),
+                      tensors_hash(case.inputs.values()), backend_seconds)
+    rows: list[dict[str, Any]] = []
+    ort_paths = [paths[f"ort-{level}"] for level in settings.levels]
+    # ONNX Runtime against the ReferenceEvaluator; both against the case's expected outputs.
+    for p in ort_paths:
+        rows += compare_paths(ctx, "agreement", p, ref)
+    if expected is not None:
+        check = "analytic" if case.expected_label == "numpy-float64" else "expected"
+        for p in [*ort_paths, ref]:
+            rows += compare_paths(ctx, check, p, expected)
+    for family in settings.checks:
+        rows += checks.run_family(family, ctx)
+
+    reference_outputs = expected or ref
+    writer.add_test_data_set(
+        list(case.inputs.items()),
+        list(zip(output_names, reference_outputs.outputs or [], strict=False)),
+    )
+    writer.add_json("case.json", {
+        "suite": case.suite, "case_id": case.case_id, "op_type": case.op_type,
+        "case_name": case.case_name, "dtype": case.dtype, "seed": case.seed,
+        "inputs": input_files, "outputs": output_names,
+        "paths": {name: {"backend": p.backend, "version": p.version,
+                         "settings": p.settings, "files": p.files, "error": p.error}
+                  for name, p in paths.items()},
+    })
+    artifact = writer.write(_data_root(settings))
+    rows = [finish_row(r, artifact) for r in rows]
+    return CaseResult(rows, ctx.backend_seconds, time.perf_counter() - start)
+
+
+def _data_root(settings: RunSettings):  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    return Path(settings.data_root)
+
+
+def execution_rows(case: CaseInstance, message: str) -> list[dict[str, Any]]:
+    """The observation for a case whose worker crashed or hung: nothing else is known."""
+    path = PathResult("worker", ort.BACKEND, ort.version(), NOT_APPLICABLE, 0, {})
+    ctx = CaseContext(case, RunSettings(data_root=""), ToleranceTable(), EvidenceWriter(), {},
+                      [], sha256(case.model), tensors_hash(case.inputs.values()))
+    row = ctx.row(check="agreement", output_name="", actual=path,
+                  reference_name=reference.BACKEND, reference_version=reference.version(),
+                  dtype=case.dtype, cmp=None, rtol=math.nan, atol=math.nan,
+                  result=EXECUTION, reason=message)
+    return [finish_row(row, "")]

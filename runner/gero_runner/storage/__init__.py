@@ -1,0 +1,1 @@
+"""Where evidence lives: content-addressed artifact directories and atomic Parquet files."""

@@ -1,0 +1,47 @@
+"""Content hashes of files, tensors and observations."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def tensor_hash(x: np.ndarray) -> str:
+    """Hash of dtype, shape and bytes: equal hashes mean bit-identical tensors."""
+    x = np.ascontiguousarray(x)
+    h = hashlib.sha256(f"{x.dtype.str}{x.shape}".encode())
+    h.update(x.tobytes())
+    return h.hexdigest()
+
+
+def tensors_hash(xs: Iterable[np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for x in xs:
+        h.update(tensor_hash(x).encode())
+    return h.hexdigest()
+
+
+def npy_bytes(x: np.ndarray) -> bytes:
+    """The .npy serialisation of a tensor, without pickles."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(x), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def load_npy(data: bytes) -> np.ndarray:
+    return np.load(io.BytesIO(data), allow_pickle=False)
+
+
+def row_hash(row: Mapping[str, Any], columns: Iterable[str]) -> str:
+    """SHA-256 of the given columns of a row (floats written with repr, so exact)."""
+    payload = json.dumps([[c, row.get(c)] for c in columns], default=repr, sort_keys=False)
+    return sha256(payload.encode())

@@ -1,0 +1,132 @@
+"""The data root: runs, their observation and sighting tables, and the artifacts.
+
+Layout::
+
+    DATA_ROOT/
+      runs/RUN_ID/run.json                 the run record
+      runs/RUN_ID/observations.parquet     observations first made by this run
+      runs/RUN_ID/sightings.parquet        every observation this run made, with its timings
+      artifacts/AB/ABCDEF.../              evidence directories (content-addressed)
+
+An observation made again by a later run is not stored twice: only its sighting is.
+Every file is written to a temporary name and renamed, so readers never see half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+from collections.abc import Iterable
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from gero_runner.errors import StoreError
+from gero_runner.schema import OBSERVATION_SCHEMA, SIGHTING_SCHEMA, RunRecord
+
+RUNS_DIR = "runs"
+OBSERVATIONS_FILE = "observations.parquet"
+SIGHTINGS_FILE = "sightings.parquet"
+RUN_FILE = "run.json"
+
+
+def default_data_root() -> Path:
+    return Path(os.environ.get("GERO_DATA_DIR", "data"))
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    now = now or datetime.now(UTC)
+    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_table(path: Path, table: pa.Table) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows (dicts) to an Arrow table with exactly the observation schema."""
+    columns = {f.name: [r.get(f.name) for r in rows] for f in OBSERVATION_SCHEMA}
+    return pa.Table.from_pydict(columns, schema=OBSERVATION_SCHEMA)
+
+
+class DataRoot:
+    """A directory of runs and artifacts."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.path / RUNS_DIR
+
+    def run_dir(self, run_id: str) -> Path:
+        return self.runs_dir / run_id
+
+    def run_ids(self) -> list[str]:
+        """Runs with a record, oldest first (ids sort by time)."""
+        if not self.runs_dir.is_dir():
+            return []
+        return sorted(p.name for p in self.runs_dir.iterdir() if (p / RUN_FILE).is_file())
+
+    def read_run(self, run_id: str) -> dict[str, Any]:
+        path = self.run_dir(run_id) / RUN_FILE
+        try:
+            record: dict[str, Any] = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise StoreError(f"{path}: cannot read run record ({e})") from e
+        return record
+
+    def observation_files(self) -> list[Path]:
+        return [self.run_dir(r) / OBSERVATIONS_FILE for r in self.run_ids()
+                if (self.run_dir(r) / OBSERVATIONS_FILE).is_file()]
+
+    def known_observation_ids(self, warn: Any = None) -> set[str]:
+        """Ids already stored; a corrupt file is reported through ``warn`` and skipped."""
+        known: set[str] = set()
+        for path in self.observation_files():
+            try:
+                column = pq.read_table(path, columns=["observation_id"]).column(0)
+            except (OSError, pa.ArrowException) as e:
+                if warn is not None:
+                    warn(f"skipping unreadable {path}: {e}")
+                continue
+            known.update(column.to_pylist())
+        return known
+
+    def write_run(self, record: RunRecord, new_rows: list[dict[str, Any]],
+                  sightings: Iterable[dict[str, Any]]) -> Path:
+        """Write the run's tables and record (the record last, so a run is complete or absent)."""
+        directory = self.run_dir(record.run_id)
+        atomic_write_table(directory / OBSERVATIONS_FILE, rows_to_table(new_rows))
+        sighting_rows = list(sightings)
+        atomic_write_table(directory / SIGHTINGS_FILE, pa.Table.from_pylist(
+            sighting_rows, schema=SIGHTING_SCHEMA))
+        atomic_write_bytes(directory / RUN_FILE,
+                           json.dumps(asdict(record), indent=2, sort_keys=True).encode())
+        return directory

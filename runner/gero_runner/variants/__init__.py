@@ -1,0 +1,1 @@
+"""Algebraic graph variants: other graphs that must compute the same function."""

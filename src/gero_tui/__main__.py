@@ -1,0 +1,10 @@
+"""``python -m gero_tui``: the same as the ``gero`` command."""
+
+from __future__ import annotations
+
+import sys
+
+from gero_tui.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""The ``gero`` command: thin subcommands that validate, then delegate to a library layer.
+
+Each subcommand is a module here with ``add_parser(subparsers)`` and ``main(args) -> int``.
+A GeroError becomes a one-line message on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from gero_runner.errors import GeroError
+
+COMMANDS = ("run", "tui", "summary", "export", "replay", "bundle", "diff", "parity")
+
+
+def _available() -> list[object]:
+    modules = []
+    for name in COMMANDS:
+        try:
+            modules.append(importlib.import_module(f"gero_tui.cli.{name}_cmd"))
+        except ModuleNotFoundError as e:
+            if e.name != f"gero_tui.cli.{name}_cmd":
+                raise
+    return modules
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gero",
+        description="Test and triage the numerical behaviour of ML runtimes. "
+        "Without a command: the explorer on a terminal, the summary otherwise.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _available():
+        module.add_parser(sub)  # type: ignore[attr-defined]
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not args_list or args_list[0].startswith("--data-dir"):
+        # `gero` alone: the explorer on a terminal, the summary when piped or in CI.
+        interactive = sys.stdin.isatty() and sys.stdout.isatty()
+        args_list = ["tui" if interactive else "summary", *args_list]
+    args = parser.parse_args(args_list)
+    try:
+        return int(args.handler(args))
+    except GeroError as e:
+        print(f"gero: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("gero: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,84 @@
+"""``gero run``: execute a suite into the data root."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from gero_runner.errors import GeroError
+from gero_runner.run import RunRequest, execute, suite_names
+from gero_runner.schema import FLOAT_DTYPES, RESULT_CLASSES, RESULT_LABELS
+from gero_runner.tolerances import parse_overrides
+from gero_tui.cli.common import add_data_dir, data_dir, split_list
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("run", help="run a suite of seeded cases into the data root")
+    p.add_argument("--suite", default="synthetic", choices=suite_names())
+    p.add_argument("--model", action="append", default=[], metavar="PATH",
+                   help="an ONNX model to test (repeatable)")
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
+                   help="value of a dynamic dimension of --model inputs (repeatable)")
+    p.add_argument("--task", default=None, help="model task, e.g. classifier (decision metric)")
+    p.add_argument("--variants", default="", help="model variants: int8-dynamic,int8-static,fp16")
+    p.add_argument("--output-kind", action="append", default=[], metavar="NAME=KIND",
+                   help="kind of a model output: dense|confidence|rotation|translation|keypoints")
+    p.add_argument("--ops", default="", help="comma-separated operators or entry names")
+    p.add_argument("--dtypes", default="", help=f"comma-separated, from {','.join(FLOAT_DTYPES)}")
+    add_data_dir(p)
+    p.add_argument("--run-id", default=None)
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="parallel worker processes (default: CPU count)")
+    p.add_argument("--threads", type=int, default=1, help="ONNX Runtime intra-op threads")
+    p.add_argument("--repeats", type=int, default=5, help="timed runs per path")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rtol", action="append", default=[], metavar="DTYPE=V")
+    p.add_argument("--atol", action="append", default=[], metavar="DTYPE=V")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per case")
+    p.add_argument("--limit", type=int, default=None, help="run only the first N cases")
+    p.add_argument("--no-contracts", action="store_true", help="skip contracts and variants")
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    dtypes = split_list(args.dtypes)
+    bad = [d for d in dtypes if d not in FLOAT_DTYPES]
+    if bad:
+        raise GeroError(f"unknown dtype(s) {', '.join(bad)}; choose from {', '.join(FLOAT_DTYPES)}")
+    if args.jobs < 1 or args.threads < 1 or args.repeats < 1:
+        raise GeroError("--jobs, --threads and --repeats must be at least 1")
+    for model in args.model:
+        if not Path(model).is_file():
+            raise GeroError(f"--model {model}: no such file")
+    request = RunRequest(
+        suite=args.suite, data_root=data_dir(args), ops=split_list(args.ops), dtypes=dtypes,
+        models=list(args.model),
+        model_options={"dims": list(args.dim), "task": args.task,
+                       "variants": split_list(args.variants),
+                       "output_kinds": list(args.output_kind)},
+        run_id=args.run_id, jobs=args.jobs, threads=args.threads, repeats=args.repeats,
+        seed=args.seed, tolerances=parse_overrides(args.rtol, args.atol),
+        timeout_s=args.timeout, checks=() if args.no_contracts else ("contracts", "variants"),
+        command_line=shlex.join(["gero", *sys.argv[1:]]), limit=args.limit,
+    )
+    warn = lambda message: print(f"gero: warning: {message}", file=sys.stderr)  # noqa: E731
+    if sys.stderr.isatty():
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+
+        with Progress(TextColumn("[bold]gero run[/]"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), TimeRemainingColumn(), transient=True) as bar:
+            task = bar.add_task("cases", total=None)
+            record = execute(request, lambda done, total: bar.update(
+                task, completed=done, total=total), warn)
+    else:
+        record = execute(request, warn=warn)
+    print(f"run {record.run_id}: {record.case_count} cases, {record.observation_count} "
+          f"observations ({record.new_observation_count} new) in {record.wall_seconds:.1f} s "
+          f"into {request.data_root}")
+    for result in RESULT_CLASSES:
+        print(f"  {RESULT_LABELS[result]:<24} {record.counts[result]:>7}")
+    return 0

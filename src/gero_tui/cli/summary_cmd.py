@@ -1,0 +1,60 @@
+"""``gero summary``: counts per result class and per operation, as text or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gero_runner.schema import RESULT_CLASSES, RESULT_LABELS
+from gero_runner.storage.store import DataRoot
+from gero_tui.cli.common import add_data_dir, data_dir
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("summary", help="summarise a run (the newest by default)")
+    add_data_dir(p)
+    p.add_argument("--run", default=None, help="run id or unique prefix")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(handler=main)
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def main(args: argparse.Namespace) -> int:
+    from gero_tui.query.store import open_run
+    from gero_tui.query.summary import summary_dict
+
+    view = open_run(DataRoot(data_dir(args)), args.run)
+    for problem in view.problems:
+        print(f"gero: warning: {problem}", file=sys.stderr)
+    summary = summary_dict(view)
+    if args.format == "json":
+        print(json.dumps(summary, indent=2, default=str))
+        return 0
+    run = summary["run"]
+    print(f"run {run['run_id']} ({run['status']}), suite {run['suite']}, "
+          f"{run['case_count']} cases, {sum(summary['counts'].values())} observations")
+    print(f"onnxruntime {run['onnxruntime_version']}, onnx {run['onnx_version']}, "
+          f"numpy {run['numpy_version']}, python {run['python_version']}; {run['cpu_model']}")
+    for result in RESULT_CLASSES:
+        print(f"  {RESULT_LABELS[result]:<24} {summary['counts'][result]:>7}")
+    print()
+    header = (f"{'operation':<28}{'passed':>8}{'diverg.':>8}{'contract':>9}{'exec.':>7}"
+              f"{'pairs':>7}{'runtime ms':>12}{'reference ms':>14}")
+    print(header)
+    print("-" * len(header))
+    for op in summary["operations"]:
+        print(f"{op['op_type'][:27]:<28}{op['passed']:>8}{op['divergence']:>8}"
+              f"{op['contract_issue']:>9}{op['execution']:>7}{op['measured_pairs']:>7}"
+              f"{_ms(op['runtime_median_ms']):>12}{_ms(op['reference_median_ms']):>14}")
+    if summary["checks"]:
+        print("\ncontracts and variants per operator (passed / not passed):")
+        for item in summary["checks"]:
+            print(f"  {item['op_type']:<28}{item['check']:<36}{item['passed']:>6}"
+                  f"{item['not_passed']:>6}")
+    print("\nmedian of per-case medians in ms, Python call overhead included, session "
+          "construction excluded; the reference evaluator's timings are context, not a ranking.")
+    return 0

@@ -10,6 +10,7 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -299,19 +300,18 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
         "suite": case.suite, "case_id": case.case_id, "op_type": case.op_type,
         "case_name": case.case_name, "dtype": case.dtype, "seed": case.seed,
         "inputs": input_files, "outputs": output_names,
+        # What replay needs to rebuild the CaseInstance (gero_runner.evidence.rebuild).
+        "expected_label": case.expected_label, "expected_version": case.expected_version,
+        "tolerance": list(case.tolerance) if case.tolerance is not None else None,
+        "batch": case.batch, "contracts": list(case.contracts),
+        "variants": list(case.variants), "spec_name": case.spec_name,
         "paths": {name: {"backend": p.backend, "version": p.version,
                          "settings": p.settings, "files": p.files, "error": p.error}
                   for name, p in paths.items()},
     })
-    artifact = writer.write(_data_root(settings))
+    artifact = writer.write(Path(settings.data_root))
     rows = [finish_row(r, artifact) for r in rows]
     return CaseResult(rows, ctx.backend_seconds, time.perf_counter() - start)
-
-
-def _data_root(settings: RunSettings):  # type: ignore[no-untyped-def]
-    from pathlib import Path
-
-    return Path(settings.data_root)
 
 
 def execution_rows(case: CaseInstance, message: str) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ not depend on the number of workers.
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing as mp
 import signal
 import time
@@ -31,8 +32,10 @@ class Outcome:
 
 
 def _worker_main(conn: Connection, settings: RunSettings) -> None:
-    # The parent handles Ctrl-C; a worker just finishes or is terminated.
+    # The parent handles Ctrl-C; a worker just finishes or is terminated. A crash is
+    # recorded as an observation, so an inherited fault handler's dump would only be noise.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    faulthandler.disable()
     while True:
         try:
             message = conn.recv()

@@ -64,8 +64,13 @@ def ulp_distance(actual: np.ndarray, reference: np.ndarray) -> np.ndarray:
     a = np.where(a < 0, -(a & sign_mask), a)
     r = np.where(r < 0, -(r & sign_mask), r)
     finite = np.isfinite(actual) & np.isfinite(ref)
-    # float64 holds every int64 distance we can meet to 1 ulp of precision: good enough.
-    return np.where(finite, np.abs(a.astype(np.float64) - r.astype(np.float64)), 0.0)
+    # Same sign: the int64 difference is exact. Opposite signs may overflow int64, so add
+    # magnitudes in float64 (such distances are astronomically large anyway).
+    same_sign = (a >= 0) == (r >= 0)
+    with np.errstate(over="ignore"):
+        exact = np.abs(np.where(same_sign, a - r, 0)).astype(np.float64)
+    wide = np.abs(a.astype(np.float64)) + np.abs(r.astype(np.float64))
+    return np.where(finite, np.where(same_sign, exact, wide), 0.0)
 
 
 def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float) -> Comparison:

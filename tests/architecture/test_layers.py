@@ -1,0 +1,29 @@
+"""The layers read in one direction; the query layer and the CLI start without heavy imports."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_import_linter_contracts_hold() -> None:
+    lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    if lint is None:
+        pytest.skip("import-linter is not installed (it is in the test extra)")
+    result = subprocess.run([lint], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("module", ["gero_tui.query.store", "gero_tui.query.summary",
+                                    "gero_tui.cli", "gero_runner.schema"])
+def test_headless_modules_do_not_load_textual_or_onnxruntime(module: str) -> None:
+    code = (f"import sys, {module}; "
+            "print(','.join(m for m in ('textual', 'onnxruntime') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

@@ -59,7 +59,8 @@ class OpCase:
     graph: Callable[[str, Arrays], GraphSpec | Any]
     """Builds the graph for a dtype from the generated inputs (a GraphSpec or a ModelProto)."""
     inputs: Callable[[np.random.Generator, str, Shape], Arrays]
-    """Seeded input generator: (rng, dtype, shape) -> ordered inputs."""
+    """Seeded input generator: (rng, dtype, shape) -> ordered inputs. It may also return the
+    tensors the graph keeps as initializers (weights); only graph inputs become feeds."""
     formula: Callable[[Arrays], Sequence[np.ndarray]]
     """Analytic float64 result from the inputs widened to float64."""
     shapes: tuple[Shape, ...]

@@ -77,3 +77,19 @@ def to_model(
 def onnx_dtype_name(elem_type: int) -> str:
     """NumPy dtype name of a TensorProto element type."""
     return str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)))
+
+
+BATCH_DIM = "N"
+
+
+def with_dynamic_batch(model: onnx.ModelProto, *, outputs: bool) -> onnx.ModelProto:
+    """Name the leading dimension of the graph inputs (and outputs) ``N``, so the same model
+    runs at any batch size (batch contracts split, permute and duplicate axis 0)."""
+    values = [*model.graph.input, *(model.graph.output if outputs else ())]
+    for value in values:
+        dims = value.type.tensor_type.shape.dim
+        if len(dims) > 0:
+            dims[0].Clear()
+            dims[0].dim_param = BATCH_DIM
+    onnx.checker.check_model(model)
+    return model

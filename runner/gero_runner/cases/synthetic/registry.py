@@ -3,15 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
-from gero_runner.cases.base import CaseInstance, OpCase, shape_label, stable_seed
-from gero_runner.cases.graphs import onnx_dtype_name, to_model
-from gero_runner.cases.synthetic import elementwise
+from gero_runner.cases.base import (
+    BATCH_INDEPENDENT,
+    BATCH_REDUCE,
+    CaseInstance,
+    OpCase,
+    shape_label,
+    stable_seed,
+)
+from gero_runner.cases.graphs import onnx_dtype_name, to_model, with_dynamic_batch
+from gero_runner.cases.synthetic import (
+    activations,
+    binary,
+    conv_pool,
+    elementwise,
+    indexing,
+    linalg,
+    misc,
+    normalization,
+    reductions,
+    softmax,
+)
 from gero_runner.errors import GeroError
 
-_FAMILIES = (elementwise,)
+_FAMILIES = (elementwise, binary, activations, softmax, reductions, normalization, linalg,
+             conv_pool, indexing, misc)
 
 
 def all_cases() -> dict[str, OpCase]:
@@ -50,6 +70,12 @@ def instantiate(case: OpCase, dtype: str, shape: tuple[int, ...], seed: int) -> 
     with np.errstate(all="ignore"):
         exact = [np.asarray(o) for o in case.formula(wide)]
     model = to_model(case.graph(dtype, inputs), inputs, [e.shape for e in exact])
+    if case.batch in (BATCH_INDEPENDENT, BATCH_REDUCE):
+        # Outputs keep the batch only when examples are independent.
+        model = with_dynamic_batch(model, outputs=case.batch == BATCH_INDEPENDENT)
+    # Tensors the graph holds as initializers (weights, axes) are not runtime feeds.
+    feed_names = {i.name for i in model.graph.input}
+    feeds = {k: v for k, v in inputs.items() if k in feed_names}
     output_names = [o.name for o in model.graph.output]
     expected: dict[str, np.ndarray] = {}
     for name, value, out in zip(output_names, exact, model.graph.output, strict=True):
@@ -66,7 +92,7 @@ def instantiate(case: OpCase, dtype: str, shape: tuple[int, ...], seed: int) -> 
         dtype=dtype,
         seed=case_seed,
         model=model.SerializeToString(),
-        inputs=inputs,
+        inputs=feeds,
         expected=expected,
         expected_label="numpy-float64",
         expected_version=np.__version__,
@@ -92,3 +118,8 @@ def expand(seed: int, ops: Iterable[str] | None = None,
             for shape in case.shapes:
                 out.append(instantiate(case, dtype, shape, seed))
     return out
+
+
+def cases_for_request(request: Any) -> list[CaseInstance]:
+    """The synthetic cases selected by a RunRequest (--ops, --dtypes, --seed)."""
+    return expand(request.seed, request.ops or None, request.dtypes or None)

@@ -1,0 +1,278 @@
+"""Replay an artifact directory: verify the manifest, re-run the case, compare with the record.
+
+Each stored observation is matched with the one the re-run makes for the same check, path,
+optimisation level, output and reference, and is reported as reproduced bit-exact (output
+hashes equal), within the stored tolerance of the stored outputs, or not reproduced (with the
+max abs difference). Paths that are data rather than executions (a float64 formula, shipped
+expected outputs) are taken from the artifact as stored.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gero_runner.classify import classify
+from gero_runner.errors import ArtifactError
+from gero_runner.evidence.rebuild import load_artifact_case
+from gero_runner.evidence.rows import (
+    OBSERVATIONS_JSON,
+    find_data_root,
+    read_rows_json,
+    rows_for_artifact,
+)
+from gero_runner.metrics.compare import compare
+from gero_runner.storage.artifacts import load_array, safe_member, verify_manifest
+
+BIT_EXACT = "bit_exact"
+WITHIN_TOLERANCE = "within_tolerance"
+SAME_OUTCOME = "same_outcome"
+"""The observation has no output (a path failed): it reproduced if it failed the same way."""
+NOT_REPRODUCED = "not_reproduced"
+NOT_REPLAYED = "not_replayed"
+"""The re-run made no matching observation (e.g. a check family that is not installed)."""
+STATUSES = (BIT_EXACT, WITHIN_TOLERANCE, SAME_OUTCOME, NOT_REPRODUCED, NOT_REPLAYED)
+STATUS_LABELS = {
+    BIT_EXACT: "reproduced bit-exact",
+    WITHIN_TOLERANCE: "reproduced within the stored tolerance",
+    SAME_OUTCOME: "reproduced (same outcome, no output)",
+    NOT_REPRODUCED: "did not reproduce",
+    NOT_REPLAYED: "not replayed",
+}
+# Checks whose result is the comparison of two stored output files, so it can be
+# recomputed under each stored row's own tolerance.
+_COMPARISON_CHECKS = ("agreement", "analytic", "expected")
+
+
+@dataclass(frozen=True)
+class ObservationReplay:
+    """One stored observation against its re-run."""
+
+    observation_id: str
+    case_id: str
+    check: str
+    backend: str
+    optimization: str
+    output_name: str
+    reference: str
+    rtol: float
+    atol: float
+    status: str
+    stored_result: str
+    replayed_result: str | None
+    max_abs_difference: float | None
+    """Max |replayed − stored| over the actual and reference outputs (None: not measured)."""
+    recorded_version: str
+    installed_version: str | None
+    message: str
+
+    @property
+    def result_matches(self) -> bool:
+        return self.replayed_result == self.stored_result
+
+    @property
+    def reproduced(self) -> bool:
+        return self.status in (BIT_EXACT, WITHIN_TOLERANCE, SAME_OUTCOME) and self.result_matches
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    """Everything a replay found, for the CLI (text or JSON) and the explorer."""
+
+    directory: str
+    case_id: str
+    rows_source: str
+    """Where the stored rows came from: observations.json or the data root's Parquet files."""
+    manifest_files: int
+    observations: tuple[ObservationReplay, ...]
+    version_changes: tuple[str, ...]
+    problems: tuple[str, ...] = field(default=())
+    seconds: float = 0.0
+
+    @property
+    def reproduced(self) -> bool:
+        return bool(self.observations) and all(o.reproduced for o in self.observations)
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(STATUSES, 0)
+        for o in self.observations:
+            counts[o.status] += 1
+        counts["result_changed"] = sum(not o.result_matches for o in self.observations)
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["reproduced"] = self.reproduced
+        data["counts"] = self.counts()
+        for item, obs in zip(data["observations"], self.observations, strict=True):
+            item["result_matches"] = obs.result_matches
+            item["reproduced"] = obs.reproduced
+        return data
+
+
+def stored_rows(directory: Path, warn: Callable[[str], None] | None = None
+                ) -> tuple[list[dict[str, Any]], str]:
+    """The rows of an artifact: its observations.json, else its data root's Parquet files."""
+    own = directory / OBSERVATIONS_JSON
+    if own.is_file():
+        return read_rows_json(own), OBSERVATIONS_JSON
+    root = find_data_root(directory)
+    if root is None:
+        raise ArtifactError(
+            f"{directory}: no {OBSERVATIONS_JSON} and not inside a data root (no runs/ folder "
+            "above it), so there are no stored observations to compare with; "
+            "make a bundle with `gero bundle OBSERVATION_ID -o FILE.tar.gz`"
+        )
+    return rows_for_artifact(root, directory, warn), f"data root {root.path}"
+
+
+def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None = None,
+                    rows: list[dict[str, Any]] | None = None,
+                    warn: Callable[[str], None] | None = None) -> ReplayReport:
+    """Verify, re-run and compare one artifact directory (raises ArtifactError if tampered)."""
+    from gero_runner.execution.evaluate import RunSettings, evaluate_case
+
+    start = time.perf_counter()
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ArtifactError(f"{directory}: no such artifact directory")
+    files = verify_manifest(directory)
+    problems: list[str] = []
+
+    def note(message: str) -> None:
+        problems.append(message)
+        if warn is not None:
+            warn(message)
+
+    source = "given rows"
+    if rows is None:
+        rows, source = stored_rows(directory, note)
+    if observation_ids is not None:
+        wanted = set(observation_ids)
+        rows = [r for r in rows if r["observation_id"] in wanted]
+        missing = wanted - {r["observation_id"] for r in rows}
+        if missing:
+            raise ArtifactError(
+                f"observation(s) {', '.join(sorted(missing))} do not belong to {directory}")
+    if not rows:
+        raise ArtifactError(f"{directory}: no stored observations point to this directory")
+
+    art = load_artifact_case(directory)
+    checks = tuple(family for family, prefix in (("contracts", "contract:"),
+                                                 ("variants", "variant:"))
+                   if any(str(r["check"]).startswith(prefix) for r in rows))
+    with tempfile.TemporaryDirectory(prefix="gero-replay-") as tmp:
+        settings = RunSettings(data_root=tmp, levels=art.levels, threads=art.threads,
+                               repeats=1, tolerances=_tolerances(rows), checks=checks)
+        fresh = evaluate_case(art.case, settings).rows
+        fresh_dir = Path(tmp) / fresh[0]["artifact_path"] if fresh else Path(tmp)
+        index: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        for row in fresh:
+            index.setdefault(_key(row), []).append(row)
+        results = tuple(_replay_row(directory, fresh_dir, row, index.get(_key(row), []))
+                        for row in sorted(rows, key=_order))
+    changes = sorted({f"{o.backend}: recorded {o.recorded_version}, installed "
+                      f"{o.installed_version}" for o in results
+                      if o.installed_version and o.installed_version != o.recorded_version})
+    return ReplayReport(str(directory), art.case.case_id, source, len(files), results,
+                        tuple(changes), tuple(problems), time.perf_counter() - start)
+
+
+def _key(row: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(str(row[c]) for c in ("check", "backend", "optimization", "output_name",
+                                       "reference"))
+
+
+def _order(row: dict[str, Any]) -> tuple[str, ...]:
+    return (*_key(row), str(row["observation_id"]))
+
+
+def _tolerances(rows: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
+    """Per dtype, the tolerance the stored comparison rows used (for the re-run's classes)."""
+    table: dict[str, tuple[float, float]] = {}
+    for row in rows:
+        rtol, atol = row.get("rtol"), row.get("atol")
+        if (row["check"] in _COMPARISON_CHECKS and isinstance(rtol, float)
+                and isinstance(atol, float) and math.isfinite(rtol) and math.isfinite(atol)):
+            table.setdefault(str(row["dtype"]), (rtol, atol))
+    return table
+
+
+def _pick(stored: dict[str, Any], candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
+    for row in candidates:
+        if row["rtol"] == stored["rtol"] and row["atol"] == stored["atol"]:
+            return row
+    return candidates[0] if candidates else None
+
+
+def _max_diff(new: np.ndarray, old: np.ndarray, rtol: float, atol: float) -> tuple[float, bool]:
+    """Max |new − old| and whether every element is within atol + rtol·|old| (NaN ≡ NaN)."""
+    if new.shape != old.shape or new.dtype != old.dtype:
+        return math.inf, False
+    if new.size == 0:
+        return 0.0, True
+    a = new.astype(np.float64)
+    b = old.astype(np.float64)
+    both_nan = np.isnan(a) & np.isnan(b)
+    same_inf = np.isinf(a) & (a == b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(both_nan | same_inf, 0.0, np.abs(a - b))
+    diff = np.where(np.isnan(diff), math.inf, diff)
+    bound = atol + rtol * np.abs(np.where(np.isfinite(b), b, 0.0))
+    return float(diff.max()), bool(np.all(diff <= bound))
+
+
+def _load(directory: Path, relative: str) -> np.ndarray | None:
+    if not relative or not safe_member(directory, relative).is_file():
+        return None
+    return load_array(directory, relative)
+
+
+def _replay_row(directory: Path, fresh_dir: Path, stored: dict[str, Any],
+                candidates: list[dict[str, Any]]) -> ObservationReplay:
+    base = {k: stored[k] for k in ("observation_id", "case_id", "check", "backend",
+                                   "optimization", "output_name", "reference")}
+    rtol, atol = float(stored["rtol"]), float(stored["atol"])
+    common = {**base, "rtol": rtol, "atol": atol, "stored_result": stored["result"],
+              "recorded_version": stored["backend_version"]}
+    new = _pick(stored, candidates)
+    if new is None:
+        return ObservationReplay(**common, status=NOT_REPLAYED, replayed_result=None,
+                                 max_abs_difference=None, installed_version=None,
+                                 message="the re-run made no observation for this check/path")
+    installed = new["backend_version"]
+    result, reason = new["result"], new["reason"]
+    new_a, new_r = _load(fresh_dir, new["actual_file"]), _load(fresh_dir, new["reference_file"])
+    if stored["check"] in _COMPARISON_CHECKS and new_a is not None and new_r is not None:
+        # The class under the stored row's own tolerance (rows of other runs may differ).
+        result, reason = classify(compare(new_a, new_r, rtol, atol), rtol, atol)
+    if not stored["actual_hash"]:
+        same = result == stored["result"] and not new["actual_hash"]
+        return ObservationReplay(**common, status=SAME_OUTCOME if same else NOT_REPRODUCED,
+                                 replayed_result=result, max_abs_difference=None,
+                                 installed_version=installed, message=reason)
+    if (new["actual_hash"] == stored["actual_hash"]
+            and new["reference_hash"] == stored["reference_hash"]):
+        return ObservationReplay(**common, status=BIT_EXACT, replayed_result=result,
+                                 max_abs_difference=0.0, installed_version=installed,
+                                 message=reason)
+    pairs = [(new_a, _load(directory, stored["actual_file"])),
+             (new_r, _load(directory, stored["reference_file"]))]
+    if any(n is None or o is None for n, o in pairs):
+        return ObservationReplay(**common, status=NOT_REPRODUCED, replayed_result=result,
+                                 max_abs_difference=None, installed_version=installed,
+                                 message="output hashes differ and the outputs are not stored "
+                                         f"as files to measure by how much; now: {reason}")
+    measured = [_max_diff(n, o, rtol, atol) for n, o in pairs if n is not None and o is not None]
+    diff = max(d for d, _ in measured)
+    within = all(ok for _, ok in measured)
+    return ObservationReplay(**common, status=WITHIN_TOLERANCE if within else NOT_REPRODUCED,
+                             replayed_result=result, max_abs_difference=diff,
+                             installed_version=installed, message=reason)

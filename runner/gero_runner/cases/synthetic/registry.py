@@ -74,8 +74,7 @@ def instantiate(case: OpCase, dtype: str, shape: tuple[int, ...], seed: int) -> 
         # Outputs keep the batch only when examples are independent.
         model = with_dynamic_batch(model, outputs=case.batch == BATCH_INDEPENDENT)
     # Tensors the graph holds as initializers (weights, axes) are not runtime feeds.
-    feed_names = {i.name for i in model.graph.input}
-    feeds = {k: v for k, v in inputs.items() if k in feed_names}
+    feeds = {i.name: inputs[i.name] for i in model.graph.input}
     output_names = [o.name for o in model.graph.output]
     expected: dict[str, np.ndarray] = {}
     for name, value, out in zip(output_names, exact, model.graph.output, strict=True):

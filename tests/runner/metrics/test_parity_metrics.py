@@ -269,7 +269,9 @@ def test_logits_verdict_reports_top1() -> None:
     act = np.array([[1.0, 2.0], [0.0, 3.0]])
     v = evaluate_output("logits", ref, act, TOL)
     assert v.figures["top1_agreement"] == 0.5
-    assert any("top-1" in f for f in v.failures)
+    assert not v.passed and "top-1 agreement 50.0%" in v.failures[0]
+    near = ref + np.array([[0.0, 0.0], [0.0, 1e-6]])
+    assert evaluate_output("logits", ref, near, TOL).passed  # verdict is allclose
 
 
 def test_keypoint_verdict_batched() -> None:

@@ -1,0 +1,103 @@
+"""The runs of a data root and what each was (date, versions, counts), read from ``run.json``.
+
+Only the standard library: the explorer lists runs before it paints, and pyarrow (the
+runner's store module) costs about 0.2 s to import.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gero_runner.errors import StoreError
+
+# The data root layout of gero_runner.storage.store, restated without its pyarrow import
+# (tests/tui/query/test_runs_query.py holds the two in step).
+RUNS_DIR = "runs"
+RUN_FILE = "run.json"
+OBSERVATIONS_FILE = "observations.parquet"
+SIGHTINGS_FILE = "sightings.parquet"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One run as the run picker shows it."""
+
+    run_id: str
+    started_at: str
+    status: str
+    suite: str
+    onnxruntime_version: str
+    onnx_version: str
+    observation_count: int
+    new_observation_count: int
+    counts: dict[str, int]
+    problem: str | None = None
+    """Why the record could not be read, when it could not."""
+
+    @property
+    def date(self) -> str:
+        """``YYYY-MM-DD HH:MM`` of the start (UTC), or the id's date when unknown."""
+        if len(self.started_at) >= 16:
+            return self.started_at[:10] + " " + self.started_at[11:16]
+        return self.run_id[:8]
+
+
+def run_ids(data_root: Path) -> list[str]:
+    """Runs with a record, oldest first (ids sort by time)."""
+    runs = data_root / RUNS_DIR
+    if not runs.is_dir():
+        return []
+    return sorted(p.name for p in runs.iterdir() if (p / RUN_FILE).is_file())
+
+
+def resolve(data_root: Path, prefix: str | None) -> str:
+    """The newest run, or the one run whose id starts with ``prefix`` (like git)."""
+    runs = run_ids(data_root)
+    if not runs:
+        raise StoreError(
+            f"no runs in {data_root}: create one with `gero run --data-dir {data_root}`"
+        )
+    if not prefix:
+        return runs[-1]
+    matches = [r for r in runs if r.startswith(prefix)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise StoreError(f"no run matches {prefix!r}; runs: {', '.join(runs[-10:])}")
+    raise StoreError(f"run prefix {prefix!r} is ambiguous: {', '.join(matches)}")
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def read_info(data_root: Path, run_id: str) -> RunInfo:
+    """A run's record; an unreadable one comes back with ``problem`` set, never raises."""
+    path = data_root / RUNS_DIR / run_id / RUN_FILE
+    try:
+        record = json.loads(path.read_text())
+        if not isinstance(record, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as e:
+        return RunInfo(run_id, "", "unreadable", "?", "?", "?", 0, 0, {},
+                       problem=f"{path}: cannot read run record ({e})")
+    counts = record.get("counts")
+    return RunInfo(
+        run_id=run_id,
+        started_at=str(record.get("started_at", "")),
+        status=str(record.get("status", "?")),
+        suite=str(record.get("suite", "?")),
+        onnxruntime_version=str(record.get("onnxruntime_version", "?")),
+        onnx_version=str(record.get("onnx_version", "?")),
+        observation_count=_int(record.get("observation_count")),
+        new_observation_count=_int(record.get("new_observation_count")),
+        counts={str(k): _int(v) for k, v in counts.items()} if isinstance(counts, dict) else {},
+    )
+
+
+def list_runs(data_root: Path) -> list[RunInfo]:
+    """Every run, newest first (the order the picker shows)."""
+    return [read_info(data_root, r) for r in reversed(run_ids(data_root))]

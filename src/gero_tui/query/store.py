@@ -71,6 +71,9 @@ def _list_sql(paths: list[Path]) -> str:
     return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
 
 
+list_sql = _list_sql  # public name for other query modules (ids, diff)
+
+
 def open_run(root: DataRoot, run_id: str | None = None,
              connection: duckdb.DuckDBPyConnection | None = None) -> RunView:
     """Open a run: ``obs`` has every observation the run made, with that run's timings."""

@@ -1,0 +1,183 @@
+"""Export a run's observations (all, filtered, or selected) as CSV, Parquet, JSON or a report.
+
+The Markdown format is a report rather than a table dump: run metadata, counts per result
+class, a per-operation table and the worst observations with their reasons.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from gero_runner.errors import GeroError
+from gero_runner.schema import COLUMN_NAMES, OBSERVATION_SCHEMA, RESULT_CLASSES, RESULT_LABELS
+from gero_runner.storage.store import atomic_write_bytes, atomic_write_table
+from gero_tui.query.filters import Filter, parse_filter
+from gero_tui.query.store import RunView
+from gero_tui.query.summary import class_counts, operations
+
+FORMATS = ("csv", "parquet", "json", "md")
+WORST_LIMIT = 25
+_ORDER = 'case_id, "check", backend, optimization, output_name, observation_id'
+# Worst first: issues before passes, then the largest scaled error.
+_SEVERITY = ("CASE result WHEN 'contract_issue' THEN 0 WHEN 'divergence' THEN 1 "
+             "WHEN 'execution' THEN 2 ELSE 3 END")
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    path: Path
+    rows: int
+    format: str
+    seconds: float
+
+
+def _as_filter(where: str | Filter | None) -> Filter:
+    return where if isinstance(where, Filter) else parse_filter(where)
+
+
+def select_rows(view: RunView, where: str | Filter | None = None,
+                ids: Iterable[str] | None = None, cursor: duckdb.DuckDBPyConnection | None = None
+                ) -> pa.Table:
+    """The run's observations matching ``where`` (and, if given, with these ids)."""
+    flt = _as_filter(where)
+    sql = f"SELECT * FROM obs WHERE {flt.sql}"
+    params: list[Any] = list(flt.params)
+    if ids is not None:
+        sql += " AND observation_id IN (SELECT unnest(?::VARCHAR[]))"
+        params.append(list(ids))
+    con = cursor or view.connection
+    table = arrow_table(con, f"{sql} ORDER BY {_ORDER}", params)
+    if table.column_names == list(COLUMN_NAMES):
+        table = table.cast(OBSERVATION_SCHEMA)
+    return table
+
+
+def arrow_table(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> pa.Table:
+    """A query's result as Arrow, without the extra copy of the DB-API path."""
+    relation = con.sql(sql, params=params)
+    # duckdb 2 names it to_arrow_table, duckdb 1 arrow(); both majors are allowed.
+    fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
+    table: pa.Table = fetch()
+    return table
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # strict JSON: NaN / ±inf become null
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def _json_bytes(table: pa.Table) -> bytes:
+    rows = [{k: _json_value(v) for k, v in r.items()} for r in table.to_pylist()]
+    return json.dumps(rows, indent=1, allow_nan=False).encode()
+
+
+def _csv_bytes(table: pa.Table) -> bytes:
+    buffer = io.BytesIO()
+    pacsv.write_csv(table, buffer)
+    return buffer.getvalue()
+
+
+def export_rows(view: RunView, where: str | Filter | None, fmt: str, path: Path | str,
+                ids: Sequence[str] | None = None,
+                cursor: duckdb.DuckDBPyConnection | None = None) -> ExportResult:
+    """Write the matching rows to ``path`` in ``fmt`` (atomically: all or nothing)."""
+    if fmt not in FORMATS:
+        raise GeroError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
+    path = Path(path)
+    if path.is_dir():
+        raise GeroError(f"-o {path}: is a directory; give a file name")
+    start = time.perf_counter()
+    flt = _as_filter(where)
+    table = select_rows(view, flt, ids, cursor)
+    try:
+        if fmt == "parquet":
+            atomic_write_table(path, table)
+        elif fmt == "csv":
+            atomic_write_bytes(path, _csv_bytes(table))
+        elif fmt == "json":
+            atomic_write_bytes(path, _json_bytes(table))
+        else:
+            atomic_write_bytes(path, markdown_report(view, table, flt, ids).encode())
+    except OSError as e:
+        raise GeroError(f"cannot write {path}: {e}") from e
+    return ExportResult(path, table.num_rows, fmt, time.perf_counter() - start)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return "—" if math.isnan(value) else f"{value:.3g}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def markdown_report(view: RunView, table: pa.Table, flt: Filter,
+                    ids: Sequence[str] | None = None) -> str:
+    """A Markdown report over exactly the exported rows."""
+    con = duckdb.connect()
+    con.register("obs", table)
+    sub = RunView(view.root, view.run_id, con)
+    record = view.root.read_run(view.run_id)
+    scope = "all observations of the run"
+    if flt.sql != "TRUE":
+        scope = f"observations matching `{flt.sql}` with parameters {list(flt.params)}"
+    if ids is not None:
+        scope += f", {len(ids)} selected"
+    out = [f"# gero report: run {view.run_id}", "",
+           f"{table.num_rows} observations ({scope}).", "", "## Run", ""]
+    fields = ("run_id", "status", "suite", "started_at", "finished_at", "command_line",
+              "cpu_model", "python_version", "numpy_version", "onnx_version",
+              "onnxruntime_version", "seed", "jobs", "threads", "case_count",
+              "observation_count")
+    out += _table(("field", "value"), [(f, record.get(f, "")) for f in fields])
+    tolerances = record.get("tolerances", {})
+    out += ["", "Tolerances (|a − r| ≤ atol + rtol·|r|): " + ", ".join(
+        f"{d} rtol={t['rtol']:g} atol={t['atol']:g}" for d, t in tolerances.items()), ""]
+    counts = class_counts(sub)
+    total = sum(counts.values()) or 1
+    out += ["## Result classes", ""]
+    out += _table(("class", "meaning", "count", "share"),
+                  [(c, RESULT_LABELS[c], counts[c], f"{100 * counts[c] / total:.1f} %")
+                   for c in RESULT_CLASSES])
+    out += ["", "## Operations", ""]
+    out += _table(("operation", "passed", "divergence", "contract issue", "execution",
+                   "max abs error", "runtime median ms", "reference median ms"),
+                  [(o.op_type, o.passed, o.divergence, o.contract_issue, o.execution,
+                    o.max_abs_error, o.runtime_median_ms, o.reference_median_ms)
+                   for o in operations(sub)])
+    out += ["", "Timings: median of per-case medians in ms, Python call overhead included, "
+            "session construction excluded; the reference evaluator's timings are context, "
+            "not a ranking.", "", f"## Worst observations (up to {WORST_LIMIT})", ""]
+    worst = con.execute(
+        f"""SELECT observation_id[:12], case_id, "check", backend, optimization, dtype, result,
+                   max_abs_error, scaled_error, max_ulp, reason
+            FROM obs ORDER BY {_SEVERITY},
+                 CASE WHEN isnan(scaled_error) THEN NULL ELSE scaled_error END DESC NULLS LAST,
+                 max_abs_error DESC NULLS LAST, observation_id
+            LIMIT {WORST_LIMIT}""").fetchall()
+    out += _table(("id", "case", "check", "backend", "opt.", "dtype", "result",
+                   "max abs error", "scaled error", "max ULP", "reason"), worst)
+    if view.problems:
+        out += ["", "## Skipped files", "", *[f"- {p}" for p in view.problems]]
+    return "\n".join(out) + "\n"

@@ -11,13 +11,11 @@ import numpy as np
 
 from gero_runner.cases.base import Arrays, OpCase, Shape
 from gero_runner.cases.inputs import edge_values, uniform, with_edges
-from gero_runner.cases.synthetic.common import node, node_with
+from gero_runner.cases.synthetic.common import F16_ACCUMULATION, node, node_with
 
 SHAPES = ((4, 3, 8, 8), (2, 4, 7, 6))
-# A dot product over C·kh·kw terms: see linalg._F16_DOT for why float16 needs this bound.
-_F16_DOT = {"float16": (1e-2, 1e-2)}
-# A mean of up to 64 terms summed in float16: the same accumulation bound.
-_F16_SUM = _F16_DOT
+_F16_DOT = F16_ACCUMULATION  # C·kh·kw terms
+_F16_SUM = F16_ACCUMULATION  # means of up to 64 terms
 
 CONV = {"kernel_shape": [3, 3], "pads": [1, 0, 1, 1], "strides": [1, 2], "dilations": [1, 2],
         "group": 2}

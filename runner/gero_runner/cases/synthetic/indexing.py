@@ -9,12 +9,11 @@ import numpy as np
 
 from gero_runner.cases.base import Arrays, GraphSpec, OpCase, Shape
 from gero_runner.cases.inputs import edge_values, uniform, with_edges, with_ties
-from gero_runner.cases.synthetic.common import node, node_with
+from gero_runner.cases.synthetic.common import F16_ACCUMULATION, node, node_with
 
 _INDICES = np.asarray([[0, -1], [2, 1]], dtype=np.int64)
 _TOPK = 3
-# A running sum of up to 16 terms in float16 (see reductions._F16_SUM).
-_F16_SUM = {"float16": (1e-2, 1e-2)}
+_F16_SUM = F16_ACCUMULATION  # a running sum of up to 16 terms
 
 
 def _x(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays:

@@ -6,12 +6,9 @@ import numpy as np
 
 from gero_runner.cases.base import Arrays, OpCase, Shape
 from gero_runner.cases.inputs import uniform
-from gero_runner.cases.synthetic.common import node, node_with
+from gero_runner.cases.synthetic.common import F16_ACCUMULATION, node, node_with
 
-# Dot products of K terms: float16 accumulation (or a float16 rounding of each partial
-# product) adds ~sqrt(K) ulp of the row's magnitude, which cancellation can make large
-# relative to the result; the bound is the operator's own, not a hidden divergence.
-_F16_DOT = {"float16": (1e-2, 1e-2)}
+_F16_DOT = F16_ACCUMULATION
 _P = 6
 
 

@@ -8,13 +8,11 @@ import numpy as np
 
 from gero_runner.cases.base import BATCH_REDUCE, Arrays, OpCase, Shape
 from gero_runner.cases.inputs import edge_values, uniform, with_edges, with_ties
-from gero_runner.cases.synthetic.common import node, node_with
+from gero_runner.cases.synthetic.common import F16_ACCUMULATION, node, node_with
 
 SHAPES = ((4, 6, 8), (3, 40))
 _INT64 = ("int64",)
-# Summing K terms in float16 carries ~K/2 ulp of the running sum (ORT accumulates in the
-# element type on CPU); rtol is the operator's own error bound, atol covers cancellation.
-_F16_SUM = {"float16": (1e-2, 1e-2)}
+_F16_SUM = F16_ACCUMULATION
 
 
 def _reduce(op_type: str, formula: Callable[[np.ndarray, int, bool], np.ndarray],

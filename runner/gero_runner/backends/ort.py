@@ -50,7 +50,7 @@ def make_session(model: bytes, settings: dict[str, Any]) -> Any:
     options.intra_op_num_threads = int(settings["intra_op_num_threads"])
     options.inter_op_num_threads = int(settings.get("inter_op_num_threads", 1))
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.log_severity_level = 3
+    options.log_severity_level = 4  # errors are kept in the observation, not printed
     return ort.InferenceSession(model, options, providers=[settings["provider"]])
 
 

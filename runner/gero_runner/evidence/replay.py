@@ -170,7 +170,8 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
                    if any(str(r["check"]).startswith(prefix) for r in rows))
     with tempfile.TemporaryDirectory(prefix="gero-replay-") as tmp:
         settings = RunSettings(data_root=tmp, levels=art.levels, threads=art.threads,
-                               repeats=1, tolerances=_tolerances(rows), checks=checks)
+                               repeats=_repeats(rows), tolerances=_tolerances(rows),
+                               checks=checks)
         fresh = evaluate_case(art.case, settings).rows
         fresh_dir = Path(tmp) / fresh[0]["artifact_path"] if fresh else Path(tmp)
         index: dict[tuple[str, ...], list[dict[str, Any]]] = {}
@@ -192,6 +193,12 @@ def _key(row: dict[str, Any]) -> tuple[str, ...]:
 
 def _order(row: dict[str, Any]) -> tuple[str, ...]:
     return (*_key(row), str(row["observation_id"]))
+
+
+def _repeats(rows: list[dict[str, Any]]) -> int:
+    """The recorded repeat count: determinism contracts compare that many runs."""
+    counts = [int(r["repeats"]) for r in rows if isinstance(r.get("repeats"), int)]
+    return max([1, *counts])
 
 
 def _tolerances(rows: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
@@ -263,14 +270,18 @@ def _replay_row(directory: Path, fresh_dir: Path, stored: dict[str, Any],
         return ObservationReplay(**common, status=BIT_EXACT, replayed_result=result,
                                  max_abs_difference=0.0, installed_version=installed,
                                  message=reason)
-    pairs = [(new_a, _load(directory, stored["actual_file"])),
-             (new_r, _load(directory, stored["reference_file"]))]
-    if any(n is None or o is None for n, o in pairs):
-        return ObservationReplay(**common, status=NOT_REPRODUCED, replayed_result=result,
-                                 max_abs_difference=None, installed_version=installed,
-                                 message="output hashes differ and the outputs are not stored "
-                                         f"as files to measure by how much; now: {reason}")
-    measured = [_max_diff(n, o, rtol, atol) for n, o in pairs if n is not None and o is not None]
+    measured: list[tuple[float, bool]] = []
+    for side, fresh_array in (("actual", new_a), ("reference", new_r)):
+        if new[f"{side}_hash"] == stored[f"{side}_hash"]:
+            continue  # this side is bit-identical
+        old_array = _load(directory, stored[f"{side}_file"])
+        if fresh_array is None or old_array is None:
+            return ObservationReplay(
+                **common, status=NOT_REPRODUCED, replayed_result=result,
+                max_abs_difference=None, installed_version=installed,
+                message=f"the {side} output hash differs and the output is not stored as a "
+                        f"file to measure by how much; now: {reason}")
+        measured.append(_max_diff(fresh_array, old_array, rtol, atol))
     diff = max(d for d, _ in measured)
     within = all(ok for _, ok in measured)
     return ObservationReplay(**common, status=WITHIN_TOLERANCE if within else NOT_REPRODUCED,

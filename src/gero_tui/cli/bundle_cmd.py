@@ -1,0 +1,39 @@
+"""``gero bundle``: package one observation's case as a self-contained, replayable .tar.gz."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gero_runner.storage.store import DataRoot
+from gero_tui.cli.common import add_data_dir, data_dir
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "bundle", help="package one observation's evidence for someone without the data root",
+        description="Write the case of OBSERVATION_ID (graph, inputs, outputs, ONNX test data "
+        "set, manifest, the observation rows as JSON and the exact replay command) to a "
+        ".tar.gz that `gero replay FILE.tar.gz` verifies and re-runs.")
+    p.add_argument("observation", metavar="OBSERVATION_ID", help="observation id or prefix")
+    add_data_dir(p)
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.tar.gz")
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from gero_runner.evidence.bundle import create_bundle
+    from gero_tui.query.ids import resolve_observation
+
+    root = DataRoot(data_dir(args))
+    problems: list[str] = []
+    row = resolve_observation(root, args.observation, problems)
+    for problem in problems:
+        print(f"gero: warning: {problem}", file=sys.stderr)
+    result = create_bundle(root, row, args.output)
+    print(f"wrote {result.path} ({result.files} files, {result.rows} observation rows, "
+          f"{result.size_bytes / 1024:.1f} KiB) for {row['case_id']} {row['check']} "
+          f"{row['backend']} {row['optimization']}: {row['result']}")
+    print(f"replay it with: {result.replay_command}")
+    return 0

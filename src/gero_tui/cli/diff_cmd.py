@@ -1,0 +1,91 @@
+"""``gero diff``: regressions and fixes between two runs, for people and for CI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from gero_runner.storage.store import DataRoot
+from gero_tui.cli.common import add_data_dir, data_dir
+
+if TYPE_CHECKING:
+    from gero_tui.query.diff import DiffEntry
+
+_TITLES = {"regression": "Regressions", "fix": "Fixes", "changed": "Other class changes",
+           "incompatible": "Without a compatible baseline (graph or inputs changed)",
+           "new": "New observations", "missing": "Missing observations"}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from gero_tui.query.diff import DEFAULT_FACTOR
+
+    p = sub.add_parser(
+        "diff", help="compare two runs: regressions, fixes, new and missing observations",
+        description="Pair observations only where the baseline is compatible: same case, "
+        "check, backend, optimisation level, output and reference, and the same graph hash "
+        "and input hash. A regression is a pair that passed in BASE_RUN and does not in "
+        "CURRENT_RUN, or whose max abs error grew more than FACTOR times (default "
+        f"{DEFAULT_FACTOR:g}×) over the larger of the baseline's max abs error and the "
+        "current atol. A fix did not pass and passes now. Exit code 1 when there are "
+        "regressions, 0 otherwise (2 on bad input).")
+    p.add_argument("base", metavar="BASE_RUN", help="baseline run id or unique prefix")
+    p.add_argument("current", metavar="CURRENT_RUN", help="current run id or unique prefix")
+    add_data_dir(p)
+    p.add_argument("--format", choices=("text", "json", "md"), default="text")
+    p.add_argument("--factor", type=float, default=DEFAULT_FACTOR,
+                   help="error growth that counts as a regression (default: %(default)g)")
+    p.add_argument("--limit", type=int, default=50,
+                   help="entries listed per section in text/md (0: all; JSON lists all)")
+    p.set_defaults(handler=main)
+
+
+def _path(e: DiffEntry) -> str:
+    return e.backend if e.optimization == "-" else f"{e.backend}/{e.optimization}"
+
+
+def main(args: argparse.Namespace) -> int:
+    import sys
+
+    from gero_tui.query.diff import KINDS, diff_runs
+
+    report = diff_runs(DataRoot(data_dir(args)), args.base, args.current, args.factor)
+    for problem in report.problems:
+        print(f"gero: warning: {problem}", file=sys.stderr)
+    code = 1 if report.has_regressions else 0
+    if args.format == "json":
+        print(json.dumps(report.to_dict(), indent=2))
+        return code
+    counts = report.counts()
+    md = args.format == "md"
+    title = f"diff {report.base_run} → {report.current_run} (error-growth factor " \
+            f"{report.factor:g}×)"
+    print(f"# {title}\n" if md else title)
+    summary = [("compatible pairs", counts["compatible_pairs"]),
+               ("unchanged", counts["unchanged"])] + [(_TITLES[k].lower(), counts[k])
+                                                      for k in KINDS]
+    if md:
+        print("| | count |\n|---|---|")
+        print("\n".join(f"| {name} | {n} |" for name, n in summary))
+    else:
+        print("  " + ", ".join(f"{name}: {n}" for name, n in summary))
+    for kind in KINDS:
+        entries = report.of(kind)
+        if not entries:
+            continue
+        shown = entries if args.limit <= 0 else entries[: args.limit]
+        more = f" (first {len(shown)} of {len(entries)})" if len(shown) < len(entries) else ""
+        print(f"\n## {_TITLES[kind]}{more}\n" if md else f"\n{_TITLES[kind]}{more}:")
+        if md:
+            print("| case | check | path | output | base | current | why |\n"
+                  "|---|---|---|---|---|---|---|")
+        for e in shown:
+            ident = (e.current_id or e.base_id or "")[:12]
+            cells = (e.case_id, e.check, _path(e), e.output_name, e.base_result or "—",
+                     e.current_result or "—", e.why.replace("|", "\\|"))
+            if md:
+                print("| " + " | ".join(cells) + " |")
+            else:
+                print(f"  {ident}  {e.case_id}  {e.check}  {_path(e)}  {e.output_name}: "
+                      f"{e.why}")
+    return code

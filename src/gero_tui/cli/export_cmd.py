@@ -1,0 +1,50 @@
+"""``gero export``: a run's observations (optionally filtered) as CSV, Parquet, JSON or Markdown."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gero_runner.storage.store import DataRoot
+from gero_tui.cli.common import add_data_dir, data_dir
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from gero_tui.query.export import FORMATS
+
+    p = sub.add_parser(
+        "export", help="export a run's observations (csv, parquet, json, md report)",
+        description="Write a run's observations to a file. --where takes a filter over "
+        "observation columns, e.g. \"result <> 'passed' AND op_type IN ('Softmax', 'Exp') "
+        "AND max_abs_error > 1e-6\"; allowed: column names, literals, = <> < <= > >=, "
+        "LIKE, ILIKE, IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT, parentheses. The md format "
+        "is a report: run metadata, counts per result class, a per-operation table and the "
+        "worst observations with their reasons.")
+    add_data_dir(p)
+    p.add_argument("--run", default=None, help="run id or unique prefix (default: newest)")
+    p.add_argument("--where", default=None, metavar="FILTER", help="filter expression")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="output format (default: from the -o suffix)")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from gero_runner.errors import GeroError
+    from gero_tui.query.export import FORMATS, export_rows
+    from gero_tui.query.filters import parse_filter
+    from gero_tui.query.store import open_run
+
+    fmt = args.format or args.output.suffix.lstrip(".").lower()
+    if fmt not in FORMATS:
+        raise GeroError(f"cannot tell the format from {args.output.name!r}; give --format "
+                        f"{'|'.join(FORMATS)}")
+    flt = parse_filter(args.where)  # validate before touching the data root
+    view = open_run(DataRoot(data_dir(args)), args.run)
+    for problem in view.problems:
+        print(f"gero: warning: {problem}", file=sys.stderr)
+    result = export_rows(view, flt, fmt, args.output)
+    print(f"wrote {result.rows} observations of run {view.run_id} to {result.path} "
+          f"({fmt}, {result.seconds:.2f} s)")
+    return 0

@@ -1,0 +1,319 @@
+"""Evaluation detail: every recorded field, the element error histogram, the worst elements,
+and actual / reference / difference side by side; `r` replays the evaluation in place.
+
+Everything blocking (the row query, reading the evidence, the replay) runs in thread workers
+that hand their results back to the UI thread.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gero_runner.errors import GeroError
+from gero_runner.storage.artifacts import resolve_artifact
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+
+from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope, data_root_of
+from gero_tui.app.widgets.histogram import Bar, Chart, Histogram, marker_position
+from gero_tui.app.widgets.tensor_view import TensorView, format_element, side_label
+from gero_tui.query.detail import Observation, fetch_observation
+from gero_tui.query.tensors import ElementAnalysis, Evidence, analyse, load_evidence
+
+if TYPE_CHECKING:
+    from gero_runner.evidence.replay import ReplayReport
+
+    from gero_tui.query.source import RunSource
+
+
+class DetailScreen(Screen[None]):
+    """One evaluation, opened from the evaluations table with `enter`."""
+
+    CSS_PATH = "detail.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "back"),
+        Binding("r", "replay", "replay"),
+        Binding("e", "export", "export"),
+        Binding("b", "bundle", "bundle"),
+        Binding("c", "copy('case')", "copy id"),
+        Binding("C", "copy('replay')", "copy cmd"),
+        Binding("f", "tab('fields')", "fields", show=False),
+        Binding("h", "tab('histogram')", "histogram"),
+        Binding("t", "tab('tensors')", "tensors"),
+        Binding("p", "op_histogram", "per-op"),
+    ]
+
+    def __init__(self, source: RunSource, observation_id: str) -> None:
+        super().__init__()
+        self.source = source
+        self.observation_id = observation_id
+        self.observation: Observation | None = None
+        self.evidence: Evidence | None = None
+        self.analysis: ElementAnalysis | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("loading…", id="detail-title")
+        yield Static("", id="detail-verdict")
+        with TabbedContent(initial="fields", id="detail-tabs"):
+            with TabPane("Fields", id="fields"), VerticalScroll(id="fields-scroll"):
+                yield Static("", id="fields-table")
+            with TabPane("Histogram", id="histogram"), VerticalScroll(id="histogram-scroll"):
+                with Horizontal(id="histograms"):
+                    yield Histogram(id="abs-histogram")
+                    yield Histogram(id="ulp-histogram")
+                yield Static("", id="histogram-counts")
+                yield DataTable(id="worst", cursor_type="row", zebra_stripes=True)
+            with TabPane("Side by side", id="tensors"):
+                yield TensorView(id="tensor-view")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#detail-verdict", Static).display = False
+        self.load()
+
+    # Loading --------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="detail-load")
+    def load(self) -> None:
+        """Fetch the row, then the evidence (each shown as soon as it is there)."""
+        try:
+            observation = fetch_observation(self.source.cursor(), self.observation_id)
+        except GeroError as e:
+            self.app.call_from_thread(self._show_error, str(e))
+            return
+        self.app.call_from_thread(self._show_observation, observation)
+        try:
+            evidence = load_evidence(data_root_of(self.source), observation.fields)
+            analysis = analyse(evidence)
+        except GeroError as e:
+            self.app.call_from_thread(self._show_evidence_error, str(e))
+            return
+        self.app.call_from_thread(self._show_evidence, evidence, analysis)
+
+    def _show_error(self, message: str) -> None:
+        self.query_one("#detail-title", Static).update(Text(message, style="bold red"))
+
+    def _show_observation(self, obs: Observation) -> None:
+        self.observation = obs
+        f = obs.fields
+        title = Text()
+        title.append(f"{f['op_type']}", style="bold")
+        title.append(f" · {f['case_name']} · {f['dtype']} · {f['check']}: ")
+        opt = f" ({f['optimization']})" if f["optimization"] not in ("-", None) else ""
+        title.append(f"{f['backend']}{opt} vs {f['reference']}\n")
+        title.append(f"{f['result']}", style=_RESULT_STYLE.get(str(f["result"]), "bold"))
+        title.append(f" — {f['reason']}")
+        arbiter = arbiter_text(obs)
+        if arbiter:
+            title.append(f"\n{arbiter}", style="italic")
+        self.query_one("#detail-title", Static).update(title)
+        self.query_one("#fields-table", Static).update(fields_table(obs))
+
+    def _show_evidence_error(self, message: str) -> None:
+        self.query_one("#histogram-counts", Static).update(
+            Text(f"No element view: {message}", style="yellow"))
+        self.query_one(TensorView).show_message(f"No element view: {message}")
+
+    def _show_evidence(self, evidence: Evidence, analysis: ElementAnalysis) -> None:
+        self.evidence, self.analysis = evidence, analysis
+        abs_chart, ulp_chart = charts(analysis, evidence)
+        self.query_one("#abs-histogram", Histogram).chart = abs_chart
+        self.query_one("#ulp-histogram", Histogram).chart = ulp_chart
+        self.query_one("#histogram-counts", Static).update(counts_text(analysis, evidence))
+        fill_worst(self.query_one("#worst", DataTable), analysis, evidence)
+        labels = None
+        if self.observation is not None and self.observation.is_contract:
+            labels = contract_labels(self.observation, evidence)
+        self.query_one(TensorView).show(evidence, analysis, labels)
+
+    # Actions --------------------------------------------------------------------------------
+    def action_tab(self, tab: str) -> None:
+        self.query_one("#detail-tabs", TabbedContent).active = tab
+        if tab == "tensors":
+            self.query_one(TensorView).focus()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a worst element: show it side by side."""
+        if self.analysis is None or event.data_table.id != "worst":
+            return
+        k = event.cursor_row
+        if 0 <= k < len(self.analysis.worst):
+            self.action_tab("tensors")
+            self.query_one(TensorView).jump(self.analysis.worst[k].index)
+
+    def action_replay(self) -> None:
+        verdict = self.query_one("#detail-verdict", Static)
+        verdict.display = True
+        verdict.update(Text("replaying… (the evaluation runs again in the background)",
+                            style="italic"))
+        self.replay()
+
+    @work(thread=True, exclusive=True, group="detail-replay")
+    def replay(self) -> None:
+        """Re-run the case from its evidence and compare with what was stored."""
+        try:
+            row = self.observation.fields if self.observation else fetch_observation(
+                self.source.cursor(), self.observation_id).fields
+            directory = artifact_directory(data_root_of(self.source), row)
+            # Deferred: the replay imports ONNX Runtime (~0.3 s); only this action needs it.
+            from gero_runner.evidence.replay import replay_artifact
+
+            report = replay_artifact(directory, observation_ids=[self.observation_id])
+            text = verdict_text(report, self.observation_id)
+        except GeroError as e:
+            text = Text(f"✗ replay failed: {e}", style="bold red")
+        except Exception as e:  # a replay must never take the explorer down
+            text = Text(f"✗ replay failed unexpectedly: {type(e).__name__}: {e}",
+                        style="bold red")
+        self.app.call_from_thread(self.query_one("#detail-verdict", Static).update, text)
+
+    def action_copy(self, what: str) -> None:
+        if self.observation is None:
+            return
+        text = (str(self.observation["case_id"]) if what == "case"
+                else replay_command(data_root_of(self.source), self.observation.fields))
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied to the clipboard (OSC 52): {text}", timeout=4)
+
+    def action_export(self) -> None:
+        self.app.push_screen(ExportDialog(self.source, ExportScope.of_ids([self.observation_id]),
+                                          current_id=self.observation_id))
+
+    def action_bundle(self) -> None:
+        self.app.push_screen(ExportDialog(self.source, ExportScope.of_ids([self.observation_id]),
+                                          current_id=self.observation_id, bundle=True))
+
+    def action_op_histogram(self) -> None:
+        from gero_tui.app.screens.op_histogram import OpHistogramScreen
+
+        if self.observation is not None:
+            self.app.push_screen(OpHistogramScreen(self.source, str(self.observation["op_type"])))
+
+
+_RESULT_STYLE = {"passed": "bold green", "divergence": "bold yellow",
+                 "contract_issue": "bold red", "execution": "bold magenta"}
+
+
+def arbiter_text(obs: Observation) -> str:
+    """For a divergence: which side the float64 arbiter is closer to, in words."""
+    side = obs.fields.get("arbiter")
+    if obs.fields.get("result") != "divergence":
+        return ""
+    if side == "actual":
+        return f"float64 arbiter: closer to the actual side ({obs['backend']})"
+    if side == "reference":
+        return f"float64 arbiter: closer to the reference side ({obs['reference']})"
+    if side == "tie":
+        return "float64 arbiter: both sides equally far from the float64 value"
+    return "float64 arbiter: none (no float64 value for this comparison)"
+
+
+def fields_table(obs: Observation) -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="cyan", no_wrap=True)
+    table.add_column(overflow="fold")
+    for title, rows in obs.sections():
+        table.add_row(Text(title, style="bold underline"), "")
+        for name, value in rows:
+            table.add_row(name, value)
+    return table
+
+
+def charts(analysis: ElementAnalysis, evidence: Evidence) -> tuple[Chart, Chart]:
+    """The log10 |a − r| and ULP histograms, the tolerance line on the first."""
+    # Bin edges are 10**edge; compare in log10 with a little slack for the round trip.
+    lows = [math.log10(b.low) + 1e-9 for b in analysis.abs_bins]
+    after = marker_position(lows, analysis.tolerance_log10)
+    bars = [Bar(b.label, b.count, beyond=low >= analysis.tolerance_log10)
+            for b, low in zip(analysis.abs_bins, lows, strict=True)]
+    if analysis.zero_error:
+        bars.insert(0, Bar("0", analysis.zero_error))
+        after = after + 1 if after is not None else None
+    tol = 10 ** analysis.tolerance_log10 if math.isfinite(analysis.tolerance_log10) else 0.0
+    abs_chart = Chart("log10 |actual − reference| (by decade)", tuple(bars), after,
+                      f"tolerance {tol:.2g}", footer="atol + rtol·median|r|")
+    ulp_chart = Chart("ULP distance", tuple(Bar(b.label, b.count) for b in analysis.ulp_bins))
+    return abs_chart, ulp_chart
+
+
+def counts_text(analysis: ElementAnalysis, evidence: Evidence) -> Text:
+    text = Text()
+    text.append(f"{analysis.element_count} elements, shape {list(evidence.actual.shape)}; ")
+    style = "bold red" if analysis.out_of_tolerance else "green"
+    text.append(f"{analysis.out_of_tolerance} outside tolerance", style=style)
+    text.append(f" (atol={evidence.atol:g}, rtol={evidence.rtol:g}); ")
+    text.append(f"NaN mismatches {analysis.nan_mismatch}, inf mismatches "
+                f"{analysis.inf_mismatch}; exact zeros {analysis.zero_error}")
+    return text
+
+
+def fill_worst(table: DataTable[Any], analysis: ElementAnalysis, evidence: Evidence) -> None:
+    table.clear(columns=True)
+    table.add_columns("index", "actual", "reference", "float64", "|a−r|", "ULP", "")
+    for w in analysis.worst:
+        table.add_row(
+            str(list(w.index)),
+            format_element(w.actual, evidence.actual.dtype),
+            format_element(w.reference, evidence.reference.dtype),
+            "-" if w.exact is None else f"{w.exact:.10g}",
+            "≠" if math.isnan(w.abs_error) else f"{w.abs_error:.3e}",
+            "-" if math.isnan(w.abs_error) else f"{w.ulp:.0f}",
+            Text("within", style="green") if w.within else Text("OUT", style="bold red"),
+        )
+
+
+def contract_labels(obs: Observation, evidence: Evidence) -> tuple[str, str]:
+    """The two sides of a contract, named by the details the runner recorded if it did."""
+    details = obs.json_field("details")
+    left = details.get("actual_label") or details.get("left") or side_label(evidence.actual_file)
+    right = (details.get("reference_label") or details.get("right")
+             or side_label(evidence.reference_file))
+    return str(left), str(right)
+
+
+def artifact_directory(root: Path, row: dict[str, Any]) -> Path:
+    relative = str(row.get("artifact_path") or "")
+    if not relative:
+        raise GeroError("this observation has no evidence directory (its worker crashed or "
+                        "timed out before writing any): there is nothing to replay")
+    directory = resolve_artifact(root, relative)
+    if not directory.is_dir():
+        raise GeroError(f"evidence directory {directory} is missing: nothing to replay")
+    return directory
+
+
+def replay_command(root: Path, row: dict[str, Any]) -> str:
+    relative = str(row.get("artifact_path") or "")
+    return f"gero replay {shlex.quote(str(root / relative))}"
+
+
+def verdict_text(report: ReplayReport, observation_id: str) -> Text:
+    """One line: reproduced bit-exact / within tolerance / not reproduced, with the figures."""
+    from gero_runner.evidence.replay import STATUS_LABELS
+
+    match = [o for o in report.observations if o.observation_id == observation_id]
+    if not match:
+        return Text(f"✗ the replay made no observation matching {observation_id[:12]}",
+                    style="bold red")
+    o = match[0]
+    good = o.reproduced
+    text = Text("✓ " if good else "✗ ", style="bold green" if good else "bold red")
+    text.append(STATUS_LABELS.get(o.status, o.status),
+                style="bold green" if good else "bold red")
+    if o.max_abs_difference is not None:
+        text.append(f"; max |replayed − stored| = {o.max_abs_difference:.3g}")
+    text.append(f"; result {o.stored_result} → {o.replayed_result or '-'}")
+    text.append(f"; {report.seconds:.2f} s")
+    if o.message:
+        text.append(f" ({o.message})", style="dim")
+    for change in report.version_changes:
+        text.append(f"\nversion changed: {change}", style="yellow")
+    return text

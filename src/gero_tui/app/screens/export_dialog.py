@@ -1,0 +1,208 @@
+"""Export dialog (`e`): write the selected rows, or every matching row, as CSV, Parquet, JSON
+or a Markdown report; or bundle the current evaluation's evidence for someone else to replay.
+
+The writing runs in a thread worker; the dialog says where it wrote and how many rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from gero_runner.errors import GeroError
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
+
+FORMATS = ("csv", "parquet", "json", "md")
+FORMAT_LABELS = {"csv": "CSV", "parquet": "Parquet", "json": "JSON", "md": "Markdown report"}
+
+
+@dataclass(frozen=True)
+class ExportScope:
+    """Which rows an export writes: a parameterised condition over ``obs`` and a description."""
+
+    sql: str = "TRUE"
+    params: tuple[Any, ...] = ()
+    description: str = "all rows of the run"
+    count: int | None = None
+
+    @staticmethod
+    def of_ids(ids: Sequence[str]) -> ExportScope:
+        placeholders = ", ".join("?" * len(ids)) or "NULL"
+        return ExportScope(f"observation_id IN ({placeholders})", tuple(ids),
+                           f"{len(ids)} selected row{'s' if len(ids) != 1 else ''}", len(ids))
+
+
+def data_root_of(source: Any) -> Path:
+    """The data root of the app's run source (a query.source.RunSource or query.store.RunView)."""
+    root = getattr(source, "data_root", None)
+    return Path(root) if root is not None else Path(source.root.path)
+
+
+def default_export_path(run_id: str, fmt: str, directory: Path | None = None) -> Path:
+    return (directory or Path.cwd()) / f"gero-{run_id}.{fmt}"
+
+
+def default_bundle_path(observation_id: str, directory: Path | None = None) -> Path:
+    return (directory or Path.cwd()) / f"gero-bundle-{observation_id[:12]}.tar.gz"
+
+
+def export_scope(source: Any, scope: ExportScope, fmt: str, path: Path) -> tuple[Path, int]:
+    """Write the scope's rows; returns the absolute path and the row count (blocking)."""
+    from gero_runner.storage.store import DataRoot
+
+    from gero_tui.query.export import export_rows
+    from gero_tui.query.filters import Filter
+    from gero_tui.query.store import RunView
+
+    cursor = source.cursor()
+    view = RunView(DataRoot(data_root_of(source)), source.run_id, cursor,
+                   list(getattr(source, "problems", [])))
+    result = export_rows(view, Filter(scope.sql, tuple(scope.params)), fmt, path, cursor=cursor)
+    return result.path.resolve(), result.rows
+
+
+def export_bundle(source: Any, observation_id: str, path: Path) -> tuple[Path, str]:
+    """Bundle one observation's evidence; returns the archive path and its replay command."""
+    from gero_runner.evidence.bundle import create_bundle
+    from gero_runner.storage.store import DataRoot
+
+    from gero_tui.query.detail import fetch_observation
+
+    row = fetch_observation(source.cursor(), observation_id).fields
+    result = create_bundle(DataRoot(data_root_of(source)), row, path)
+    return result.path.resolve(), result.replay_command
+
+
+class ExportDialog(ModalScreen[Path | None]):
+    """Choose a format and a path; `enter` writes, `escape` closes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "close")]
+    DEFAULT_CSS = """
+    ExportDialog { align: center middle; }
+    ExportDialog #export-box {
+        width: 76; max-width: 100%; height: auto; padding: 0 1;
+        border: round $accent; background: $surface;
+    }
+    ExportDialog RadioSet { width: 100%; layout: horizontal; height: auto; }
+    ExportDialog #export-buttons { height: auto; }
+    ExportDialog #export-buttons Button { margin: 0 1 0 0; min-width: 10; }
+    ExportDialog #export-status { height: auto; }
+    """
+
+    def __init__(self, source: Any, scope: ExportScope, current_id: str | None = None,
+                 bundle: bool = False, directory: Path | None = None) -> None:
+        super().__init__()
+        self.source = source
+        self.scope = scope
+        self.current_id = current_id
+        self.bundle_first = bundle
+        self.directory = directory
+        self.format = "csv"
+        self._path_edited = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="export-box"):
+            yield Label(Text.assemble(("Export ", "bold"), self.scope.description))
+            with RadioSet(id="export-format"):
+                for i, fmt in enumerate(FORMATS):
+                    yield RadioButton(FORMAT_LABELS[fmt], value=i == 0, id=f"format-{fmt}")
+            yield Input(str(default_export_path(self.source.run_id, self.format, self.directory)),
+                        id="export-path")
+            with Horizontal(id="export-buttons"):
+                yield Button("Export rows", id="export-rows", variant="primary")
+                if self.current_id is not None:
+                    yield Button("Export bundle", id="export-bundle")
+                yield Button("Copy path", id="export-copy")
+                yield Button("Close", id="export-close")
+            yield Static("", id="export-status")
+
+    def on_mount(self) -> None:
+        if self.bundle_first and self.current_id is not None:
+            self.query_one("#export-path", Input).value = str(
+                default_bundle_path(self.current_id, self.directory))
+            self.query_one("#export-bundle", Button).focus()
+        else:
+            self.query_one("#export-path", Input).focus()
+
+    @on(RadioSet.Changed, "#export-format")
+    def _format_changed(self, event: RadioSet.Changed) -> None:
+        self.format = FORMATS[event.index]
+        path_input = self.query_one("#export-path", Input)
+        current = Path(path_input.value)
+        if current.suffix.lstrip(".") in FORMATS or current.name.endswith(".tar.gz"):
+            base = current.name.removesuffix(".tar.gz")
+            path_input.value = str(current.with_name(Path(base).stem + f".{self.format}"))
+
+    @on(Input.Submitted, "#export-path")
+    def _submitted(self) -> None:
+        self.action_export_rows()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        actions = {"export-rows": self.action_export_rows, "export-bundle": self.action_bundle,
+                   "export-close": self.action_close, "export-copy": self.action_copy_path}
+        action = actions.get(event.button.id or "")
+        if action is not None:
+            action()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_copy_path(self) -> None:
+        path = self.query_one("#export-path", Input).value
+        self.app.copy_to_clipboard(path)
+        self._status(Text(f"copied {path} to the clipboard (OSC 52)"))
+
+    def _target(self) -> Path | None:
+        text = self.query_one("#export-path", Input).value.strip()
+        if not text:
+            self._status(Text("give a file path", style="bold red"))
+            return None
+        return Path(text).expanduser()
+
+    def action_export_rows(self) -> None:
+        path = self._target()
+        if path is not None:
+            self._status(Text(f"writing {self.scope.description} as {self.format}…"))
+            self._write_rows(path, self.format)
+
+    def action_bundle(self) -> None:
+        path = self._target()
+        if path is None or self.current_id is None:
+            return
+        if not path.name.endswith(".tar.gz"):
+            path = default_bundle_path(self.current_id, path.parent)
+            self.query_one("#export-path", Input).value = str(path)
+        self._status(Text("writing the bundle…"))
+        self._write_bundle(path, self.current_id)
+
+    @work(thread=True, exclusive=True, group="export")
+    def _write_rows(self, path: Path, fmt: str) -> None:
+        try:
+            written, rows = export_scope(self.source, self.scope, fmt, path)
+            text = Text.assemble(("✓ ", "bold green"), f"wrote {rows} row"
+                                 f"{'s' if rows != 1 else ''} as {fmt} to {written}")
+        except GeroError as e:
+            text = Text(f"✗ {e}", style="bold red")
+        self.app.call_from_thread(self._status, text)
+
+    @work(thread=True, exclusive=True, group="export")
+    def _write_bundle(self, path: Path, observation_id: str) -> None:
+        try:
+            written, command = export_bundle(self.source, observation_id, path)
+            text = Text.assemble(("✓ ", "bold green"), f"wrote bundle {written}\n",
+                                 ("replay with: ", "dim"), command)
+        except GeroError as e:
+            text = Text(f"✗ {e}", style="bold red")
+        self.app.call_from_thread(self._status, text)
+
+    def _status(self, text: Text) -> None:
+        self.query_one("#export-status", Static).update(text)

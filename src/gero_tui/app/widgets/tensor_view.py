@@ -1,0 +1,228 @@
+"""Actual, reference and |actual − reference| side by side, one 2-d plane of an N-d tensor.
+
+Keys move a cursor through the plane, choose which two axes are displayed, step through the
+others, and jump to the worst element. Out-of-tolerance cells are drawn on red, NaN and ±inf
+in magenta, the cursor in reverse video; values keep the digits their dtype can hold.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+from gero_runner.metrics.compare import ulp_distance
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from gero_tui.query.slicing import TensorCursor
+from gero_tui.query.tensors import ElementAnalysis, Evidence
+
+# Significant digits shown per dtype: float16 values print with their shortest round-trip
+# form (never more than 5 digits); wider types are capped so a cell stays readable.
+_PRECISION = {"float16": None, "float32": 8, "float64": 10}
+MISMATCH = "bold white on dark_red"
+NONFINITE = "bold magenta"
+CURSOR = "reverse"
+
+
+def format_element(value: float | np.floating | np.integer, dtype: np.dtype) -> str:
+    """A value with the digits its dtype holds (shortest round-trip repr, capped)."""
+    if dtype.kind != "f":
+        return str(int(value))
+    x = dtype.type(value)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    precision = _PRECISION.get(dtype.name, 10)
+    magnitude = abs(float(x))
+    if magnitude != 0 and (magnitude >= 1e5 or magnitude < 1e-3):
+        return np.format_float_scientific(x, unique=True, precision=precision, trim="-",
+                                          exp_digits=1)
+    return np.format_float_positional(x, unique=True, precision=precision, trim="-")
+
+
+def format_difference(value: float) -> str:
+    if math.isnan(value):
+        return "≠"
+    return "0" if value == 0 else f"{value:.1e}"
+
+
+def side_label(relative: str) -> str:
+    """'outputs/ort-all/output_0.npy' -> 'ort-all'; other evidence files keep their path."""
+    parts = relative.removesuffix(".npy").split("/")
+    if len(parts) == 3 and parts[0] == "outputs":
+        return parts[1] if parts[2] == "output_0" else f"{parts[1]}[{parts[2][7:]}]"
+    return "/".join(parts)
+
+
+class TensorView(Widget, can_focus=True):
+    """The side-by-side view of one observation's tensors."""
+
+    DEFAULT_CSS = """
+    TensorView { height: 1fr; padding: 0 1; }
+    TensorView:focus { background: $boost; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "move(-1, 0)", "up", show=False),
+        Binding("down", "move(1, 0)", "down", show=False),
+        Binding("left", "move(0, -1)", "left", show=False),
+        Binding("right", "move(0, 1)", "right", show=False),
+        Binding("pageup", "move(-10, 0)", show=False),
+        Binding("pagedown", "move(10, 0)", show=False),
+        Binding("w", "worst", "worst"),
+        Binding("left_square_bracket", "step(-1)", "prev slice"),
+        Binding("right_square_bracket", "step(1)", "next slice"),
+        Binding("s", "step_axis", "slice axis"),
+        Binding("y", "cycle_axis('row')", "row axis"),
+        Binding("x", "cycle_axis('col')", "col axis"),
+    ]
+
+    version: reactive[int] = reactive(0, layout=False)
+    """Bumped on every cursor change so the view repaints."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.evidence: Evidence | None = None
+        self.analysis: ElementAnalysis | None = None
+        self.cursor: TensorCursor | None = None
+        self.labels: tuple[str, str] = ("actual", "reference")
+        self.message = "loading evidence…"
+
+    def show(self, evidence: Evidence, analysis: ElementAnalysis,
+             labels: tuple[str, str] | None = None) -> None:
+        """Display these tensors; the cursor starts on the worst element."""
+        self.evidence, self.analysis = evidence, analysis
+        self.labels = labels or (side_label(evidence.actual_file),
+                                 side_label(evidence.reference_file))
+        self.cursor = TensorCursor(tuple(evidence.actual.shape))
+        self.action_worst()
+
+    def show_message(self, message: str) -> None:
+        self.evidence = self.analysis = self.cursor = None
+        self.message = message
+        self.version += 1
+
+    # Actions --------------------------------------------------------------------------------
+    def action_move(self, rows: int, cols: int) -> None:
+        if self.cursor:
+            self.cursor.move(rows, cols)
+            self.version += 1
+
+    def action_step(self, delta: int) -> None:
+        if self.cursor:
+            self.cursor.step(delta)
+            self.version += 1
+
+    def action_step_axis(self) -> None:
+        if self.cursor:
+            self.cursor.next_step_axis()
+            self.version += 1
+
+    def action_cycle_axis(self, which: str) -> None:
+        if self.cursor:
+            self.cursor.cycle_axis(which)
+            self.version += 1
+
+    def action_worst(self) -> None:
+        if self.cursor and self.analysis and self.analysis.worst:
+            self.cursor.jump(self.analysis.worst[0].index)
+        self.version += 1
+
+    def jump(self, index: tuple[int, ...]) -> None:
+        if self.cursor:
+            self.cursor.jump(index)
+            self.version += 1
+
+    # Rendering ------------------------------------------------------------------------------
+    def render(self) -> RenderableType:
+        ev, an, cur = self.evidence, self.analysis, self.cursor
+        if ev is None or an is None or cur is None:
+            return Text(self.message)
+        dtype = ev.actual.dtype
+        a = cur.plane(ev.actual)
+        d = cur.plane(an.diff)
+        bad = cur.plane(an.mismatch)
+        nonfinite = cur.plane(an.nonfinite)
+        row_pos, col_pos = cur.index[cur.row_axis], cur.index[cur.col_axis]
+        n_rows, n_cols = a.shape
+
+        height = max(1, self.size.height - 5)
+        r0, r1 = TensorCursor.window(row_pos, n_rows, height)
+        # Cell width from the values in view (columns are chosen after, so take the row band).
+        band_a = [format_element(v, dtype) for v in a[r0:r1].reshape(-1)[:4096]]
+        band_r = [format_element(v, ev.reference.dtype)
+                  for v in cur.plane(ev.reference)[r0:r1].reshape(-1)[:4096]]
+        value_width = max([len(s) for s in band_a + band_r] + [4])
+        diff_width = 7
+        label_width = len(str(n_rows - 1)) + 1
+        pane = max(12, (self.size.width - 4) // 3)
+        fit = max(1, min((pane - label_width - 1) // (value_width + 1),
+                         (pane - label_width - 1) // (diff_width + 1)))
+        c0, c1 = TensorCursor.window(col_pos, n_cols, fit)
+
+        def pane_text(title: str, cell: object, width: int) -> Text:
+            text = Text(no_wrap=True, overflow="ellipsis")
+            text.append(title[:pane] + "\n", style="bold")
+            text.append(" " * label_width + "│")
+            text.append("".join(f"{j:>{width}} " for j in range(c0, c1)) + "\n", style="dim")
+            for i in range(r0, r1):
+                text.append(f"{i:>{label_width}}│", style="dim")
+                for j in range(c0, c1):
+                    value = cell(i, j)  # type: ignore[operator]
+                    style = ""
+                    if bad[i, j]:
+                        style = MISMATCH
+                    elif nonfinite[i, j]:
+                        style = NONFINITE
+                    if i == row_pos and j == col_pos:
+                        style = f"{style} {CURSOR}".strip()
+                    text.append(f"{value:>{width}}", style=style)
+                    text.append(" ")
+                if i < r1 - 1:
+                    text.append("\n")
+            return text
+
+        ref_dtype = ev.reference.dtype
+        r_plane = cur.plane(ev.reference)
+        grid = Table.grid(padding=(0, 1))
+        for _ in range(3):
+            grid.add_column(width=pane, no_wrap=True)
+        grid.add_row(
+            pane_text(self.labels[0], lambda i, j: format_element(a[i, j], dtype), value_width),
+            pane_text(self.labels[1], lambda i, j: format_element(r_plane[i, j], ref_dtype),
+                      value_width),
+            pane_text("|difference|", lambda i, j: format_difference(float(d[i, j])),
+                      diff_width),
+        )
+        table = Table.grid()
+        table.add_column()
+        table.add_row(grid)
+        table.add_row(self._status(ev, an, cur))
+        return table
+
+    def _status(self, ev: Evidence, an: ElementAnalysis, cur: TensorCursor) -> Text:
+        index = cur.original_index
+        flat_a = ev.actual[index] if index else ev.actual[()]
+        flat_r = ev.reference[index] if index else ev.reference[()]
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f"plane x{cur.describe()}\n", style="bold")
+        text.append(f"{list(index)}: {format_element(flat_a, ev.actual.dtype)} vs "
+                    f"{format_element(flat_r, ev.reference.dtype)}")
+        if ev.exact is not None:
+            text.append(f" (float64 {float(ev.exact[index]):.12g})")
+        diff = float(an.diff[index] if index else an.diff[()])
+        text.append(f"  |a−r| {format_difference(diff)}")
+        if ev.actual.dtype.kind == "f" and not math.isnan(diff):
+            ulp = float(ulp_distance(np.asarray(flat_a), np.asarray(flat_r))[()])
+            text.append(f"  ULP {ulp:.0f}")
+        mism = bool(an.mismatch[index] if index else an.mismatch[()])
+        text.append("  OUT OF TOLERANCE" if mism else "  within tolerance",
+                    style=MISMATCH if mism else "green")
+        return text

@@ -1,0 +1,100 @@
+"""One observation's full row, fetched by id, and its fields grouped for display.
+
+Headless: the detail screen shows these sections as they are; nothing is recomputed here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+from gero_runner.errors import GeroError
+from gero_runner.schema import COLUMN_NAMES
+
+# Every column of the schema appears in exactly one section (checked by a test).
+SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Evaluation", ("op_type", "case_name", "case_id", "suite", "check", "dtype",
+                    "input_shapes", "output_name", "result", "reason", "arbiter")),
+    ("Paths", ("backend", "backend_version", "optimization", "threads", "reference",
+               "reference_version", "session_settings")),
+    ("Tolerance", ("rtol", "atol", "min_atol", "min_rtol")),
+    ("Error", ("max_abs_error", "max_rel_error", "max_ulp", "scaled_error",
+               "floored_rel_error", "mismatch_count", "element_count", "bit_exact",
+               "nan_actual", "inf_actual", "nan_reference", "inf_reference")),
+    ("Timing", ("actual_median_ms", "reference_median_ms", "repeats")),
+    ("Evidence", ("artifact_path", "actual_file", "reference_file", "seed", "actual_hash",
+                  "reference_hash", "graph_hash", "input_hash")),
+    ("Record", ("observation_id", "run_id", "created_at", "details")),
+)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One observation row (every schema column), as the runner stored it."""
+
+    fields: dict[str, Any]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.fields[name]
+
+    @property
+    def observation_id(self) -> str:
+        return str(self.fields["observation_id"])
+
+    @property
+    def is_contract(self) -> bool:
+        return str(self.fields.get("check") or "").startswith("contract:")
+
+    def json_field(self, name: str) -> dict[str, Any]:
+        """A JSON column (session_settings, details) decoded; {} when empty or not JSON."""
+        text = self.fields.get(name) or ""
+        try:
+            value = json.loads(text)
+        except (TypeError, ValueError):
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    def sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """(section, [(column, shown value)]) in display order."""
+        return [(title, [(c, format_value(c, self.fields.get(c))) for c in columns])
+                for title, columns in SECTIONS]
+
+
+def fetch_observation(connection: duckdb.DuckDBPyConnection, observation_id: str) -> Observation:
+    """The row of ``observation_id`` from the ``obs`` view; GeroError if the id is unknown."""
+    columns = ", ".join(f'"{c}"' for c in COLUMN_NAMES)
+    cursor = connection.execute(
+        f"SELECT {columns} FROM obs WHERE observation_id = ? LIMIT 1", [observation_id]
+    )
+    row = cursor.fetchone()
+    if row is None:
+        raise GeroError(f"no observation {observation_id!r} in this run")
+    return Observation(dict(zip(COLUMN_NAMES, row, strict=True)))
+
+
+def format_value(column: str, value: Any) -> str:
+    """A field as the detail view shows it: exact figures, JSON compacted, '-' for absent."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "-"
+        if column.endswith("_ms"):
+            return f"{value:.4f} ms"
+        return f"{value:.6g}" if value != 0 else "0"
+    if column in ("session_settings", "details") and isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        if not decoded:
+            return "-"
+        return json.dumps(decoded, sort_keys=True, separators=(", ", ": "))
+    if column == "arbiter" and value == "-":
+        return "- (not a divergence, or no float64 value)"
+    return str(value)

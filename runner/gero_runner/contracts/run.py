@@ -1,12 +1,44 @@
-"""Entry point of the contract check family (filled in by the contracts work)."""
+"""Entry point of the contract check family: every law that applies to a case, on every
+ORT level and on the ReferenceEvaluator, each law its own observation (contract:NAME)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gero_runner.cases.base import BATCH_INDEPENDENT, BATCH_REDUCE
+from gero_runner.contracts.batch import independent_rows, reduction_rows
+from gero_runner.contracts.determinism import determinism_rows, thread_rows
+from gero_runner.contracts.operator_laws import NAMED
+from gero_runner.contracts.paths import Evidence, base_paths
+from gero_runner.contracts.rank import rank_change_rows
+from gero_runner.errors import GeroError
 
 if TYPE_CHECKING:
     from gero_runner.execution.evaluate import CaseContext
 
 
 def run_contracts(ctx: CaseContext) -> list[dict[str, Any]]:
-    return []
+    # Laws run on edge values (±inf, NaN, overflow) on purpose: no warnings on stderr.
+    with np.errstate(all="ignore"):
+        return _run(ctx)
+
+
+def _run(ctx: CaseContext) -> list[dict[str, Any]]:
+    unknown = [n for n in ctx.case.contracts if n not in NAMED]
+    if unknown:
+        raise GeroError(f"case {ctx.case.case_id}: unknown contract(s) {', '.join(unknown)}; "
+                        f"known: {', '.join(NAMED)}")
+    paths = base_paths(ctx)
+    evidence = Evidence(ctx)
+    rows = determinism_rows(ctx, paths)
+    rows += thread_rows(ctx, paths, evidence)
+    if ctx.case.batch == BATCH_INDEPENDENT:
+        rows += independent_rows(ctx, paths, evidence)
+        rows += rank_change_rows(ctx, paths, evidence)
+    elif ctx.case.batch == BATCH_REDUCE:
+        rows += reduction_rows(ctx, paths, evidence)
+    for name in ctx.case.contracts:
+        rows += NAMED[name](ctx, paths, evidence)
+    return rows

@@ -174,6 +174,9 @@ def run_reference(case: CaseInstance, repeats: int) -> PathResult:
         path.error = _error_text(e)
         return path
     path.outputs, path.repeats = runs[0], len(runs)
+    path.deterministic = all(
+        tensors_hash(r) == tensors_hash(runs[0]) for r in runs[1:]
+    )
     return path
 
 

@@ -1,12 +1,92 @@
-"""Entry point of the variant check family (filled in by the variants work)."""
+"""Entry point of the variant check family: each algebraic variant of a case's graph runs
+on every ORT level and on the ReferenceEvaluator, against the base graph on the same path
+and inputs; one observation (variant:NAME) per path and output.
+
+A variant that disagrees beyond tolerance is a divergence (two ways of computing the same
+function disagree; the float64 arbiter says which side is closer), non-finite values where
+the base graph is finite are a contract issue, as in the agreement check.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gero_runner.classify import arbiter_side, classify
+from gero_runner.contracts.paths import Evidence, PathRunner, base_paths, error_text, execution_row
+from gero_runner.errors import GeroError
+from gero_runner.metrics.compare import compare
+from gero_runner.schema import DIVERGENCE
+from gero_runner.storage.hashing import tensor_hash
+from gero_runner.variants.builders import VARIANTS, VariantError, build_variant
 
 if TYPE_CHECKING:
     from gero_runner.execution.evaluate import CaseContext
 
+BASE_LABEL = "base-graph"
+
+
+def _arbiter(ctx: CaseContext, j: int, a: np.ndarray, r: np.ndarray) -> str:
+    exact = ctx.case.expected_exact
+    if not exact or j >= len(exact):
+        return "-"
+    truth = np.asarray(list(exact.values())[j], dtype=np.float64)
+    if truth.shape != a.shape or a.shape != r.shape:
+        return "-"
+    with np.errstate(invalid="ignore"):
+        da = float(np.nanmax(np.abs(a.astype(np.float64) - truth))) if a.size else 0.0
+        dr = float(np.nanmax(np.abs(r.astype(np.float64) - truth))) if r.size else 0.0
+    return arbiter_side(da, dr)
+
 
 def run_variants(ctx: CaseContext) -> list[dict[str, Any]]:
-    return []
+    with np.errstate(all="ignore"):  # variants run on edge values on purpose
+        return _run(ctx)
+
+
+def _run(ctx: CaseContext) -> list[dict[str, Any]]:
+    unknown = [n for n in ctx.case.variants if n not in VARIANTS]
+    if unknown:
+        raise GeroError(f"case {ctx.case.case_id}: unknown variant(s) {', '.join(unknown)}; "
+                        f"known: {', '.join(VARIANTS)}")
+    paths = base_paths(ctx)
+    evidence = Evidence(ctx)
+    rows: list[dict[str, Any]] = []
+    for name in ctx.case.variants:
+        check = f"variant:{name}"
+        try:
+            model = build_variant(name, ctx.case.model, ctx.case.inputs)
+        except VariantError as e:
+            rows += [execution_row(ctx, check, p, "", ctx.case.dtype,
+                                   f"variant {name}: cannot build: {e}", BASE_LABEL)
+                     for p in paths]
+            continue
+        ctx.writer.add_bytes(f"variants/{name}/model.onnx", model)
+        for path in paths:
+            assert path.outputs is not None
+            try:
+                outputs = PathRunner(ctx, path, model)(ctx.case.inputs)
+            except Exception as e:
+                rows.append(execution_row(ctx, check, path, "", ctx.case.dtype,
+                                          f"variant {name}: {error_text(e)}", BASE_LABEL))
+                continue
+            for j, out_name in enumerate(ctx.output_names):
+                a, r = outputs[j], path.outputs[j]
+                dtype = str(r.dtype)
+                rtol, atol = ctx.tolerance(dtype)
+                cmp = compare(a, r, rtol, atol)
+                result, reason = classify(cmp, rtol, atol)
+                arbiter = _arbiter(ctx, j, a, r) if result == DIVERGENCE else "-"
+                rows.append(ctx.row(
+                    check=check, output_name=out_name, actual=path, reference_name=BASE_LABEL,
+                    reference_version=path.version, dtype=dtype, cmp=cmp, rtol=rtol,
+                    atol=atol, result=result, reason=f"variant {name}: {reason}",
+                    arbiter=arbiter, actual_hash=tensor_hash(a), reference_hash=tensor_hash(r),
+                    actual_file=evidence.add(f"variants/{name}/{path.name}/output_{j}.npy", a),
+                    reference_file=path.files[j] if j < len(path.files) else "",
+                    reference_ms=math.nan,
+                    details={"variant": name, "variant_model": f"variants/{name}/model.onnx",
+                             "bit_exact": cmp.bit_exact}))
+    return rows

@@ -1,0 +1,79 @@
+"""Determinism: repeated runs with identical settings give identical output hashes, and
+whether the machine's thread count changes the bits (its own observation)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from gero_runner.backends import ort
+from gero_runner.contracts import laws
+from gero_runner.contracts.paths import Evidence, PathRunner, error_text, execution_row, law_row
+from gero_runner.schema import CONTRACT_ISSUE, PASSED
+from gero_runner.storage.hashing import tensors_hash
+
+if TYPE_CHECKING:
+    from gero_runner.execution.evaluate import CaseContext, PathResult
+
+
+def determinism_rows(ctx: CaseContext, paths: list[PathResult]) -> list[dict[str, Any]]:
+    """One row per path from its timed repeats (PathResult.deterministic)."""
+    rows = []
+    for path in paths:
+        assert path.outputs is not None
+        digest = tensors_hash(path.outputs)
+        if path.repeats < 2:
+            result, reason = PASSED, "determinism: a single run, nothing to compare"
+        elif path.deterministic:
+            result = PASSED
+            reason = f"determinism: {path.repeats} repeated runs gave identical output hashes"
+        else:
+            result = CONTRACT_ISSUE
+            reason = (f"determinism: {path.repeats} repeated runs with identical settings gave "
+                      "differing output hashes")
+        rows.append(ctx.row(
+            check="contract:determinism", output_name=";".join(ctx.output_names),
+            actual=path, reference_name="law:repeated-run", reference_version=path.version,
+            dtype=ctx.case.dtype, cmp=None, rtol=0.0, atol=0.0, result=result, reason=reason,
+            actual_hash=digest, reference_hash=digest if path.deterministic else "",
+            actual_file=path.files[0] if path.files else "",
+            details={"law": "determinism", "repeats": path.repeats,
+                     "deterministic": path.deterministic}))
+    return rows
+
+
+def machine_threads() -> int:
+    return os.cpu_count() or 1
+
+
+def thread_rows(ctx: CaseContext, paths: list[PathResult],
+                evidence: Evidence) -> list[dict[str, Any]]:
+    """Each ORT level with the machine's thread count against 1 thread."""
+    many = machine_threads()
+    rows = []
+    for path in paths:
+        if path.backend != ort.BACKEND:
+            continue
+        assert path.outputs is not None
+        runner = PathRunner(ctx, path, ctx.case.model, threads=many)
+        try:
+            if path.threads == 1:
+                single = path.outputs
+            else:
+                single = PathRunner(ctx, path, ctx.case.model, threads=1)(ctx.case.inputs)
+            multi = runner(ctx.case.inputs)
+        except Exception as e:
+            rows.append(execution_row(ctx, "contract:threads", runner.result_path, "",
+                                      ctx.case.dtype, f"threads: {error_text(e)}",
+                                      "law:1-thread"))
+            continue
+        for j, name in enumerate(ctx.output_names):
+            dtype = str(single[j].dtype)
+            rtol, atol = ctx.tolerance(dtype)
+            res = laws.compare_law("threads", multi[j], single[j], rtol, atol,
+                                   actual_label=f"{many} threads", reference_label="1 thread")
+            rows.append(law_row(ctx, evidence, "contract:threads", runner.result_path, name,
+                                res, reference_label="law:1-thread", dtype=dtype,
+                                folder="contracts/threads",
+                                extra={"threads": [1, many]}))
+    return rows

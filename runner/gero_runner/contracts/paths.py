@@ -1,0 +1,113 @@
+"""Running a path (an ORT level or the ReferenceEvaluator) on graphs other than the case's,
+and turning a law's outcome into an observation row with its evidence files.
+
+Shared by the contract and the variant families.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gero_runner.backends import ort, reference
+from gero_runner.cases.base import Arrays
+from gero_runner.contracts.laws import LawResult
+from gero_runner.schema import EXECUTION
+from gero_runner.storage.hashing import npy_bytes, sha256, tensor_hash
+
+if TYPE_CHECKING:
+    from gero_runner.execution.evaluate import CaseContext, PathResult
+
+
+def base_paths(ctx: CaseContext) -> list[PathResult]:
+    """The paths every law is checked on: each ORT level and the ReferenceEvaluator, where
+    the case itself ran (a failed path is already an execution row of its own)."""
+    names = [f"ort-{level}" for level in ctx.settings.levels] + ["onnx-reference"]
+    return [ctx.paths[n] for n in names if n in ctx.paths and ctx.paths[n].ok]
+
+
+class PathRunner:
+    """One path on one graph: the session (or evaluator) is built once, on first use, and
+    reused for every batch size. Time spent is added to the case's backend seconds."""
+
+    def __init__(self, ctx: CaseContext, path: PathResult, model: bytes,
+                 threads: int | None = None) -> None:
+        self.ctx, self.path, self.model = ctx, path, model
+        self.settings = dict(path.settings)
+        if threads is not None and path.backend == ort.BACKEND:
+            self.settings["intra_op_num_threads"] = threads
+        self._session: Any = None
+
+    @property
+    def result_path(self) -> PathResult:
+        """The PathResult to record on rows (settings reflect the thread count used)."""
+        if self.settings == self.path.settings:
+            return self.path
+        return replace(self.path, settings=self.settings,
+                       threads=int(self.settings["intra_op_num_threads"]),
+                       median_ms=math.nan, repeats=1, outputs=None, files=[])
+
+    def __call__(self, feeds: Arrays) -> list[np.ndarray]:
+        start = time.perf_counter()
+        try:
+            if self.path.backend == ort.BACKEND:
+                if self._session is None:
+                    self._session = ort.make_session(self.model, self.settings)
+                return ort.run(self._session, feeds)
+            if self._session is None:
+                self._session = reference.make_evaluator(self.model)
+            return [np.asarray(o) for o in self._session.run(None, feeds)]
+        finally:
+            self.ctx.backend_seconds += time.perf_counter() - start
+
+
+def error_text(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}".strip()
+    return text if len(text) <= 1000 else text[:1000] + " …"
+
+
+class Evidence:
+    """Adds a law's two sides to the case's evidence, reusing an identical file already
+    there (the full-batch side is often bit-identical to the path's own output)."""
+
+    def __init__(self, ctx: CaseContext) -> None:
+        self.ctx = ctx
+        self._by_hash = {sha256(data): rel for rel, data in ctx.writer.files.items()
+                         if rel.endswith(".npy")}
+
+    def add(self, relpath: str, x: np.ndarray) -> str:
+        data = npy_bytes(np.asarray(x))
+        key = sha256(data)
+        if key not in self._by_hash:
+            self._by_hash[key] = self.ctx.writer.add_bytes(relpath, data)
+        return self._by_hash[key]
+
+
+def law_row(ctx: CaseContext, evidence: Evidence, check: str, path: PathResult,
+            output_name: str, res: LawResult, *, reference_label: str, dtype: str,
+            folder: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The observation of one law on one path and output, with both sides as evidence."""
+    stem = f"{folder}/{path.name}/{output_name or 'out'}"
+    actual_file = evidence.add(f"{stem}.actual.npy", res.actual)
+    reference_file = evidence.add(f"{stem}.reference.npy", res.reference)
+    details = {**res.details, **(extra or {})}
+    return ctx.row(check=check, output_name=output_name, actual=path,
+                   reference_name=reference_label, reference_version=path.version,
+                   dtype=dtype, cmp=res.cmp, rtol=res.rtol, atol=res.atol,
+                   result=res.result, reason=res.reason,
+                   actual_hash=tensor_hash(np.asarray(res.actual)),
+                   reference_hash=tensor_hash(np.asarray(res.reference)),
+                   actual_file=actual_file, reference_file=reference_file, details=details)
+
+
+def execution_row(ctx: CaseContext, check: str, path: PathResult, output_name: str,
+                  dtype: str, message: str, reference_label: str) -> dict[str, Any]:
+    """A law that could not be checked on a path because running it failed."""
+    return ctx.row(check=check, output_name=output_name, actual=path,
+                   reference_name=reference_label, reference_version=path.version,
+                   dtype=dtype, cmp=None, rtol=math.nan, atol=math.nan, result=EXECUTION,
+                   reason=message)

@@ -49,11 +49,13 @@ class DetailScreen(Screen[None]):
         Binding("f", "tab('fields')", "fields", show=False),
         Binding("h", "tab('histogram')", "histogram"),
         Binding("t", "tab('tensors')", "tensors"),
-        Binding("p", "op_histogram", "per-op"),
+        Binding("g", "op_histogram", "per-op"),
     ]
 
-    def __init__(self, source: RunSource, observation_id: str) -> None:
+    def __init__(self, source: RunSource, observation_id: str, replay: bool = False) -> None:
+        """``replay``: start replaying as soon as the screen opens (`r` in the table)."""
         super().__init__()
+        self.replay_on_mount = replay
         self.source = source
         self.observation_id = observation_id
         self.observation: Observation | None = None
@@ -79,6 +81,8 @@ class DetailScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#detail-verdict", Static).display = False
         self.load()
+        if self.replay_on_mount:
+            self.action_replay()
 
     # Loading --------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="detail-load")

@@ -54,14 +54,17 @@ class OpHistogramScreen(Screen[None]):
     OpHistogramScreen #op-bars { height: 1fr; }
     """
 
-    def __init__(self, source: Any, op_type: str) -> None:
+    def __init__(self, source: Any, op_type: str | None = None,
+                 observation_id: str | None = None) -> None:
+        """For ``op_type``, or for the operation of ``observation_id`` (looked up first)."""
         super().__init__()
         self.source = source
-        self.op_type = op_type
+        self.op_type = op_type or ""
+        self.observation_id = observation_id
         self.histogram: OperationHistogram | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(f"{self.op_type}: loading…", id="op-title")
+        yield Static(f"{self.op_type or 'operation'}: loading…", id="op-title")
         yield DataTable(id="op-groups", cursor_type="row", zebra_stripes=True)
         yield Histogram(id="op-bars")
         yield Footer()
@@ -71,7 +74,12 @@ class OpHistogramScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="op-histogram")
     def load(self) -> None:
-        histogram = operation_histogram(self.source.cursor(), self.op_type)
+        cursor = self.source.cursor()
+        if not self.op_type and self.observation_id:
+            row = cursor.execute("SELECT op_type FROM obs WHERE observation_id = ? LIMIT 1",
+                                 [self.observation_id]).fetchone()
+            self.op_type = str(row[0]) if row else ""
+        histogram = operation_histogram(cursor, self.op_type)
         self.app.call_from_thread(self._show, histogram)
 
     def _show(self, histogram: OperationHistogram) -> None:

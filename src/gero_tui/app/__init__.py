@@ -1,0 +1,1 @@
+"""The Textual explorer: overview, evaluations table, and the screens around them."""

@@ -1,0 +1,225 @@
+"""The explorer: opens a run of a data root and shows its overview and evaluations.
+
+The run's DuckDB source is opened in a thread worker; screens ask the app for it and are
+told (``source_changed``) when it is ready or replaced. Once something with data has been
+painted, another worker copies the explorer's columns into memory so that filters and
+sorts scan memory rather than Parquet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import partial
+from pathlib import Path
+from typing import ClassVar
+
+import duckdb
+from gero_runner.errors import GeroError, StoreError
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.screen import Screen
+
+from gero_tui.app.screens.evaluations import EvaluationsScreen
+from gero_tui.app.screens.overview import OverviewScreen
+from gero_tui.query.runs import RunInfo, list_runs, read_info, resolve, run_ids
+from gero_tui.query.source import RunSource, open_source
+from gero_tui.query.table import TableFilter
+
+SCREENS = ("overview", "evaluations")
+
+
+class GeroApp(App[None]):
+    """gero's explorer over one data root."""
+
+    TITLE = "gero"
+    CSS_PATH = "app.tcss"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", tooltip="Leave the explorer"),
+        Binding("question_mark", "help", "Help", tooltip="Every key of this screen"),
+        Binding("p", "pick_run", "Runs", tooltip="Switch to another run of the data root"),
+    ]
+
+    class SourceOpened(Message):
+        def __init__(self, source: RunSource) -> None:
+            self.source = source
+            super().__init__()
+
+    class SourceFailed(Message):
+        def __init__(self, error: str) -> None:
+            self.error = error
+            super().__init__()
+
+    def __init__(self, data_root: Path, run: str | None = None, screen: str = "overview"
+                 ) -> None:
+        super().__init__()
+        if screen not in SCREENS:
+            raise GeroError(f"unknown screen {screen!r}; screens: {', '.join(SCREENS)}")
+        self.data_root = Path(data_root)
+        self.start_screen = screen
+        self.source: RunSource | None = None
+        """The open run, once its worker has opened it."""
+        self.run_id: str | None = None
+        # A bad --run prefix is a command-line error, reported before the UI starts.
+        self.run_id = resolve(self.data_root, run) if run_ids(self.data_root) else None
+        self._info: RunInfo | None = None
+        self._materialise_started = False
+
+    # -- run and source ----------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        if self.run_id is None:
+            from gero_tui.app.screens.empty import EmptyScreen
+
+            self.push_screen(EmptyScreen(self.data_root))
+            return
+        self._info = read_info(self.data_root, self.run_id)
+        self.push_screen(OverviewScreen())
+        if self.start_screen == "evaluations":
+            self.push_screen(EvaluationsScreen())
+        self._open(self.run_id)
+
+    def run_info(self) -> RunInfo | None:
+        return self._info
+
+    def title_line(self) -> str:
+        """Run id, date and versions, for the top line of each screen."""
+        info = self._info
+        if info is None:
+            return "gero"
+        return (f"gero · run {info.run_id} · {info.date} · {info.suite} · "
+                f"onnxruntime {info.onnxruntime_version} · onnx {info.onnx_version}")
+
+    def require_source(self) -> RunSource:
+        if self.source is None:
+            raise StoreError("the run is still opening")
+        return self.source
+
+    @work(thread=True, exclusive=True, group="source")
+    def _open(self, run_id: str) -> None:
+        try:
+            source = open_source(self.data_root, run_id)
+        except (GeroError, duckdb.Error) as e:
+            self.post_message(self.SourceFailed(str(e)))
+            return
+        self.post_message(self.SourceOpened(source))
+
+    def on_gero_app_source_opened(self, message: SourceOpened) -> None:
+        old, self.source = self.source, message.source
+        self.run_id = message.source.run_id
+        self._info = read_info(self.data_root, self.run_id)
+        self._materialise_started = False
+        for problem in message.source.problems:
+            self.notify(problem, title="Skipped a file", severity="warning", timeout=15)
+        for screen in self.screen_stack:
+            if isinstance(screen, OverviewScreen | EvaluationsScreen):
+                screen.source_changed()
+        if old is not None:
+            old.close()
+
+    def on_gero_app_source_failed(self, message: SourceFailed) -> None:
+        self.notify(message.error, title="Cannot open the run", severity="error", timeout=15)
+
+    def note_data_shown(self) -> None:
+        """A screen painted data: now build the in-memory table for faster queries."""
+        if self.source is not None and not self._materialise_started:
+            self._materialise_started = True
+            self._materialise(self.source)
+
+    @work(thread=True, exclusive=True, group="materialise")
+    def _materialise(self, source: RunSource) -> None:
+        try:
+            source.materialise()
+        except duckdb.Error as e:
+            # Queries keep reading the Parquet view; only slower.
+            self.call_from_thread(self.notify, f"in-memory table not built: {e}",
+                                  severity="warning")
+
+    # -- navigation --------------------------------------------------------------------
+
+    def show_evaluations(self, table_filter: TableFilter) -> None:
+        """Open the evaluations table (or reuse the open one) with ``table_filter``."""
+        for screen in self.screen_stack:
+            if isinstance(screen, EvaluationsScreen):
+                while self.screen is not screen:
+                    self.pop_screen()
+                screen.set_filter(table_filter)
+                return
+        self.push_screen(EvaluationsScreen(table_filter))
+
+    def show_overview(self) -> None:
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, OverviewScreen):
+            self.pop_screen()
+
+    def action_help(self) -> None:
+        """Show every key of the current screen."""
+        from gero_tui.app.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def action_pick_run(self) -> None:
+        """Choose another run of the data root."""
+        from gero_tui.app.screens.run_picker import RunPickerScreen
+
+        runs = list_runs(self.data_root)
+        if not runs:
+            self.notify(f"no runs in {self.data_root}", severity="warning")
+            return
+
+        def chosen(run_id: str | None) -> None:
+            if run_id and run_id != self.run_id:
+                self.switch_run(run_id)
+
+        self.push_screen(RunPickerScreen(runs, self.run_id), chosen)
+
+    def switch_run(self, run_id: str) -> None:
+        """Open another run; the screens show it once its source is open."""
+        self.run_id = run_id
+        self._info = read_info(self.data_root, run_id)
+        self._open(run_id)
+
+    # -- what part 2 implements ----------------------------------------------------------
+
+    def on_evaluations_screen_open_evaluation(self, message: EvaluationsScreen.OpenEvaluation
+                                              ) -> None:
+        from gero_tui.app.screens.detail import DetailScreen
+
+        self.push_screen(DetailScreen(self.require_source(), message.observation_id))
+
+    def on_evaluations_screen_replay_evaluation(
+            self, message: EvaluationsScreen.ReplayEvaluation) -> None:
+        # The verdict appears at the top of the evaluation's detail, replayed in a worker.
+        from gero_tui.app.screens.detail import DetailScreen
+
+        self.push_screen(DetailScreen(self.require_source(), message.observation_id,
+                                      replay=True))
+
+    def on_evaluations_screen_export_rows(self, message: EvaluationsScreen.ExportRows) -> None:
+        from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope
+
+        what = "selected" if message.selected else "matching"
+        count = "?" if message.count is None else f"{message.count:,}"
+        scope = ExportScope(message.where, tuple(message.params), f"{count} {what} rows",
+                            message.count)
+        current = getattr(self.screen, "current_observation_id", None)
+        self.push_screen(ExportDialog(self.require_source(), scope, current_id=current))
+
+    # -- command palette -----------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        """Every action bound on the screen, by name, then Textual's own commands."""
+        seen: set[str] = set()
+        for active in screen.active_bindings.values():
+            binding = active.binding
+            if binding.system or binding.action in seen or not active.enabled:
+                continue
+            seen.add(binding.action)
+            title = binding.description or binding.action
+            key = self.get_key_display(binding)
+            yield SystemCommand(f"{title} ({key})", binding.tooltip or f"key: {key}",
+                                partial(self.run_action, binding.action, active.node))
+        yield from super().get_system_commands(screen)

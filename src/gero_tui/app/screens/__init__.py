@@ -1,0 +1,1 @@
+"""The explorer's screens, one per module."""

@@ -1,0 +1,34 @@
+"""What the explorer shows on a data root without runs: how to make one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.containers import Center, Middle
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+
+class EmptyScreen(Screen[None]):
+    """No runs yet: the command that creates one."""
+
+    DEFAULT_CSS = """
+    EmptyScreen #message { width: auto; max-width: 76; padding: 1 2; border: round $accent; }
+    """
+
+    def __init__(self, data_root: Path) -> None:
+        super().__init__()
+        self.data_root = data_root
+
+    def compose(self) -> ComposeResult:
+        with Middle(), Center():
+            yield Static(
+                f"[b]No runs in {escape(str(self.data_root))}[/b]\n\n"
+                "Create one with:\n\n"
+                f"  [b]gero run --data-dir {escape(str(self.data_root))}[/b]\n\n"
+                "then open the explorer again (q quits).",
+                id="message",
+            )
+        yield Footer()

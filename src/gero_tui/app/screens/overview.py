@@ -1,0 +1,148 @@
+"""The landing screen: counts per result class, precision across operations, inference time."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import duckdb
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Label, OptionList, Static
+
+from gero_tui.app.widgets.class_counts import ClassCounts
+from gero_tui.app.widgets.operation_bars import OperationBars
+from gero_tui.app.widgets.timing_table import TimingTable
+from gero_tui.query.table import RESULT_CLASSES, TableFilter
+
+if TYPE_CHECKING:
+    from gero_tui.app.app import GeroApp
+    from gero_tui.query.summary import OperationSummary
+
+
+class OverviewScreen(Screen[None]):
+    """What the run found, at a glance; every figure leads to its evaluations."""
+
+    app: GeroApp  # type: ignore[assignment]
+
+    CSS_PATH = "overview.tcss"
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+        (0, "-narrow"), (100, "-wide")]
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open_operation", "Open operation", show=False),
+        Binding("v", "open_all", "Evaluations"),
+        Binding("g", "op_histogram", "Per-op histogram"),
+        Binding("1", "open_class('passed')", "Passed", show=False),
+        Binding("2", "open_class('divergence')", "Divergence", show=False),
+        Binding("3", "open_class('contract_issue')", "Contract", show=False),
+        Binding("4", "open_class('execution')", "Execution", show=False),
+        Binding("tab", "focus_next", "Next pane", show=False),
+    ]
+
+    class Loaded(Message):
+        def __init__(self, counts: dict[str, int], operations: list[OperationSummary]) -> None:
+            self.counts = counts
+            self.operations = operations
+            super().__init__()
+
+    class Failed(Message):
+        def __init__(self, error: str) -> None:
+            self.error = error
+            super().__init__()
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="title")
+        yield ClassCounts(id="counts")
+        yield Static(id="problems")
+        with Horizontal(id="panes"):
+            with Vertical(id="precision"):
+                yield Label("Precision across operations  "
+                            "[dim]passed / divergence / contract / execution · enter: open[/]",
+                            classes="heading")
+                yield OperationBars(id="bars")
+            with Vertical(id="timing"):
+                yield Label("Inference time, with context  [dim]median of per-case medians[/]",
+                            classes="heading")
+                yield TimingTable(id="timings")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#problems").display = False
+        self.query_one(OperationBars).focus()
+        self.source_changed()
+
+    def source_changed(self) -> None:
+        """The app opened (another) run: show its figures."""
+        source = self.app.source
+        if source is None:
+            return
+        self.query_one("#title", Static).update(self.app.title_line())
+        info = self.app.run_info()
+        self.query_one(ClassCounts).counts = dict(info.counts) if info and info.counts else None
+        problems = self.query_one("#problems", Static)
+        problems.display = bool(source.problems)
+        problems.update("\n".join(f"⚠ {p}" for p in source.problems))
+        self._load(source)
+
+    @work(thread=True, exclusive=True, group="overview")
+    def _load(self, source: Any) -> None:
+        # Deferred: the summary module imports the runner's schema, and so pyarrow (~0.2 s),
+        # which the explorer does not pay before its first paint.
+        from gero_tui.query.summary import class_counts, operations
+
+        try:
+            self.post_message(self.Loaded(class_counts(source), operations(source)))
+        except duckdb.Error as e:
+            self.post_message(self.Failed(str(e)))
+
+    def on_overview_screen_loaded(self, message: Loaded) -> None:
+        self.query_one(ClassCounts).counts = message.counts
+        self.query_one(OperationBars).show([
+            (o.op_type, {"passed": o.passed, "divergence": o.divergence,
+                         "contract_issue": o.contract_issue, "execution": o.execution})
+            for o in message.operations])
+        self.query_one(TimingTable).show([
+            (o.op_type, o.measured_pairs, o.runtime_median_ms, o.reference_median_ms)
+            for o in message.operations])
+        self.app.note_data_shown()
+
+    def on_overview_screen_failed(self, message: Failed) -> None:
+        self.notify(message.error, title="Overview query failed", severity="error", timeout=10)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id:
+            self.app.show_evaluations(TableFilter(operations=frozenset({event.option.id})))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value:
+            self.app.show_evaluations(TableFilter(operations=frozenset({event.row_key.value})))
+
+    def action_open_operation(self) -> None:
+        bars = self.query_one(OperationBars)
+        if bars.highlighted is not None:
+            option = bars.get_option_at_index(bars.highlighted)
+            if option.id:
+                self.app.show_evaluations(TableFilter(operations=frozenset({option.id})))
+
+    def action_op_histogram(self) -> None:
+        """``g``: max abs error histogram of the highlighted operation."""
+        from gero_tui.app.screens.op_histogram import OpHistogramScreen
+
+        bars = self.query_one(OperationBars)
+        if bars.highlighted is not None and self.app.source is not None:
+            option = bars.get_option_at_index(bars.highlighted)
+            if option.id:
+                self.app.push_screen(OpHistogramScreen(self.app.source, option.id))
+
+    def action_open_all(self) -> None:
+        """Open the evaluations table without a filter."""
+        self.app.show_evaluations(TableFilter())
+
+    def action_open_class(self, result: str) -> None:
+        """Open the evaluations table filtered to one result class."""
+        if result in RESULT_CLASSES:
+            self.app.show_evaluations(TableFilter(classes=frozenset({result})))

@@ -1,0 +1,56 @@
+"""Choose a run of the data root: each with its date, versions and counts."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Label
+
+from gero_tui.query.runs import RunInfo
+
+
+class RunPickerScreen(ModalScreen[str | None]):
+    """Runs newest first; ``enter`` opens one, ``escape`` keeps the current run."""
+
+    CSS_PATH = "pickers.tcss"
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, runs: list[RunInfo], current: str | None) -> None:
+        super().__init__()
+        self.runs = runs
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label("Runs  (enter: open · esc: cancel)", id="dialog-title")
+            yield DataTable[str](id="runs", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("", "Run", "Date (UTC)", "Suite", "onnxruntime", "onnx",
+                          "Obs.", "New", "Div.", "Issues")
+        for run in self.runs:
+            issues = run.counts.get("contract_issue", 0) + run.counts.get("execution", 0)
+            table.add_row(
+                "●" if run.run_id == self.current else "",
+                run.run_id, run.date, run.suite, run.onnxruntime_version, run.onnx_version,
+                f"{run.observation_count:,}", f"{run.new_observation_count:,}",
+                f"{run.counts.get('divergence', 0):,}", f"{issues:,}" if not run.problem
+                else "unreadable",
+                key=run.run_id,
+            )
+        ids = [r.run_id for r in self.runs]
+        if self.current in ids:
+            table.move_cursor(row=ids.index(self.current))
+        table.focus()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.dismiss(event.row_key.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,48 @@
+"""A modal list of the columns to sort by; the current one is marked with its direction."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Label, OptionList
+from textual.widgets.option_list import Option
+
+from gero_tui.query.table import COLUMNS, NATURAL, TableSort
+
+
+class SortPickerScreen(ModalScreen[str | None]):
+    """Choose a sort column; the column already sorted on reverses its direction."""
+
+    CSS_PATH = "pickers.tcss"
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, current: TableSort) -> None:
+        super().__init__()
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        options = [Option("Run order (as the runner wrote them)", id=NATURAL)]
+        for column in COLUMNS:
+            mark = ""
+            if column.key == self.current.column:
+                mark = "  ▼ (enter: ▲)" if self.current.descending else "  ▲ (enter: ▼)"
+            options.append(Option(column.label + mark, id=column.key))
+        with Vertical(id="dialog"):
+            yield Label("Sort by  (enter: choose · esc: cancel)", id="dialog-title")
+            yield OptionList(*options, id="columns")
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        options.highlighted = options.get_option_index(self.current.column)
+        options.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

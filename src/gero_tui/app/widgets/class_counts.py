@@ -1,0 +1,49 @@
+"""Counts per result class, labelled as the landing page labels them."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widgets import Static
+
+# The landing page's three headings; the third groups two result classes.
+CARDS = (
+    ("Within contract", ("passed",), "Agreement + invariant checks", "green"),
+    ("Backend divergences", ("divergence",), "Candidates for investigation", "yellow"),
+    ("Contract / execution issues", ("contract_issue", "execution"), "Baseline not assessed",
+     "red"),
+)
+
+
+class ClassCounts(Static):
+    """Three figures: within contract, backend divergences, contract / execution issues."""
+
+    DEFAULT_CSS = """
+    ClassCounts { height: auto; padding: 0 1; }
+    """
+
+    counts: reactive[dict[str, int] | None] = reactive(None, always_update=True)
+    """Observations per result class; None until known."""
+
+    def render(self) -> Table:
+        counts = self.counts
+        grid = Table.grid(expand=True, padding=(0, 2))
+        for _ in CARDS:
+            grid.add_column(ratio=1)
+        cells = []
+        for title, classes, caption, color in CARDS:
+            figure = Text("…" if counts is None else f"{sum(counts.get(c, 0) for c in classes):,}",
+                          style=f"bold {color}")
+            heading = Text(title, style="bold")
+            keys = "".join(str(i) for i, c in enumerate(
+                ("passed", "divergence", "contract_issue", "execution"), start=1) if c in classes)
+            sub = Text(caption, style="dim")
+            if counts is not None and len(classes) > 1:
+                sub = Text(" · ".join(f"{counts.get(c, 0):,} {c.replace('_issue', '')}"
+                                      for c in classes), style="dim")
+            sub.append(f"  [{keys}]", style="dim")
+            cells.append(Group(heading, figure, sub))
+        grid.add_row(*cells)
+        return grid

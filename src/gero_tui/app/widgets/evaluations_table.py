@@ -1,0 +1,358 @@
+"""A virtual table of evaluations: it knows how many rows match, and holds only a few pages.
+
+Rows arrive as pages from a query worker (``add_page``); a row that is scrolled into view
+before its page has arrived is drawn as a placeholder and its page is asked for with
+``PageNeeded``. Nothing here queries anything: the screen owns the data.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+from rich.cells import cell_len, set_cell_size
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.strip import Strip
+from textual.widget import Widget
+
+from gero_tui.query.table import COLUMNS, Page, TableSort
+
+PAGE_SIZE = 128
+KEEP_ROWS = 8 * PAGE_SIZE
+"""Rows kept in the cache; pages far from the view are dropped beyond this."""
+
+# Preferred widths; "details" takes what is left. Columns named in DROP_ORDER go first
+# when the terminal is narrow, then SHRINK widths apply.
+WIDTHS = {"case": 24, "input": 9, "optimization": 11, "check": 10, "dtype": 8,
+          "max_abs_error": 14, "result": 10}
+SHRINK = {"case": 22, "input": 8, "optimization": 11, "max_abs_error": 9}
+DROP_ORDER = ("check", "dtype")
+DETAILS_MIN = 14
+MARK_WIDTH = 2
+RESULT_SHORT = {"contract_issue": "contract"}
+OPTIMIZATION_SHORT = {"onnx-reference": "reference"}
+
+
+def layout(width: int) -> list[tuple[int, int]]:
+    """(column index, width) of the columns that fit ``width`` cells, details last-filled."""
+    keys = [c.key for c in COLUMNS]
+    shown = list(keys)
+    widths = dict(WIDTHS)
+
+    def rest() -> int:
+        fixed = sum(widths[k] for k in shown if k != "details")
+        return width - MARK_WIDTH - fixed - (len(shown) - 1)
+
+    for key in DROP_ORDER:
+        if rest() >= DETAILS_MIN:
+            break
+        shown.remove(key)
+    if rest() < DETAILS_MIN:
+        widths.update(SHRINK)
+    widths["details"] = max(rest(), 4)
+    return [(keys.index(k), widths[k]) for k in shown]
+
+
+def format_value(key: str, value: Any) -> str:
+    """A cell's text: errors in short scientific notation, long names shortened."""
+    if value is None:
+        return "-"
+    if key == "max_abs_error":
+        v = float(value)
+        if math.isnan(v):
+            return "-"
+        return "0" if v == 0 else f"{v:.2e}"
+    text = str(value)
+    if key == "result":
+        return RESULT_SHORT.get(text, text)
+    if key == "optimization":
+        return OPTIMIZATION_SHORT.get(text, text)
+    return text.replace("\n", " ")
+
+
+def _fit(text: str, width: int, right: bool = False) -> str:
+    if cell_len(text) > width:
+        return set_cell_size(text, width - 1) + "…" if width > 1 else text[:width]
+    pad = " " * (width - cell_len(text))
+    return pad + text if right else text + pad
+
+
+class EvaluationsTable(Widget, can_focus=True):
+    """Rows of the evaluations query, drawn a line at a time from a page cache."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "cursor_up", "Up", show=False),
+        Binding("down,j", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home,g", "first", "First row", show=False),
+        Binding("end,G", "last", "Last row", show=False),
+    ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "evaluations-table--header",
+        "evaluations-table--sorted",
+        "evaluations-table--cursor",
+        "evaluations-table--selected",
+        "evaluations-table--placeholder",
+        "evaluations-table--scrollbar",
+        "evaluations-table--passed",
+        "evaluations-table--divergence",
+        "evaluations-table--contract_issue",
+        "evaluations-table--execution",
+    }
+
+    DEFAULT_CSS = """
+    EvaluationsTable { height: 1fr; }
+    """
+
+    cursor: reactive[int] = reactive(0, always_update=True)
+    """Index of the highlighted row in the filtered, sorted result."""
+    top: reactive[int] = reactive(0)
+    """Index of the first row on screen."""
+    row_count: reactive[int] = reactive(0)
+    """Rows matching the current filter."""
+
+    class PageNeeded(Message):
+        """Rows from ``offset`` are on screen but not loaded."""
+
+        def __init__(self, offset: int, limit: int) -> None:
+            self.offset = offset
+            self.limit = limit
+            super().__init__()
+
+    class CursorMoved(Message):
+        """The highlighted row changed (``observation_id`` is None while it loads)."""
+
+        def __init__(self, index: int, observation_id: str | None) -> None:
+            self.index = index
+            self.observation_id = observation_id
+            super().__init__()
+
+    class SortRequested(Message):
+        """A column header was clicked."""
+
+        def __init__(self, column: str) -> None:
+            self.column = column
+            super().__init__()
+
+    def __init__(self, *, name: str | None = None, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._rows: dict[int, tuple[Any, ...]] = {}
+        self._pending: set[int] = set()
+        self._sort = TableSort()
+        self.loading_text = "Loading evaluations…"
+        """What the table says while it has no answer yet."""
+        self.loaded = False
+
+    # -- data --------------------------------------------------------------------------
+
+    def reset(self, row_count: int, page: Page) -> None:
+        """Show a new query's result: its row count and first page."""
+        self._rows.clear()
+        self._pending.clear()
+        self.loaded = True
+        self.set_reactive(EvaluationsTable.row_count, row_count)
+        self.set_reactive(EvaluationsTable.top, 0)
+        self.add_page(page)
+        self.cursor = 0
+
+    def add_page(self, page: Page) -> None:
+        """Rows of a page that arrived; far-away pages are dropped to bound memory."""
+        for i, row in enumerate(page.rows, start=page.offset):
+            self._rows[i] = row
+        self._pending.discard(page.offset)
+        if len(self._rows) > KEEP_ROWS:
+            keep = range(self.top - KEEP_ROWS // 2, self.top + KEEP_ROWS // 2)
+            self._rows = {i: r for i, r in self._rows.items() if i in keep}
+        self.refresh()
+        if page.offset <= self.cursor < page.offset + len(page.rows):
+            self._announce_cursor()
+
+    def row(self, index: int) -> tuple[Any, ...] | None:
+        """A loaded row: (observation_id, selected, *values in COLUMNS order)."""
+        return self._rows.get(index)
+
+    @property
+    def current_observation_id(self) -> str | None:
+        row = self._rows.get(self.cursor)
+        return None if row is None else str(row[0])
+
+    def set_selected(self, index: int, selected: bool) -> None:
+        """Mark a loaded row selected or not (the screen keeps the selection itself)."""
+        row = self._rows.get(index)
+        if row is not None:
+            self._rows[index] = (row[0], selected, *row[2:])
+            self.refresh()
+
+    def set_sort(self, sort: TableSort) -> None:
+        self._sort = sort
+        self.refresh()
+
+    def loaded_range(self) -> range:
+        """The rows the view needs: those on screen, from ``top``."""
+        return range(self.top, min(self.row_count, self.top + self.visible_rows))
+
+    # -- geometry ----------------------------------------------------------------------
+
+    @property
+    def visible_rows(self) -> int:
+        return max(self.size.height - 1, 1)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return container.height
+
+    def validate_cursor(self, value: int) -> int:
+        return max(0, min(value, self.row_count - 1)) if self.row_count else 0
+
+    def validate_top(self, value: int) -> int:
+        return max(0, min(value, self.row_count - self.visible_rows))
+
+    def watch_cursor(self, value: int) -> None:
+        if value < self.top:
+            self.top = value
+        elif value >= self.top + self.visible_rows:
+            self.top = value - self.visible_rows + 1
+        self.refresh()
+        self._announce_cursor()
+
+    def watch_top(self) -> None:
+        self.refresh()
+
+    def _announce_cursor(self) -> None:
+        self.post_message(self.CursorMoved(self.cursor, self.current_observation_id))
+
+    # -- keys and mouse ----------------------------------------------------------------
+
+    def action_cursor_up(self) -> None:
+        self.cursor -= 1
+
+    def action_cursor_down(self) -> None:
+        self.cursor += 1
+
+    def action_page_up(self) -> None:
+        self.top -= self.visible_rows
+        self.cursor -= self.visible_rows
+
+    def action_page_down(self) -> None:
+        self.top += self.visible_rows
+        self.cursor += self.visible_rows
+
+    def action_first(self) -> None:
+        self.cursor = 0
+
+    def action_last(self) -> None:
+        self.cursor = self.row_count - 1
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        event.stop()
+        self.top += 3
+        self.cursor = max(self.cursor, self.top)
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        event.stop()
+        self.top -= 3
+        self.cursor = min(self.cursor, self.top + self.visible_rows - 1)
+
+    def on_click(self, event: events.Click) -> None:
+        if event.y == 0:
+            x = MARK_WIDTH
+            for index, width in layout(self.size.width - 1):
+                if x <= event.x < x + width + 1:
+                    self.post_message(self.SortRequested(COLUMNS[index].key))
+                    return
+                x += width + 1
+        elif self.row_count:
+            self.cursor = self.top + event.y - 1
+
+    # -- drawing -----------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        scrollbar = self.row_count > self.visible_rows
+        columns = layout(width - (1 if scrollbar else 0))
+        base = self.rich_style
+        if y == 0:
+            strip = self._header(columns, width)
+        else:
+            index = self.top + y - 1
+            if index >= self.row_count:
+                if index == 0:
+                    text = self.loading_text if not self.loaded else "No evaluations match."
+                    style = self.get_component_rich_style("evaluations-table--placeholder")
+                    return Strip([Segment(_fit("  " + text, width), style)], width)
+                return Strip.blank(width, base)
+            strip = self._row(index, columns, width - (1 if scrollbar else 0))
+            if scrollbar:
+                strip = Strip([*strip, self._thumb(y - 1)], width)
+        return strip
+
+    def _header(self, columns: list[tuple[int, int]], width: int) -> Strip:
+        header = self.get_component_rich_style("evaluations-table--header")
+        sorted_style = header + self.get_component_rich_style("evaluations-table--sorted")
+        segments = [Segment(" " * MARK_WIDTH, header)]
+        for n, (index, w) in enumerate(columns):
+            column = COLUMNS[index]
+            label = column.label
+            style = header
+            if column.key == self._sort.column:
+                label = f"{label} {'▼' if self._sort.descending else '▲'}"
+                style = sorted_style
+            segments.append(Segment(_fit(label, w, right=column.numeric), style))
+            if n < len(columns) - 1:
+                segments.append(Segment(" ", header))
+        return Strip(segments).adjust_cell_length(width, header)
+
+    def _row(self, index: int, columns: list[tuple[int, int]], width: int) -> Strip:
+        row = self._rows.get(index)
+        base = self.rich_style
+        if row is None:
+            self._request(index)
+            style = self.get_component_rich_style("evaluations-table--placeholder")
+            if index == self.cursor:
+                style = style + self.get_component_rich_style("evaluations-table--cursor")
+            return Strip([Segment(_fit("  …", width), style)], width)
+        selected = bool(row[1])
+        line_style: Style = base
+        if selected:
+            line_style = line_style + self.get_component_rich_style("evaluations-table--selected")
+        if index == self.cursor and self.has_focus_within_screen:
+            line_style = line_style + self.get_component_rich_style("evaluations-table--cursor")
+        segments = [Segment("● " if selected else "  ", line_style)]
+        for n, (col, w) in enumerate(columns):
+            column = COLUMNS[col]
+            text = _fit(format_value(column.key, row[2 + col]), w, right=column.numeric)
+            style = line_style
+            if column.key == "result":
+                style = line_style + self.get_component_rich_style(
+                    f"evaluations-table--{row[2 + col]}", partial=True,
+                    default=Style())
+            segments.append(Segment(text, style))
+            if n < len(columns) - 1:
+                segments.append(Segment(" ", line_style))
+        return Strip(segments).adjust_cell_length(width, line_style)
+
+    @property
+    def has_focus_within_screen(self) -> bool:
+        # The cursor stays visible while a filter input has focus on the same screen.
+        return True
+
+    def _thumb(self, line: int) -> Segment:
+        rows, visible = self.row_count, self.visible_rows
+        size = max(1, visible * visible // max(rows, 1))
+        start = (visible - size) * self.top // max(rows - visible, 1)
+        style = self.get_component_rich_style("evaluations-table--scrollbar")
+        return Segment("▐" if start <= line < start + size else " ", style)
+
+    def _request(self, index: int) -> None:
+        offset = index - index % PAGE_SIZE
+        if offset not in self._pending:
+            self._pending.add(offset)
+            self.post_message(self.PageNeeded(offset, PAGE_SIZE))

@@ -54,7 +54,7 @@ def main(args: argparse.Namespace) -> int:
         path = o.backend + ("" if o.optimization == "-" else f"/{o.optimization}")
         same = "same result" if o.result_matches else (
             f"RESULT CHANGED {o.stored_result} → {o.replayed_result}")
-        diff = "" if o.status in ("bit_exact", "not_replayed") else \
+        diff = "" if o.max_abs_difference is None or o.status == "bit_exact" else \
             f", max |Δ| {_fmt(o.max_abs_difference)}"
         print(f"  {o.observation_id[:12]}  {o.check:<22} {path:<26} {o.output_name:<8} "
               f"{STATUS_LABELS[o.status]}{diff}; {same} ({o.stored_result})")

@@ -121,17 +121,18 @@ def execute(request: RunRequest,
                 progress(len(results), len(cases))
     except KeyboardInterrupt:
         status = "interrupted"
-    record = _store(request, root, run_id, started, wall_start, status, cases, results, table,
+    record = store_results(request, root, run_id, started, wall_start, status, cases, results, table,
                     warn)
     if status == "interrupted":
         raise KeyboardInterrupt(record)
     return record
 
 
-def _store(request: RunRequest, root: DataRoot, run_id: str, started: datetime,
-           wall_start: float, status: str, cases: list[CaseInstance],
-           results: dict[int, Outcome], table: ToleranceTable,
-           warn: Callable[[str], None] | None) -> RunRecord:
+def store_results(request: RunRequest, root: DataRoot, run_id: str, started: datetime,
+                  wall_start: float, status: str, cases: list[CaseInstance],
+                  results: dict[int, Outcome], table: ToleranceTable,
+                  warn: Callable[[str], None] | None) -> RunRecord:
+    """Deduplicate the outcomes' rows against the data root and write the run."""
     now = datetime.now(UTC)
     known = root.known_observation_ids(warn)
     new_rows: list[dict[str, Any]] = []

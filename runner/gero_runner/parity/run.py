@@ -1,6 +1,6 @@
 """A parity run: build the module, evaluate each seeded sample, store a gero run.
 
-The run is written exactly like ``gero run`` writes one (``gero_runner.run._store``: new
+The run is written exactly like ``gero run`` writes one (``gero_runner.run.store_results``: new
 observations, sightings, run.json with suite ``parity``), so summary, export, diff and the
 explorer read it unchanged.
 """
@@ -20,7 +20,7 @@ from gero_runner.parity.evaluate import SUITE, ParitySettings, evaluate_sample
 from gero_runner.parity.export import DEFAULT_OPSET, OPSETS
 from gero_runner.parity.module import InputSpec, load_module
 from gero_runner.parity.torch_support import require_torch
-from gero_runner.run import RunRequest, _store
+from gero_runner.run import RunRequest, store_results
 from gero_runner.schema import RunRecord
 from gero_runner.storage.store import DataRoot, new_run_id
 from gero_runner.tolerances import ToleranceTable
@@ -99,7 +99,7 @@ def run_parity(request: ParityRequest,
     store_request = RunRequest(suite=SUITE, data_root=request.data_root, seed=request.seed,
                                jobs=1, threads=request.threads, repeats=request.repeats,
                                command_line=request.command_line)
-    record = _store(store_request, root, run_id, started, wall_start, "complete",
+    record = store_results(store_request, root, run_id, started, wall_start, "complete",
                     [], results, table, warn)
     rows = [r for i in sorted(results) for r in results[i].result.rows]
     return ParityResult(record, rows)

@@ -30,14 +30,15 @@ def class_counts(view: RunView) -> dict[str, int]:
     return counts
 
 
-# Median of per-case medians, over agreement rows (one ORT level against the reference).
+# Median of per-case medians over rows timing ONNX Runtime against a timed reference path
+# (the ReferenceEvaluator, or PyTorch for parity runs).
 _OPERATIONS_SQL = """
 WITH per_case AS (
     SELECT op_type, case_id,
            median(actual_median_ms) AS runtime_ms,
            median(reference_median_ms) AS reference_ms
     FROM obs
-    WHERE "check" = 'agreement' AND backend = 'onnxruntime'
+    WHERE "check" IN ('agreement', 'expected') AND backend = 'onnxruntime'
       AND isfinite(actual_median_ms) AND isfinite(reference_median_ms)
     GROUP BY op_type, case_id
 ), outcomes AS (

@@ -76,6 +76,13 @@ def collect_cases(request: RunRequest) -> list[CaseInstance]:
     return cases
 
 
+def model_checks(request: RunRequest) -> tuple[str, ...]:
+    """The request's check families, plus the model-level family for model suites."""
+    if (request.suite in ("models", "all") or request.models) and "model" not in request.checks:
+        return (*request.checks, "model")
+    return request.checks
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -110,7 +117,7 @@ def execute(request: RunRequest,
     settings = RunSettings(
         data_root=str(request.data_root), threads=request.threads, repeats=request.repeats,
         tolerances={d: (t["rtol"], t["atol"]) for d, t in table.as_dict().items()},
-        checks=request.checks,
+        checks=model_checks(request),
     )
     results: dict[int, Outcome] = {}
     status = "complete"

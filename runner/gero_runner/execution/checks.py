@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 FAMILIES: dict[str, str] = {
     "contracts": "gero_runner.contracts.run:run_contracts",
     "variants": "gero_runner.variants.run:run_variants",
+    "model": "gero_runner.models.check:run_model_checks",
 }
 
 

@@ -1,0 +1,264 @@
+"""Model-level metrics (seed 002): figures over a whole output tensor, and the gates built on them.
+
+Element-wise tolerances say little about a model output whose small elements are
+differences of large terms. These metrics look at the output's scale and its structure:
+
+- scaled error ``max|a−r| / max|r|`` and floored relative error
+  ``max |a−r| / max(|r|, 1e-3·max|r|)``;
+- the 1st-percentile cosine similarity over the rows of the last axis (the minimum when
+  there are fewer than 100 rows): one extreme row among thousands is not gated;
+- for outputs of rank ≥ 3, the minimum cosine of the mean-pooled vectors (mean over the
+  second-to-last axis);
+- decision agreement: the argmax over the last axis, for outputs that are decisions.
+
+The noise floor of a statistic is its worst value over ONNX Runtime's own variations
+(``disable_all`` against ``all``, and runs with 1e-7 relative input noise): a candidate
+need not do better than ONNX Runtime does against itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+PERCENTILE_ROWS = 100
+"""At least this many rows: the 1st percentile of the row cosines; fewer: their minimum."""
+COSINE_CAP = 0.99
+DECISION_SHARE = 0.95
+FP16_SCALED_LIMIT = 4e-3
+FP16_RATIO_LIMIT = 1.5
+FP32_SCALED_LIMIT = 1e-4
+"""fp32: a 1e-4 bound is meaningful against the output's scale (seed 002), not per element."""
+
+
+def _f64(x: Any) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64)
+
+
+def scaled_error(actual: Any, reference: Any) -> float:
+    a, r = _f64(actual), _f64(reference)
+    if a.size == 0:
+        return 0.0
+    diff = float(np.max(np.abs(a - r)))
+    scale = float(np.max(np.abs(r)))
+    if scale == 0:
+        return 0.0 if diff == 0 else math.inf
+    return diff / scale
+
+
+def floored_relative_error(actual: Any, reference: Any, floor: float = 1e-3) -> float:
+    a, r = _f64(actual), _f64(reference)
+    if a.size == 0:
+        return 0.0
+    scale = float(np.max(np.abs(r)))
+    diff = np.abs(a - r)
+    if scale == 0:
+        return 0.0 if float(diff.max()) == 0 else math.inf
+    return float(np.max(diff / np.maximum(np.abs(r), floor * scale)))
+
+
+def _cosines(a: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Cosine of each pair of rows; two zero rows are identical (1), one zero row is 0."""
+    dot = np.sum(a * r, axis=-1)
+    na = np.linalg.norm(a, axis=-1)
+    nr = np.linalg.norm(r, axis=-1)
+    both_zero = (na == 0) & (nr == 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = np.where(both_zero, 1.0, dot / (na * nr))
+    return np.where(np.isnan(cos) & ~both_zero, 0.0, np.clip(cos, -1.0, 1.0))
+
+
+def row_cosine(actual: Any, reference: Any) -> tuple[float, int]:
+    """(1st-percentile row cosine over the last axis, or the minimum under 100 rows; rows)."""
+    a, r = _f64(actual), _f64(reference)
+    if a.ndim == 0:
+        a, r = a.reshape(1, 1), r.reshape(1, 1)
+    rows_a = a.reshape(-1, a.shape[-1]) if a.shape[-1] else a.reshape(-1, 1)
+    rows_r = r.reshape(-1, r.shape[-1]) if r.shape[-1] else r.reshape(-1, 1)
+    if rows_a.shape[0] == 0:
+        return 1.0, 0
+    cos = _cosines(rows_a, rows_r)
+    n = cos.shape[0]
+    if n < PERCENTILE_ROWS:
+        return float(cos.min()), n
+    return float(np.percentile(cos, 1)), n
+
+
+def pooled_cosine(actual: Any, reference: Any) -> float:
+    """Minimum cosine of the vectors mean-pooled over the second-to-last axis (rank ≥ 3)."""
+    a, r = _f64(actual), _f64(reference)
+    if a.ndim < 3:
+        return math.nan
+    pa, pr = a.mean(axis=-2), r.mean(axis=-2)
+    return float(_cosines(pa.reshape(-1, pa.shape[-1]), pr.reshape(-1, pr.shape[-1])).min())
+
+
+def decisions(actual: Any, reference: Any) -> tuple[int, int]:
+    """(positions whose argmax over the last axis agrees, positions)."""
+    a, r = np.asarray(actual), np.asarray(reference)
+    if a.ndim == 0 or a.shape[-1] == 0:
+        return 0, 0
+    da, dr = np.argmax(a, axis=-1), np.argmax(r, axis=-1)
+    return int(np.sum(da == dr)), int(da.size)
+
+
+@dataclass(frozen=True)
+class OutputStats:
+    """Every model-level figure of one output against a reference output."""
+
+    scaled_error: float
+    floored_rel_error: float
+    row_cosine: float
+    rows: int
+    pooled_cosine: float
+    decisions_agree: int
+    decisions: int
+    finite: bool
+
+    @property
+    def decision_share(self) -> float:
+        return self.decisions_agree / self.decisions if self.decisions else math.nan
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "decision_share": self.decision_share}
+
+
+def output_stats(actual: Any, reference: Any, *, decision: bool = False) -> OutputStats:
+    a, r = _f64(actual), _f64(reference)
+    finite = bool(np.isfinite(a).all() and np.isfinite(r).all())
+    if a.shape != r.shape:
+        raise ValueError(f"shapes differ: {list(a.shape)} vs {list(r.shape)}")
+    if not finite:  # figures over the finite part would hide the problem
+        nan = math.nan
+        return OutputStats(nan, nan, nan, 0, nan, 0, 0, False)
+    cos, rows = row_cosine(a, r)
+    agree, total = decisions(a, r) if decision else (0, 0)
+    return OutputStats(scaled_error(a, r), floored_relative_error(a, r), cos, rows,
+                       pooled_cosine(a, r), agree, total, True)
+
+
+@dataclass(frozen=True)
+class Floor:
+    """ONNX Runtime's own sensitivity for one output: the worst of each statistic."""
+
+    row_cosine: float
+    pooled_cosine: float
+    decisions_agree: int
+    decisions: int
+    scaled_error: float
+    floored_rel_error: float
+    samples: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def noise_floor(stats: Iterable[OutputStats]) -> Floor:
+    """Worst cosine, decision count and error over ONNX Runtime's own variations."""
+    items = list(stats)
+    if not items or not all(s.finite for s in items):
+        nan = math.nan
+        return Floor(nan, nan, 0, 0, nan, nan, len(items))
+    pooled = [s.pooled_cosine for s in items if not math.isnan(s.pooled_cosine)]
+    return Floor(
+        row_cosine=min(s.row_cosine for s in items),
+        pooled_cosine=min(pooled) if pooled else math.nan,
+        decisions_agree=min(s.decisions_agree for s in items),
+        decisions=max(s.decisions for s in items),
+        scaled_error=max(s.scaled_error for s in items),
+        floored_rel_error=max(s.floored_rel_error for s in items),
+        samples=len(items),
+    )
+
+
+@dataclass(frozen=True)
+class Gate:
+    passed: bool
+    reason: str
+    figures: dict[str, Any]
+
+
+def int8_cosine_gate(stats: OutputStats, floor: Floor) -> Gate:
+    """Row cosine (and pooled cosine at rank ≥ 3) at least min(0.99, floor)."""
+    need = min(COSINE_CAP, floor.row_cosine)
+    figures = {"row_cosine": stats.row_cosine, "rows": stats.rows, "need_row_cosine": need,
+               "floor": floor.as_dict(), "scaled_error": stats.scaled_error}
+    if not stats.finite or math.isnan(need):
+        return Gate(False, "non-finite output or floor: the cosine cannot be assessed", figures)
+    failures = []
+    if stats.row_cosine < need:
+        failures.append(f"row cosine {stats.row_cosine:.6f} < min(0.99, floor "
+                        f"{floor.row_cosine:.6f}) over {stats.rows} row(s)")
+    if not math.isnan(stats.pooled_cosine):
+        need_pooled = min(COSINE_CAP, floor.pooled_cosine)
+        figures.update(pooled_cosine=stats.pooled_cosine, need_pooled_cosine=need_pooled)
+        if stats.pooled_cosine < need_pooled:
+            failures.append(f"mean-pooled cosine {stats.pooled_cosine:.6f} < {need_pooled:.6f}")
+    if failures:
+        return Gate(False, "; ".join(failures), figures)
+    text = f"row cosine {stats.row_cosine:.6f} ≥ {need:.6f} (min of 0.99 and the noise floor)"
+    if "pooled_cosine" in figures:
+        need_pooled = figures["need_pooled_cosine"]
+        text += f", mean-pooled cosine {stats.pooled_cosine:.6f} ≥ {need_pooled:.6f}"
+    return Gate(True, text, figures)
+
+
+def decision_gate(stats: OutputStats, floor: Floor) -> Gate:
+    """Argmax agrees on ≥ 95 % of positions or on as many as the floor; one decision must."""
+    figures = {"agree": stats.decisions_agree, "decisions": stats.decisions,
+               "floor_agree": floor.decisions_agree, "share": stats.decision_share}
+    if not stats.finite or stats.decisions == 0:
+        return Gate(False, "no decisions could be compared (non-finite or empty output)",
+                    figures)
+    if stats.decisions == 1:
+        ok = stats.decisions_agree == 1
+        return Gate(ok, "the single decision " + ("agrees" if ok else "differs"), figures)
+    ok = (stats.decision_share >= DECISION_SHARE
+          or stats.decisions_agree >= floor.decisions_agree)
+    text = (f"argmax agrees on {stats.decisions_agree} of {stats.decisions} positions "
+            f"({stats.decision_share:.1%}); needs ≥ 95 % or ≥ the floor's "
+            f"{floor.decisions_agree}")
+    return Gate(ok, text, figures)
+
+
+def fp16_gates(ours_vs_ort: float, ours_vs_fp32: float, ort_vs_fp32: float) -> tuple[Gate, Gate]:
+    """Scaled error against ORT on the same fp16 file ≤ 4e-3; error against the fp32 model
+    at most 1.5× ORT's own."""
+    same = Gate(ours_vs_ort <= FP16_SCALED_LIMIT,
+                f"scaled error against ONNX Runtime on the same fp16 file {ours_vs_ort:.3g} "
+                f"{'≤' if ours_vs_ort <= FP16_SCALED_LIMIT else '>'} {FP16_SCALED_LIMIT:g}",
+                {"scaled_error": ours_vs_ort, "limit": FP16_SCALED_LIMIT})
+    limit = FP16_RATIO_LIMIT * ort_vs_fp32
+    ok = ours_vs_fp32 <= limit
+    ratio = ours_vs_fp32 / ort_vs_fp32 if ort_vs_fp32 > 0 else (0.0 if ours_vs_fp32 == 0
+                                                                  else math.inf)
+    vs = Gate(ok, f"error against the fp32 model {ours_vs_fp32:.3g} is {ratio:.3g}× ONNX "
+                  f"Runtime's {ort_vs_fp32:.3g} ({'≤' if ok else '>'} 1.5×)",
+              {"ours_vs_fp32": ours_vs_fp32, "ort_vs_fp32": ort_vs_fp32, "ratio": ratio,
+               "limit_ratio": FP16_RATIO_LIMIT})
+    return same, vs
+
+
+def fp32_gate(stats: OutputStats, floor: Floor | None, decision: bool) -> Gate:
+    """fp32 against the arbiter: scaled error ≤ 1e-4; decisions at least as the floor's."""
+    figures = stats.as_dict()
+    if not stats.finite:
+        return Gate(False, "non-finite values: model-level figures cannot be assessed", figures)
+    failures = []
+    if stats.scaled_error > FP32_SCALED_LIMIT:
+        failures.append(f"scaled error {stats.scaled_error:.3g} > {FP32_SCALED_LIMIT:g}")
+    if decision and floor is not None:
+        gate = decision_gate(stats, floor)
+        if not gate.passed:
+            failures.append(gate.reason)
+    if failures:
+        return Gate(False, "; ".join(failures), figures)
+    text = (f"scaled error {stats.scaled_error:.3g} ≤ {FP32_SCALED_LIMIT:g}; row cosine "
+            f"{stats.row_cosine:.6f}, floored relative error {stats.floored_rel_error:.3g}")
+    if decision:
+        text += f"; argmax agrees on {stats.decisions_agree} of {stats.decisions}"
+    return Gate(True, text, figures)

@@ -1,0 +1,361 @@
+"""The ``model`` check family: model-level metrics, the noise floor, int8/fp16 gates and
+parity metrics for the outputs whose kind the user named.
+
+Runs for the ``models`` (shipped) and ``model`` (user) suites only. Rows (one per float
+output unless said otherwise; figures in ``details``):
+
+- ``model:noise-floor``: ONNX Runtime's own sensitivity: ``disable_all`` against ``all``,
+  and 16 ``all`` runs with 1e-7 relative noise on the float inputs.
+- ``model:fp32``: each ORT level and the ReferenceEvaluator against the arbiter (the float64
+  shadow or the shipped expected outputs; ORT ``all`` when there is neither): scaled error
+  ≤ 1e-4, and with a decision task, argmax agreement at least the floor's.
+- ``model:VARIANT:cosine`` / ``:decision`` (int8) and ``model:fp16:scaled`` /
+  ``model:fp16:vs-fp32``: every other path on the variant against ORT ``all`` on it,
+  gated as seed 002 says.
+- ``parity:KIND``: ORT ``all`` and the ReferenceEvaluator against the arbiter with the
+  parity metric of the output's kind (``--output-kind``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gero_runner.backends import ort
+from gero_runner.metrics import model_level as ml
+from gero_runner.metrics.compare import compare
+from gero_runner.models import variants as var
+from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, PASSED
+from gero_runner.storage.hashing import tensor_hash
+
+if TYPE_CHECKING:
+    from gero_runner.execution.evaluate import CaseContext, PathResult
+
+MODEL_SUITES = ("models", "model")
+DECISION_TASKS = ("classifier", "decoder", "recognizer")
+OTHER_TASKS = ("encoder", "regressor", "detector", "dense")
+NOISE_RUNS = 16
+NOISE_RELATIVE = 1e-7
+
+Rows = list[dict[str, Any]]
+
+
+def _error(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}".strip()
+    return text if len(text) <= 1000 else text[:1000] + " …"
+
+
+class _Checker:
+    def __init__(self, ctx: CaseContext) -> None:
+        self.ctx = ctx
+        self.case = ctx.case
+        self.opts: dict[str, Any] = dict(self.case.metadata.get("model", {}))
+        self.decision = self.opts.get("task") in DECISION_TASKS
+        self.rows: Rows = []
+
+    # ------------------------------------------------------------------ helpers
+    def _row(self, check: str, name: str, actual: PathResult, ref_name: str, ref_version: str,
+             a: np.ndarray | None, r: np.ndarray | None, result: str, reason: str,
+             details: dict[str, Any], files: tuple[str, str] = ("", "")) -> None:
+        dtype = str(a.dtype) if a is not None else self.case.dtype
+        rtol, atol = self.ctx.tolerance(dtype)
+        cmp = compare(a, r, rtol, atol) if a is not None and r is not None and \
+            a.shape == r.shape else None
+        self.rows.append(self.ctx.row(
+            check=check, output_name=name, actual=actual, reference_name=ref_name,
+            reference_version=ref_version, dtype=dtype, cmp=cmp, rtol=rtol, atol=atol,
+            result=result, reason=reason,
+            actual_hash=tensor_hash(a) if a is not None else "",
+            reference_hash=tensor_hash(r) if r is not None else "",
+            actual_file=files[0], reference_file=files[1], details=details))
+
+    def _fail(self, check: str, actual: PathResult, ref_name: str, reason: str,
+              name: str = "") -> None:
+        self.rows.append(self.ctx.row(
+            check=check, output_name=name, actual=actual, reference_name=ref_name,
+            reference_version=actual.version, dtype=self.case.dtype, cmp=None,
+            rtol=math.nan, atol=math.nan, result=EXECUTION, reason=reason))
+
+    def _float_outputs(self, outputs: list[np.ndarray]) -> list[int]:
+        return [j for j, x in enumerate(outputs) if x.dtype.kind == "f"]
+
+    def _noisy_runs(self, model: bytes, label: str) -> list[list[np.ndarray]]:
+        """16 ORT ``all`` runs with 1e-7 relative noise on the float inputs."""
+        session = ort.make_session(model, ort.session_settings("all",
+                                                                self.ctx.settings.threads))
+        rng = np.random.default_rng([self.case.seed & 0xFFFFFFFF, len(label)])
+        runs = []
+        for _ in range(NOISE_RUNS):
+            feeds = {}
+            for k, x in self.case.inputs.items():
+                if x.dtype.kind == "f":
+                    noise = 1.0 + NOISE_RELATIVE * rng.standard_normal(x.shape)
+                    x = (x.astype(np.float64) * noise).astype(x.dtype)
+                feeds[k] = x
+            runs.append(ort.run(session, feeds))
+        return runs
+
+    def _floors(self, base: list[np.ndarray], disabled: list[np.ndarray] | None,
+                noisy: list[list[np.ndarray]]) -> dict[int, tuple[ml.Floor, list[dict[str, Any]]]]:
+        floors = {}
+        for j in self._float_outputs(base):
+            stats = []
+            if disabled is not None:
+                stats.append(ml.output_stats(disabled[j], base[j], decision=self.decision))
+            stats += [ml.output_stats(run[j], base[j], decision=self.decision) for run in noisy]
+            floors[j] = (ml.noise_floor(stats), [s.as_dict() for s in stats[:1]])
+        return floors
+
+    # ------------------------------------------------------------------ fp32
+    def noise_floor_rows(self) -> dict[int, ml.Floor]:
+        paths = self.ctx.paths
+        base, disabled = paths.get("ort-all"), paths.get("ort-disable_all")
+        assert base is not None and base.outputs is not None
+        try:
+            noisy = self._noisy_runs(self.case.model, "fp32")
+        except Exception as e:
+            self._fail("model:noise-floor", base, "onnxruntime-noise", _error(e))
+            return {}
+        dis = disabled.outputs if disabled is not None and disabled.ok else None
+        floors = self._floors(base.outputs, dis, noisy)
+        for j, (floor, first) in floors.items():
+            ok = not math.isnan(floor.row_cosine)
+            reason = (f"ONNX Runtime's own floor (disable_all and {NOISE_RUNS} runs with "
+                      f"{NOISE_RELATIVE:g} relative input noise, against all): row cosine "
+                      f"{floor.row_cosine:.7f}, scaled error {floor.scaled_error:.3g}, floored "
+                      f"relative error {floor.floored_rel_error:.3g}")
+            if self.decision:
+                reason += f", argmax agrees on ≥ {floor.decisions_agree} of {floor.decisions}"
+            if not ok:
+                reason = "non-finite output: ONNX Runtime's noise floor cannot be assessed"
+            self._row("model:noise-floor", self.ctx.output_names[j], base,
+                      "onnxruntime:disable_all+noise", base.version, base.outputs[j],
+                      base.outputs[j], PASSED if ok else CONTRACT_ISSUE, reason,
+                      {"floor": floor.as_dict(), "disable_all_vs_all": first,
+                       "noise_runs": NOISE_RUNS, "noise_relative": NOISE_RELATIVE})
+        return {j: f for j, (f, _) in floors.items()}
+
+    def arbiter(self) -> tuple[str, str, list[np.ndarray]] | None:
+        c = self.case
+        if c.expected_exact:
+            return c.expected_label, c.expected_version, list(c.expected_exact.values())
+        if c.expected:
+            return c.expected_label, c.expected_version, list(c.expected.values())
+        return None
+
+    def fp32_rows(self, floors: dict[int, ml.Floor]) -> None:
+        paths = self.ctx.paths
+        arb = self.arbiter()
+        base = paths["ort-all"]
+        candidates = [p for n, p in paths.items()
+                      if (n.startswith("ort-") or n == "onnx-reference") and p.ok]
+        if arb is None:  # no shadow, no shipped outputs: ORT `all` is the baseline
+            arb = ("onnxruntime:all", base.version, list(base.outputs or []))
+            candidates = [p for p in candidates if p is not base]
+        label, version, truth = arb
+        for path in candidates:
+            assert path.outputs is not None
+            for j in self._float_outputs(path.outputs):
+                if j >= len(truth):
+                    continue
+                a, r = path.outputs[j], np.asarray(truth[j])
+                name = self.ctx.output_names[j]
+                if a.shape != r.shape:
+                    self._row("model:fp32", name, path, label, version, a, None, DIVERGENCE,
+                              f"shape {list(a.shape)} differs from {label} {list(r.shape)}", {})
+                    continue
+                stats = ml.output_stats(a, r, decision=self.decision)
+                gate = ml.fp32_gate(stats, floors.get(j), self.decision)
+                result = PASSED if gate.passed else (CONTRACT_ISSUE if not stats.finite
+                                                     else DIVERGENCE)
+                self._row("model:fp32", name, path, label, version, a,
+                          r.astype(a.dtype) if r.dtype != a.dtype else r, result, gate.reason,
+                          {**gate.figures, "arbiter": label,
+                           "floor": floors[j].as_dict() if j in floors else None},
+                          (path.files[j] if j < len(path.files) else "", ""))
+
+    # ------------------------------------------------------------------ parity
+    def parity_rows(self) -> None:
+        from gero_runner.metrics import parity
+
+        kinds: dict[str, str] = dict(self.opts.get("output_kinds", {}))
+        if not kinds:
+            return
+        paths = self.ctx.paths
+        arb = self.arbiter()
+        base = paths["ort-all"]
+        ref = paths.get("onnx-reference")
+        pairs: list[tuple[PathResult, str, str, list[np.ndarray]]] = []
+        if arb is not None:
+            pairs = [(p, *arb) for p in (base, ref) if p is not None and p.ok]
+        elif ref is not None and ref.ok:
+            pairs = [(base, ref.backend, ref.version, list(ref.outputs or []))]
+        tol = parity.ParityTolerances()
+        for j, name in enumerate(self.ctx.output_names):
+            kind = kinds.get(name)
+            if kind is None:
+                continue
+            for path, label, version, truth in pairs:
+                assert path.outputs is not None
+                a, r = path.outputs[j], np.asarray(truth[j])
+                try:
+                    verdict = parity.evaluate_output(kind, r, a, tol)
+                except Exception as e:  # shapes the kind cannot take
+                    self._row(f"parity:{kind}", name, path, label, version, a, None,
+                              CONTRACT_ISSUE, f"{kind}: {_error(e)}", {"kind": kind})
+                    continue
+                if verdict.nonfinite:
+                    result, reason = CONTRACT_ISSUE, verdict.nonfinite
+                elif verdict.passed:
+                    result, reason = PASSED, _parity_summary(verdict.figures)
+                else:
+                    result, reason = DIVERGENCE, "; ".join(verdict.failures)
+                self._row(f"parity:{kind}", name, path, label, version, a,
+                          r.astype(a.dtype) if r.dtype != a.dtype and r.shape == a.shape
+                          else r, result, reason, verdict.figures,
+                          (path.files[j] if j < len(path.files) else "", ""))
+
+    # ------------------------------------------------------------------ variants
+    def variant_rows(self, name: str) -> None:
+        from gero_runner.execution.evaluate import run_ort_level, run_reference
+
+        ctx, case = self.ctx, self.case
+        fp32 = ctx.paths["ort-all"]
+        try:
+            model = var.build(name, case.model, case.inputs, case.seed)
+        except Exception as e:
+            self._fail(f"model:{name}", fp32, f"{name}:onnxruntime:all",
+                       f"building the {name} variant failed: {_error(e)}")
+            return
+        ctx.writer.add_bytes(f"variants/{name}.onnx", model)
+        vcase = dataclasses.replace(case, model=model)
+        runs: dict[str, PathResult] = {}
+        for level in ctx.settings.levels:
+            p = run_ort_level(vcase, level, ctx.settings.threads, 1)
+            runs[f"ort-{level}"] = p
+        runs["onnx-reference"] = run_reference(vcase, 1)
+        for key, p in runs.items():
+            p.name = f"{name}:{key}"
+            p.settings = {**p.settings, "variant": name}
+            if p.outputs is not None:
+                p.files = [ctx.writer.add_array(f"outputs/{name}/{key}/output_{j}.npy", x)
+                           for j, x in enumerate(p.outputs)]
+        base = runs["ort-all"]
+        if not base.ok:
+            self._fail(f"model:{name}", base, f"{name}:onnxruntime:all",
+                       f"ONNX Runtime cannot run the {name} variant: {base.error}")
+            return
+        assert base.outputs is not None
+        others = [p for k, p in runs.items() if k != "ort-all"]
+        for p in others:
+            if not p.ok:
+                self._fail(f"model:{name}", p, f"{name}:onnxruntime:all",
+                           f"{p.name} failed: {p.error}")
+        others = [p for p in others if p.ok]
+        if name == var.FP16:
+            self._fp16_rows(base, others, fp32)
+        else:
+            self._int8_rows(name, model, base, runs.get("ort-disable_all"), others, fp32)
+
+    def _int8_rows(self, name: str, model: bytes, base: PathResult,
+                   disabled: PathResult | None, others: list[PathResult],
+                   fp32: PathResult) -> None:
+        assert base.outputs is not None
+        try:
+            noisy = self._noisy_runs(model, name)
+        except Exception as e:
+            self._fail(f"model:{name}:cosine", base, "onnxruntime-noise", _error(e))
+            return
+        dis = disabled.outputs if disabled is not None and disabled.ok else None
+        floors = self._floors(base.outputs, dis, noisy)
+        ref_label = f"{name}:onnxruntime:all"
+        for j, (floor, _) in floors.items():
+            out = self.ctx.output_names[j]
+            r = base.outputs[j]
+            accuracy = None
+            if fp32.outputs is not None and fp32.outputs[j].shape == r.shape:
+                accuracy = ml.output_stats(r, fp32.outputs[j], decision=self.decision).as_dict()
+            for p in others:
+                assert p.outputs is not None
+                a = p.outputs[j]
+                if a.shape != r.shape:
+                    self._row(f"model:{name}:cosine", out, p, ref_label, base.version, a, None,
+                              DIVERGENCE, f"shape {list(a.shape)} differs from {list(r.shape)}",
+                              {})
+                    continue
+                stats = ml.output_stats(a, r, decision=self.decision)
+                files = (p.files[j], base.files[j])
+                gate = ml.int8_cosine_gate(stats, floor)
+                self._row(f"model:{name}:cosine", out, p, ref_label, base.version, a, r,
+                          _gate_class(gate, stats), gate.reason,
+                          {**gate.figures, "int8_vs_fp32": accuracy}, files)
+                if self.decision:
+                    gate = ml.decision_gate(stats, floor)
+                    self._row(f"model:{name}:decision", out, p, ref_label, base.version, a, r,
+                              _gate_class(gate, stats), gate.reason,
+                              {**gate.figures, "int8_vs_fp32": accuracy}, files)
+
+    def _fp16_rows(self, base: PathResult, others: list[PathResult], fp32: PathResult) -> None:
+        assert base.outputs is not None and fp32.outputs is not None
+        ref_label = "fp16:onnxruntime:all"
+        for j in self._float_outputs(base.outputs):
+            out = self.ctx.output_names[j]
+            r, f = base.outputs[j], fp32.outputs[j]
+            ort_vs_fp32 = ml.scaled_error(r, f) if r.shape == f.shape else math.nan
+            for p in others:
+                assert p.outputs is not None
+                a = p.outputs[j]
+                if a.shape != r.shape or a.shape != f.shape:
+                    self._row("model:fp16:scaled", out, p, ref_label, base.version, a, None,
+                              DIVERGENCE, f"shape {list(a.shape)} differs from {list(r.shape)}",
+                              {})
+                    continue
+                finite = bool(np.isfinite(a).all() and np.isfinite(r).all())
+                same, vs = ml.fp16_gates(ml.scaled_error(a, r), ml.scaled_error(a, f),
+                                         ort_vs_fp32)
+                for check, gate, ref, rl, rfile in (
+                        ("model:fp16:scaled", same, r, ref_label, base.files[j]),
+                        ("model:fp16:vs-fp32", vs, f, "fp32:onnxruntime:all",
+                         fp32.files[j] if j < len(fp32.files) else "")):
+                    result = (CONTRACT_ISSUE if not finite else PASSED if gate.passed
+                              else DIVERGENCE)
+                    reason = gate.reason if finite else "non-finite fp16 output"
+                    self._row(check, out, p, rl, base.version, a, ref.astype(a.dtype), result,
+                              reason, gate.figures, (p.files[j], rfile))
+
+
+def _gate_class(gate: ml.Gate, stats: ml.OutputStats) -> str:
+    if not stats.finite:
+        return CONTRACT_ISSUE
+    return PASSED if gate.passed else DIVERGENCE
+
+
+def _parity_summary(figures: dict[str, Any]) -> str:
+    keys = ("mae", "max_diff", "relative_error_pct", "conf_mae", "rotation_error_deg_max",
+            "translation_error_max", "match_ratio", "top1_agreement")
+    parts = [f"{k} {figures[k]:.3g}" for k in keys
+             if k in figures and isinstance(figures[k], int | float)]
+    return f"{figures.get('kind', '')} within tolerance: " + ", ".join(parts)
+
+
+def run_model_checks(ctx: CaseContext) -> list[dict[str, Any]]:
+    """Entry point of the ``model`` family (execution.checks.FAMILIES)."""
+    if ctx.case.suite not in MODEL_SUITES:
+        return []
+    base = ctx.paths.get("ort-all")
+    if base is None or not base.ok:
+        return []  # ORT `all` failed: its execution rows already say why
+    checker = _Checker(ctx)
+    shadow_error = ctx.case.metadata.get("shadow_error")
+    if shadow_error:
+        checker._fail("model:float64-shadow", base, "float64-shadow",
+                      f"the float64 shadow could not run: {shadow_error}")
+    floors = checker.noise_floor_rows()
+    checker.fp32_rows(floors)
+    checker.parity_rows()
+    for name in checker.opts.get("variants", []):
+        checker.variant_rows(name)
+    return checker.rows

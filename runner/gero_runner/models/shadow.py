@@ -1,0 +1,80 @@
+"""The float64 shadow of a model: every float tensor widened to float64, run on the
+ReferenceEvaluator, as the arbiter of disagreements between float32 paths.
+
+Widened: graph inputs, outputs and value_info types; initializers; Constant and
+ConstantOfShape values; ``to``/``dtype`` attributes that name a float type (Cast, EyeLike,
+RandomNormal…), in the main graph and in every subgraph (If/Loop/Scan bodies).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, numpy_helper
+
+_FLOATS = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16}
+
+
+def _widen_tensor(t: TensorProto) -> TensorProto:
+    if t.data_type not in _FLOATS:
+        return t
+    wide = numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float64), t.name)
+    return wide
+
+
+def _widen_type(tp: onnx.TypeProto) -> None:
+    kind = tp.WhichOneof("value")
+    if kind == "tensor_type" and tp.tensor_type.elem_type in _FLOATS:
+        tp.tensor_type.elem_type = TensorProto.DOUBLE
+    elif kind == "sequence_type":
+        _widen_type(tp.sequence_type.elem_type)
+    elif kind == "optional_type":
+        _widen_type(tp.optional_type.elem_type)
+
+
+def _widen_graph(graph: onnx.GraphProto) -> None:
+    for vi in [*graph.input, *graph.output, *graph.value_info]:
+        _widen_type(vi.type)
+    for i, t in enumerate(graph.initializer):
+        graph.initializer[i].CopyFrom(_widen_tensor(t))
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR:
+                attr.t.CopyFrom(_widen_tensor(attr.t))
+            elif attr.type == onnx.AttributeProto.INT and attr.name in ("to", "dtype") \
+                    and attr.i in _FLOATS:
+                attr.i = TensorProto.DOUBLE
+            elif attr.type == onnx.AttributeProto.GRAPH:
+                _widen_graph(attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for g in attr.graphs:
+                    _widen_graph(g)
+
+
+def widen(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A float64 copy of ``model`` (the original is untouched)."""
+    wide = onnx.ModelProto()
+    wide.CopyFrom(model)
+    _widen_graph(wide.graph)
+    for f in wide.functions:
+        for node in f.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.INT and attr.name in ("to", "dtype") \
+                        and attr.i in _FLOATS:
+                    attr.i = TensorProto.DOUBLE
+    return wide
+
+
+def widen_inputs(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {k: (v.astype(np.float64) if v.dtype.kind == "f" else v) for k, v in inputs.items()}
+
+
+def run_shadow(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The float64 shadow's outputs (raises what the ReferenceEvaluator raises)."""
+    from onnx.reference import ReferenceEvaluator
+
+    evaluator: Any = ReferenceEvaluator(widen(model))
+    with np.errstate(all="ignore"):
+        return [np.asarray(o) for o in evaluator.run(None, widen_inputs(inputs))]

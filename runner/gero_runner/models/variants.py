@@ -1,0 +1,136 @@
+"""int8 and float16 variants of a model, built with ONNX Runtime's own tools.
+
+- ``int8-dynamic``: ``quantize_dynamic``, int8 weights per channel, activations quantized
+  at run time.
+- ``int8-static``: ``quantize_static``, QDQ format, int8 weights per channel and int8
+  activations, MinMax calibration over seeded synthetic inputs (the case's float inputs
+  redrawn from a normal field with the same shape). They exercise the quantized kernels;
+  they do not calibrate for accuracy.
+- ``fp16``: ``onnxruntime.transformers.float16.convert_float_to_float16`` with
+  ``keep_io_types``: float16 weights and activations, float32 graph inputs and outputs with a
+  Cast at each end, finite values beyond the float16 range clamped to ±65504.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from gero_runner.errors import GeroError
+
+INT8_DYNAMIC = "int8-dynamic"
+INT8_STATIC = "int8-static"
+FP16 = "fp16"
+VARIANTS = (INT8_DYNAMIC, INT8_STATIC, FP16)
+CALIBRATION_SAMPLES = 8
+QDQ_OPSET = 19
+"""The ReferenceEvaluator implements QuantizeLinear/DequantizeLinear from opset 19 on, so
+static QDQ variants are built from the model converted to opset 19 when it is older."""
+
+
+def parse_variants(names: list[str]) -> list[str]:
+    bad = [n for n in names if n not in VARIANTS]
+    if bad:
+        raise GeroError(f"unknown variant(s) {', '.join(bad)}; choose from {', '.join(VARIANTS)}")
+    return list(dict.fromkeys(names))
+
+
+def calibration_inputs(inputs: dict[str, np.ndarray], seed: int,
+                       count: int = CALIBRATION_SAMPLES) -> list[dict[str, np.ndarray]]:
+    """Seeded synthetic feeds: float inputs redrawn, other inputs kept."""
+    rng = np.random.default_rng(seed)
+    samples = []
+    for _ in range(count):
+        samples.append({k: (rng.standard_normal(v.shape).astype(v.dtype) if v.dtype.kind == "f"
+                            else v) for k, v in inputs.items()})
+    return samples
+
+
+class _Reader:
+    """onnxruntime.quantization.CalibrationDataReader over a list of feeds."""
+
+    def __init__(self, samples: list[dict[str, np.ndarray]]) -> None:
+        self._it = iter(samples)
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self._it, None)
+
+    def rewind(self) -> None:  # pragma: no cover - not called by MinMax
+        pass
+
+
+def opset(model: onnx.ModelProto) -> int:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+
+
+def _at_least_opset(model: bytes, target: int) -> bytes:
+    proto = onnx.load_from_string(model)
+    if opset(proto) >= target:
+        return model
+    from onnx import version_converter
+
+    try:
+        return bytes(version_converter.convert_version(proto, target).SerializeToString())
+    except Exception:  # an old model the converter cannot lift: quantize it as it is
+        return model
+
+
+def toposort(graph: onnx.GraphProto) -> None:
+    """Reorder nodes so each comes after the producers of its inputs (stable otherwise)."""
+    known = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
+    pending = list(graph.node)
+    ordered: list[onnx.NodeProto] = []
+    while pending:
+        rest = []
+        for node in pending:
+            if all(i in known for i in node.input):
+                ordered.append(node)
+                known.update(node.output)
+            else:
+                rest.append(node)
+        if len(rest) == len(pending):  # a cycle or outer-scope names: keep the rest as is
+            ordered += rest
+            break
+        pending = rest
+    copies = [onnx.NodeProto() for _ in ordered]
+    for c, n in zip(copies, ordered, strict=True):
+        c.CopyFrom(n)
+    del graph.node[:]
+    graph.node.extend(copies)
+
+
+def build(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int) -> bytes:
+    """The variant's serialised model (raises on failure; the caller records it)."""
+    if name == FP16:
+        from onnxruntime.transformers.float16 import convert_float_to_float16
+
+        fp16: Any = convert_float_to_float16(onnx.load_from_string(model), keep_io_types=True)
+        toposort(fp16.graph)  # the converter appends its input Casts after their consumers
+        return bytes(fp16.SerializeToString())
+    from onnxruntime.quantization import (
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_dynamic,
+        quantize_static,
+    )
+
+    with tempfile.TemporaryDirectory(prefix="gero-variant-") as tmp:
+        src, dst = Path(tmp) / "model.onnx", Path(tmp) / f"{name}.onnx"
+        if name == INT8_STATIC:
+            model = _at_least_opset(model, QDQ_OPSET)
+        src.write_bytes(model)
+        if name == INT8_DYNAMIC:
+            quantize_dynamic(src, dst, per_channel=True, weight_type=QuantType.QInt8)
+        elif name == INT8_STATIC:
+            reader: Any = _Reader(calibration_inputs(inputs, seed))
+            quantize_static(src, dst, reader, quant_format=QuantFormat.QDQ, per_channel=True,
+                            activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                            calibrate_method=CalibrationMethod.MinMax)
+        else:
+            raise GeroError(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
+        return dst.read_bytes()

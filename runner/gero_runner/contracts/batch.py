@@ -55,29 +55,31 @@ def independent_rows(ctx: CaseContext, paths: list[PathResult],
     dup_index[dst] = src
     figures = {"batch": n, "batched_inputs": list(layout.batched),
                "parts": [s.stop - s.start for s in parts]}
-    rows = []
+    rows: list[dict[str, Any]] = []
+    feeds = ctx.case.inputs
     for path in paths:
         run = PathRunner(ctx, path, model)
-        feeds = ctx.case.inputs
         try:
             full = run(feeds)
-            pieces = [run(take(feeds, layout.batched, s)) for s in parts]
-            permuted = run(take(feeds, layout.batched, perm))
-            duplicated = run(take(feeds, layout.batched, dup_index))
-        except Exception as e:  # a runtime that rejects another batch size is an observation
-            for law in INDEPENDENT_LAWS:
-                rows.append(execution_row(
-                    ctx, f"contract:{law}", path, "", ctx.case.dtype,
-                    f"{law}: running the graph on parts of the batch failed: {error_text(e)}",
-                    "law:full-batch"))
+        except Exception as e:  # a runtime that rejects the symbolic batch is an observation
+            rows += _failed(ctx, path, INDEPENDENT_LAWS, f"the full batch failed: {error_text(e)}")
             continue
+        selections: dict[str, list[Any]] = {
+            "partition": list(parts), "permutation": [perm], "duplication": [dup_index]}
+        got: dict[str, Any] = {}
+        for law, chosen in selections.items():
+            try:
+                outs = [run(take(feeds, layout.batched, s)) for s in chosen]
+                got[law] = outs if law == "partition" else outs[0]
+            except Exception as e:  # e.g. a graph constant that fixes the batch size
+                rows += _failed(ctx, path, (law,), f"running the graph failed: {error_text(e)}")
         for j, name in enumerate(ctx.output_names):
             f = full[j]
             dtype = str(f.dtype)
             rtol, atol = ctx.tolerance(dtype)
             common = {"dtype": dtype, "extra": figures}
             if f.ndim == 0 or f.shape[0] != n:
-                for law in INDEPENDENT_LAWS:
+                for law in got:
                     res = laws.LawResult(
                         law, CONTRACT_ISSUE,
                         f"{law}: output {name!r} has shape {list(f.shape)}, its leading axis "
@@ -86,26 +88,33 @@ def independent_rows(ctx: CaseContext, paths: list[PathResult],
                                         reference_label="law:full-batch",
                                         folder=f"contracts/{law}", **common))
                 continue
-            concat = np.concatenate([p[j] for p in pieces], axis=0)
-            checks = [
-                ("partition", laws.compare_law("partition", concat, f, rtol, atol,
-                                               actual_label="concat(parts)",
-                                               reference_label="full"), "law:full-batch"),
-                ("permutation", laws.compare_law("permutation", permuted[j], f[perm], rtol,
-                                                 atol, actual_label="f(x[p])",
-                                                 reference_label="f(x)[p]"),
-                 "law:permuted-full-batch"),
-                ("duplication", laws.compare_law("duplication", duplicated[j][dst],
-                                                 duplicated[j][src], rtol, atol,
-                                                 actual_label=f"row {dst}",
-                                                 reference_label=f"duplicated row {src}"),
-                 "law:duplicated-example"),
-            ]
+            checks = []
+            if "partition" in got:
+                concat = np.concatenate([p[j] for p in got["partition"]], axis=0)
+                checks.append(("partition", laws.compare_law(
+                    "partition", concat, f, rtol, atol, actual_label="concat(parts)",
+                    reference_label="full"), "law:full-batch"))
+            if "permutation" in got:
+                checks.append(("permutation", laws.compare_law(
+                    "permutation", got["permutation"][j], f[perm], rtol, atol,
+                    actual_label="f(x[p])", reference_label="f(x)[p]"),
+                    "law:permuted-full-batch"))
+            if "duplication" in got:
+                dup = got["duplication"][j]
+                checks.append(("duplication", laws.compare_law(
+                    "duplication", dup[dst], dup[src], rtol, atol, actual_label=f"row {dst}",
+                    reference_label=f"duplicated row {src}"), "law:duplicated-example"))
             for law, res, label in checks:
                 rows.append(law_row(ctx, evidence, f"contract:{law}", path, name, res,
                                     reference_label=label, folder=f"contracts/{law}",
                                     **common))
     return rows
+
+
+def _failed(ctx: CaseContext, path: PathResult, names: tuple[str, ...],
+            message: str) -> list[dict[str, Any]]:
+    return [execution_row(ctx, f"contract:{law}", path, "", ctx.case.dtype,
+                          f"{law}: {message}", "law:full-batch") for law in names]
 
 
 def _reduction(model: onnx.ModelProto, feeds: dict[str, np.ndarray]
@@ -137,21 +146,23 @@ def reduction_rows(ctx: CaseContext, paths: list[PathResult],
     model = dynamic_batch_model(ctx.case.model, layout.batched)
     parts = _parts(layout.size)
     perm = permutation(layout.size, ctx.case.seed)
-    rows = []
+    rows: list[dict[str, Any]] = []
+    feeds = ctx.case.inputs
     for path in paths:
         run = PathRunner(ctx, path, model)
-        feeds = ctx.case.inputs
         try:
             full = run(feeds)
-            pieces = [run(take(feeds, layout.batched, s)) for s in parts]
             permuted = run(take(feeds, layout.batched, perm))
         except Exception as e:
-            for law in REDUCE_LAWS:
-                rows.append(execution_row(
-                    ctx, f"contract:{law}", path, "", ctx.case.dtype,
-                    f"{law}: running the graph on parts of the batch failed: {error_text(e)}",
-                    "law:full-batch"))
+            rows += _failed(ctx, path, REDUCE_LAWS, f"running the graph failed: {error_text(e)}")
             continue
+        try:
+            pieces: list[list[np.ndarray]] | None = [
+                run(take(feeds, layout.batched, s)) for s in parts]
+        except Exception as e:  # e.g. a graph constant that fixes the batch size
+            rows += _failed(ctx, path, ("partial_reduction",),
+                            f"running the graph on parts of the batch failed: {error_text(e)}")
+            pieces = None
         for j, name in enumerate(ctx.output_names):
             rows += _reduction_output_rows(ctx, evidence, path, j, name, reduction, layout,
                                            parts, full, pieces, permuted)
@@ -161,7 +172,7 @@ def reduction_rows(ctx: CaseContext, paths: list[PathResult],
 def _reduction_output_rows(ctx: CaseContext, evidence: Evidence, path: PathResult, j: int,
                            name: str, reduction: tuple[str, np.ndarray, tuple[int, ...], bool]
                            | None, layout: BatchLayout, parts: list[slice],
-                           full: list[np.ndarray], pieces: list[list[np.ndarray]],
+                           full: list[np.ndarray], pieces: list[list[np.ndarray]] | None,
                            permuted: list[np.ndarray]) -> list[dict[str, Any]]:
     f = full[j]
     dtype = str(f.dtype)
@@ -181,13 +192,14 @@ def _reduction_output_rows(ctx: CaseContext, evidence: Evidence, path: PathResul
         figures["note"] = "the reduction does not include the batch axis"
     bound, factor, length = laws.reduction_bound(op, x, axes, keepdims, dtype, atol, rtol, f)
     figures.update(op=op, axes=list(axes), reduction_length=length, bound_factor=factor)
-    combined = laws.combine_partials(op, [p[j] for p in pieces], sizes)
-    res = laws.bounded_law("partial_reduction", combined, f, bound, factor, atol,
-                           actual_label="combine(parts)", reference_label="full",
-                           figures=figures)
-    rows.append(law_row(ctx, evidence, "contract:partial_reduction", path, name, res,
-                        reference_label="law:full-batch", dtype=dtype,
-                        folder="contracts/partial_reduction"))
+    if pieces is not None:
+        combined = laws.combine_partials(op, [p[j] for p in pieces], sizes)
+        res = laws.bounded_law("partial_reduction", combined, f, bound, factor, atol,
+                               actual_label="combine(parts)", reference_label="full",
+                               figures=figures)
+        rows.append(law_row(ctx, evidence, "contract:partial_reduction", path, name, res,
+                            reference_label="law:full-batch", dtype=dtype,
+                            folder="contracts/partial_reduction"))
     res = laws.bounded_law("permutation_invariance", permuted[j], f, bound, factor, atol,
                            actual_label="f(x[p])", reference_label="f(x)", figures=figures)
     rows.append(law_row(ctx, evidence, "contract:permutation_invariance", path, name, res,

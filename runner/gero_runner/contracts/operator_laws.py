@@ -25,9 +25,17 @@ MASK_THRESHOLD = -1e3
 Rows = list[dict[str, Any]]
 
 
-def _output_index(ctx: CaseContext, node: onnx.NodeProto) -> int | None:
-    out = node.output[0]
-    return ctx.output_names.index(out) if out in ctx.output_names else None
+def _output_index(ctx: CaseContext, node: onnx.NodeProto | None) -> int | None:
+    """The node's output when the graph returns it, else the graph's first output (the law
+    is about what the graph computes, e.g. a masked-attention pattern ending after the
+    Softmax); None for a graph without outputs."""
+    if node is not None and node.output[0] in ctx.output_names:
+        return ctx.output_names.index(node.output[0])
+    return 0 if ctx.output_names else None
+
+
+def _first_float_feed(ctx: CaseContext) -> str | None:
+    return next((k for k, v in ctx.case.inputs.items() if v.dtype.kind == "f"), None)
 
 
 def _missing(ctx: CaseContext, paths: list[PathResult], law: str, message: str) -> Rows:
@@ -64,16 +72,19 @@ def probability_rows(ctx: CaseContext, paths: list[PathResult], evidence: Eviden
     logits (huge magnitudes, ±inf)."""
     model = onnx.load_from_string(ctx.case.model)
     node = find_node(model, ("Softmax", "Sigmoid"))
-    if node is None or _output_index(ctx, node) is None:
-        return _missing(ctx, paths, "probability", "no Softmax or Sigmoid output in the graph")
     j = _output_index(ctx, node)
-    assert j is not None
-    x_name = node.input[0]
+    x_name = node.input[0] if node is not None else _first_float_feed(ctx)
+    if j is None or x_name is None:
+        return _missing(ctx, paths, "probability", "the graph has no output or no float input")
+    op = node.op_type if node is not None else "graph"
+    # Softmax: rows along its axis; Sigmoid: element-wise; a graph without either (e.g. a
+    # decomposition) declares its row axis in the case metadata (None: element-wise).
+    raw = (attribute(node, "axis", -1) if op == "Softmax" else None if op == "Sigmoid"
+           else ctx.case.metadata.get("probability_axis"))
     axis = None
-    if node.op_type == "Softmax":
-        x_rank = np.ndim(ctx.case.inputs[x_name]) if x_name in ctx.case.inputs else None
-        raw = int(attribute(node, "axis", -1))
-        axis = raw % x_rank if x_rank else raw
+    if raw is not None:
+        x_rank = np.ndim(ctx.case.inputs[x_name]) if x_name in ctx.case.inputs else 0
+        axis = int(raw) % x_rank if x_rank else int(raw)
     rows: Rows = []
     name = ctx.output_names[j]
     for path in paths:
@@ -84,7 +95,7 @@ def probability_rows(ctx: CaseContext, paths: list[PathResult], evidence: Eviden
         rows.append(law_row(ctx, evidence, "contract:probability", path, name, res,
                             reference_label="law:row-sum-1", dtype=str(y.dtype),
                             folder="contracts/probability",
-                            extra={"op": node.op_type, "axis": axis}))
+                            extra={"op": op, "axis": axis}))
     if x_name not in ctx.case.inputs or ctx.case.inputs[x_name].dtype.kind != "f":
         return rows
     probe = extreme_logits(ctx.case.inputs[x_name], axis)
@@ -103,7 +114,7 @@ def probability_rows(ctx: CaseContext, paths: list[PathResult], evidence: Eviden
         rows.append(law_row(ctx, evidence, "contract:probability_extreme", path, name, res,
                             reference_label="law:row-sum-1", dtype=str(y.dtype),
                             folder="contracts/probability_extreme",
-                            extra={"op": node.op_type, "axis": axis, "input_file": probe_file}))
+                            extra={"op": op, "axis": axis, "input_file": probe_file}))
     return rows
 
 
@@ -141,7 +152,7 @@ def find_keep_mask(model: onnx.ModelProto, feeds: dict[str, np.ndarray],
 def masked_rows_rows(ctx: CaseContext, paths: list[PathResult], evidence: Evidence) -> Rows:
     model = onnx.load_from_string(ctx.case.model)
     node = find_node(model, "Softmax")
-    j = _output_index(ctx, node) if node is not None else None
+    j = _output_index(ctx, node)
     keep = find_keep_mask(model, ctx.case.inputs, node) if node is not None else None
     if node is None or j is None or keep is None:
         return _missing(ctx, paths, "masked_rows",
@@ -168,18 +179,27 @@ def layernorm_variance_rows(ctx: CaseContext, paths: list[PathResult],
                             evidence: Evidence) -> Rows:
     model = onnx.load_from_string(ctx.case.model)
     node = find_node(model, "LayerNormalization")
-    j = _output_index(ctx, node) if node is not None else None
-    x = constant(model, node.input[0], ctx.case.inputs) if node is not None else None
-    if node is None or j is None or x is None:
+    j = _output_index(ctx, node)
+    meta = ctx.case.metadata
+    if node is not None:
+        x = constant(model, node.input[0], ctx.case.inputs)
+        # The attribute is a float32; the runtime adds exactly that value.
+        eps = float(np.float32(attribute(node, "epsilon", 1e-5)))
+        raw_axis = int(attribute(node, "axis", -1))
+        scale = constant(model, node.input[1], ctx.case.inputs) if len(node.input) > 1 else None
+        bias = (constant(model, node.input[2], ctx.case.inputs)
+                if len(node.input) > 2 and node.input[2] else None)
+    else:
+        # A decomposed LayerNorm declares the ε it promises in the case metadata.
+        feed = _first_float_feed(ctx)
+        x = ctx.case.inputs[feed] if feed is not None else None
+        eps = float(meta.get("layernorm_epsilon", 1e-5))
+        raw_axis = int(meta.get("layernorm_axis", -1))
+        scale = bias = None
+    if j is None or x is None:
         return _missing(ctx, paths, "layernorm_variance",
-                        "no LayerNormalization with a fed input and a graph output")
-    # The attribute is a float32; the runtime adds exactly that value.
-    eps = float(np.float32(attribute(node, "epsilon", 1e-5)))
-    axis = int(attribute(node, "axis", -1)) % x.ndim
-    axes = tuple(range(axis, x.ndim))
-    scale = constant(model, node.input[1], ctx.case.inputs) if len(node.input) > 1 else None
-    bias = (constant(model, node.input[2], ctx.case.inputs)
-            if len(node.input) > 2 and node.input[2] else None)
+                        "no LayerNormalization input and output found in the graph")
+    axes = tuple(range(raw_axis % x.ndim, x.ndim))
     rows: Rows = []
     for path in paths:
         assert path.outputs is not None

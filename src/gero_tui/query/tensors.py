@@ -155,13 +155,13 @@ def analyse(evidence: Evidence, worst_count: int = WORST_COUNT) -> ElementAnalys
     finite = a_fin & r_fin
     nonfinite = ~finite
     with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(a - r)
+        diff = np.array(np.abs(a - r), dtype=np.float64, ndmin=0)
     diff[nonfinite] = np.nan
     same_inf = nonfinite & ~a_nan & ~r_nan & (a == r)
     abs_r = np.abs(r)
     with np.errstate(invalid="ignore"):
         bound = evidence.atol + evidence.rtol * abs_r
-        mismatch = np.where(finite, diff > bound, ~same_inf)
+        mismatch = np.asarray(np.where(finite, diff > bound, ~same_inf))
 
     finite_diff = diff[finite]
     zero = int(np.count_nonzero(finite_diff == 0))

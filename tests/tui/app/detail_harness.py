@@ -3,8 +3,12 @@ them in tmux before (and independently of) the full explorer."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from textual.app import App
 
@@ -31,6 +35,17 @@ class Harness(App[None]):
         else:
             self.push_screen(ExportDialog(self.source, ExportScope(description="all 4 rows"),
                                           current_id=self.target, directory=self.directory))
+
+
+
+def sync(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
+    """Run an async pilot test with asyncio (no async pytest plugin is installed)."""
+
+    @functools.wraps(test)
+    def run(*args: Any, **kwargs: Any) -> None:
+        asyncio.run(test(*args, **kwargs))
+
+    return run
 
 
 if __name__ == "__main__":

@@ -23,7 +23,13 @@ def decade_label(decade: int) -> str:
 
 
 def group_chart(group: GroupHistogram, low: int, high: int) -> Chart:
-    """One group's observations as bars: exact zero, each decade in range, inf, no figure."""
+    """One group's observations as bars: exact zero, each decade of the group's own range
+    (within ``low``..``high``), inf, no figure."""
+    own = [d for d in group.decades if d != 999]
+    if own:
+        low, high = max(low, min(own)), min(high, max(own))
+    else:
+        low, high = 0, -1
     bars = [Bar("0 (exact)", group.zero)]
     bars += [Bar(f"[{decade_label(d)}, {decade_label(d + 1)})", group.decades.get(d, 0))
              for d in range(low, high + 1)]

@@ -1,0 +1,202 @@
+"""Pilot tests of the evaluation detail: fields, histogram, worst elements, slicing, replay
+(verdict in place, failures that never crash), and the per-operation histogram."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from detail_data import build
+from detail_harness import Harness, sync
+from gero_runner.run import RunRequest, execute
+from rich.console import Console
+from textual.widgets import DataTable, Static
+
+from gero_tui.app.screens.detail import DetailScreen
+from gero_tui.app.screens.op_histogram import OpHistogramScreen
+from gero_tui.app.widgets.histogram import Histogram
+from gero_tui.app.widgets.tensor_view import TensorView
+
+
+def _text(app: Harness, selector: str) -> str:
+    """What a Static shows, as plain text."""
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(app.screen.query_one(selector, Static).content)
+    return console.export_text()
+
+
+async def _settle(pilot) -> None:  # type: ignore[no-untyped-def]
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+@pytest.fixture()
+def data(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    return tmp_path, build(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real (tiny) run, so that replay re-executes an actual model."""
+    root = tmp_path_factory.mktemp("real")
+    execute(RunRequest(data_root=root, ops=["Relu"], dtypes=["float32"], jobs=1, repeats=1,
+                       checks=(), limit=1))
+    return root
+
+
+@sync
+async def test_detail_fields_histogram_and_worst(data: tuple[Path, dict[str, str]]) -> None:
+    root, ids = data
+    app = Harness(root, "detail", ids["divergence"])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        assert isinstance(app.screen, DetailScreen)
+        title = _text(app, "#detail-title")
+        assert "Softmax" in title and "divergence" in title
+        assert "closer to the reference side (onnx-reference)" in title
+        fields = _text(app, "#fields-table")
+        for expected in ("backend_version", "1.20.0", "session_settings",
+                         "CPUExecutionProvider", "min_atol", "artifact_path", "seed"):
+            assert expected in fields
+        await pilot.press("h")
+        counts = _text(app, "#histogram-counts")
+        assert "3 outside tolerance" in counts and "inf mismatches 1" in counts
+        chart = app.screen.query_one("#abs-histogram", Histogram).chart
+        assert chart is not None and chart.marker_label.startswith("tolerance")
+        assert any(b.beyond for b in chart.bars)
+        worst = app.screen.query_one("#worst", DataTable)
+        assert worst.row_count == 4
+        assert worst.get_row_at(1)[0] == "[1, 3, 6]"
+
+
+@sync
+async def test_slices_and_jump_to_worst(data: tuple[Path, dict[str, str]]) -> None:
+    root, ids = data
+    app = Harness(root, "detail", ids["divergence"])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        await pilot.press("t")
+        view = app.screen.query_one(TensorView)
+        assert view.has_focus and view.cursor is not None
+        assert view.cursor.original_index == (1, 0, 0)  # the inf mismatch ranks first
+        await pilot.press("down", "down", "right")
+        assert view.cursor.original_index == (1, 2, 1)
+        await pilot.press("left_square_bracket")
+        assert view.cursor.original_index == (0, 2, 1)
+        await pilot.press("y")  # rows along axis 2 now: the plane is transposed
+        assert (view.cursor.row_axis, view.cursor.col_axis) == (2, 1)
+        await pilot.press("w")
+        assert view.cursor.original_index == (1, 0, 0)
+        # Enter on the second worst element shows it side by side.
+        await pilot.press("h")
+        table = app.screen.query_one("#worst", DataTable)
+        table.focus()
+        table.move_cursor(row=1)
+        await pilot.press("enter")
+        assert view.cursor.original_index == (1, 3, 6)
+        console = Console(width=200, record=True, file=io.StringIO())
+        console.print(view.render())
+        assert "OUT OF TOLERANCE" in console.export_text()
+
+
+@sync
+async def test_contract_shows_both_sides(data: tuple[Path, dict[str, str]]) -> None:
+    root, ids = data
+    app = Harness(root, "detail", ids["contract"])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        view = app.screen.query_one(TensorView)
+        assert view.labels == ("full batch", "concat of parts")
+        assert view.cursor is not None and view.cursor.original_index == (2, 1)
+
+
+@sync
+async def test_execution_row_explains_missing_evidence(
+        data: tuple[Path, dict[str, str]]) -> None:
+    root, ids = data
+    app = Harness(root, "detail", ids["execution"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        assert "kept no tensors" in _text(app, "#histogram-counts")
+        await pilot.press("r")
+        await _settle(pilot)
+        assert "nothing to replay" in _text(app, "#detail-verdict")
+
+
+@sync
+async def test_replay_shows_verdict_in_place(real_run: Path) -> None:
+    from gero_tui.query.source import open_source
+
+    source = open_source(real_run)
+    oid = source.query("SELECT observation_id FROM obs WHERE artifact_path <> '' "
+                       "AND \"check\" = 'agreement' LIMIT 1")[0][0]
+    app = Harness(real_run, "detail", oid)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        await pilot.press("r")
+        await _settle(pilot)
+        verdict = _text(app, "#detail-verdict")
+        assert "✓ reproduced bit-exact" in verdict and "max |replayed − stored| = 0" in verdict
+
+
+@sync
+async def test_failing_replay_does_not_crash(real_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from gero_tui.query.source import open_source
+
+    copy = tmp_path / "tampered"
+    shutil.copytree(real_run, copy)
+    source = open_source(copy)
+    oid, rel, actual = source.query(
+        "SELECT observation_id, artifact_path, actual_file FROM obs "
+        "WHERE artifact_path <> '' AND actual_file <> '' LIMIT 1")[0]
+    target = copy / rel / actual
+    data = target.read_bytes()
+    target.write_bytes(data[:-1] + bytes([data[-1] ^ 0xFF]))
+    app = Harness(copy, "detail", oid)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("r")
+        await _settle(pilot)
+        verdict = _text(app, "#detail-verdict")
+        assert "replay failed" in verdict and "SHA-256 mismatch" in verdict
+        assert app.is_running and isinstance(app.screen, DetailScreen)
+        shutil.rmtree(copy / rel)
+        await pilot.press("r")
+        await _settle(pilot)
+        assert "missing" in _text(app, "#detail-verdict")
+
+
+@sync
+async def test_copy_case_id_and_replay_command(data: tuple[Path, dict[str, str]]) -> None:
+    root, ids = data
+    app = Harness(root, "detail", ids["divergence"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("c")
+        assert app.clipboard == "synthetic/Softmax/3d/float16"
+        await pilot.press("C")
+        assert app.clipboard.startswith("gero replay ") and "artifacts/" in app.clipboard
+
+
+@sync
+async def test_per_operation_histogram(data: tuple[Path, dict[str, str]]) -> None:
+    root, ids = data
+    app = Harness(root, "detail", ids["divergence"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("g")
+        await _settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, OpHistogramScreen) and screen.histogram is not None
+        assert [(g.optimization, g.dtype) for g in screen.histogram.groups] == [
+            ("all", "float16"), ("all", "float32")]
+        groups = screen.query_one("#op-groups", DataTable)
+        assert groups.row_count == 2
+        await pilot.press("down")
+        chart = screen.query_one("#op-bars", Histogram).chart
+        assert chart is not None and chart.title.startswith("all · float32")
+        await pilot.press("escape")
+        assert isinstance(app.screen, DetailScreen)

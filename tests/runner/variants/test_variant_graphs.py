@@ -129,9 +129,12 @@ def test_naive_logsumexp_overflows_where_the_operator_does_not(tmp_path: Path) -
     entry = all_cases()["ReduceLogSumExp"]
     case = instantiate(entry, "float16", entry.shapes[0], seed=0)
     case.inputs = {"X": np.full_like(case.inputs["X"], 20.0)}  # exp(20) > float16 max
-    rows = [r for r in _variant_rows(case, tmp_path) if r["backend"] == "onnxruntime"]
-    assert rows and {r["result"] for r in rows} == {"contract_issue"}
-    assert all("non-finite" in r["reason"] for r in rows)
+    rows = {r["backend"]: r for r in _variant_rows(case, tmp_path)}
+    # The ReferenceEvaluator computes Exp in float16: inf where the operator is finite.
+    assert rows["onnx-reference"]["result"] == "contract_issue"
+    assert "non-finite" in rows["onnx-reference"]["reason"]
+    # ORT's CPU kernels widen float16 Exp/ReduceSum/Log to float32: no overflow there.
+    assert rows["onnxruntime"]["result"] == PASSED
 
 
 def test_unknown_variant_on_a_case_is_a_clear_error(tmp_path: Path) -> None:

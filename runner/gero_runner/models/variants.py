@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,17 @@ def build(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int) -> 
         fp16: Any = convert_float_to_float16(onnx.load_from_string(model), keep_io_types=True)
         toposort(fp16.graph)  # the converter appends its input Casts after their consumers
         return bytes(fp16.SerializeToString())
+
+    # The quantizer logs advice (pre-processing) on the root logger for every model.
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        return _quantize(name, model, inputs, seed)
+    finally:
+        logging.disable(previous)
+
+
+def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int) -> bytes:
     from onnxruntime.quantization import (
         CalibrationMethod,
         QuantFormat,

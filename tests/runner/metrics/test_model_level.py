@@ -1,0 +1,110 @@
+"""Model-level metrics (seed 002) against hand-computed values, and their gates."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from gero_runner.metrics import model_level as ml
+
+
+@pytest.mark.parametrize(("a", "r", "scaled", "floored"), [
+    ([1.0, 2.0, 4.0], [1.0, 2.0, 4.0], 0.0, 0.0),
+    ([1.1, 2.0, 4.0], [1.0, 2.0, 4.0], 0.1 / 4, 0.1 / 1.0),
+    # a tiny reference element: floored at 1e-3 · max|r| = 4e-3
+    ([0.0, 2.0, 4.0], [1e-6, 2.0, 4.0], 1e-6 / 4, 1e-6 / 4e-3),
+    ([0.0, 0.0], [0.0, 0.0], 0.0, 0.0),
+    ([1.0, 0.0], [0.0, 0.0], math.inf, math.inf),
+])
+def test_scaled_and_floored(a: list[float], r: list[float], scaled: float,
+                            floored: float) -> None:
+    assert ml.scaled_error(a, r) == pytest.approx(scaled, rel=1e-12)
+    assert ml.floored_relative_error(a, r) == pytest.approx(floored, rel=1e-9)
+
+
+def test_row_cosine_minimum_under_100_rows() -> None:
+    r = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    a = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 1.0]])  # row 1: cos 45° = 1/√2
+    cos, rows = ml.row_cosine(a, r)
+    assert rows == 3 and cos == pytest.approx(1 / math.sqrt(2))
+
+
+def test_row_cosine_first_percentile_ignores_one_extreme_row() -> None:
+    r = np.ones((1000, 4))
+    a = r.copy()
+    a[0] = [1.0, -1.0, 1.0, -1.0]  # one orthogonal row among 1000
+    cos, rows = ml.row_cosine(a, r)
+    assert rows == 1000 and cos == pytest.approx(1.0)
+    a[:20] = [1.0, -1.0, 1.0, -1.0]  # 2 % of the rows: the 1st percentile sees them
+    assert ml.row_cosine(a, r)[0] == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize(("a", "r", "expected"), [
+    ([[0.0, 0.0]], [[0.0, 0.0]], 1.0),  # two zero rows are identical
+    ([[0.0, 0.0]], [[1.0, 0.0]], 0.0),  # one zero row is not
+    ([[-1.0, 0.0]], [[1.0, 0.0]], -1.0),
+])
+def test_row_cosine_edges(a: list[list[float]], r: list[list[float]], expected: float) -> None:
+    assert ml.row_cosine(a, r)[0] == pytest.approx(expected)
+
+
+def test_pooled_cosine_rank_3_only() -> None:
+    r = np.zeros((1, 2, 2))
+    r[0] = [[1.0, 0.0], [1.0, 0.0]]
+    a = np.zeros((1, 2, 2))
+    a[0] = [[1.0, 0.0], [0.0, 1.0]]  # mean pooled: [0.5, 0.5] vs [1, 0]
+    assert ml.pooled_cosine(a, r) == pytest.approx(1 / math.sqrt(2))
+    assert math.isnan(ml.pooled_cosine(a[0], r[0]))
+
+
+def test_decisions_count_argmax_agreement() -> None:
+    r = np.array([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]])
+    a = np.array([[0.2, 0.8], [0.4, 0.6], [0.3, 0.7]])
+    assert ml.decisions(a, r) == (2, 3)
+
+
+def test_noise_floor_takes_the_worst_of_each_statistic() -> None:
+    s1 = ml.OutputStats(1e-6, 1e-5, 0.9999, 10, math.nan, 9, 10, True)
+    s2 = ml.OutputStats(3e-6, 2e-5, 0.9990, 10, math.nan, 10, 10, True)
+    floor = ml.noise_floor([s1, s2])
+    assert (floor.row_cosine, floor.decisions_agree, floor.scaled_error) == (0.9990, 9, 3e-6)
+
+
+@pytest.mark.parametrize(("cos", "floor_cos", "passed"), [
+    (0.995, 0.999, True),   # min(0.99, floor) = 0.99
+    (0.985, 0.999, False),
+    (0.95, 0.90, True),     # a noisy floor lowers the bar
+    (0.85, 0.90, False),
+])
+def test_int8_cosine_gate(cos: float, floor_cos: float, passed: bool) -> None:
+    stats = ml.OutputStats(0.1, 0.1, cos, 10, math.nan, 0, 0, True)
+    floor = ml.Floor(floor_cos, math.nan, 0, 0, 0.0, 0.0, 17)
+    assert ml.int8_cosine_gate(stats, floor).passed is passed
+
+
+@pytest.mark.parametrize(("agree", "total", "floor_agree", "passed"), [
+    (19, 20, 20, True),   # 95 %
+    (18, 20, 20, False),
+    (14, 16, 14, True),   # as many as ONNX Runtime's own floor
+    (1, 1, 0, True), (0, 1, 0, False),  # a single decision must agree
+])
+def test_decision_gate(agree: int, total: int, floor_agree: int, passed: bool) -> None:
+    stats = ml.OutputStats(0.0, 0.0, 1.0, total, math.nan, agree, total, True)
+    floor = ml.Floor(1.0, math.nan, floor_agree, total, 0.0, 0.0, 17)
+    assert ml.decision_gate(stats, floor).passed is passed
+
+
+@pytest.mark.parametrize(("same", "ours", "ort", "ok_same", "ok_vs"), [
+    (4e-3, 1.5e-3, 1e-3, True, True),
+    (4.1e-3, 1.6e-3, 1e-3, False, False),
+    (0.0, 0.0, 0.0, True, True),
+])
+def test_fp16_gates(same: float, ours: float, ort: float, ok_same: bool, ok_vs: bool) -> None:
+    g_same, g_vs = ml.fp16_gates(same, ours, ort)
+    assert (g_same.passed, g_vs.passed) == (ok_same, ok_vs)
+
+
+def test_non_finite_output_is_not_assessed() -> None:
+    stats = ml.output_stats([np.nan, 1.0], [1.0, 1.0])
+    assert not stats.finite and not ml.fp32_gate(stats, None, False).passed

@@ -157,29 +157,29 @@ def diff_runs(root: DataRoot, base: str, current: str,
     """Pair the observations of two runs (id prefixes) and classify every difference."""
     if not factor > 1:
         raise GeroError(f"error-growth factor must be greater than 1, got {factor}")
-    con = duckdb.connect()
-    problems: list[str] = []
-    run_ids = []
-    for name, run in (("base", base), ("cur", current)):
-        view = open_run(root, run, connection=con)
-        problems += [p for p in view.problems if p not in problems]
-        cols = ", ".join(f'"{c}"' for c in _COLUMNS)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT {cols} FROM obs")
-        run_ids.append(view.run_id)
-    cursor = con.execute(_DIFF_SQL + "SELECT * FROM kinds WHERE kind <> 'unchanged' "
-                         "ORDER BY kind, case_id, \"check\", backend, optimization, "
-                         "output_name", [factor])
-    names = [d[0] for d in cursor.description]
-    entries = []
-    for values in cursor.fetchall():
-        row = dict(zip(names, values, strict=True))
-        entries.append(DiffEntry(
-            kind=row["kind"], **{s: row[s] for s in SLOT}, base_id=row["base_id"],
-            current_id=row["current_id"], base_result=row["base_result"],
-            current_result=row["current_result"], base_error=row["base_error"],
-            current_error=row["current_error"],
-            tolerance_changed=bool(row["tolerance_changed"]), why=_why(row, factor)))
-    unchanged = con.execute(_DIFF_SQL + "SELECT count(*) FROM kinds WHERE kind = 'unchanged'",
-                            [factor]).fetchone()
+    with duckdb.connect() as con:  # closed at once: see query.ids
+        problems: list[str] = []
+        run_ids = []
+        for name, run in (("base", base), ("cur", current)):
+            view = open_run(root, run, connection=con)
+            problems += [p for p in view.problems if p not in problems]
+            cols = ", ".join(f'"{c}"' for c in _COLUMNS)
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT {cols} FROM obs")
+            run_ids.append(view.run_id)
+        cursor = con.execute(_DIFF_SQL + "SELECT * FROM kinds WHERE kind <> 'unchanged' "
+                             "ORDER BY kind, case_id, \"check\", backend, optimization, "
+                             "output_name", [factor])
+        names = [d[0] for d in cursor.description]
+        entries = []
+        for values in cursor.fetchall():
+            row = dict(zip(names, values, strict=True))
+            entries.append(DiffEntry(
+                kind=row["kind"], **{s: row[s] for s in SLOT}, base_id=row["base_id"],
+                current_id=row["current_id"], base_result=row["base_result"],
+                current_result=row["current_result"], base_error=row["base_error"],
+                current_error=row["current_error"],
+                tolerance_changed=bool(row["tolerance_changed"]), why=_why(row, factor)))
+        unchanged = con.execute(_DIFF_SQL + "SELECT count(*) FROM kinds WHERE kind = 'unchanged'",
+                                [factor]).fetchone()
     return DiffReport(run_ids[0], run_ids[1], factor, tuple(entries),
                       int(unchanged[0]) if unchanged else 0, tuple(problems))

@@ -135,9 +135,14 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
 def markdown_report(view: RunView, table: pa.Table, flt: Filter,
                     ids: Sequence[str] | None = None) -> str:
     """A Markdown report over exactly the exported rows."""
-    con = duckdb.connect()
-    con.register("obs", table)
-    sub = RunView(view.root, view.run_id, con)
+    with duckdb.connect() as con:  # closed at once: see query.ids
+        con.register("obs", table)
+        return _report(view, RunView(view.root, view.run_id, con), table, flt, ids)
+
+
+def _report(view: RunView, sub: RunView, table: pa.Table, flt: Filter,
+            ids: Sequence[str] | None) -> str:
+    con = sub.connection
     record = view.root.read_run(view.run_id)
     scope = "all observations of the run"
     if flt.sql != "TRUE":

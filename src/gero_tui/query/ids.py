@@ -31,12 +31,14 @@ def resolve_observation(root: DataRoot, prefix: str,
         raise StoreError(f"bad observation id {prefix!r}: give at least {MIN_PREFIX} hex "
                          "digits of an observation_id (see `gero export` or the explorer)")
     problems = [] if problems is None else problems
-    con = duckdb.connect()
-    cursor = con.execute(
-        f"SELECT * FROM {_source(root, problems)} WHERE starts_with(observation_id, ?) "
-        "ORDER BY observation_id LIMIT 11", [prefix])
-    names = [d[0] for d in cursor.description]
-    rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    # Closed at once: an open DuckDB leaves threads that a later fork (the runner's worker
+    # pool, in the same process) would inherit.
+    with duckdb.connect() as con:
+        cursor = con.execute(
+            f"SELECT * FROM {_source(root, problems)} WHERE starts_with(observation_id, ?) "
+            "ORDER BY observation_id LIMIT 11", [prefix])
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
     ids = sorted({r["observation_id"] for r in rows})
     if not ids:
         raise StoreError(f"no observation id starts with {prefix!r} in {root.path}")

@@ -32,7 +32,7 @@ class RunView:
         return self.connection.execute(sql, params or []).fetchall()
 
     def arrow(self, sql: str, params: list[Any] | None = None) -> pa.Table:
-        return self.connection.execute(sql, params or []).fetch_arrow_table()
+        return self.connection.sql(sql, params=params or None).to_arrow_table()
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A cursor for another thread (DuckDB connections are not shared across threads)."""

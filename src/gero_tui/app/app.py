@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import ClassVar
 
 import duckdb
-from gero_runner.errors import GeroError, StoreError
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 
+from gero_runner.errors import GeroError, StoreError
 from gero_tui.app.screens.evaluations import EvaluationsScreen
 from gero_tui.app.screens.overview import OverviewScreen
 from gero_tui.query.runs import RunInfo, list_runs, read_info, resolve, run_ids

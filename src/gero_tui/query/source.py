@@ -40,6 +40,9 @@ EXPLORER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("reference_median_ms", "DOUBLE"),
 )
 TIMING_COLUMNS = ("actual_median_ms", "reference_median_ms")
+TABLE_COLUMNS = ("observation_id", "suite", "op_type", "case_name", "check", "dtype",
+                 "input_shapes", "backend", "optimization", "max_abs_error", "result", "reason")
+"""What ``materialise()`` keeps in memory: the evaluations table's columns and filters."""
 
 
 def quote_path(path: Path) -> str:
@@ -67,7 +70,7 @@ class RunSource:
     direct: bool = False
     """Whether ``obs`` reads the run's own observation file without a join."""
     relation: str = "obs"
-    """What queries read: ``obs`` until ``materialise()`` has made ``evals``."""
+    """What table queries read: ``obs`` until ``materialise()`` has made ``evals``."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
@@ -88,7 +91,7 @@ class RunSource:
         if self.relation == "evals":
             return
         cur = cursor or self.cursor()
-        columns = ", ".join(_ident(name) for name, _ in EXPLORER_COLUMNS)
+        columns = ", ".join(_ident(name) for name in TABLE_COLUMNS)
         cur.execute(f"CREATE OR REPLACE TABLE evals AS SELECT {columns} FROM obs")
         self.relation = "evals"
 

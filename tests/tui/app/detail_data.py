@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from gero_runner.classify import classify
 from gero_runner.metrics.compare import compare
 from gero_runner.schema import IDENTITY_COLUMNS, RunRecord

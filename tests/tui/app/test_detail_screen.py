@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from detail_data import build
 from detail_harness import Harness, sync
-from gero_runner.run import RunRequest, execute
 from rich.console import Console
 from textual.widgets import DataTable, Static
 
+from gero_runner.run import RunRequest, execute
 from gero_tui.app.screens.detail import DetailScreen
 from gero_tui.app.screens.op_histogram import OpHistogramScreen
 from gero_tui.app.widgets.histogram import Histogram

@@ -12,8 +12,6 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gero_runner.errors import GeroError
-from gero_runner.storage.artifacts import resolve_artifact
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -23,6 +21,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
+from gero_runner.errors import GeroError
+from gero_runner.storage.artifacts import resolve_artifact
 from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope, data_root_of
 from gero_tui.app.widgets.histogram import Bar, Chart, Histogram, marker_position
 from gero_tui.app.widgets.tensor_view import TensorView, format_element, side_label
@@ -31,7 +31,6 @@ from gero_tui.query.tensors import ElementAnalysis, Evidence, analyse, load_evid
 
 if TYPE_CHECKING:
     from gero_runner.evidence.replay import ReplayReport
-
     from gero_tui.query.source import RunSource
 
 

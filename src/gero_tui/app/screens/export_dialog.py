@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from gero_runner.errors import GeroError
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -19,6 +18,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
+
+from gero_runner.errors import GeroError
 
 FORMATS = ("csv", "parquet", "json", "md")
 FORMAT_LABELS = {"csv": "CSV", "parquet": "Parquet", "json": "JSON", "md": "Markdown report"}
@@ -57,7 +58,6 @@ def default_bundle_path(observation_id: str, directory: Path | None = None) -> P
 def export_scope(source: Any, scope: ExportScope, fmt: str, path: Path) -> tuple[Path, int]:
     """Write the scope's rows; returns the absolute path and the row count (blocking)."""
     from gero_runner.storage.store import DataRoot
-
     from gero_tui.query.export import export_rows
     from gero_tui.query.filters import Filter
     from gero_tui.query.store import RunView
@@ -73,7 +73,6 @@ def export_bundle(source: Any, observation_id: str, path: Path) -> tuple[Path, s
     """Bundle one observation's evidence; returns the archive path and its replay command."""
     from gero_runner.evidence.bundle import create_bundle
     from gero_runner.storage.store import DataRoot
-
     from gero_tui.query.detail import fetch_observation
 
     row = fetch_observation(source.cursor(), observation_id).fields

@@ -18,7 +18,7 @@ class ValuePickerScreen(ModalScreen[frozenset[str] | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel"),
-        Binding("enter", "apply", "Apply"),
+        Binding("enter", "apply", "Apply", priority=True),
         Binding("x", "none", "Choose none"),
     ]
 

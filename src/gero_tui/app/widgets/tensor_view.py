@@ -11,7 +11,6 @@ import math
 from typing import ClassVar
 
 import numpy as np
-from gero_runner.metrics.compare import ulp_distance
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -19,6 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from gero_runner.metrics.compare import ulp_distance
 from gero_tui.query.slicing import TensorCursor
 from gero_tui.query.tensors import ElementAnalysis, Evidence
 

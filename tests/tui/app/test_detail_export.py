@@ -1,0 +1,124 @@
+"""Export from the explorer: select two rows and write each format, export with no selection
+(every matching row), and bundle the current evaluation."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from detail_data import build
+from detail_harness import Harness, sync
+from textual.widgets import Input, Static
+
+from gero_tui.app.app import GeroApp
+from gero_tui.app.screens.export_dialog import ExportDialog
+
+
+async def _settle(pilot) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(10):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def _status(app: GeroApp | Harness) -> str:
+    return str(app.screen.query_one("#export-status", Static).content)
+
+
+async def _export(pilot, fmt: str, path: Path) -> None:  # type: ignore[no-untyped-def]
+    dialog = pilot.app.screen
+    assert isinstance(dialog, ExportDialog)
+    await pilot.click(f"#format-{fmt}")
+    dialog.query_one("#export-path", Input).value = str(path)
+    dialog.query_one("#export-path", Input).focus()
+    await pilot.press("enter")
+    await _settle(pilot)
+
+
+def _read(fmt: str, path: Path) -> list[str]:
+    """Observation ids in an exported file."""
+    if fmt == "csv":
+        with path.open() as f:
+            return [r["observation_id"] for r in csv.DictReader(f)]
+    if fmt == "parquet":
+        return list(pq.read_table(path).column("observation_id").to_pylist())
+    if fmt == "json":
+        return [r["observation_id"] for r in json.loads(path.read_text())]
+    text = path.read_text()
+    assert text.startswith("# gero report")
+    return [line for line in text.splitlines() if "2 observations" in line]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "json", "md"])
+@sync
+async def test_select_two_rows_and_export(tmp_path: Path, fmt: str) -> None:
+    root = tmp_path / "data"
+    build(root)
+    app = GeroApp(root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        first = app.screen.current_observation_id
+        await pilot.press("space")  # selects and moves down
+        second = app.screen.current_observation_id
+        await pilot.press("space")
+        await _settle(pilot)
+        await pilot.press("e")
+        await _settle(pilot)
+        out = tmp_path / f"two.{fmt}"
+        await _export(pilot, fmt, out)
+        assert f"wrote 2 rows as {fmt} to {out}" in _status(app)
+        ids = _read(fmt, out)
+        if fmt == "md":
+            assert ids  # "2 observations (…, 2 selected)."
+        else:
+            assert sorted(ids) == sorted([first, second])
+
+
+@sync
+async def test_export_without_selection_writes_every_matching_row(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    ids = build(root)
+    app = GeroApp(root, screen="evaluations")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("e")
+        await _settle(pilot)
+        out = tmp_path / "all.json"
+        await _export(pilot, "json", out)
+        assert "wrote 4 rows" in _status(app)
+        assert sorted(_read("json", out)) == sorted(ids.values())
+
+
+@sync
+async def test_export_bundle_of_current_evaluation(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    ids = build(root)
+    app = Harness(root, "detail", ids["divergence"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("b")
+        await _settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ExportDialog)
+        path = tmp_path / "case.tar.gz"
+        dialog.query_one("#export-path", Input).value = str(path)
+        await pilot.click("#export-bundle")
+        await _settle(pilot)
+        assert f"wrote bundle {path}" in _status(app) and "gero replay" in _status(app)
+        assert path.is_file() and path.stat().st_size > 0
+
+
+@sync
+async def test_export_to_a_directory_is_a_clear_error(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    ids = build(root)
+    app = Harness(root, "detail", ids["passed"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("e")
+        await _settle(pilot)
+        await _export(pilot, "csv", tmp_path)
+        assert "is a directory" in _status(app)
+        assert isinstance(app.screen, ExportDialog)

@@ -1,0 +1,199 @@
+"""Every key and filter of the evaluations table: the rows shown match a DuckDB query."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from conftest import RUN_ID, settle
+
+from gero_tui.app.app import GeroApp
+from gero_tui.app.screens.evaluations import EvaluationsScreen
+from gero_tui.app.screens.sort_picker import SortPickerScreen
+from gero_tui.app.screens.value_picker import ValuePickerScreen
+
+
+def expected(observations: Path, where: str = "true", order: str = "",
+             params: list[Any] | None = None) -> list[str]:
+    sql = f"SELECT observation_id FROM read_parquet('{observations}') WHERE {where} {order}"
+    return [r[0] for r in duckdb.execute(sql, params or []).fetchall()]
+
+
+def shown(app: GeroApp) -> list[str]:
+    screen = app.screen
+    assert isinstance(screen, EvaluationsScreen)
+    table = screen.table
+    rows = [table.row(i) for i in range(table.row_count)]
+    assert all(r is not None for r in rows), "every row of the small run is on the first page"
+    return [str(r[0]) for r in rows if r is not None]
+
+
+async def open_table(pilot: Any) -> EvaluationsScreen:
+    await settle(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, EvaluationsScreen)
+    return screen
+
+
+@pytest.mark.parametrize(("key", "result"), [
+    ("1", "passed"), ("2", "divergence"), ("3", "contract_issue"), ("4", "execution")])
+async def test_class_keys_toggle(data_root: Path, observations: Path, key: str, result: str
+                                 ) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_table(pilot)
+        assert shown(app) == expected(observations)
+        await pilot.press(key)
+        await settle(pilot)
+        assert shown(app) == expected(observations, "result = ?", params=[result])
+        await pilot.press(key)
+        await settle(pilot)
+        assert shown(app) == expected(observations)
+
+
+async def test_two_classes_and_clear(data_root: Path, observations: Path) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_table(pilot)
+        await pilot.press("2", "4")
+        await settle(pilot)
+        assert shown(app) == expected(observations, "result IN ('divergence', 'execution')")
+        assert screen.matching_count == 12
+        await pilot.press("x")
+        await settle(pilot)
+        assert screen.table_filter.is_empty
+        assert shown(app) == expected(observations)
+
+
+async def test_free_text_filter(data_root: Path, observations: Path) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_table(pilot)
+        await pilot.press("slash", *"not_impl")
+        await settle(pilot)
+        assert shown(app) == expected(observations, "reason ILIKE '%not\\_impl%' ESCAPE '\\'")
+        await pilot.press("enter")
+        await pilot.press("1")  # the table has focus again: keys are filters, not text
+        await settle(pilot)
+        assert shown(app) == []
+
+
+@pytest.mark.parametrize(("key", "column", "value"), [
+    ("o", "op_type", "Erf"), ("t", "dtype", "float16"), ("z", "optimization", "basic"),
+    ("u", "suite", "onnx-backend"), ("c", "check", "analytic")])
+async def test_value_filters(data_root: Path, observations: Path, key: str, column: str,
+                             value: str) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_table(pilot)
+        await pilot.press(key)
+        await settle(pilot)
+        picker = app.screen
+        assert isinstance(picker, ValuePickerScreen)
+        values = [v for v, _ in picker.values]
+        distinct = duckdb.execute(
+            f'SELECT DISTINCT "{column}" FROM read_parquet(\'{observations}\')').fetchall()
+        assert values == sorted(r[0] for r in distinct)
+        for _ in range(values.index(value)):
+            await pilot.press("down")
+        await pilot.press("space", "enter")
+        await settle(pilot)
+        assert app.screen is screen
+        assert shown(app) == expected(observations, f'"{column}" = ?', params=[value])
+        where, params = screen.filter_where()
+        assert expected(observations, where, params=params) == shown(app)
+
+
+@pytest.mark.parametrize("column", ["max_abs_error", "case", "result"])
+async def test_sort_picker_and_reverse(data_root: Path, observations: Path, column: str
+                                       ) -> None:
+    order = {"max_abs_error": "max_abs_error",
+             "case": "op_type {d}, case_name", "result": "result"}[column]
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_table(pilot)
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, SortPickerScreen)
+        keys = ["run", "case", "input", "optimization", "check", "dtype", "max_abs_error",
+                "result", "details"]
+        for _ in range(keys.index(column)):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await settle(pilot)
+        descending = column == "max_abs_error"  # numbers sort largest first
+        d = "DESC" if descending else "ASC"
+        sql = order.format(d=d) if "{d}" in order else order
+        want = expected(observations, order=f"ORDER BY {sql} {d} NULLS LAST, observation_id")
+        assert shown(app) == want
+        assert screen.sort.column == column
+        await pilot.press("S")
+        await settle(pilot)
+        r = "ASC" if descending else "DESC"
+        sql = order.format(d=r) if "{d}" in order else order
+        assert shown(app) == expected(
+            observations, order=f"ORDER BY {sql} {r} NULLS LAST, observation_id")
+
+
+async def test_selection_space_and_all(data_root: Path, observations: Path) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_table(pilot)
+        first = shown(app)[:2]
+        await pilot.press("space", "space")
+        await settle(pilot)
+        assert screen.selected_count == 2
+        assert set(screen.selected_observation_ids()) == set(first)
+        await pilot.press("up", "space")  # unselect the second again
+        await settle(pilot)
+        assert screen.selected_observation_ids() == [first[0]]
+        await pilot.press("4", "a")
+        await settle(pilot)
+        matching = expected(observations, "result = 'execution'", "ORDER BY observation_id")
+        assert screen.selected_observation_ids() == matching
+        assert screen.selected_count == len(matching)
+        where, params = screen.selection_where()
+        assert sorted(expected(observations, where, params=params)) == matching
+        await pilot.press("a")  # the same filter again: unselect all
+        await settle(pilot)
+        assert screen.selection.is_empty and screen.selected_count == 0
+
+
+async def test_part_two_hooks_post_messages(data_root: Path) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    seen: list[object] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_table(pilot)
+        screen.open_evaluation = lambda oid: seen.append(("open", oid))  # type: ignore[method-assign]
+        screen.replay_evaluation = lambda oid: seen.append(("replay", oid))  # type: ignore[method-assign]
+        await pilot.press("down", "enter", "r")
+        await pilot.pause()
+        second = shown(app)[1]
+        assert seen == [("open", second), ("replay", second)]
+
+
+async def test_escape_goes_back_and_q_quits(data_root: Path) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_table(pilot)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "OverviewScreen"
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_run_id_prefix_and_picker(data_root: Path) -> None:
+    app = GeroApp(data_root, run="2025")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.run_id != RUN_ID and app.source is not None
+        await pilot.press("p")
+        await pilot.pause()
+        await pilot.press("up", "enter")  # newest run is listed first
+        await settle(pilot)
+        assert app.run_id == RUN_ID and app.source is not None
+        assert app.source.run_id == RUN_ID

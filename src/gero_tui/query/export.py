@@ -132,6 +132,36 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
     return lines
 
 
+# Figures of model-level and parity rows worth a column in the report (from ``details``).
+_MODEL_FIGURES = ("scaled_error", "floored_rel_error", "row_cosine", "pooled_cosine",
+                  "decision_share", "need_row_cosine", "ratio", "mae", "max_diff",
+                  "relative_error_pct", "conf_mae", "rotation_error_deg_max",
+                  "translation_error_max", "match_ratio")
+
+
+def _model_metrics_section(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Model-level (model:*) and parity (parity:*) rows with their figures from details."""
+    rows = con.execute(
+        """SELECT case_id, "check", output_name, backend, optimization, result, details
+           FROM obs WHERE "check" LIKE 'model:%' OR "check" LIKE 'parity:%'
+           ORDER BY case_id, "check", output_name, backend, optimization""").fetchall()
+    if not rows:
+        return []
+    table = []
+    for case_id, check, output, backend, opt, result, details in rows:
+        try:
+            figures = json.loads(details or "{}")
+        except ValueError:
+            figures = {}
+        text = ", ".join(f"{k} {_cell(float(figures[k]))}" for k in _MODEL_FIGURES
+                         if isinstance(figures.get(k), int | float)
+                         and not isinstance(figures.get(k), bool))
+        table.append((case_id, check, output, backend, opt, result, text or "—"))
+    return ["", "## Model-level and parity metrics", "",
+            *_table(("case", "check", "output", "backend", "opt.", "result", "figures"),
+                    table)]
+
+
 def markdown_report(view: RunView, table: pa.Table, flt: Filter,
                     ids: Sequence[str] | None = None) -> str:
     """A Markdown report over exactly the exported rows."""
@@ -183,6 +213,7 @@ def _report(view: RunView, sub: RunView, table: pa.Table, flt: Filter,
             LIMIT {WORST_LIMIT}""").fetchall()
     out += _table(("id", "case", "check", "backend", "opt.", "dtype", "result",
                    "max abs error", "scaled error", "max ULP", "reason"), worst)
+    out += _model_metrics_section(con)
     if view.problems:
         out += ["", "## Skipped files", "", *[f"- {p}" for p in view.problems]]
     return "\n".join(out) + "\n"

@@ -14,7 +14,8 @@ import pytest
 from gero_tui.query.histograms import operation_histogram
 
 
-def _con(rows: list[tuple[str, str, str, float | None]], tmp_path: Path) -> duckdb.DuckDBPyConnection:
+def _con(rows: list[tuple[str, str, str, float | None]],
+         tmp_path: Path) -> duckdb.DuckDBPyConnection:
     table = pa.table({
         "op_type": [r[0] for r in rows], "optimization": [r[1] for r in rows],
         "dtype": [r[2] for r in rows], "max_abs_error": pa.array([r[3] for r in rows],

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from onnx import helper, numpy_helper
+
 from gero_runner.cases.base import BATCH_INDEPENDENT, BATCH_NONE, BATCH_REDUCE, CaseInstance
 from gero_runner.cases.graphs import make_model, value_info
 from gero_runner.cases.synthetic.registry import all_cases, instantiate
@@ -22,7 +24,6 @@ from gero_runner.execution.evaluate import (
 from gero_runner.schema import CONTRACT_ISSUE, PASSED
 from gero_runner.storage.artifacts import EvidenceWriter, load_array
 from gero_runner.tolerances import ToleranceTable
-from onnx import helper, numpy_helper
 
 LEVELS = ("disable_all", "all")
 F = "float32"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from gero_runner.contracts import laws
 from gero_runner.contracts.model_facts import batch_layout, permutation, split_points
 from gero_runner.schema import CONTRACT_ISSUE, PASSED

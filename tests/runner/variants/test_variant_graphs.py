@@ -8,6 +8,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
 from gero_runner.cases.base import CaseInstance
 from gero_runner.cases.graphs import make_model, value_info
 from gero_runner.cases.synthetic.registry import all_cases, instantiate
@@ -16,8 +19,6 @@ from gero_runner.execution.evaluate import RunSettings, evaluate_case
 from gero_runner.schema import DIVERGENCE, PASSED
 from gero_runner.variants import builders
 from gero_runner.variants.builders import VARIANTS, VariantError, build_variant
-from onnx import helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
 
 F = "float32"
 RNG = np.random.default_rng(0)

@@ -155,17 +155,24 @@ class TensorView(Widget, can_focus=True):
 
         height = max(1, self.size.height - 5)
         r0, r1 = TensorCursor.window(row_pos, n_rows, height)
-        # Cell width from the values in view (columns are chosen after, so take the row band).
-        band_a = [format_element(v, dtype) for v in a[r0:r1].reshape(-1)[:4096]]
-        band_r = [format_element(v, ev.reference.dtype)
-                  for v in cur.plane(ev.reference)[r0:r1].reshape(-1)[:4096]]
-        value_width = max([len(s) for s in band_a + band_r] + [4])
+        ref_dtype = ev.reference.dtype
+        r_plane = cur.plane(ev.reference)
         diff_width = 7
         label_width = len(str(n_rows - 1)) + 1
         pane = max(12, (self.size.width - 4) // 3)
-        fit = max(1, min((pane - label_width - 1) // (value_width + 1),
-                         (pane - label_width - 1) // (diff_width + 1)))
-        c0, c1 = TensorCursor.window(col_pos, n_cols, fit)
+
+        def columns_for(width: int) -> tuple[int, int]:
+            fit = max(1, min((pane - label_width - 1) // (width + 1),
+                             (pane - label_width - 1) // (diff_width + 1)))
+            return TensorCursor.window(col_pos, n_cols, fit)
+
+        # Cell width from the values in view only (formatting is the costly part): a first
+        # guess of the columns, then the width their values need.
+        c0, c1 = columns_for(7)
+        shown = [format_element(v, dtype) for v in a[r0:r1, c0:c1].reshape(-1)]
+        shown += [format_element(v, ref_dtype) for v in r_plane[r0:r1, c0:c1].reshape(-1)]
+        value_width = max([len(t) for t in shown] + [4])
+        c0, c1 = columns_for(value_width)
 
         def pane_text(title: str, cell: object, width: int) -> Text:
             text = Text(no_wrap=True, overflow="ellipsis")
@@ -189,8 +196,6 @@ class TensorView(Widget, can_focus=True):
                     text.append("\n")
             return text
 
-        ref_dtype = ev.reference.dtype
-        r_plane = cur.plane(ev.reference)
         grid = Table.grid(padding=(0, 1))
         for _ in range(3):
             grid.add_column(width=pane, no_wrap=True)

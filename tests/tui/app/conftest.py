@@ -30,7 +30,8 @@ def _result(op: str, level: str, dtype: str) -> tuple[str, str, float]:
         return "divergence", "3 of 64 elements outside atol=5e-4 + rtol=5e-3·|r|", 2.5e-3
     if op == "Exp" and level == "-" and dtype == "float32":
         return "contract_issue", "contract:row_sum violated: 50% of rows off", 1.0e-2
-    return "passed", "within atol + rtol·|r|", 1e-7 * (1 + OPS.index(op)) * (1 + LEVELS.index(level))
+    scale = (1 + OPS.index(op)) * (1 + LEVELS.index(level))
+    return "passed", "within atol + rtol·|r|", 1e-7 * scale
 
 
 def fixture_rows(run_id: str = RUN_ID) -> list[dict[str, Any]]:
@@ -110,8 +111,13 @@ def observations(data_root: Path) -> Path:
 
 async def settle(pilot: Any) -> None:
     """Wait until every worker is done and its messages are handled."""
+    from textual.worker import WorkerCancelled
+
     for _ in range(20):
-        await pilot.app.workers.wait_for_complete()
+        try:
+            await pilot.app.workers.wait_for_complete()
+        except WorkerCancelled:
+            continue  # superseded by a newer worker of its group
         await pilot.pause()
         if not any(w.is_running for w in pilot.app.workers):
             await pilot.pause()

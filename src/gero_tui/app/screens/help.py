@@ -19,13 +19,11 @@ def bindings_table(screen: Screen[object]) -> Table:
     table.add_column(style="bold", no_wrap=True)
     table.add_column(no_wrap=True)
     table.add_column(style="dim")
-    seen: set[tuple[str, str]] = set()
     for active in screen.active_bindings.values():
         binding = active.binding
-        description = binding.description or binding.action
-        if (binding.action, description) in seen or binding.system:
+        if binding.system:
             continue
-        seen.add((binding.action, description))
+        description = binding.description or binding.action
         key = screen.app.get_key_display(binding)
         table.add_row(Text(key), Text(description), Text(binding.tooltip or ""))
     return table
@@ -48,7 +46,7 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="dialog"):
             yield Label(f"Keys — {type(self.for_screen).__name__.removesuffix('Screen')}  "
                         "(esc: close · ctrl+p: every action by name)", id="dialog-title")
-            yield Static(bindings_table(self.for_screen))
+            yield Static(bindings_table(self.for_screen), id="keys")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from gero_runner.errors import ArtifactError
 from gero_runner.metrics.compare import ulp_distance
 from gero_runner.storage.artifacts import load_array, resolve_artifact, safe_member
@@ -210,7 +211,7 @@ def _decade_bins(values: np.ndarray, split: float) -> tuple[Bin, ...]:
     bins = [(edges[k], edges[k + 1], int(c)) for k, c in enumerate(counts)]
     if math.isfinite(split) and edges[0] < split < edges[-1] and not split.is_integer():
         # Cut the decade that holds the split in two (only its elements are looked at).
-        k = int(math.floor(split)) - low
+        k = math.floor(split) - low
         inside = logs[decades == low + k]
         above = int(np.count_nonzero(inside >= split))
         bins[k:k + 1] = [(edges[k], split, int(inside.size) - above),

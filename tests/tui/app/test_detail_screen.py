@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,6 @@ from detail_harness import Harness, sync
 from rich.console import Console
 from textual.widgets import DataTable, Static
 
-from gero_runner.run import RunRequest, execute
 from gero_tui.app.screens.detail import DetailScreen
 from gero_tui.app.screens.op_histogram import OpHistogramScreen
 from gero_tui.app.widgets.histogram import Histogram
@@ -40,8 +41,11 @@ def data(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real (tiny) run, so that replay re-executes an actual model."""
     root = tmp_path_factory.mktemp("real")
-    execute(RunRequest(data_root=root, ops=["Relu"], dtypes=["float32"], jobs=1, repeats=1,
-                       checks=(), limit=1))
+    # In a fresh process: forking workers from a process that has run Textual apps (threads)
+    # is not safe.
+    subprocess.run([sys.executable, "-m", "gero_tui", "run", "--data-dir", str(root),
+                    "--ops", "Relu", "--dtypes", "float32", "--limit", "1", "--jobs", "1"],
+                   check=True, capture_output=True)
     return root
 
 

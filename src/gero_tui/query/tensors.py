@@ -47,6 +47,8 @@ class Bin:
     low: float
     high: float
     count: int
+    log10_low: float = -math.inf
+    """log10 of ``low`` for decade bins (exact even where 10**low underflows to 0)."""
 
 
 @dataclass(frozen=True)
@@ -216,7 +218,7 @@ def _decade_bins(values: np.ndarray, split: float) -> tuple[Bin, ...]:
         above = int(np.count_nonzero(inside >= split))
         bins[k:k + 1] = [(edges[k], split, int(inside.size) - above),
                          (split, edges[k + 1], above)]
-    return tuple(Bin(_edge_label(lo), 10.0 ** lo, 10.0 ** hi, c) for lo, hi, c in bins)
+    return tuple(Bin(_edge_label(lo), 10.0 ** lo, 10.0 ** hi, c, lo) for lo, hi, c in bins)
 
 
 def _edge_label(log10_value: float) -> str:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from gero_runner.errors import ArtifactError
 from gero_runner.storage.artifacts import EvidenceWriter
-
 from gero_tui.query.tensors import Evidence, analyse, load_evidence
 
 
@@ -113,3 +113,12 @@ def test_pickled_array_is_refused(tmp_path: Path) -> None:
                                  "actual_file": "outputs/ort-all/output_0.npy",
                                  "reference_file": "outputs/onnx-reference/output_0.npy"})
     assert json.loads((tmp_path / rel / "manifest.json").read_text())["algorithm"] == "sha256"
+
+
+def test_subnormal_differences_keep_exact_log10_edges() -> None:
+    """float64 differences near 5e-324: 10**edge underflows to 0, the log10 edge does not."""
+    r = np.zeros(3, dtype=np.float64)
+    a = np.array([5e-324, 1e-320, 0.0])
+    an = analyse(_ev(a, r, rtol=1e-12, atol=1e-13))
+    assert an.abs_bins[0].log10_low == -324
+    assert sum(b.count for b in an.abs_bins) == 2 and an.out_of_tolerance == 0

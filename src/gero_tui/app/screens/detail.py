@@ -232,19 +232,44 @@ def fields_table(obs: Observation) -> Table:
 
 def charts(analysis: ElementAnalysis, evidence: Evidence) -> tuple[Chart, Chart]:
     """The log10 |a − r| and ULP histograms, the tolerance line on the first."""
-    # Bin edges are 10**edge; compare in log10 with a little slack for the round trip.
-    lows = [math.log10(b.low) + 1e-9 for b in analysis.abs_bins]
+    # Compare in log10 (exact bin edges), with a little slack for the split edge.
+    lows = [b.log10_low + 1e-9 for b in analysis.abs_bins]
     after = marker_position(lows, analysis.tolerance_log10)
     bars = [Bar(b.label, b.count, beyond=low >= analysis.tolerance_log10)
             for b, low in zip(analysis.abs_bins, lows, strict=True)]
     if analysis.zero_error:
         bars.insert(0, Bar("0", analysis.zero_error))
         after = after + 1 if after is not None else None
+    bars, after = compact_bars(bars, after)
     tol = 10 ** analysis.tolerance_log10 if math.isfinite(analysis.tolerance_log10) else 0.0
     abs_chart = Chart("log10 |actual − reference| (by decade)", tuple(bars), after,
                       f"tolerance {tol:.2g}", footer="atol + rtol·median|r|")
-    ulp_chart = Chart("ULP distance", tuple(Bar(b.label, b.count) for b in analysis.ulp_bins))
+    ulp_bars, _ = compact_bars([Bar(b.label, b.count) for b in analysis.ulp_bins], None)
+    ulp_chart = Chart("ULP distance", tuple(ulp_bars))
     return abs_chart, ulp_chart
+
+
+def compact_bars(bars: list[Bar], marker: int | None, run: int = 3
+                 ) -> tuple[list[Bar], int | None]:
+    """Fold runs of ``run`` or more empty bars into one '…' bar (the marker stays in place)."""
+    out: list[Bar] = []
+    new_marker = None if marker is None else len(bars)
+    i = 0
+    while i < len(bars):
+        if marker is not None and i == marker:
+            new_marker = len(out)
+        j = i
+        while j < len(bars) and bars[j].count == 0 and (marker is None or j == i or j != marker):
+            j += 1
+        if j - i >= run:
+            out.append(Bar(f"{bars[i].label}…{bars[j - 1].label}", 0))
+            i = j
+        else:
+            out.append(bars[i])
+            i += 1
+    if marker is not None and marker >= len(bars):
+        new_marker = len(out)
+    return out, new_marker
 
 
 def counts_text(analysis: ElementAnalysis, evidence: Evidence) -> Text:

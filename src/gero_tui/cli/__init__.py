@@ -16,9 +16,9 @@ from gero_runner.errors import GeroError
 COMMANDS = ("run", "tui", "summary", "export", "replay", "bundle", "diff", "parity")
 
 
-def _available() -> list[object]:
+def _available(only: str | None = None) -> list[object]:
     modules = []
-    for name in COMMANDS:
+    for name in COMMANDS if only is None else (only,):
         try:
             modules.append(importlib.import_module(f"gero_tui.cli.{name}_cmd"))
         except ModuleNotFoundError as e:
@@ -27,25 +27,28 @@ def _available() -> list[object]:
     return modules
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, just that subcommand's (its siblings' imports cost ~0.4 s,
+    which the explorer's first paint cannot afford)."""
     parser = argparse.ArgumentParser(
         prog="gero",
         description="Test and triage the numerical behaviour of ML runtimes. "
         "Without a command: the explorer on a terminal, the summary otherwise.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in _available():
+    for module in _available(only):
         module.add_parser(sub)  # type: ignore[attr-defined]
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
     if not args_list or args_list[0].startswith("--data-dir"):
         # `gero` alone: the explorer on a terminal, the summary when piped or in CI.
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
         args_list = ["tui" if interactive else "summary", *args_list]
+    # The explorer must paint fast: `gero tui` imports only its own subcommand.
+    parser = build_parser(only="tui" if args_list[0] == "tui" else None)
     args = parser.parse_args(args_list)
     try:
         return int(args.handler(args))

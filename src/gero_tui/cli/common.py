@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gero_runner.storage.store import default_data_root
-
 
 def add_data_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -16,7 +14,12 @@ def add_data_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def data_dir(args: argparse.Namespace) -> Path:
-    return args.data_dir if args.data_dir is not None else default_data_root()
+    if args.data_dir is not None:
+        return Path(args.data_dir)
+    # Deferred: the runner's store imports pyarrow (~0.15 s), which `gero tui` avoids.
+    from gero_runner.storage.store import default_data_root
+
+    return default_data_root()
 
 
 def split_list(value: str) -> list[str]:

@@ -303,7 +303,8 @@ class EvaluationsTable(Widget, can_focus=True):
             label = column.label
             style = header
             if column.key == self._sort.column:
-                label = f"{label} {'▼' if self._sort.descending else '▲'}"
+                # The arrow first, so that truncating a narrow column keeps it.
+                label = f"{'▼' if self._sort.descending else '▲'} {label}"
                 style = sorted_style
             segments.append(Segment(_fit(label, w, right=column.numeric), style))
             if n < len(columns) - 1:
@@ -323,7 +324,7 @@ class EvaluationsTable(Widget, can_focus=True):
         line_style: Style = base
         if selected:
             line_style = line_style + self.get_component_rich_style("evaluations-table--selected")
-        if index == self.cursor and self.has_focus_within_screen:
+        if index == self.cursor:
             line_style = line_style + self.get_component_rich_style("evaluations-table--cursor")
         segments = [Segment("● " if selected else "  ", line_style)]
         for n, (col, w) in enumerate(columns):
@@ -338,11 +339,6 @@ class EvaluationsTable(Widget, can_focus=True):
             if n < len(columns) - 1:
                 segments.append(Segment(" ", line_style))
         return Strip(segments).adjust_cell_length(width, line_style)
-
-    @property
-    def has_focus_within_screen(self) -> bool:
-        # The cursor stays visible while a filter input has focus on the same screen.
-        return True
 
     def _thumb(self, line: int) -> Segment:
         rows, visible = self.row_count, self.visible_rows

@@ -47,7 +47,7 @@ class FilterBar(Static):
             of = f" of {self.total:,}" if self.total is not None else ""
             text.append(f"{self.matching:,}{of} rows", style="bold")
         if self.busy and self.matching is not None:
-            text.append(" …", style="dim")
+            text.append(" (updating)", style="dim italic")
         if self.selected:
             text.append(f" · {self.selected:,} selected", style="bold yellow")
         text.append(f" · sort: {self.sort.describe()}", style="dim")

@@ -1,0 +1,133 @@
+"""Explorer speed and memory on a large data root, measured in a real terminal (tmux).
+
+From process start: first paint of the evaluations table with data; then the median time
+from a filter or sort key press until the table shows the new rows; and the app's
+resident memory (VmHWM, the peak, from /proc). Polls ``tmux capture-pane`` every 5 ms.
+
+    .venv/bin/python bench/make_million.py            # once: /tmp/gero-million
+    .venv/bin/python bench/explorer_bench.py [--data-dir /tmp/gero-million]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+SESSION = "gero-bench"
+POLL_S = 0.005
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+
+
+def pane() -> str:
+    return tmux("capture-pane", "-p", "-t", SESSION)
+
+
+def wait_for(predicate: Callable[[str], bool], timeout: float = 30.0) -> float:
+    """Seconds until the pane satisfies ``predicate``."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        if predicate(pane()):
+            return time.perf_counter() - start
+        time.sleep(POLL_S)
+    raise TimeoutError(f"pane never matched; last:\n{pane()}")
+
+
+def status_line(screen: str) -> str:
+    return next((line for line in screen.splitlines() if " rows" in line), "")
+
+
+def app_pid() -> int:
+    shell = tmux("display", "-p", "-t", SESSION, "#{pane_pid}").strip()
+    out = subprocess.run(["pgrep", "-P", shell], capture_output=True, text=True).stdout.split()
+    return int(out[0]) if out else int(shell)
+
+
+def rss_mb(pid: int) -> tuple[float, float]:
+    """(current, peak) resident memory in MB."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text()
+                  .splitlines() if ":" in line)
+    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
+
+
+def change(keys: list[str], expect: Callable[[str], bool]) -> float:
+    """Press keys; seconds until the status line shows the new result and rows are drawn."""
+    before = status_line(pane())
+    start = time.perf_counter()
+    tmux("send-keys", "-t", SESSION, *keys)
+    while True:
+        now = pane()
+        line = status_line(now)
+        if (line != before and expect(now) and "counting" not in line
+                and "updating" not in line and "  …" not in now):
+            return time.perf_counter() - start
+        if time.perf_counter() - start > 30:
+            raise TimeoutError(now)
+        time.sleep(POLL_S)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=Path("/tmp/gero-million"))
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--size", default="120x40")
+    args = parser.parse_args()
+    width, height = args.size.split("x")
+    gero = Path(sys.executable).parent / "gero"
+    command = f"{shlex.quote(str(gero))} tui --data-dir {shlex.quote(str(args.data_dir))}"
+    subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
+    start = time.perf_counter()
+    tmux("new-session", "-d", "-s", SESSION, "-x", width, "-y", height,
+         f"{command} --screen evaluations")
+    # First paint: the status line has a row count and the first data row is drawn.
+    wait_for(lambda s: " of " in status_line(s) and ("passed" in s.split("Details", 1)[-1]))
+    first_paint = time.perf_counter() - start
+    print(f"first paint of the table with data: {first_paint:.3f} s")
+    time.sleep(3)  # let the in-memory table finish building
+
+    steps: list[tuple[str, list[str], Callable[[str], bool]]] = [
+        ("class filter 2 on", ["2"], lambda s: "of " in status_line(s)),
+        ("class filter 2 off", ["2"], lambda s: "of " in status_line(s)),
+        ("class filter 4 on", ["4"], lambda s: "of " in status_line(s)),
+        ("class filter 4 off", ["4"], lambda s: "of " in status_line(s)),
+        ("sort by max abs. error", ["s", "Down"] * 1 + ["Down"] * 5 + ["Enter"],
+         lambda s: "Max abs. error" in status_line(s)),
+        ("sort reverse", ["S"], lambda s: "sort:" in s),
+        ("sort by case", ["s", "Home", "Down", "Enter"], lambda s: "Operation" in status_line(s)),
+        ("run order", ["s", "Home", "Enter"], lambda s: "run order" in status_line(s)),
+    ]
+    timings: dict[str, list[float]] = {}
+    for _ in range(args.repeats):
+        for name, keys, expect in steps:
+            timings.setdefault(name, []).append(change(keys, expect))
+    # Free text: type a word, then clear it.
+    text_times = []
+    for _ in range(args.repeats):
+        tmux("send-keys", "-t", SESSION, "/")
+        time.sleep(0.3)
+        text_times.append(change(["e", "r", "f"], lambda s: "text: 'erf'" in s))
+        tmux("send-keys", "-t", SESSION, "Enter", "x")
+        time.sleep(1.0)
+    timings["free text 'erf' (3 keys)"] = text_times
+    all_times = [t for ts in timings.values() for t in ts]
+    for name, ts in timings.items():
+        print(f"  {name:28s} median {statistics.median(ts) * 1000:7.1f} ms  "
+              f"max {max(ts) * 1000:7.1f} ms")
+    print(f"filter/sort change, median over all: {statistics.median(all_times) * 1000:.1f} ms")
+    current, peak = rss_mb(app_pid())
+    print(f"resident memory: {current:.0f} MB now, {peak:.0f} MB peak")
+    tmux("send-keys", "-t", SESSION, "q")
+    subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""The evaluations table's SQL: filters, sort, selection and paging against direct queries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from gero_runner import schema
+from gero_runner.storage import store
+from gero_tui.query import runs, source, table
+from gero_tui.query.source import open_source
+from gero_tui.query.table import Selection, TableFilter, TableQuery, TableSort
+
+ROWS = [
+    {"observation_id": f"id{i:02d}", "suite": "synthetic", "op_type": op, "case_name": name,
+     "check": "agreement", "dtype": dtype, "input_shapes": "[2]", "backend": "onnxruntime",
+     "optimization": "all", "max_abs_error": err, "result": result, "reason": reason}
+    for i, (op, name, dtype, err, result, reason) in enumerate([
+        ("Abs", "Abs 2", "float32", 0.0, "passed", "bit-exact"),
+        ("Exp", "Exp 2", "float16", 1e-3, "divergence", "50% of rows outside"),
+        ("Exp", "Exp_big", "float32", float("nan"), "execution", "failed: 100%_done"),
+        ("Log", "Log 2", "float64", None, "contract_issue", "row sum \\ off"),
+    ])
+]
+
+
+@pytest.fixture
+def query(tmp_path: Path) -> TableQuery:
+    run = tmp_path / "runs" / "20260101-000000-aaaaaa"
+    run.mkdir(parents=True)
+    full = [{**r, **{c: None for c in schema.COLUMN_NAMES if c not in r}} for r in ROWS]
+    pq.write_table(pa.Table.from_pylist(full, schema=schema.OBSERVATION_SCHEMA),
+                   run / "observations.parquet")
+    (run / "run.json").write_text("{}")
+    return TableQuery(open_source(tmp_path))
+
+
+def ids(page: table.Page) -> list[str]:
+    return [r[0] for r in page.rows]
+
+
+def test_layout_constants_match_the_runner() -> None:
+    assert runs.RUNS_DIR == store.RUNS_DIR and runs.RUN_FILE == store.RUN_FILE
+    assert runs.OBSERVATIONS_FILE == store.OBSERVATIONS_FILE
+    assert runs.SIGHTINGS_FILE == store.SIGHTINGS_FILE
+    assert table.RESULT_CLASSES == schema.RESULT_CLASSES
+    con = duckdb.connect()
+    con.register("empty", pa.Table.from_pylist([], schema=schema.OBSERVATION_SCHEMA))
+    types = {row[0]: row[1] for row in con.execute("DESCRIBE SELECT * FROM empty").fetchall()}
+    for name, duck_type in source.EXPLORER_COLUMNS:
+        assert types[name] == duck_type, name
+    assert set(source.TABLE_COLUMNS) <= {n for n, _ in source.EXPLORER_COLUMNS}
+
+
+@pytest.mark.parametrize(("table_filter", "expected"), [
+    (TableFilter(), ["id00", "id01", "id02", "id03"]),
+    (TableFilter(classes=frozenset({"divergence", "execution"})), ["id01", "id02"]),
+    (TableFilter(operations=frozenset({"Exp"}), dtypes=frozenset({"float32"})), ["id02"]),
+    (TableFilter(text="EXP"), ["id01", "id02"]),
+    (TableFilter(text="50%"), ["id01"]),          # % is literal, not a wildcard
+    (TableFilter(text="p_b"), ["id02"]),          # so is _
+    (TableFilter(text="\\"), ["id03"]),
+    (TableFilter(text="'; DROP TABLE obs; --"), []),
+    (TableFilter(classes=frozenset({"passed"}), text="exp"), []),
+])
+def test_filters(query: TableQuery, table_filter: TableFilter, expected: list[str]) -> None:
+    for materialised in (False, True):
+        if materialised:
+            query.source.materialise()
+        assert ids(query.page(table_filter, TableSort(), 0, 100)) == expected
+        assert query.count(table_filter) == len(expected)
+
+
+def test_sort_and_paging(query: TableQuery) -> None:
+    by_error = TableSort("max_abs_error", descending=True)
+    # DuckDB orders NaN above every number; NULL goes last.
+    assert ids(query.page(TableFilter(), by_error, 0, 10)) == ["id02", "id01", "id00", "id03"]
+    assert ids(query.page(TableFilter(), by_error, 1, 2)) == ["id01", "id00"]
+    assert ids(query.page(TableFilter(), TableSort("case"), 0, 10)) == [
+        "id00", "id01", "id02", "id03"]
+    with pytest.raises(ValueError, match="unknown column 'nope'"):
+        TableSort("nope")
+
+
+def test_selection(query: TableQuery) -> None:
+    chosen = Selection().toggle("id00", selected=False).toggle("id03", selected=False)
+    assert query.selected_ids(chosen) == ["id00", "id03"]
+    everything_exp = Selection(matching=(
+        TableFilter(operations=frozenset({"Exp"})).where()[0],
+        tuple(TableFilter(operations=frozenset({"Exp"})).where()[1])))
+    assert query.selected_ids(everything_exp.toggle("id02", selected=True)) == ["id01"]
+    assert query.selected_count(Selection()) == 0
+    page = query.page(TableFilter(), TableSort(), 0, 10, chosen)
+    assert [r[1] for r in page.rows] == [True, False, False, True]
+
+
+def test_distinct_values_and_describe(query: TableQuery) -> None:
+    assert query.distinct("operations") == [("Abs", 1), ("Exp", 2), ("Log", 1)]
+    f = TableFilter(classes=frozenset({"execution"}), text="x").with_values(
+        "dtypes", frozenset({"float16"}))
+    assert f.describe() == ["result: execution", "dtype: float16", "text: 'x'"]
+    with pytest.raises(ValueError, match="unknown filter"):
+        query.distinct("colour")

@@ -20,6 +20,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+
 from gero_runner.cases import onnx_backend
 from gero_runner.run import RunRequest, execute
 

@@ -1,4 +1,4 @@
-"""gero's batch runner: seeded ONNX cases through independent paths, classified and kept as evidence.
+"""gero's batch runner: seeded ONNX cases through independent paths, classified, kept.
 
 Importing this package is cheap: ONNX Runtime and onnx are imported only by the modules
 that execute graphs.

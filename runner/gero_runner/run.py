@@ -128,8 +128,8 @@ def execute(request: RunRequest,
                 progress(len(results), len(cases))
     except KeyboardInterrupt:
         status = "interrupted"
-    record = store_results(request, root, run_id, started, wall_start, status, cases, results, table,
-                    warn)
+    record = store_results(request, root, run_id, started, wall_start, status, cases, results,
+                           table, warn)
     if status == "interrupted":
         raise KeyboardInterrupt(record)
     return record

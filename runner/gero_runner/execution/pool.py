@@ -8,6 +8,7 @@ not depend on the number of workers.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import multiprocessing as mp
 import signal
@@ -67,10 +68,8 @@ class _Worker:
         self.conn.send((index, case))
 
     def stop(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.conn.send(None)
-        except OSError:
-            pass
 
     def kill(self) -> None:
         if self.process.is_alive():

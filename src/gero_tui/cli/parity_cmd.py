@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from gero_runner.errors import GeroError
-
 from gero_tui.cli.common import add_data_dir, data_dir
 
 

@@ -66,8 +66,14 @@ def main(args: argparse.Namespace) -> int:
     )
     warn = lambda message: print(f"gero: warning: {message}", file=sys.stderr)  # noqa: E731
     if sys.stderr.isatty():
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         with Progress(TextColumn("[bold]gero run[/]"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), TimeRemainingColumn(), transient=True) as bar:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+
 from gero_runner.errors import GeroError
 from gero_runner.schema import COLUMN_NAMES
 

@@ -11,12 +11,13 @@ import duckdb
 import numpy as np
 import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
+
 from gero_runner.errors import GeroError
 from gero_runner.metrics import parity
 from gero_runner.run import RunRequest, execute
 from gero_runner.storage.hashing import load_npy
 from gero_runner.storage.store import DataRoot
-from onnx import TensorProto, helper, numpy_helper
 
 
 def _rows(root: Path, run_id: str) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from gero_runner.cases import onnx_backend
 from gero_runner.execution.evaluate import RunSettings, evaluate_case
 from gero_runner.schema import EXECUTION, PASSED

@@ -9,11 +9,12 @@ import types
 import numpy as np
 import onnx
 import pytest
+from onnx.reference import ReferenceEvaluator
+
 from gero_runner.cases.base import BATCH_INDEPENDENT, BATCH_REDUCE, OpCase
 from gero_runner.cases.graphs import BATCH_DIM
 from gero_runner.cases.synthetic import registry
 from gero_runner.metrics.compare import compare
-from onnx.reference import ReferenceEvaluator
 
 SEED = 1234
 ENTRIES = registry.all_cases()

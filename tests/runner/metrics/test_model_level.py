@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+
 from gero_runner.metrics import model_level as ml
 
 

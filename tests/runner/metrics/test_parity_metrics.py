@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+
 from gero_runner.errors import GeroError
 from gero_runner.metrics.parity import (
     OUTPUT_KINDS,

@@ -6,9 +6,9 @@ import sys
 
 import numpy as np
 import pytest
+
 from gero_runner.errors import GeroError
 from gero_runner.parity.module import InputSpec, make_inputs, parse_input, parse_inputs
-
 from gero_tui.cli import main
 
 

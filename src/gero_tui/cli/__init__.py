@@ -7,6 +7,7 @@ A GeroError becomes a one-line message on stderr and exit code 2, never a traceb
 from __future__ import annotations
 
 import argparse
+import os
 import importlib
 import sys
 from collections.abc import Sequence
@@ -58,3 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gero: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`gero summary | head`): stop quietly, like other tools.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

@@ -8,13 +8,14 @@ them at fixed positions of the flattened tensor, so a case is reproducible from 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from gero_runner.cases.base import Shape
 
 
-def finfo(dtype: str) -> np.finfo[np.floating]:  # type: ignore[type-arg]
+def finfo(dtype: str) -> np.finfo[np.floating[Any]]:
     return np.finfo(np.dtype(dtype))
 
 
@@ -60,7 +61,7 @@ def magnitudes(rng: np.random.Generator, dtype: str, shape: Shape, lo_exp: float
 def away_from_zero(rng: np.random.Generator, dtype: str, shape: Shape, lo: float = 0.5,
                    hi: float = 3.0) -> np.ndarray:
     """Uniform magnitudes in [lo, hi] with random signs (safe divisors)."""
-    x = rng.uniform(lo, hi, size=shape) * rng.choice([-1.0, 1.0], size=shape)
+    x: np.ndarray = rng.uniform(lo, hi, size=shape) * rng.choice([-1.0, 1.0], size=shape)
     return x.astype(dtype)
 
 

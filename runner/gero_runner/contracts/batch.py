@@ -77,7 +77,6 @@ def independent_rows(ctx: CaseContext, paths: list[PathResult],
             f = full[j]
             dtype = str(f.dtype)
             rtol, atol = ctx.tolerance(dtype)
-            common = {"dtype": dtype, "extra": figures}
             if f.ndim == 0 or f.shape[0] != n:
                 for law in got:
                     res = laws.LawResult(
@@ -86,7 +85,7 @@ def independent_rows(ctx: CaseContext, paths: list[PathResult],
                         f"is not the batch of {n}", rtol, atol, f, f)
                     rows.append(law_row(ctx, evidence, f"contract:{law}", path, name, res,
                                         reference_label="law:full-batch",
-                                        folder=f"contracts/{law}", **common))
+                                        folder=f"contracts/{law}", dtype=dtype, extra=figures))
                 continue
             checks = []
             if "partition" in got:
@@ -107,7 +106,7 @@ def independent_rows(ctx: CaseContext, paths: list[PathResult],
             for law, res, label in checks:
                 rows.append(law_row(ctx, evidence, f"contract:{law}", path, name, res,
                                     reference_label=label, folder=f"contracts/{law}",
-                                    **common))
+                                    dtype=dtype, extra=figures))
     return rows
 
 

@@ -114,21 +114,24 @@ EXTREMA = {"ReduceMax": np.maximum, "ReduceMin": np.minimum}
 def combine_partials(op_type: str, parts: list[np.ndarray], sizes: list[int]) -> np.ndarray:
     """Combine per-part reductions into the reduction of the whole, in float64."""
     p = [np.asarray(x, dtype=np.float64) for x in parts]
+    out: np.ndarray  # numpy's stubs type these reductions over a list as Any
     with np.errstate(all="ignore"):
         if op_type in ("ReduceSum", "ReduceSumSquare", "ReduceL1"):
-            return np.sum(p, axis=0)
-        if op_type == "ReduceMean":
-            return np.sum([x * n for x, n in zip(p, sizes, strict=True)], axis=0) / sum(sizes)
-        if op_type in EXTREMA:
-            return EXTREMA[op_type].reduce(p)
-        if op_type == "ReduceProd":
-            return np.prod(p, axis=0)
-        if op_type == "ReduceL2":
-            return np.sqrt(np.sum(np.square(p), axis=0))
-        if op_type == "ReduceLogSumExp":
-            return np.logaddexp.reduce(p, axis=0)
-    raise ValueError(f"no partial-reduction rule for {op_type}; known: "
-                     f"{', '.join(sorted(REDUCTION_RULES))}")
+            out = np.sum(p, axis=0)
+        elif op_type == "ReduceMean":
+            out = np.sum([x * n for x, n in zip(p, sizes, strict=True)], axis=0) / sum(sizes)
+        elif op_type in EXTREMA:
+            out = EXTREMA[op_type].reduce(p)
+        elif op_type == "ReduceProd":
+            out = np.prod(p, axis=0)
+        elif op_type == "ReduceL2":
+            out = np.sqrt(np.sum(np.square(p), axis=0))
+        elif op_type == "ReduceLogSumExp":
+            out = np.logaddexp.reduce(p, axis=0)
+        else:
+            raise ValueError(f"no partial-reduction rule for {op_type}; known: "
+                             f"{', '.join(sorted(REDUCTION_RULES))}")
+    return out
 
 
 REDUCTION_RULES = (*SUM_LIKE, *EXTREMA, "ReduceProd", "ReduceL2", "ReduceLogSumExp")

@@ -79,8 +79,8 @@ def probability_rows(ctx: CaseContext, paths: list[PathResult], evidence: Eviden
     op = node.op_type if node is not None else "graph"
     # Softmax: rows along its axis; Sigmoid: element-wise; a graph without either (e.g. a
     # decomposition) declares its row axis in the case metadata (None: element-wise).
-    raw = (attribute(node, "axis", -1) if op == "Softmax" else None if op == "Sigmoid"
-           else ctx.case.metadata.get("probability_axis"))
+    raw = (attribute(node, "axis", -1) if node is not None and op == "Softmax"
+           else None if op == "Sigmoid" else ctx.case.metadata.get("probability_axis"))
     axis = None
     if raw is not None:
         x_rank = np.ndim(ctx.case.inputs[x_name]) if x_name in ctx.case.inputs else 0

@@ -6,6 +6,7 @@ schema's columns, less run_id and created_at) so the parent only stores them.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -194,19 +195,18 @@ def compare_paths(ctx: CaseContext, check: str, actual: PathResult,
     for j, name in enumerate(ctx.output_names):
         ref_dtype = _dtype_of(ref, j) or _dtype_of(actual, j) or ctx.case.dtype
         rtol, atol = ctx.tolerance(ref_dtype)
-        common = {"check": check, "output_name": name, "actual": actual,
-                  "reference_name": ref.backend, "reference_version": ref.version,
-                  "dtype": ref_dtype, "rtol": rtol, "atol": atol,
-                  "reference_ms": ref.median_ms}
+        row = functools.partial(ctx.row, check=check, output_name=name, actual=actual,
+                                reference_name=ref.backend, reference_version=ref.version,
+                                dtype=ref_dtype, rtol=rtol, atol=atol,
+                                reference_ms=ref.median_ms)
         failed = actual if not actual.ok else ref if not ref.ok else None
         if failed is not None:
-            rows.append(ctx.row(cmp=None, result=EXECUTION,
-                                reason=f"{failed.name} failed: {failed.error}", **common))
+            rows.append(row(cmp=None, result=EXECUTION,
+                            reason=f"{failed.name} failed: {failed.error}"))
             continue
         assert actual.outputs is not None and ref.outputs is not None
         if j >= len(actual.outputs) or j >= len(ref.outputs):
-            rows.append(ctx.row(cmp=None, result=EXECUTION,
-                                reason=f"missing output {name!r}", **common))
+            rows.append(row(cmp=None, result=EXECUTION, reason=f"missing output {name!r}"))
             continue
         a, r = actual.outputs[j], ref.outputs[j]
         cmp = compare(a, r, rtol, atol)
@@ -214,10 +214,9 @@ def compare_paths(ctx: CaseContext, check: str, actual: PathResult,
         arbiter = NOT_APPLICABLE
         if result == DIVERGENCE and check == "agreement":
             arbiter = _arbiter(ctx, j, a, r)
-        rows.append(ctx.row(cmp=cmp, result=result, reason=reason, arbiter=arbiter,
-                            actual_hash=tensor_hash(a), reference_hash=tensor_hash(r),
-                            actual_file=actual.files[j], reference_file=ref.files[j],
-                            **common))
+        rows.append(row(cmp=cmp, result=result, reason=reason, arbiter=arbiter,
+                        actual_hash=tensor_hash(a), reference_hash=tensor_hash(r),
+                        actual_file=actual.files[j], reference_file=ref.files[j]))
     return rows
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-_ORDERED_INT = {np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32,
-                np.dtype(np.float64): np.int64}
+_ORDERED_INT: dict[np.dtype[Any], type[np.signedinteger[Any]]] = {
+    np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64,
+}
 
 
 @dataclass(frozen=True)

@@ -185,8 +185,9 @@ class Gate:
 def int8_cosine_gate(stats: OutputStats, floor: Floor) -> Gate:
     """Row cosine (and pooled cosine at rank ≥ 3) at least min(0.99, floor)."""
     need = min(COSINE_CAP, floor.row_cosine)
-    figures = {"row_cosine": stats.row_cosine, "rows": stats.rows, "need_row_cosine": need,
-               "floor": floor.as_dict(), "scaled_error": stats.scaled_error}
+    figures: dict[str, Any] = {
+        "row_cosine": stats.row_cosine, "rows": stats.rows, "need_row_cosine": need,
+        "floor": floor.as_dict(), "scaled_error": stats.scaled_error}
     if not stats.finite or math.isnan(need):
         return Gate(False, "non-finite output or floor: the cosine cannot be assessed", figures)
     failures = []

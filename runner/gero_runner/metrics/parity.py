@@ -192,7 +192,8 @@ def rotation_errors_deg(reference: Any, actual: Any) -> np.ndarray:
     skew = np.stack([m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0],
                      m[..., 1, 0] - m[..., 0, 1]], axis=-1)
     sin = np.linalg.norm(skew, axis=-1) / 2.0
-    return np.degrees(np.arctan2(sin, cos))
+    angles: np.ndarray = np.degrees(np.arctan2(sin, cos))
+    return angles
 
 
 def translation_errors(reference: Any, actual: Any) -> np.ndarray:
@@ -202,7 +203,8 @@ def translation_errors(reference: Any, actual: Any) -> np.ndarray:
         raise GeroError(f"translation error: expected vectors of shape (..., 3), "
                         f"got {list(r.shape)}")
     _check_shapes(r, a, "translation error")
-    return np.linalg.norm(a - r, axis=-1)
+    distances: np.ndarray = np.linalg.norm(a - r, axis=-1)
+    return distances
 
 
 @dataclass(frozen=True)

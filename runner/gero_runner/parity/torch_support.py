@@ -22,7 +22,8 @@ def require_torch() -> ModuleType:
             f"gero parity needs PyTorch, which is not installed here ({e}); install the "
             f"extra: {INSTALL_HINT}"
         ) from e
-    return torch
+    module: ModuleType = torch  # Any to mypy: pyproject skips torch's sources (slow)
+    return module
 
 
 def torch_version() -> str:

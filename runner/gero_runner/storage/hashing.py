@@ -38,7 +38,8 @@ def npy_bytes(x: np.ndarray) -> bytes:
 
 
 def load_npy(data: bytes) -> np.ndarray:
-    return np.load(io.BytesIO(data), allow_pickle=False)
+    array: np.ndarray = np.load(io.BytesIO(data), allow_pickle=False)
+    return array
 
 
 def row_hash(row: Mapping[str, Any], columns: Iterable[str]) -> str:

@@ -7,18 +7,19 @@ A GeroError becomes a one-line message on stderr and exit code 2, never a traceb
 from __future__ import annotations
 
 import argparse
-import os
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from gero_runner.errors import GeroError
 
 COMMANDS = ("run", "tui", "summary", "export", "replay", "bundle", "diff", "parity")
 
 
-def _available(only: str | None = None) -> list[object]:
-    modules = []
+def _available(only: str | None = None) -> list[ModuleType]:
+    modules: list[ModuleType] = []
     for name in COMMANDS if only is None else (only,):
         try:
             modules.append(importlib.import_module(f"gero_tui.cli.{name}_cmd"))
@@ -38,7 +39,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _available(only):
-        module.add_parser(sub)  # type: ignore[attr-defined]
+        module.add_parser(sub)
     return parser
 
 

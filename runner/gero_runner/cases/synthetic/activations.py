@@ -25,7 +25,8 @@ _SELU_GAMMA = 1.05070102214813232421875
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     # exp(-|x|) never overflows; both branches are exact rearrangements.
     e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    y: np.ndarray = np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+    return y
 
 
 def _hard_sigmoid(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:

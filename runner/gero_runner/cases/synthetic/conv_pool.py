@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -17,13 +18,15 @@ SHAPES = ((4, 3, 8, 8), (2, 4, 7, 6))
 _F16_DOT = F16_ACCUMULATION  # C·kh·kw terms
 _F16_SUM = F16_ACCUMULATION  # means of up to 64 terms
 
-CONV = {"kernel_shape": [3, 3], "pads": [1, 0, 1, 1], "strides": [1, 2], "dilations": [1, 2],
-        "group": 2}
-CONVT = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 0, 1],
-         "output_padding": [1, 0]}
-MAXPOOL = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1}
-AVGPOOL = {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1],
-           "count_include_pad": 0}
+# ONNX attributes, and the same keyword arguments to the float64 formulas below.
+CONV: dict[str, Any] = {"kernel_shape": [3, 3], "pads": [1, 0, 1, 1], "strides": [1, 2],
+                        "dilations": [1, 2], "group": 2}
+CONVT: dict[str, Any] = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 0, 1],
+                         "output_padding": [1, 0]}
+MAXPOOL: dict[str, Any] = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1],
+                           "ceil_mode": 1}
+AVGPOOL: dict[str, Any] = {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1],
+                           "count_include_pad": 0}
 
 
 def _split_pads(pads: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -35,7 +38,9 @@ def _window_view(xp: np.ndarray, offset: Sequence[int], out: Sequence[int],
                  strides: Sequence[int]) -> np.ndarray:
     index = tuple(slice(o, o + s * (n - 1) + 1, s) for o, n, s in zip(offset, out, strides,
                                                                        strict=True))
-    return xp[(Ellipsis, *index)]
+    key: tuple[Any, ...] = (Ellipsis, *index)
+    view: np.ndarray = xp[key]
+    return view
 
 
 def conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, *, kernel_shape: Sequence[int],
@@ -57,7 +62,8 @@ def conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, *, kernel_shape: Se
         offset = [k[a] * dilations[a] for a in range(rank)]
         window = _window_view(xp, offset, out, strides)
         for g in range(group):
-            wk = w[(slice(g * mg, (g + 1) * mg), slice(None), *k)]
+            key: tuple[Any, ...] = (slice(g * mg, (g + 1) * mg), slice(None), *k)
+            wk = w[key]
             y[:, g * mg:(g + 1) * mg] += np.einsum("nc...,mc->nm...",
                                                    window[:, g * cg:(g + 1) * cg], wk)
     if b is not None:
@@ -78,10 +84,13 @@ def conv_transpose(x: np.ndarray, w: np.ndarray, *, kernel_shape: Sequence[int],
     for k in itertools.product(*(range(s) for s in kernel_shape)):
         index = tuple(slice(k[a], k[a] + strides[a] * (size[a] - 1) + 1, strides[a])
                       for a in range(rank))
-        y[(Ellipsis, *index)] += np.einsum("nc...,cm->nm...", x, w[(Ellipsis, *k)])
+        at: tuple[Any, ...] = (Ellipsis, *index)
+        kernel_at: tuple[Any, ...] = (Ellipsis, *k)
+        y[at] += np.einsum("nc...,cm->nm...", x, w[kernel_at])
     begin, end = _split_pads(pads)
-    crop = tuple(slice(begin[a], full[a] - end[a]) for a in range(rank))
-    return y[(Ellipsis, *crop)]
+    crop: tuple[Any, ...] = (Ellipsis, *(slice(begin[a], full[a] - end[a]) for a in range(rank)))
+    cropped: np.ndarray = y[crop]
+    return cropped
 
 
 def pool(x: np.ndarray, kind: str, *, kernel_shape: Sequence[int], strides: Sequence[int],
@@ -109,14 +118,17 @@ def pool(x: np.ndarray, kind: str, *, kernel_shape: Sequence[int], strides: Sequ
     windows = [_window_view(xp, k, out, strides)
                for k in itertools.product(*(range(s) for s in kernel_shape))]
     if kind == "max":
-        return np.max(windows, axis=0)
+        largest: np.ndarray = np.max(windows, axis=0)
+        return largest
     counts_from = pads_only if count_include_pad else inside
     counts = sum(_window_view(counts_from, k, out, strides)
                  for k in itertools.product(*(range(s) for s in kernel_shape)))
-    return np.sum(windows, axis=0) / counts
+    mean: np.ndarray = np.sum(windows, axis=0) / counts
+    return mean
 
 
-def _conv_inputs(m: int, group: int, kernel: Sequence[int], bias: bool):  # type: ignore[no-untyped-def]
+def _conv_inputs(m: int, group: int, kernel: Sequence[int],
+                 bias: bool) -> Callable[[np.random.Generator, str, Shape], Arrays]:
     def generate(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays:
         c = shape[1]
         x = with_edges(uniform(rng, dtype, shape, -2, 2), edge_values(dtype, lo=-4, hi=4))

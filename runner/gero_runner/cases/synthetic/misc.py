@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from gero_runner.cases.base import Arrays, GraphSpec, OpCase, Shape
 from gero_runner.cases.graphs import onnx_type
 from gero_runner.cases.inputs import cast_edges, edge_values, uniform, with_edges
-from gero_runner.cases.synthetic.common import channel_shape, node, node_with, row_shape
+from gero_runner.cases.synthetic.common import (
+    GraphBuilder,
+    channel_shape,
+    node,
+    node_with,
+    row_shape,
+)
 
 # Narrowing where it rounds (to float16), widening where it must be exact.
 _CAST_TO = {"float64": "float16", "float32": "float16", "float16": "float32"}
@@ -71,7 +78,7 @@ def _resize_inputs(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays
     return {"X": uniform(rng, dtype, shape, -3, 3)}
 
 
-def _resize_graph(scales: Sequence[float], **attrs: object):  # type: ignore[no-untyped-def]
+def _resize_graph(scales: Sequence[float], **attrs: Any) -> GraphBuilder:
     return node_with("Resize", ("X", "", "scales"), ("X",),
                      const=lambda d, i: {"scales": np.asarray(scales, dtype=np.float32)},
                      **attrs)
@@ -85,7 +92,8 @@ def _linear_axis(x: np.ndarray, axis: int, scale: float) -> np.ndarray:
     lo = np.floor(pos).astype(np.int64)
     hi = np.minimum(lo + 1, size - 1)
     frac = (pos - lo).reshape([-1 if a == axis else 1 for a in range(x.ndim)])
-    return np.take(x, lo, axis=axis) * (1 - frac) + np.take(x, hi, axis=axis) * frac
+    y: np.ndarray = np.take(x, lo, axis=axis) * (1 - frac) + np.take(x, hi, axis=axis) * frac
+    return y
 
 
 def _nearest_axis(x: np.ndarray, axis: int, scale: float) -> np.ndarray:
@@ -93,7 +101,8 @@ def _nearest_axis(x: np.ndarray, axis: int, scale: float) -> np.ndarray:
     size = x.shape[axis]
     out = int(np.floor(size * scale))
     index = np.minimum(np.floor(np.arange(out) / scale).astype(np.int64), size - 1)
-    return np.take(x, index, axis=axis)
+    y: np.ndarray = np.take(x, index, axis=axis)
+    return y
 
 
 def _resize(axis_fn, scales: Sequence[float]):  # type: ignore[no-untyped-def]

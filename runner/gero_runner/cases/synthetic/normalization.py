@@ -19,7 +19,8 @@ def layer_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, eps: float,
     axes = tuple(range(axis % x.ndim, x.ndim))
     mean = x.mean(axis=axes, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * scale + bias
+    y: np.ndarray = (x - mean) / np.sqrt(var + eps) * scale + bias
+    return y
 
 
 def _ln_affine(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays:

@@ -57,12 +57,13 @@ def _arg(op_type: str, pick: Callable[..., np.ndarray]) -> OpCase:
 
 
 def _sum(x: np.ndarray, axis: int, keep: bool) -> np.ndarray:
-    return x.sum(axis=axis, keepdims=keep)
+    total: np.ndarray = x.sum(axis=axis, keepdims=keep)
+    return total
 
 
 def _logsumexp(x: np.ndarray, axis: int, keep: bool) -> np.ndarray:
     top = x.max(axis=axis, keepdims=True)
-    out = top + np.log(np.exp(x - top).sum(axis=axis, keepdims=True))
+    out: np.ndarray = top + np.log(np.exp(x - top).sum(axis=axis, keepdims=True))
     return out if keep else out.squeeze(axis)
 
 

@@ -17,12 +17,14 @@ _ADDITIVE_MASK = -1e4
 
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
+    y: np.ndarray = e / e.sum(axis=axis, keepdims=True)
+    return y
 
 
 def log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     shifted = x - x.max(axis=axis, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    y: np.ndarray = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    return y
 
 
 def hardmax(x: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -10,7 +10,7 @@ from gero_runner.storage.store import DataRoot
 from gero_tui.cli.common import add_data_dir, data_dir
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "bundle", help="package one observation's evidence for someone without the data root",
         description="Write the case of OBSERVATION_ID (graph, inputs, outputs, ONNX test data "

@@ -17,7 +17,7 @@ _TITLES = {"regression": "Regressions", "fix": "Fixes", "changed": "Other class 
            "new": "New observations", "missing": "Missing observations"}
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from gero_tui.query.diff import DEFAULT_FACTOR
 
     p = sub.add_parser(

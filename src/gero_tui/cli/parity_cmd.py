@@ -15,7 +15,7 @@ from gero_runner.errors import GeroError
 from gero_tui.cli.common import add_data_dir, data_dir
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "parity", help="check a PyTorch module against its ONNX export under ONNX Runtime",
         description="Build the module (eval mode), export it to ONNX unless --onnx is given, "

@@ -10,7 +10,7 @@ from pathlib import Path
 from gero_tui.cli.common import split_list
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "replay", help="re-run an artifact directory or bundle and compare with the record",
         description="Verify every file against manifest.json, rebuild each path with the "

@@ -15,7 +15,7 @@ from gero_runner.tolerances import parse_overrides
 from gero_tui.cli.common import add_data_dir, data_dir, split_list
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("run", help="run a suite of seeded cases into the data root")
     p.add_argument("--suite", default="synthetic", choices=suite_names())
     p.add_argument("--model", action="append", default=[], metavar="PATH",

@@ -11,7 +11,7 @@ from gero_runner.storage.store import DataRoot
 from gero_tui.cli.common import add_data_dir, data_dir
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("summary", help="summarise a run (the newest by default)")
     add_data_dir(p)
     p.add_argument("--run", default=None, help="run id or unique prefix")

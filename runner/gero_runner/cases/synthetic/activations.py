@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from onnx import helper
+from onnx import ModelProto, helper
 
 from gero_runner.cases.base import Arrays, OpCase, Shape
 from gero_runner.cases.inputs import edge_values, uniform, with_edges
@@ -38,7 +38,7 @@ def _prelu_inputs(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays:
     return {"X": x, "slope": uniform(rng, dtype, channel_shape(shape), -0.5, 0.5)}
 
 
-def _gelu(dtype: str, inputs: Arrays):  # type: ignore[no-untyped-def]
+def _gelu(dtype: str, inputs: Arrays) -> ModelProto:
     """0.5 · x · (1 + erf(x / √2)): the opset-19 spelling of Gelu (a node from opset 20)."""
     consts = {"sqrt2": np.asarray(np.sqrt(2.0), dtype), "one": np.asarray(1.0, dtype),
               "half": np.asarray(0.5, dtype)}

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from gero_runner.cases.base import Arrays, OpCase, Shape
 from gero_runner.cases.inputs import away_from_zero, edge_values, uniform, with_edges
-from gero_runner.cases.synthetic.common import node, node_with, row_shape
+from gero_runner.cases.synthetic.common import Generator, node, node_with, row_shape
 
 SHAPES = ((4, 3, 8), (2, 6))
 
 
-def _pair(b_shape, lo: float = -3.0, hi: float = 3.0, *, divisor: bool = False,  # type: ignore[no-untyped-def]
-          edge_hi: float = 1e3):
+def _pair(b_shape: Callable[[Shape], Shape], lo: float = -3.0, hi: float = 3.0, *,
+          divisor: bool = False, edge_hi: float = 1e3) -> Generator:
     """A (with edge values) and B of ``b_shape(shape)``; B stays away from 0 when a divisor."""
     def generate(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays:
         a = with_edges(uniform(rng, dtype, shape, lo, hi),

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from onnx import helper, numpy_helper
+from onnx import ModelProto, helper, numpy_helper
 
 from gero_runner.cases.base import Arrays, GraphSpec, Shape
 from gero_runner.cases.graphs import make_model, value_info
@@ -64,7 +64,7 @@ def node_with(op_type: str, order: Sequence[str], feeds: Sequence[str],
 
 def graph_model(nodes: list[Any], inputs: Arrays, feeds: Sequence[str],
                 outputs: Sequence[tuple[str, str, Shape]], initializers: Arrays,
-                name: str) -> Any:
+                name: str) -> ModelProto:
     """A multi-node model; ``outputs`` are (name, dtype, shape)."""
     graph = helper.make_graph(
         nodes, name,

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from gero_runner.cases.base import Arrays, OpCase, Shape
 from gero_runner.cases.inputs import edge_values, uniform, with_edges
-from gero_runner.cases.synthetic.common import F16_ACCUMULATION, node, node_with
+from gero_runner.cases.synthetic.common import F16_ACCUMULATION, Generator, node, node_with
 
 SHAPES = ((4, 3, 8, 8), (2, 4, 7, 6))
 _F16_DOT = F16_ACCUMULATION  # C·kh·kw terms
@@ -128,7 +128,7 @@ def pool(x: np.ndarray, kind: str, *, kernel_shape: Sequence[int], strides: Sequ
 
 
 def _conv_inputs(m: int, group: int, kernel: Sequence[int],
-                 bias: bool) -> Callable[[np.random.Generator, str, Shape], Arrays]:
+                 bias: bool) -> Generator:
     def generate(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays:
         c = shape[1]
         x = with_edges(uniform(rng, dtype, shape, -2, 2), edge_values(dtype, lo=-4, hi=4))

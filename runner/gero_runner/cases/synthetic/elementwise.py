@@ -11,10 +11,10 @@ from gero_runner.cases.inputs import (
     rounding_ties,
     with_edges,
 )
-from gero_runner.cases.synthetic.common import SHAPES, erf, node, x_gen
+from gero_runner.cases.synthetic.common import SHAPES, Generator, erf, node, x_gen
 
 
-def _positive(lo_exp: float, hi_exp: float):  # type: ignore[no-untyped-def]
+def _positive(lo_exp: float, hi_exp: float) -> Generator:
     """Positive values over decades, with the dtype's tiny, subnormal and large edges."""
     def generate(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays:
         x = magnitudes(rng, dtype, shape, lo_exp, hi_exp, signed=False)

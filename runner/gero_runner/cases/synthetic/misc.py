@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -105,7 +105,8 @@ def _nearest_axis(x: np.ndarray, axis: int, scale: float) -> np.ndarray:
     return y
 
 
-def _resize(axis_fn, scales: Sequence[float]):  # type: ignore[no-untyped-def]
+def _resize(axis_fn: Callable[[np.ndarray, int, float], np.ndarray],
+            scales: Sequence[float]) -> Callable[[Arrays], list[np.ndarray]]:
     def formula(i: Arrays) -> list[np.ndarray]:
         y = i["X"]
         for axis, scale in enumerate(scales):

@@ -3,6 +3,8 @@ BatchNormalization in inference mode, InstanceNormalization and LpNormalization.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from gero_runner.cases.base import Arrays, OpCase, Shape
@@ -91,7 +93,7 @@ def _lp_inputs(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays:
     return {"X": x}
 
 
-def _lp(p: int):  # type: ignore[no-untyped-def]
+def _lp(p: int) -> Callable[[Arrays], list[np.ndarray]]:
     def formula(i: Arrays) -> list[np.ndarray]:
         x = i["X"]
         norm = (np.abs(x) ** p).sum(axis=-1, keepdims=True) ** (1.0 / p)

@@ -8,7 +8,7 @@ import numpy as np
 
 from gero_runner.cases.base import BATCH_REDUCE, Arrays, OpCase, Shape
 from gero_runner.cases.inputs import edge_values, uniform, with_edges, with_ties
-from gero_runner.cases.synthetic.common import F16_ACCUMULATION, node, node_with
+from gero_runner.cases.synthetic.common import F16_ACCUMULATION, Generator, node, node_with
 
 SHAPES = ((4, 6, 8), (3, 40))
 _INT64 = ("int64",)
@@ -31,7 +31,7 @@ def _reduce(op_type: str, formula: Callable[[np.ndarray, int, bool], np.ndarray]
         tolerance=tolerance or {}, variants=variants, note=note)
 
 
-def _gen(lo: float, hi: float, edge_lo: float = -1e3, edge_hi: float = 1e3):  # type: ignore[no-untyped-def]
+def _gen(lo: float, hi: float, edge_lo: float = -1e3, edge_hi: float = 1e3) -> Generator:
     def generate(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays:
         x = uniform(rng, dtype, shape, lo, hi)
         return {"X": with_edges(x, edge_values(dtype, lo=edge_lo, hi=edge_hi))}

@@ -4,11 +4,18 @@ must come out as exact zeros."""
 from __future__ import annotations
 
 import numpy as np
-from onnx import helper
+from onnx import ModelProto, helper
 
 from gero_runner.cases.base import Arrays, OpCase, Shape
 from gero_runner.cases.inputs import uniform, with_ties
-from gero_runner.cases.synthetic.common import SHAPES, graph_model, node, row_shape, x_gen
+from gero_runner.cases.synthetic.common import (
+    SHAPES,
+    Generator,
+    graph_model,
+    node,
+    row_shape,
+    x_gen,
+)
 
 # (N, L) and (N, H, L): a mask of shape (N, 1, L) masks the same keys for every head.
 MASK_SHAPES = ((4, 12), (3, 4, 10))
@@ -64,21 +71,21 @@ def _additive_inputs(rng: np.random.Generator, dtype: str, shape: Shape) -> Arra
     return {"X": uniform(rng, dtype, shape, -6, 6), "bias": bias}
 
 
-def _where_graph(dtype: str, inputs: Arrays):  # type: ignore[no-untyped-def]
+def _where_graph(dtype: str, inputs: Arrays) -> ModelProto:
     nodes = [helper.make_node("Where", ["keep", "X", "neg_inf"], ["masked"]),
              helper.make_node("Softmax", ["masked"], ["Y"], axis=-1)]
     return graph_model(nodes, inputs, ("X", "keep"), [("Y", dtype, inputs["X"].shape)],
                        {"neg_inf": np.asarray(-np.inf, dtype)}, "gero_masked_softmax_where")
 
 
-def _additive_graph(dtype: str, inputs: Arrays):  # type: ignore[no-untyped-def]
+def _additive_graph(dtype: str, inputs: Arrays) -> ModelProto:
     nodes = [helper.make_node("Add", ["X", "bias"], ["masked"]),
              helper.make_node("Softmax", ["masked"], ["Y"], axis=-1)]
     return graph_model(nodes, inputs, ("X", "bias"), [("Y", dtype, inputs["X"].shape)], {},
                        "gero_masked_softmax_additive")
 
 
-def _tied(lo: float, hi: float):  # type: ignore[no-untyped-def]
+def _tied(lo: float, hi: float) -> Generator:
     def generate(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays:
         x = uniform(rng, dtype, shape, lo, hi)
         return {"X": with_ties(x, [float(x.max()) + 1.0])}

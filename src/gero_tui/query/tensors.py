@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from gero_runner.errors import ArtifactError
-from gero_runner.metrics.compare import ulp_distance
 from gero_runner.storage.artifacts import load_array, resolve_artifact, safe_member
 
 EXACT_DIR = "outputs/numpy-float64-exact"
@@ -64,7 +63,11 @@ class WorstElement:
 
 @dataclass(frozen=True)
 class ElementAnalysis:
-    """The element-wise picture of one comparison, under the tolerance the runner used."""
+    """The element-wise picture of one comparison, under the tolerance the runner used.
+
+    Only figures are kept (no tensor-sized masks): the side-by-side view asks
+    :func:`element_status` for the few cells it shows.
+    """
 
     element_count: int
     zero_error: int
@@ -82,12 +85,6 @@ class ElementAnalysis:
     inf_mismatch: int
     """Positions with ±inf on either side that are not the same infinity."""
     worst: tuple[WorstElement, ...]
-    diff: np.ndarray
-    """|a − r| in float64 (NaN where a pair is not finite), in the tensor's shape."""
-    mismatch: np.ndarray
-    """Element outside tolerance (non-finite mismatches included), in the tensor's shape."""
-    nonfinite: np.ndarray
-    """Either side is NaN or ±inf."""
 
 
 def output_index(relative: str) -> int | None:
@@ -144,52 +141,103 @@ def _float64(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float64, copy=False)
 
 
+def element_status(actual: np.ndarray, reference: np.ndarray, atol: float, rtol: float
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(|a − r| in float64 with NaN where a pair is not finite, outside tolerance, either side
+    non-finite) for two same-shaped arrays: the runner's policy (NaN never matches, equal
+    infinities do). Meant for the cells on screen; :func:`analyse` counts the whole tensor."""
+    a, r = _float64(np.asarray(actual)), _float64(np.asarray(reference))
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(a - r)
+        finite = np.isfinite(a) & np.isfinite(r)
+        same_inf = ~finite & (a == r)  # NaN == NaN is False
+        diff = np.where(finite, diff, np.nan)
+        mismatch = np.where(finite, diff > atol + rtol * np.abs(r), ~same_inf)
+    return diff, mismatch, ~finite
+
+
 def analyse(evidence: Evidence, worst_count: int = WORST_COUNT) -> ElementAnalysis:
     """Histogram, counts and worst elements of actual against reference (same policy as the
-    runner: NaN never matches, equal infinities do)."""
+    runner: NaN never matches, equal infinities do).
+
+    Written for 10^6+ elements: a handful of whole-tensor NumPy passes, and none of the
+    non-finite bookkeeping when every difference is finite (the common case).
+    """
     a_raw, r_raw = evidence.actual, evidence.reference
     if a_raw.shape != r_raw.shape:
         raise ArtifactError(
             f"actual shape {list(a_raw.shape)} differs from reference {list(r_raw.shape)}: "
             "no element-wise comparison"
         )
-    a, r = _float64(a_raw), _float64(r_raw)
-    a_nan, r_nan = np.isnan(a), np.isnan(r)
-    a_fin, r_fin = np.isfinite(a), np.isfinite(r)
-    finite = a_fin & r_fin
-    nonfinite = ~finite
+    a, r = _float64(a_raw).reshape(-1), _float64(r_raw).reshape(-1)
     with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.array(np.abs(a - r), dtype=np.float64, ndmin=0)
-    diff[nonfinite] = np.nan
-    same_inf = nonfinite & ~a_nan & ~r_nan & (a == r)
+        diff = np.abs(a - r)
     abs_r = np.abs(r)
+    finite: np.ndarray | None = None  # None: every pair is finite
+    nan_mismatch = inf_mismatch = 0
+    score = diff  # what ranks the worst elements
+    if not np.isfinite(diff).all():
+        # A non-finite difference has a non-finite side (or, for float64, an overflow).
+        finite = np.isfinite(a) & np.isfinite(r)
+        nonfinite = ~finite
+        either_nan = np.isnan(a) | np.isnan(r)
+        same_inf = nonfinite & ~either_nan & (a == r)
+        nan_mismatch = int(np.count_nonzero(either_nan))
+        inf_mismatch = int(np.count_nonzero(nonfinite & ~either_nan & ~same_inf))
+        diff[nonfinite] = np.nan
+        # Non-finite mismatches rank above every finite error; equal infinities not at all.
+        score = np.where(nonfinite, np.where(same_inf, -1.0, np.inf), diff)
     with np.errstate(invalid="ignore"):
-        bound = evidence.atol + evidence.rtol * abs_r
-        mismatch = np.asarray(np.where(finite, diff > bound, ~same_inf))
+        over = diff > evidence.atol + evidence.rtol * abs_r  # NaN compares False
+    out_of_tolerance = int(np.count_nonzero(over)) + nan_mismatch + inf_mismatch
 
-    finite_diff = diff[finite]
-    zero = int(np.count_nonzero(finite_diff == 0))
-    positive = finite_diff[finite_diff > 0]
-    median_r = _median(abs_r[r_fin])
+    zero = int(np.count_nonzero(diff == 0))
+    positive = diff[diff > 0]
+    if finite is not None:
+        positive = positive[np.isfinite(positive)]
+    median_r = _median(abs_r if finite is None else abs_r[np.isfinite(r)])
     tol = evidence.atol + evidence.rtol * median_r
     tol_log10 = math.log10(tol) if tol > 0 else -math.inf
-    abs_bins = _decade_bins(positive, tol_log10)
-    ulp = ulp_distance(a_raw, r_raw) if a_raw.dtype.kind == "f" else np.where(finite, diff, 0.0)
-    ulp_bins = _ulp_bins(ulp[finite])
+    ulp = _ulp(a_raw.reshape(-1), r_raw.reshape(-1), diff)
     return ElementAnalysis(
         element_count=int(a.size),
         zero_error=zero,
-        abs_bins=abs_bins,
-        ulp_bins=ulp_bins,
+        abs_bins=_decade_bins(positive, tol_log10),
+        ulp_bins=_ulp_bins(ulp if finite is None else ulp[finite]),
         tolerance_log10=tol_log10,
-        out_of_tolerance=int(np.count_nonzero(mismatch)),
-        nan_mismatch=int(np.count_nonzero(a_nan | r_nan)),
-        inf_mismatch=int(np.count_nonzero(nonfinite & ~a_nan & ~r_nan & ~same_inf)),
-        worst=_worst(evidence, diff, mismatch, ulp, worst_count),
-        diff=diff,
-        mismatch=mismatch,
-        nonfinite=nonfinite,
+        out_of_tolerance=out_of_tolerance,
+        nan_mismatch=nan_mismatch,
+        inf_mismatch=inf_mismatch,
+        worst=_worst(evidence, diff, score, over, ulp, worst_count),
     )
+
+
+_ORDERED_INT = {np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32,
+                np.dtype(np.float64): np.int64}
+
+
+def _ulp(actual: np.ndarray, reference: np.ndarray, diff: np.ndarray) -> np.ndarray:
+    """ULP distance in ``actual``'s float dtype (flat; |a − r| for integer tensors), the
+    same figures as ``gero_runner.metrics.compare.ulp_distance`` in fewer passes.
+
+    Same sign: the distance is the difference of the raw bit patterns (sign-magnitude).
+    Opposite signs (rare) add the two magnitudes. Non-finite pairs are left to the caller.
+    """
+    int_type = _ORDERED_INT.get(actual.dtype)
+    if int_type is None:
+        return np.where(np.isnan(diff), 0.0, diff)
+    ia = actual.view(int_type)
+    ir = reference.astype(actual.dtype, copy=False).view(int_type)
+    if int_type is not np.int64:
+        ia, ir = ia.astype(np.int64), ir.astype(np.int64)
+    with np.errstate(over="ignore"):
+        ulp = np.abs(ia - ir).astype(np.float64)
+    opposite = np.flatnonzero((ia ^ ir) < 0)
+    if opposite.size:
+        mask = np.iinfo(int_type).max
+        ulp[opposite] = ((ia[opposite] & mask).astype(np.float64)
+                         + (ir[opposite] & mask).astype(np.float64))
+    return ulp
 
 
 def _median(values: np.ndarray, sample: int = 1 << 16) -> float:
@@ -197,7 +245,10 @@ def _median(values: np.ndarray, sample: int = 1 << 16) -> float:
     if values.size == 0:
         return 0.0
     step = max(1, values.size // sample)
-    return float(np.median(values[::step]))
+    picked = values[::step]
+    half = picked.size // 2
+    part = np.partition(picked, [half - 1, half] if picked.size % 2 == 0 else [half])
+    return float(part[half] if picked.size % 2 else (part[half - 1] + part[half]) / 2)
 
 
 def _decade_bins(values: np.ndarray, split: float) -> tuple[Bin, ...]:
@@ -244,30 +295,27 @@ def _ulp_bins(values: np.ndarray) -> tuple[Bin, ...]:
     return tuple(bins)
 
 
-def _worst(evidence: Evidence, diff: np.ndarray, mismatch: np.ndarray, ulp: np.ndarray,
-           count: int) -> tuple[WorstElement, ...]:
-    """Largest |a − r| first; non-finite mismatches rank above every finite error."""
-    flat_diff = diff.reshape(-1)
-    score = np.where(np.isnan(flat_diff), np.inf, flat_diff)
-    score = np.where(mismatch.reshape(-1) | (score > 0), score, -1.0)
+def _worst(evidence: Evidence, diff: np.ndarray, score: np.ndarray, over: np.ndarray,
+           ulp: np.ndarray, count: int) -> tuple[WorstElement, ...]:
+    """The ``count`` highest ``score`` (|a − r|, +inf for a non-finite mismatch) first; pairs
+    that agree are never listed. Every array is flat."""
     n = min(count, score.size)
     if n == 0:
         return ()
-    top = np.argpartition(-score, n - 1)[:n] if n < score.size else np.arange(score.size)
+    top = np.argpartition(score, score.size - n)[-n:] if n < score.size else np.arange(n)
     top = top[np.argsort(-score[top], kind="stable")]
     top = top[score[top] > 0]
     a = evidence.actual.reshape(-1)
     r = evidence.reference.reshape(-1)
     e = evidence.exact.reshape(-1) if evidence.exact is not None else None
-    u = ulp.reshape(-1)
-    m = mismatch.reshape(-1)
     shape = evidence.actual.shape
     return tuple(
         WorstElement(
             index=tuple(int(i) for i in np.unravel_index(int(k), shape)) if shape else (),
             actual=float(a[k]), reference=float(r[k]),
             exact=float(e[k]) if e is not None else None,
-            abs_error=float(flat_diff[k]), ulp=float(u[k]), within=not bool(m[k]),
+            abs_error=float(diff[k]), ulp=float(ulp[k]),
+            within=not (bool(over[k]) or math.isinf(score[k])),
         )
         for k in top
     )

@@ -59,6 +59,8 @@ async def test_detail_fields_histogram_and_worst(data: tuple[Path, dict[str, str
         title = _text(app, "#detail-title")
         assert "Softmax" in title and "divergence" in title
         assert "closer to the reference side (onnx-reference)" in title
+        assert app.screen.query_one("#detail-tabs").active == "histogram"  # opens on it
+        await pilot.press("f")
         fields = _text(app, "#fields-table")
         for expected in ("backend_version", "1.20.0", "session_settings",
                          "CPUExecutionProvider", "min_atol", "artifact_path", "seed"):
@@ -123,6 +125,9 @@ async def test_execution_row_explains_missing_evidence(
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
         assert "kept no tensors" in _text(app, "#histogram-counts")
+        # Nothing to draw: the screen shows the recorded fields instead.
+        assert app.screen.query_one("#detail-tabs").active == "fields"
+        assert "observation_id" in _text(app, "#fields-table")
         await pilot.press("r")
         await _settle(pilot)
         assert "nothing to replay" in _text(app, "#detail-verdict")

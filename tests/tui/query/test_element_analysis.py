@@ -11,7 +11,8 @@ import pytest
 
 from gero_runner.errors import ArtifactError
 from gero_runner.storage.artifacts import EvidenceWriter
-from gero_tui.query.tensors import Evidence, analyse, load_evidence
+from gero_runner.metrics.compare import ulp_distance
+from gero_tui.query.tensors import Evidence, _ulp, analyse, element_status, load_evidence
 
 
 def _ev(a: np.ndarray, r: np.ndarray, rtol: float = 5e-3, atol: float = 5e-4,
@@ -32,7 +33,8 @@ def test_bins_counts_and_worst_first() -> None:
     assert an.worst[0].index == (0, 1) and not an.worst[0].within
     assert an.worst[1].index == (2, 3) and an.worst[1].within and an.worst[1].ulp == 1
     assert {b.label: b.count for b in an.ulp_bins}["1"] == 1
-    assert an.mismatch[0, 1] and not an.mismatch[2, 3]
+    _, mismatch, _ = element_status(a, r, 5e-4, 5e-3)
+    assert mismatch[0, 1] and not mismatch[2, 3]
 
 
 @pytest.mark.parametrize("a_value,r_value,nan,inf,out", [
@@ -122,3 +124,42 @@ def test_subnormal_differences_keep_exact_log10_edges() -> None:
     an = analyse(_ev(a, r, rtol=1e-12, atol=1e-13))
     assert an.abs_bins[0].log10_low == -324
     assert sum(b.count for b in an.abs_bins) == 2 and an.out_of_tolerance == 0
+
+
+EDGES = [0.0, -0.0, 1.0, -1.0, 0.1, -0.1, 1e-30, -1e-30, 3.4e38, -3.4e38, 1e-45, -1e-45,
+         6e-8, -6e-8, 65504.0, -65504.0, 1.5, 2.0, np.inf, -np.inf, np.nan]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_fast_ulp_matches_the_runner(dtype: type[np.floating]) -> None:
+    """Every pair of edge values (signed zeros, subnormals, extremes, opposite signs):
+    the detail view's ULP figures equal the runner's."""
+    with np.errstate(over="ignore"):
+        values = np.array(EDGES, dtype=np.float64).astype(dtype)
+    a = np.repeat(values, values.size)
+    r = np.tile(values, values.size)
+    finite = np.isfinite(a) & np.isfinite(r)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(a.astype(np.float64) - r.astype(np.float64))
+    ours = _ulp(a, r, diff)
+    np.testing.assert_array_equal(ours[finite], ulp_distance(a, r)[finite])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_counts_agree_with_element_status(dtype: type[np.floating]) -> None:
+    """The whole-tensor counts equal what the per-cell marks of the side-by-side view add up
+    to, non-finite values included."""
+    rng = np.random.default_rng(3)
+    r = rng.standard_normal((40, 50)).astype(dtype)
+    a = (r.astype(np.float64) * (1 + rng.standard_normal(r.shape) * 1e-3)).astype(dtype)
+    a[0, :4] = [np.nan, np.inf, -np.inf, np.inf]
+    r[0, :4] = [np.nan, np.inf, np.inf, 1.0]
+    r[1, 0] = np.nan
+    an = analyse(_ev(a, r))
+    diff, mismatch, nonfinite = element_status(a, r, 5e-4, 5e-3)
+    assert an.out_of_tolerance == int(np.count_nonzero(mismatch))
+    assert an.nan_mismatch == 2 and an.inf_mismatch == 2
+    assert an.zero_error == int(np.count_nonzero(diff == 0))
+    assert sum(b.count for b in an.abs_bins) == int(np.count_nonzero(diff > 0))
+    assert all(not w.within for w in an.worst[:4])
+    assert {w.index for w in an.worst[:4]} == {(0, 0), (0, 2), (0, 3), (1, 0)}

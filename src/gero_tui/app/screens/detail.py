@@ -19,12 +19,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from gero_runner.errors import GeroError
 from gero_runner.storage.artifacts import resolve_artifact
 from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope, data_root_of
 from gero_tui.app.widgets.histogram import Bar, Chart, Histogram, marker_position
+from gero_tui.app.widgets.key_bar import KeyBar
 from gero_tui.app.widgets.tensor_view import TensorView, format_element, side_label
 from gero_tui.query.detail import Observation, fetch_observation
 from gero_tui.query.tensors import ElementAnalysis, Evidence, analyse, load_evidence
@@ -60,11 +61,14 @@ class DetailScreen(Screen[None]):
         self.observation: Observation | None = None
         self.evidence: Evidence | None = None
         self.analysis: ElementAnalysis | None = None
+        self._fields_filled = False
 
     def compose(self) -> ComposeResult:
         yield Static("loading…", id="detail-title")
         yield Static("", id="detail-verdict")
-        with TabbedContent(initial="fields", id="detail-tabs"):
+        # Opens on the histogram (the element picture is what triage needs first); the fields
+        # table is built the first time its tab is shown (it is the costliest to lay out).
+        with TabbedContent(initial="histogram", id="detail-tabs"):
             with TabPane("Fields", id="fields"), VerticalScroll(id="fields-scroll"):
                 yield Static("", id="fields-table")
             with TabPane("Histogram", id="histogram"), VerticalScroll(id="histogram-scroll"):
@@ -75,7 +79,7 @@ class DetailScreen(Screen[None]):
                 yield DataTable(id="worst", cursor_type="row", zebra_stripes=True)
             with TabPane("Side by side", id="tensors"):
                 yield TensorView(id="tensor-view")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#detail-verdict", Static).display = False
@@ -118,12 +122,28 @@ class DetailScreen(Screen[None]):
         if arbiter:
             title.append(f"\n{arbiter}", style="italic")
         self.query_one("#detail-title", Static).update(title)
-        self.query_one("#fields-table", Static).update(fields_table(obs))
+        if self._active_tab() == "fields":
+            self._fill_fields()
+
+    def _fill_fields(self) -> None:
+        if self.observation is not None and not self._fields_filled:
+            self._fields_filled = True
+            self.query_one("#fields-table", Static).update(fields_table(self.observation))
+
+    def _active_tab(self) -> str:
+        return self.query_one("#detail-tabs", TabbedContent).active
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "fields":
+            self._fill_fields()
 
     def _show_evidence_error(self, message: str) -> None:
         self.query_one("#histogram-counts", Static).update(
             Text(f"No element view: {message}", style="yellow"))
         self.query_one(TensorView).show_message(f"No element view: {message}")
+        if self._active_tab() == "histogram":
+            # Nothing to draw: the recorded fields (the error message among them) say more.
+            self.action_tab("fields")
 
     def _show_evidence(self, evidence: Evidence, analysis: ElementAnalysis) -> None:
         self.evidence, self.analysis = evidence, analysis
@@ -140,6 +160,8 @@ class DetailScreen(Screen[None]):
     # Actions --------------------------------------------------------------------------------
     def action_tab(self, tab: str) -> None:
         self.query_one("#detail-tabs", TabbedContent).active = tab
+        if tab == "fields":
+            self._fill_fields()
         if tab == "tensors":
             self.query_one(TensorView).focus()
 

@@ -20,7 +20,7 @@ from textual.widget import Widget
 
 from gero_runner.metrics.compare import ulp_distance
 from gero_tui.query.slicing import TensorCursor
-from gero_tui.query.tensors import ElementAnalysis, Evidence
+from gero_tui.query.tensors import ElementAnalysis, Evidence, element_status
 
 # Significant digits shown per dtype: float16 values print with their shortest round-trip
 # form (never more than 5 digits); wider types are capped so a cell stays readable.
@@ -147,16 +147,13 @@ class TensorView(Widget, can_focus=True):
             return Text(self.message)
         dtype = ev.actual.dtype
         a = cur.plane(ev.actual)
-        d = cur.plane(an.diff)
-        bad = cur.plane(an.mismatch)
-        nonfinite = cur.plane(an.nonfinite)
+        r_plane = cur.plane(ev.reference)
         row_pos, col_pos = cur.index[cur.row_axis], cur.index[cur.col_axis]
         n_rows, n_cols = a.shape
 
         height = max(1, self.size.height - 5)
         r0, r1 = TensorCursor.window(row_pos, n_rows, height)
         ref_dtype = ev.reference.dtype
-        r_plane = cur.plane(ev.reference)
         diff_width = 7
         label_width = len(str(n_rows - 1)) + 1
         pane = max(12, (self.size.width - 4) // 3)
@@ -173,6 +170,9 @@ class TensorView(Widget, can_focus=True):
         shown += [format_element(v, ref_dtype) for v in r_plane[r0:r1, c0:c1].reshape(-1)]
         value_width = max([len(t) for t in shown] + [4])
         c0, c1 = columns_for(value_width)
+        # Differences and marks for the cells on screen only (window coordinates).
+        d, bad, nonfinite = element_status(a[r0:r1, c0:c1], r_plane[r0:r1, c0:c1],
+                                           ev.atol, ev.rtol)
 
         def pane_text(title: str, cell: object, width: int) -> Text:
             text = Text(no_wrap=True, overflow="ellipsis")
@@ -184,9 +184,9 @@ class TensorView(Widget, can_focus=True):
                 for j in range(c0, c1):
                     value = cell(i, j)  # type: ignore[operator]
                     style = ""
-                    if bad[i, j]:
+                    if bad[i - r0, j - c0]:
                         style = MISMATCH
-                    elif nonfinite[i, j]:
+                    elif nonfinite[i - r0, j - c0]:
                         style = NONFINITE
                     if i == row_pos and j == col_pos:
                         style = f"{style} {CURSOR}".strip()
@@ -203,7 +203,8 @@ class TensorView(Widget, can_focus=True):
             pane_text(self.labels[0], lambda i, j: format_element(a[i, j], dtype), value_width),
             pane_text(self.labels[1], lambda i, j: format_element(r_plane[i, j], ref_dtype),
                       value_width),
-            pane_text("|difference|", lambda i, j: format_difference(float(d[i, j])),
+            pane_text("|difference|",
+                      lambda i, j: format_difference(float(d[i - r0, j - c0])),
                       diff_width),
         )
         table = Table.grid()
@@ -222,12 +223,13 @@ class TensorView(Widget, can_focus=True):
                     f"{format_element(flat_r, ev.reference.dtype)}")
         if ev.exact is not None:
             text.append(f" (float64 {float(ev.exact[index]):.12g})")
-        diff = float(an.diff[index] if index else an.diff[()])
+        d, bad, _ = element_status(np.asarray(flat_a), np.asarray(flat_r), ev.atol, ev.rtol)
+        diff = float(d)
         text.append(f"  |a−r| {format_difference(diff)}")
         if ev.actual.dtype.kind == "f" and not math.isnan(diff):
             ulp = float(ulp_distance(np.asarray(flat_a), np.asarray(flat_r))[()])
             text.append(f"  ULP {ulp:.0f}")
-        mism = bool(an.mismatch[index] if index else an.mismatch[()])
+        mism = bool(bad)
         text.append("  OUT OF TOLERANCE" if mism else "  within tolerance",
                     style=MISMATCH if mism else "green")
         return text

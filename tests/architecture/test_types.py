@@ -1,7 +1,7 @@
 """mypy --strict holds on the modules pyproject's [tool.mypy] names (runner, CLI, query layer).
 
 The default cache (.mypy_cache, git-ignored) makes a rerun take well under a second; a cold
-run in CI's fresh clone takes about 15 s on 2 cores (PyTorch's sources are skipped).
+run (CI's fresh clone) takes 10-20 s on 2 cores, PyTorch's sources being skipped.
 """
 
 from __future__ import annotations

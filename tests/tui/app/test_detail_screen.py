@@ -18,6 +18,7 @@ from gero_tui.app.screens.detail import DetailScreen
 from gero_tui.app.screens.op_histogram import OpHistogramScreen
 from gero_tui.app.widgets.histogram import Histogram
 from gero_tui.app.widgets.tensor_view import TensorView
+from gero_tui.app.widgets.worst_list import WorstList
 
 
 def _text(app: Harness, selector: str) -> str:
@@ -71,9 +72,9 @@ async def test_detail_fields_histogram_and_worst(data: tuple[Path, dict[str, str
         chart = app.screen.query_one("#abs-histogram", Histogram).chart
         assert chart is not None and chart.marker_label.startswith("tolerance")
         assert any(b.beyond for b in chart.bars)
-        worst = app.screen.query_one("#worst", DataTable)
-        assert worst.row_count == 4
-        assert worst.get_row_at(1)[0] == "[1, 3, 6]"
+        worst = app.screen.query_one("#worst", WorstList)
+        assert len(worst.rows) == 4 and worst.has_focus
+        assert worst.rows[1][0] == "[1, 3, 6]" and worst.rows[0][-1] == "OUT"
 
 
 @sync
@@ -95,11 +96,7 @@ async def test_slices_and_jump_to_worst(data: tuple[Path, dict[str, str]]) -> No
         await pilot.press("w")
         assert view.cursor.original_index == (1, 0, 0)
         # Enter on the second worst element shows it side by side.
-        await pilot.press("h")
-        table = app.screen.query_one("#worst", DataTable)
-        table.focus()
-        table.move_cursor(row=1)
-        await pilot.press("enter")
+        await pilot.press("h", "down", "enter")
         assert view.cursor.original_index == (1, 3, 6)
         console = Console(width=200, record=True, file=io.StringIO())
         console.print(view.render())

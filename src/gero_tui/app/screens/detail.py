@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.table import Table
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent, TabPane
 
 from gero_runner.errors import GeroError
 from gero_runner.storage.artifacts import resolve_artifact
@@ -27,6 +29,7 @@ from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope, data_r
 from gero_tui.app.widgets.histogram import Bar, Chart, Histogram, marker_position
 from gero_tui.app.widgets.key_bar import KeyBar
 from gero_tui.app.widgets.tensor_view import TensorView, format_element, side_label
+from gero_tui.app.widgets.worst_list import WorstList
 from gero_tui.query.detail import Observation, fetch_observation
 from gero_tui.query.tensors import ElementAnalysis, Evidence, analyse, load_evidence
 
@@ -63,7 +66,22 @@ class DetailScreen(Screen[None]):
         self.analysis: ElementAnalysis | None = None
         self._fields_filled = False
 
+    class _Loaded(Message):
+        """A result of the loading worker, for ``method`` to show on the UI thread.
+
+        Posted (not called from the thread) so it is handled after the screen is composed
+        and mounted: the worker starts while the screen is still being built."""
+
+        def __init__(self, method: Callable[..., None], *args: Any) -> None:
+            super().__init__()
+            self.method, self.args = method, args
+
+    @on(_Loaded)
+    def _loaded(self, message: _Loaded) -> None:
+        message.method(*message.args)
+
     def compose(self) -> ComposeResult:
+        self.load()  # reading 10^6 elements overlaps with building the screen
         yield Static("loading…", id="detail-title")
         yield Static("", id="detail-verdict")
         # Opens on the histogram (the element picture is what triage needs first); the fields
@@ -76,14 +94,13 @@ class DetailScreen(Screen[None]):
                     yield Histogram(id="abs-histogram")
                     yield Histogram(id="ulp-histogram")
                 yield Static("", id="histogram-counts")
-                yield DataTable(id="worst", cursor_type="row", zebra_stripes=True)
+                yield WorstList(id="worst")
             with TabPane("Side by side", id="tensors"):
                 yield TensorView(id="tensor-view")
         yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#detail-verdict", Static).display = False
-        self.load()
         if self.replay_on_mount:
             self.action_replay()
 
@@ -94,16 +111,16 @@ class DetailScreen(Screen[None]):
         try:
             observation = fetch_observation(self.source.cursor(), self.observation_id)
         except GeroError as e:
-            self.app.call_from_thread(self._show_error, str(e))
+            self.post_message(self._Loaded(self._show_error, str(e)))
             return
-        self.app.call_from_thread(self._show_observation, observation)
+        self.post_message(self._Loaded(self._show_observation, observation))
         try:
             evidence = load_evidence(data_root_of(self.source), observation.fields)
             analysis = analyse(evidence)
         except GeroError as e:
-            self.app.call_from_thread(self._show_evidence_error, str(e))
+            self.post_message(self._Loaded(self._show_evidence_error, str(e)))
             return
-        self.app.call_from_thread(self._show_evidence, evidence, analysis)
+        self.post_message(self._Loaded(self._show_evidence, evidence, analysis))
 
     def _show_error(self, message: str) -> None:
         self.query_one("#detail-title", Static).update(Text(message, style="bold red"))
@@ -151,7 +168,10 @@ class DetailScreen(Screen[None]):
         self.query_one("#abs-histogram", Histogram).chart = abs_chart
         self.query_one("#ulp-histogram", Histogram).chart = ulp_chart
         self.query_one("#histogram-counts", Static).update(counts_text(analysis, evidence))
-        fill_worst(self.query_one("#worst", DataTable), analysis, evidence)
+        worst = self.query_one("#worst", WorstList)
+        worst.set_rows(*worst_rows(analysis, evidence))
+        if self._active_tab() == "histogram" and not isinstance(self.focused, TensorView):
+            worst.focus()
         labels = None
         if self.observation is not None and self.observation.is_contract:
             labels = contract_labels(self.observation, evidence)
@@ -162,14 +182,16 @@ class DetailScreen(Screen[None]):
         self.query_one("#detail-tabs", TabbedContent).active = tab
         if tab == "fields":
             self._fill_fields()
+        elif tab == "histogram":
+            self.query_one("#worst", WorstList).focus()
         if tab == "tensors":
             self.query_one(TensorView).focus()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_worst_list_opened(self, event: WorstList.Opened) -> None:
         """Enter on a worst element: show it side by side."""
-        if self.analysis is None or event.data_table.id != "worst":
+        if self.analysis is None:
             return
-        k = event.cursor_row
+        k = event.index
         if 0 <= k < len(self.analysis.worst):
             self.action_tab("tensors")
             self.query_one(TensorView).jump(self.analysis.worst[k].index)
@@ -305,19 +327,22 @@ def counts_text(analysis: ElementAnalysis, evidence: Evidence) -> Text:
     return text
 
 
-def fill_worst(table: DataTable[Any], analysis: ElementAnalysis, evidence: Evidence) -> None:
-    table.clear(columns=True)
-    table.add_columns("index", "actual", "reference", "float64", "|a−r|", "ULP", "")
-    for w in analysis.worst:
-        table.add_row(
-            str(list(w.index)),
-            format_element(w.actual, evidence.actual.dtype),
-            format_element(w.reference, evidence.reference.dtype),
-            "-" if w.exact is None else f"{w.exact:.10g}",
-            "≠" if math.isnan(w.abs_error) else f"{w.abs_error:.3e}",
-            "-" if math.isnan(w.abs_error) else f"{w.ulp:.0f}",
-            Text("within", style="green") if w.within else Text("OUT", style="bold red"),
-        )
+WORST_HEADER = ("index", "actual", "reference", "float64", "|a−r|", "ULP", "")
+
+
+def worst_rows(analysis: ElementAnalysis, evidence: Evidence
+               ) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The worst elements as text cells (the last one 'within' or 'OUT')."""
+    rows = [(
+        str(list(w.index)),
+        format_element(w.actual, evidence.actual.dtype),
+        format_element(w.reference, evidence.reference.dtype),
+        "-" if w.exact is None else f"{w.exact:.10g}",
+        "≠" if math.isnan(w.abs_error) else f"{w.abs_error:.3e}",
+        "-" if math.isnan(w.abs_error) else f"{w.ulp:.0f}",
+        "within" if w.within else "OUT",
+    ) for w in analysis.worst]
+    return WORST_HEADER, rows
 
 
 def contract_labels(obs: Observation, evidence: Evidence) -> tuple[str, str]:

@@ -52,6 +52,10 @@ class Histogram(Widget):
     chart: reactive[Chart | None] = reactive(None, layout=True)
     """What to draw; None shows nothing."""
 
+    def watch_chart(self, chart: Chart | None) -> None:
+        # A known height: the layout need not render the chart once more to measure it.
+        self.styles.height = chart_height(chart)
+
     def render(self) -> RenderableType:
         chart = self.chart
         if chart is None:
@@ -74,6 +78,14 @@ class Histogram(Widget):
         if chart.footer:
             lines.append(Text(chart.footer, style="dim"))
         return Group(*lines)
+
+
+def chart_height(chart: Chart | None) -> int:
+    """Lines :meth:`Histogram.render` draws for ``chart``."""
+    if chart is None:
+        return 0
+    marker = chart.marker_after is not None
+    return 1 + len(chart.bars) + int(marker) + int(bool(chart.footer))
 
 
 def _marker(label: str, width: int) -> Text:

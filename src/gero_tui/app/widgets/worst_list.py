@@ -1,0 +1,99 @@
+"""The worst elements of a comparison as a small keyboard list: up/down move, enter opens the
+element side by side.
+
+At most a few dozen fixed rows, drawn as one block of text: a DataTable here cost more to
+paint than the rest of the histogram tab together.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.geometry import Region
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+
+OUT_STYLE = "bold red"
+
+
+class WorstList(Widget, can_focus=True):
+    """Rows of cells (the last cell, 'within' or 'OUT', is coloured) under a header."""
+
+    DEFAULT_CSS = """
+    WorstList { height: auto; padding: 0 1; }
+    WorstList:focus { background: $boost; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "move(-1)", "up", show=False),
+        Binding("down", "move(1)", "down", show=False),
+        Binding("home", "move(-1000)", show=False),
+        Binding("end", "move(1000)", show=False),
+        Binding("enter", "open", "side by side"),
+    ]
+
+    cursor: reactive[int] = reactive(0)
+
+    class Opened(Message):
+        """Enter on row ``index``."""
+
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.header: tuple[str, ...] = ()
+        self.rows: list[tuple[str, ...]] = []
+
+    def set_rows(self, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+        self.header, self.rows = header, rows
+        self.cursor = 0
+        self.styles.height = (len(rows) + 1) if header else 0  # no render to measure it
+
+    def action_move(self, delta: int) -> None:
+        if self.rows:
+            self.cursor = min(max(self.cursor + delta, 0), len(self.rows) - 1)
+            self.scroll_to_region_of_cursor()
+
+    def scroll_to_region_of_cursor(self) -> None:
+        """Keep the cursor row in view inside the scrolling container."""
+        parent = self.parent
+        if isinstance(parent, Widget):
+            own = self.virtual_region
+            row = Region(own.x, own.y + self.cursor + 1, own.width, 1)
+            parent.scroll_to_region(row, animate=False, immediate=True)
+
+    def action_open(self) -> None:
+        if self.rows:
+            self.post_message(self.Opened(self.cursor))
+
+    def render(self) -> Text:
+        if not self.header:
+            return Text("")
+        widths = [max([cell_len(h)] + [cell_len(r[k]) for r in self.rows])
+                  for k, h in enumerate(self.header)]
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        text.append("  ".join(h.ljust(w) for h, w in zip(self.header, widths, strict=True)),
+                    style="bold")
+        for i, row in enumerate(self.rows):
+            line = Text("\n")
+            for k, (cell, width) in enumerate(zip(row, widths, strict=True)):
+                last = k == len(row) - 1
+                style = (OUT_STYLE if cell == "OUT" else "green") if last else ""
+                line.append(cell.rjust(width) if not last else cell, style=style)
+                if not last:
+                    line.append("  ")
+            if i == self.cursor and self.has_focus:
+                line.stylize("reverse", 1)
+            text.append_text(line)
+        return text
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()

@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gero_runner.errors import ArtifactError
-from gero_runner.storage.store import RUNS_DIR, DataRoot
+from gero_runner.storage.layout import RUNS_DIR
+from gero_runner.storage.store import DataRoot
 
 OBSERVATIONS_JSON = "observations.json"
 

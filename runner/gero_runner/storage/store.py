@@ -29,11 +29,13 @@ import pyarrow.parquet as pq
 
 from gero_runner.errors import StoreError
 from gero_runner.schema import OBSERVATION_SCHEMA, SIGHTING_SCHEMA, RunRecord
-
-RUNS_DIR = "runs"
-OBSERVATIONS_FILE = "observations.parquet"
-SIGHTINGS_FILE = "sightings.parquet"
-RUN_FILE = "run.json"
+from gero_runner.storage.layout import (
+    OBSERVATIONS_FILE,
+    RUN_FILE,
+    RUNS_DIR,
+    SIGHTINGS_FILE,
+    run_ids,
+)
 
 
 def default_data_root() -> Path:
@@ -100,9 +102,7 @@ class DataRoot:
 
     def run_ids(self) -> list[str]:
         """Runs with a record, oldest first (ids sort by time)."""
-        if not self.runs_dir.is_dir():
-            return []
-        return sorted(p.name for p in self.runs_dir.iterdir() if (p / RUN_FILE).is_file())
+        return run_ids(self.path)
 
     def read_run(self, run_id: str) -> dict[str, Any]:
         path = self.run_dir(run_id) / RUN_FILE

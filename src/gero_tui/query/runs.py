@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from gero_runner.errors import StoreError
-
-# The data root layout of gero_runner.storage.store, restated without its pyarrow import
-# (tests/tui/query/test_runs_query.py holds the two in step).
-RUNS_DIR = "runs"
-RUN_FILE = "run.json"
-OBSERVATIONS_FILE = "observations.parquet"
-SIGHTINGS_FILE = "sightings.parquet"
+from gero_runner.storage.layout import (  # noqa: F401  (re-exported for the explorer)
+    OBSERVATIONS_FILE,
+    RUN_FILE,
+    RUNS_DIR,
+    SIGHTINGS_FILE,
+)
+from gero_runner.storage.layout import run_ids as _layout_run_ids
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,7 @@ class RunInfo:
 
 def run_ids(data_root: Path) -> list[str]:
     """Runs with a record, oldest first (ids sort by time)."""
-    runs = data_root / RUNS_DIR
-    if not runs.is_dir():
-        return []
-    return sorted(p.name for p in runs.iterdir() if (p / RUN_FILE).is_file())
+    return _layout_run_ids(data_root)
 
 
 def resolve(data_root: Path, prefix: str | None) -> str:

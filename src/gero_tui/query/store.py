@@ -14,9 +14,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gero_runner.errors import StoreError
 from gero_runner.schema import OBSERVATION_SCHEMA
-from gero_runner.storage.store import OBSERVATIONS_FILE, SIGHTINGS_FILE, DataRoot
+from gero_runner.storage.layout import OBSERVATIONS_FILE, SIGHTINGS_FILE
+from gero_runner.storage.store import DataRoot
+from gero_tui.query import runs
 
 
 @dataclass
@@ -51,19 +52,7 @@ def readable(path: Path, problems: list[str]) -> bool:
 
 def resolve_run(root: DataRoot, prefix: str | None) -> str:
     """The newest run, or the one run whose id starts with ``prefix`` (like git)."""
-    runs = root.run_ids()
-    if not runs:
-        raise StoreError(
-            f"no runs in {root.path}: create one with `gero run --data-dir {root.path}`"
-        )
-    if not prefix:
-        return runs[-1]
-    matches = [r for r in runs if r.startswith(prefix)]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise StoreError(f"no run matches {prefix!r}; runs: {', '.join(runs[-10:])}")
-    raise StoreError(f"run prefix {prefix!r} is ambiguous: {', '.join(matches)}")
+    return runs.resolve(root.path, prefix)
 
 
 def _list_sql(paths: list[Path]) -> str:

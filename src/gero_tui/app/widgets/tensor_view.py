@@ -1,8 +1,10 @@
 """Actual, reference and |actual − reference| side by side, one 2-d plane of an N-d tensor.
 
 Keys move a cursor through the plane, choose which two axes are displayed, step through the
-others, and jump to the worst element. Out-of-tolerance cells are drawn on red, NaN and ±inf
-in magenta, the cursor in reverse video; values keep the digits their dtype can hold.
+others, jump to the worst element, and `l` switches the layout (side by side, stacked, one
+pane at a time: the default follows the room, so 80 columns stay readable). Out-of-tolerance
+cells are drawn on red, NaN and ±inf in magenta, the cursor in reverse video; values keep the
+digits their dtype can hold.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import math
 from typing import ClassVar
 
 import numpy as np
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -61,6 +63,16 @@ def side_label(relative: str) -> str:
     return "/".join(parts)
 
 
+LAYOUTS = ("side", "stacked", "actual", "reference", "difference")
+LAYOUT_NAMES = {"side": "side by side", "stacked": "stacked", "actual": "actual only",
+                "reference": "reference only", "difference": "difference only"}
+_PANES: dict[str, tuple[str, ...]] = {
+    "side": ("actual", "reference", "difference"),
+    "stacked": ("actual", "reference", "difference"),
+    "actual": ("actual",), "reference": ("reference",), "difference": ("difference",),
+}
+
+
 class TensorView(Widget, can_focus=True):
     """The side-by-side view of one observation's tensors."""
 
@@ -82,6 +94,7 @@ class TensorView(Widget, can_focus=True):
         Binding("s", "step_axis", "slice axis"),
         Binding("y", "cycle_axis('row')", "row axis"),
         Binding("x", "cycle_axis('col')", "col axis"),
+        Binding("l", "cycle_layout", "layout"),
     ]
 
     version: reactive[int] = reactive(0, layout=False)
@@ -94,6 +107,8 @@ class TensorView(Widget, can_focus=True):
         self.cursor: TensorCursor | None = None
         self.labels: tuple[str, str] = ("actual", "reference")
         self.message = "loading evidence…"
+        self.layout_mode: str | None = None
+        """One of LAYOUTS once chosen with `l`; None: by the room (see current_layout)."""
 
     def show(self, evidence: Evidence, analysis: ElementAnalysis,
              labels: tuple[str, str] | None = None) -> None:
@@ -130,6 +145,12 @@ class TensorView(Widget, can_focus=True):
             self.cursor.cycle_axis(which)
             self.version += 1
 
+    def action_cycle_layout(self) -> None:
+        """Side by side → stacked → actual only → reference only → difference only."""
+        current = self.current_layout()
+        self.layout_mode = LAYOUTS[(LAYOUTS.index(current) + 1) % len(LAYOUTS)]
+        self.version += 1
+
     def action_worst(self) -> None:
         if self.cursor and self.analysis and self.analysis.worst:
             self.cursor.jump(self.analysis.worst[0].index)
@@ -151,16 +172,25 @@ class TensorView(Widget, can_focus=True):
         row_pos, col_pos = cur.index[cur.row_axis], cur.index[cur.col_axis]
         n_rows, n_cols = a.shape
 
-        height = max(1, self.size.height - 5)
+        layout = self.current_layout()
+        panes = _PANES[layout]
+        status_lines = 2
+        if layout == "stacked":
+            # Each pane: its title, the column header, then its rows.
+            height = max(1, (self.size.height - status_lines) // len(panes) - 2)
+        else:
+            height = max(1, self.size.height - status_lines - 3)
         r0, r1 = TensorCursor.window(row_pos, n_rows, height)
         ref_dtype = ev.reference.dtype
         diff_width = 7
         label_width = len(str(n_rows - 1)) + 1
-        pane = max(12, (self.size.width - 4) // 3)
+        width = self.size.width - 2  # the padding
+        pane = max(12, (width - 2) // 3) if layout == "side" else max(12, width)
+        widths_shown = {"actual": None, "reference": None, "difference": diff_width}
 
-        def columns_for(width: int) -> tuple[int, int]:
-            fit = max(1, min((pane - label_width - 1) // (width + 1),
-                             (pane - label_width - 1) // (diff_width + 1)))
+        def columns_for(value_width: int) -> tuple[int, int]:
+            cells = [widths_shown[p] or value_width for p in panes]
+            fit = max(1, min((pane - label_width - 1) // (w + 1) for w in cells))
             return TensorCursor.window(col_pos, n_cols, fit)
 
         # Cell width from the values in view only (formatting is the costly part): a first
@@ -196,29 +226,47 @@ class TensorView(Widget, can_focus=True):
                     text.append("\n")
             return text
 
-        grid = Table.grid(padding=(0, 1))
-        for _ in range(3):
-            grid.add_column(width=pane, no_wrap=True)
-        grid.add_row(
-            pane_text(self.labels[0], lambda i, j: format_element(a[i, j], dtype), value_width),
-            pane_text(self.labels[1], lambda i, j: format_element(r_plane[i, j], ref_dtype),
-                      value_width),
-            pane_text("|difference|",
-                      lambda i, j: format_difference(float(d[i - r0, j - c0])),
-                      diff_width),
-        )
-        table = Table.grid()
-        table.add_column()
-        table.add_row(grid)
-        table.add_row(self._status(ev, an, cur))
-        return table
+        makers = {
+            "actual": lambda: pane_text(self.labels[0], lambda i, j: format_element(
+                a[i, j], dtype), value_width),
+            "reference": lambda: pane_text(self.labels[1], lambda i, j: format_element(
+                r_plane[i, j], ref_dtype), value_width),
+            "difference": lambda: pane_text("|difference|", lambda i, j: format_difference(
+                float(d[i - r0, j - c0])), diff_width),
+        }
+        rendered = [makers[p]() for p in panes]
+        if len(panes) == 1:  # say which side this is
+            rendered[0] = Text.assemble((f"{panes[0]}: ", "bold"), rendered[0])
+        if layout == "side":
+            grid = Table.grid(padding=(0, 1))
+            for _ in panes:
+                grid.add_column(width=pane, no_wrap=True)
+            grid.add_row(*rendered)
+            body: RenderableType = grid
+        else:
+            body = Group(*rendered)
+        return Group(body, self._status(ev, an, cur, layout))
 
-    def _status(self, ev: Evidence, an: ElementAnalysis, cur: TensorCursor) -> Text:
+    def current_layout(self) -> str:
+        """The chosen layout, or by the room: side by side where three panes hold at least
+        four columns each (about 110 columns), else stacked where each pane keeps three
+        rows (80×24 does), else one pane (actual) at a time."""
+        if self.layout_mode is not None:
+            return self.layout_mode
+        if self.size.width >= 110:
+            return "side"
+        if (self.size.height - 2) // 3 - 2 >= 3:
+            return "stacked"
+        return "actual"
+
+    def _status(self, ev: Evidence, an: ElementAnalysis, cur: TensorCursor,
+                layout: str) -> Text:
         index = cur.original_index
         flat_a = ev.actual[index] if index else ev.actual[()]
         flat_r = ev.reference[index] if index else ev.reference[()]
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f"plane x{cur.describe()}\n", style="bold")
+        text.append(f"plane x{cur.describe()}", style="bold")
+        text.append(f"  [l] {LAYOUT_NAMES[layout]}\n", style="dim")
         text.append(f"{list(index)}: {format_element(flat_a, ev.actual.dtype)} vs "
                     f"{format_element(flat_r, ev.reference.dtype)}")
         if ev.exact is not None:

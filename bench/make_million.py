@@ -3,7 +3,8 @@
 Every copy gets a new observation id (and the new run's id); nothing else changes, so the
 data has a real run's value distributions. A bench helper: write under /tmp, never commit.
 
-    .venv/bin/python bench/make_million.py --from /tmp/ui-data --to /tmp/gero-million
+    .venv/bin/gero run --data-dir /tmp/shots-data --jobs 2      # a real full run
+    .venv/bin/python bench/make_million.py --from /tmp/shots-data --to /tmp/gero-million
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from gero_runner.storage.store import DataRoot, new_run_id
+from gero_runner.storage.store import DataRoot, new_run_id, statistics_columns
 
 
 def replicate(source: Path, target: Path, rows: int, run: str | None = None) -> Path:
@@ -47,9 +48,10 @@ def replicate(source: Path, target: Path, rows: int, run: str | None = None) -> 
         shutil.rmtree(target)
     directory = DataRoot(target).run_dir(new_run)
     directory.mkdir(parents=True)
-    # Row groups of 64k rows, like a runner writing a large run.
+    # Row groups of 64k rows, like a runner writing a large run; no float statistics, as
+    # the runner writes them (store.statistics_columns: DuckDB prunes NaN filters by them).
     pq.write_table(big, directory / "observations.parquet", compression="zstd",
-                   row_group_size=65536)
+                   row_group_size=65536, write_statistics=statistics_columns(big.schema))
     sightings = pa.table({
         "run_id": big.column("run_id"),
         "observation_id": big.column("observation_id"),
@@ -57,7 +59,8 @@ def replicate(source: Path, target: Path, rows: int, run: str | None = None) -> 
         "reference_median_ms": big.column("reference_median_ms"),
         "seen_at": big.column("created_at"),
     })
-    pq.write_table(sightings, directory / "sightings.parquet", compression="zstd")
+    pq.write_table(sightings, directory / "sightings.parquet", compression="zstd",
+                   write_statistics=statistics_columns(sightings.schema))
     record = src.read_run(run_id)
     counts = {k: int(v) for k, v in zip(*pc.value_counts(big.column("result")).flatten(),
                                           strict=True)}
@@ -71,7 +74,7 @@ def replicate(source: Path, target: Path, rows: int, run: str | None = None) -> 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--from", dest="source", type=Path, default=Path("/tmp/ui-data"))
+    parser.add_argument("--from", dest="source", type=Path, default=Path("/tmp/shots-data"))
     parser.add_argument("--to", dest="target", type=Path, default=Path("/tmp/gero-million"))
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--run", default=None, help="source run id (default: newest)")

@@ -1,9 +1,8 @@
 """The explorer: opens a run of a data root and shows its overview and evaluations.
 
 The run's DuckDB source is opened in a thread worker; screens ask the app for it and are
-told (``source_changed``) when it is ready or replaced. Once something with data has been
-painted, another worker copies the explorer's columns into memory so that filters and
-sorts scan memory rather than Parquet.
+told (``source_changed``) when it is ready or replaced. Queries read the run's Parquet
+files in place (see ``gero_tui.query.source``): nothing is copied into memory.
 """
 
 from __future__ import annotations
@@ -21,11 +20,12 @@ from textual.message import Message
 from textual.screen import Screen
 
 from gero_runner.errors import GeroError, StoreError
+from gero_tui.app.prefetch import Prefetch
 from gero_tui.app.screens.evaluations import EvaluationsScreen
 from gero_tui.app.screens.overview import OverviewScreen
 from gero_tui.query.runs import RunInfo, list_runs, read_info, resolve, run_ids
 from gero_tui.query.source import RunSource, open_source
-from gero_tui.query.table import TableFilter
+from gero_tui.query.table import Page, TableFilter
 
 SCREENS = ("overview", "evaluations")
 
@@ -53,8 +53,8 @@ class GeroApp(App[None]):
             self.error = error
             super().__init__()
 
-    def __init__(self, data_root: Path, run: str | None = None, screen: str = "overview"
-                 ) -> None:
+    def __init__(self, data_root: Path, run: str | None = None, screen: str = "overview",
+                 prefetch: Prefetch | None = None) -> None:
         super().__init__()
         if screen not in SCREENS:
             raise GeroError(f"unknown screen {screen!r}; screens: {', '.join(SCREENS)}")
@@ -66,7 +66,9 @@ class GeroApp(App[None]):
         # A bad --run prefix is a command-line error, reported before the UI starts.
         self.run_id = resolve(self.data_root, run) if run_ids(self.data_root) else None
         self._info: RunInfo | None = None
-        self._materialise_started = False
+        self._prefetch = prefetch
+        self.first_page: tuple[Page, int] | None = None
+        """The unfiltered table's first page and row count, read ahead; taken once."""
 
     # -- run and source ----------------------------------------------------------------
 
@@ -77,9 +79,10 @@ class GeroApp(App[None]):
             self.push_screen(EmptyScreen(self.data_root))
             return
         self._info = read_info(self.data_root, self.run_id)
-        self.push_screen(OverviewScreen())
-        if self.start_screen == "evaluations":
-            self.push_screen(EvaluationsScreen())
+        # Starting on the table, the overview is made when escape asks for it (show_overview):
+        # composing it first would delay the table's first paint.
+        self.push_screen(EvaluationsScreen() if self.start_screen == "evaluations"
+                         else OverviewScreen())
         self._open(self.run_id)
 
     def run_info(self) -> RunInfo | None:
@@ -100,6 +103,13 @@ class GeroApp(App[None]):
 
     @work(thread=True, exclusive=True, group="source")
     def _open(self, run_id: str) -> None:
+        prefetch, self._prefetch = self._prefetch, None
+        opened = prefetch.take(run_id) if prefetch is not None else None
+        if opened is not None:
+            if isinstance(opened.page, Page) and opened.count is not None:
+                self.first_page = (opened.page, opened.count)
+            self.post_message(self.SourceOpened(opened.source))  # type: ignore[arg-type]
+            return
         try:
             source = open_source(self.data_root, run_id)
         except (GeroError, duckdb.Error) as e:
@@ -111,7 +121,6 @@ class GeroApp(App[None]):
         old, self.source = self.source, message.source
         self.run_id = message.source.run_id
         self._info = read_info(self.data_root, self.run_id)
-        self._materialise_started = False
         for problem in message.source.problems:
             self.notify(problem, title="Skipped a file", severity="warning", timeout=15)
         for screen in self.screen_stack:
@@ -122,21 +131,6 @@ class GeroApp(App[None]):
 
     def on_gero_app_source_failed(self, message: SourceFailed) -> None:
         self.notify(message.error, title="Cannot open the run", severity="error", timeout=15)
-
-    def note_data_shown(self) -> None:
-        """A screen painted data: now build the in-memory table for faster queries."""
-        if self.source is not None and not self._materialise_started:
-            self._materialise_started = True
-            self._materialise(self.source)
-
-    @work(thread=True, exclusive=True, group="materialise")
-    def _materialise(self, source: RunSource) -> None:
-        try:
-            source.materialise()
-        except duckdb.Error as e:
-            # Queries keep reading the Parquet view; only slower.
-            self.call_from_thread(self.notify, f"in-memory table not built: {e}",
-                                  severity="warning")
 
     # -- navigation --------------------------------------------------------------------
 
@@ -151,6 +145,10 @@ class GeroApp(App[None]):
         self.push_screen(EvaluationsScreen(table_filter))
 
     def show_overview(self) -> None:
+        """Back to the overview: pop to it, or make it in place of the table opened first."""
+        if not any(isinstance(s, OverviewScreen) for s in self.screen_stack):
+            self.switch_screen(OverviewScreen())
+            return
         while len(self.screen_stack) > 2 and not isinstance(self.screen, OverviewScreen):
             self.pop_screen()
 

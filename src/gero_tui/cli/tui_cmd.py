@@ -17,8 +17,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def main(args: argparse.Namespace) -> int:
-    # Deferred: Textual costs ~0.2 s to import and only this command needs it.
+    # The run opens (and the table's first page is read) on another thread while Textual
+    # is imported: deferred here because it costs ~0.3 s and only this command needs it.
+    from gero_tui.app.prefetch import Prefetch
+
+    prefetch = Prefetch(data_dir(args), args.run, first_page=args.screen == "evaluations")
     from gero_tui.app.app import GeroApp
 
-    GeroApp(data_dir(args), args.run, screen=args.screen).run()
+    GeroApp(data_dir(args), args.run, screen=args.screen, prefetch=prefetch).run()
     return 0

@@ -4,8 +4,12 @@ Like ``store.open_run`` this gives an ``obs`` view of every observation the run 
 it imports neither pyarrow nor the runner's store (0.2 s the explorer cannot spend before
 its first paint), and it reads the run's own observation file directly, with no join,
 when that file holds every observation the run sighted (always so for a first run).
-``materialise()`` then copies the columns the explorer filters and sorts on into an
-in-memory table, so that later queries scan memory rather than decompress Parquet.
+
+The evaluations table reads a second view, ``evals``: the table's columns plus ``rn``, a
+unique row number made from each file's Parquet row number. Nothing is copied into
+memory: DuckDB filters Parquet's dictionary-encoded strings without decoding them, and a
+page is found by sorting only ``rn`` and the sort keys, then fetching its rows by ``rn``
+(a filter DuckDB pushes into the Parquet scan), see ``table.TableQuery.page``.
 """
 
 from __future__ import annotations
@@ -42,7 +46,10 @@ EXPLORER_COLUMNS: tuple[tuple[str, str], ...] = (
 TIMING_COLUMNS = ("actual_median_ms", "reference_median_ms")
 TABLE_COLUMNS = ("observation_id", "suite", "op_type", "case_name", "check", "dtype",
                  "input_shapes", "backend", "optimization", "max_abs_error", "result", "reason")
-"""What ``materialise()`` keeps in memory: the evaluations table's columns and filters."""
+"""What the ``evals`` view holds besides ``rn``: the evaluations table's columns and filters."""
+TABLE_RELATION = "evals"
+FILE_BITS = 40
+"""``rn`` is (file index << FILE_BITS) | row number in the file: unique across files."""
 
 
 def quote_path(path: Path) -> str:
@@ -69,8 +76,8 @@ class RunSource:
     """One line per file that could not be read and was left out."""
     direct: bool = False
     """Whether ``obs`` reads the run's own observation file without a join."""
-    relation: str = "obs"
-    """What table queries read: ``obs`` until ``materialise()`` has made ``evals``."""
+    relation: str = TABLE_RELATION
+    """What table queries read: the ``evals`` view (``rn`` and the table's columns)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
@@ -85,15 +92,6 @@ class RunSource:
             return cur.execute(sql, params or []).fetchall()
         finally:
             cur.close()
-
-    def materialise(self, cursor: duckdb.DuckDBPyConnection | None = None) -> None:
-        """Copy the explorer's columns into the in-memory table ``evals``; then use it."""
-        if self.relation == "evals":
-            return
-        cur = cursor or self.cursor()
-        columns = ", ".join(_ident(name) for name in TABLE_COLUMNS)
-        cur.execute(f"CREATE OR REPLACE TABLE evals AS SELECT {columns} FROM obs")
-        self.relation = "evals"
 
     def close(self) -> None:
         self.connection.close()
@@ -114,6 +112,10 @@ def open_source(data_root: Path, run: str | None = None,
     """Open a run (the newest, or a unique id prefix) for the explorer."""
     run_id = resolve(data_root, run)
     con = connection or duckdb.connect()
+    # Parquet files written with float min/max statistics (pyarrow's default, older runs)
+    # leave NaN out of them; DuckDB 2.0 then folds isnan(max_abs_error) to false, even in
+    # the table's sort key. Without statistics propagation it looks at the values.
+    con.execute("SET GLOBAL disabled_optimizers = 'statistics_propagation'")
     problems: list[str] = []
     run_dir = data_root / RUNS_DIR / run_id
     own = run_dir / OBSERVATIONS_FILE
@@ -121,10 +123,14 @@ def open_source(data_root: Path, run: str | None = None,
     own_rows = _row_count(con, own, problems) if own.is_file() else None
     sighted = _row_count(con, sightings, problems) if sightings.is_file() else None
     direct = own_rows is not None and (sighted is None or sighted == own_rows)
+    table_columns = ", ".join(_ident(name) for name in TABLE_COLUMNS)
     if direct:
         # The run's own file holds only observations it sighted; as many rows as sightings
         # means all of them, each with this run's timings.
         con.execute(f"CREATE OR REPLACE VIEW obs AS SELECT * FROM read_parquet({quote_path(own)})")
+        con.execute(f"CREATE OR REPLACE VIEW {TABLE_RELATION} AS SELECT file_row_number AS rn, "
+                    f"{table_columns} FROM read_parquet({quote_path(own)}, "
+                    "file_row_number = true)")
     else:
         files = []
         for rid in run_ids(data_root):
@@ -140,7 +146,17 @@ def open_source(data_root: Path, run: str | None = None,
                 f"FROM read_parquet({_quoted_list(files)}, union_by_name = true) o "
                 f"JOIN read_parquet({quote_path(sightings)}) s USING (observation_id)"
             )
+            numbered = " UNION ALL BY NAME ".join(
+                f"SELECT (file_row_number + {i << FILE_BITS}) AS rn, * "
+                f"FROM read_parquet({quote_path(path)}, file_row_number = true)"
+                for i, path in enumerate(files))
+            con.execute(
+                f"CREATE OR REPLACE VIEW {TABLE_RELATION} AS SELECT rn, {table_columns} "
+                f"FROM ({numbered}) WHERE observation_id IN "
+                f"(SELECT observation_id FROM read_parquet({quote_path(sightings)}))")
         else:
             columns = ", ".join(f"NULL::{t} AS {_ident(n)}" for n, t in EXPLORER_COLUMNS)
             con.execute(f"CREATE OR REPLACE VIEW obs AS SELECT {columns} WHERE false")
+            con.execute(f"CREATE OR REPLACE VIEW {TABLE_RELATION} AS "
+                        f"SELECT NULL::BIGINT AS rn, {table_columns} FROM obs")
     return RunSource(data_root, run_id, con, problems, direct=direct)

@@ -3,6 +3,12 @@
 A filter becomes a parameterised WHERE clause (values never enter the SQL text); a page
 is ``LIMIT/OFFSET`` over the filtered, sorted relation, so only the rows on screen are
 ever materialised in Python, however many match.
+
+A page takes two queries: the first sorts only the row numbers (``rn``) with their sort
+keys, which DuckDB reads from Parquet cheaply (dictionary-encoded strings, no wide
+columns); the second fetches the page's rows by ``rn``, a filter DuckDB pushes into the
+scan. One query that carried every column through the sort took 130-270 ms on a million
+rows; the two take about 20 ms.
 """
 
 from __future__ import annotations
@@ -44,10 +50,11 @@ COLUMNS: tuple[Column, ...] = (
            "CASE WHEN optimization = '-' THEN backend ELSE optimization END"),
     Column("check", "Check", '"check"'),
     Column("dtype", "Dtype", "dtype"),
-    # DuckDB sorts NaN (no finite pair, or a failed path) above every number. Mapping it to
-    # NULL with isnan() is not reliable here: over Parquet files written by pyarrow,
-    # isnan() of a NaN read back came out false (DuckDB 2.0.1).
-    Column("max_abs_error", "Max abs. error", "max_abs_error", numeric=True),
+    # DuckDB sorts NaN (no finite pair, or a failed path) above every number: as NULL it
+    # sorts last in either direction, so "largest first" shows the largest real errors.
+    # (isnan() needs open_source's connection setting, over files with float statistics.)
+    Column("max_abs_error", "Max abs. error", "max_abs_error", numeric=True,
+           sort_sql="CASE WHEN isnan(max_abs_error) THEN NULL ELSE max_abs_error END"),
     Column("result", "Result", "result"),
     Column("details", "Details", "reason"),
 )
@@ -69,11 +76,6 @@ TEXT_COLUMNS = ("op_type", "case_name", "dtype", "reason")
 
 def _ident(name: str) -> str:
     return '"' + name + '"'
-
-
-def _escape_like(text: str) -> str:
-    """``text`` matched literally by LIKE (its % _ and \\ escaped)."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _column(key: str) -> Column:
@@ -128,11 +130,12 @@ class TableFilter:
                 parts.append(f"{_ident(column)} IN ({', '.join('?' * len(values))})")
                 params.extend(values)
         if self.text.strip():
-            # One ILIKE per column (measured twice as fast as one over their concatenation).
-            pattern = "%" + _escape_like(self.text.strip()) + "%"
-            parts.append("(" + " OR ".join(f"{_ident(c)} ILIKE ? ESCAPE '\\'"
+            # A literal, case-blind substring per column: contains() needs no escaping of
+            # % _ and \, and DuckDB evaluates it on Parquet's dictionaries (ILIKE with an
+            # ESCAPE clause is not: 240 ms against 35 ms on a million rows).
+            parts.append("(" + " OR ".join(f"contains(lower({_ident(c)}), lower(?))"
                                            for c in TEXT_COLUMNS) + ")")
-            params.extend([pattern] * len(TEXT_COLUMNS))
+            params.extend([self.text.strip()] * len(TEXT_COLUMNS))
         return (" AND ".join(parts) or "true"), params
 
     def describe(self) -> list[str]:
@@ -162,14 +165,15 @@ class TableSort:
             _column(self.column)
 
     def order_by(self) -> str:
+        """ORDER BY over the table relation; its row number ``rn`` breaks ties."""
         if self.column == NATURAL:
-            return ""
+            return "ORDER BY rn"
         column = _column(self.column)
         direction = "DESC" if self.descending else "ASC"
         keys = ", ".join(f"{k.strip()} {direction} NULLS LAST"
                          for k in column.order_sql.split(","))
-        # observation_id breaks ties, so paging over equal keys is stable.
-        return f"ORDER BY {keys}, observation_id"
+        # The row number breaks ties (run order), so paging over equal keys is stable.
+        return f"ORDER BY {keys}, rn"
 
     def describe(self) -> str:
         if self.column == NATURAL:
@@ -253,12 +257,20 @@ class TableQuery:
     def page(self, table_filter: TableFilter, sort: TableSort, offset: int, limit: int,
              selection: Selection | None = None) -> Page:
         where, params = table_filter.where()
+        relation = self.source.relation
+        numbers = [r[0] for r in self.cursor.execute(
+            f"SELECT rn FROM {relation} WHERE {where} {sort.order_by()} LIMIT ? OFFSET ?",
+            [*params, limit, offset]).fetchall()]
+        if not numbers:
+            return Page(offset, [])
         selected, selected_params = (selection or Selection()).where()
         columns = ", ".join(c.sql for c in COLUMNS)
-        sql = (f"SELECT observation_id, coalesce({selected}, false), {columns} "
-               f"FROM {self.source.relation} WHERE {where} {sort.order_by()} LIMIT ? OFFSET ?")
-        rows = self.cursor.execute(sql, [*selected_params, *params, limit, offset]).fetchall()
-        return Page(offset, rows)
+        fetched = self.cursor.execute(
+            f"SELECT rn, observation_id, coalesce({selected}, false), {columns} "
+            f"FROM {relation} WHERE rn IN (SELECT unnest(?::BIGINT[]))",
+            [*selected_params, numbers]).fetchall()
+        by_number = {row[0]: row[1:] for row in fetched}
+        return Page(offset, [by_number[n] for n in numbers])
 
     def selected_count(self, selection: Selection) -> int:
         where, params = selection.where()

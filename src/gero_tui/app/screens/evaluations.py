@@ -161,6 +161,8 @@ class EvaluationsScreen(Screen[None]):
         self._rows_query: TableQuery | None = None
         self.matching_count: int | None = None
         """Rows matching the current filter, once counted."""
+        self._counted: TableFilter | None = None
+        """The filter ``matching_count`` counts (a new sort needs no new count)."""
         self.total_count: int | None = None
         self.selected_count = 0
 
@@ -239,21 +241,33 @@ class EvaluationsScreen(Screen[None]):
         self._generation += 1
         if self._rows_query is not None:
             self._rows_query.interrupt()
+        first, self.app.first_page = self.app.first_page, None
+        limit = max(PAGE_SIZE, self.table.visible_rows + 1)
+        if (first is not None and self.table_filter.is_empty and self.sort.column == NATURAL
+                and self.selection.is_empty
+                and (len(first[0].rows) >= limit or len(first[0].rows) == first[1])):
+            # Read ahead while Textual started (gero_tui.app.prefetch): paint it now.
+            self._rows_query = None
+            self.post_message(self.RowsLoaded(self._generation, first[1], first[0], first[1]))
+            return
         # The cursor is made here so that a newer filter can interrupt its query at once.
         self._rows_query = TableQuery(source)
         self.query_one(FilterBar).busy = True
+        known = self.matching_count if self._counted == self.table_filter else None
         self._load_rows(self._rows_query, self._generation, self.table_filter, self.sort,
-                        self.selection, max(PAGE_SIZE, self.table.visible_rows + 1),
-                        need_total=self.total_count is None)
+                        self.selection, limit, need_total=self.total_count is None,
+                        known_count=known)
 
     @work(thread=True, exclusive=True, group="rows")
     def _load_rows(self, query: TableQuery, generation: int, table_filter: TableFilter,
-                   sort: TableSort, selection: Selection, limit: int, need_total: bool) -> None:
+                   sort: TableSort, selection: Selection, limit: int, need_total: bool,
+                   known_count: int | None = None) -> None:
         try:
             page = query.page(table_filter, sort, 0, limit, selection)
             # A short first page is the whole result: no need to count.
             short = len(page.rows) < limit
-            count = len(page.rows) if short else query.count(table_filter)
+            count = (len(page.rows) if short else known_count if known_count is not None
+                     else query.count(table_filter))
             total = None
             if need_total:
                 total = count if table_filter.is_empty else query.count(TableFilter())
@@ -317,12 +331,12 @@ class EvaluationsScreen(Screen[None]):
             return
         self._rows_query = None
         self.matching_count = message.count
+        self._counted = self.table_filter
         if message.total is not None:
             self.total_count = message.total
         self.table.reset(message.count, message.page)
         self.query_one(FilterBar).busy = False
         self._sync_bar()
-        self.app.note_data_shown()
 
     def on_evaluations_screen_page_loaded(self, message: PageLoaded) -> None:
         if message.generation == self._generation:

@@ -75,11 +75,22 @@ class OverviewScreen(Screen[None]):
         self.query_one(OperationBars).focus()
         self.source_changed()
 
+    _stale = False
+    """Whether the run changed while another screen covered this one."""
+
     def source_changed(self) -> None:
-        """The app opened (another) run: show its figures."""
+        """The app opened (another) run: show its figures (once this screen is seen).
+
+        Under the evaluations table (``gero tui --screen evaluations``) the overview's
+        queries would compete with the table's first page for the CPU, so they wait.
+        """
         source = self.app.source
         if source is None:
             return
+        if not self.is_current:
+            self._stale = True
+            return
+        self._stale = False
         self.query_one("#title", Static).update(self.app.title_line())
         info = self.app.run_info()
         self.query_one(ClassCounts).counts = dict(info.counts) if info and info.counts else None
@@ -87,6 +98,10 @@ class OverviewScreen(Screen[None]):
         problems.display = bool(source.problems)
         problems.update("\n".join(f"⚠ {p}" for p in source.problems))
         self._load(source)
+
+    def on_screen_resume(self) -> None:
+        if self._stale:
+            self.source_changed()
 
     @work(thread=True, exclusive=True, group="overview")
     def _load(self, source: Any) -> None:
@@ -108,7 +123,6 @@ class OverviewScreen(Screen[None]):
         self.query_one(TimingTable).show([
             (o.op_type, o.measured_pairs, o.runtime_median_ms, o.reference_median_ms)
             for o in message.operations])
-        self.app.note_data_shown()
 
     def on_overview_screen_failed(self, message: Failed) -> None:
         self.notify(message.error, title="Overview query failed", severity="error", timeout=10)

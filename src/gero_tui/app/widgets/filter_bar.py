@@ -1,4 +1,4 @@
-"""The line above the evaluations table: which filters are on, how many rows match, the sort."""
+"""The lines above the evaluations table: matching rows and sort, then every active filter."""
 
 from __future__ import annotations
 
@@ -10,10 +10,19 @@ from gero_tui.query.table import RESULT_CLASSES, TableFilter, TableSort
 
 CLASS_LABELS = {"passed": "passed", "divergence": "divergence",
                 "contract_issue": "contract", "execution": "execution"}
+SHORT_LABELS = {"passed": "pass", "divergence": "div", "contract_issue": "contract",
+                "execution": "exec"}
+WIDE = 100
+"""Content width from which the class keys carry their full names."""
+KEYS_HINT = "1-4 result · / text · o op · t dtype · z opt · u suite · c check"
 
 
 class FilterBar(Static):
-    """Active filters, matching rows, sort and selection, always visible."""
+    """Class keys, matching rows, sort and selection; below them every active filter.
+
+    The second line lists each filter that restricts the rows (result classes included),
+    so that a table showing fewer rows than the run always says why.
+    """
 
     DEFAULT_CSS = """
     FilterBar { height: auto; padding: 0 1; background: $boost; }
@@ -34,13 +43,15 @@ class FilterBar(Static):
 
     def render(self) -> Text:
         f = self.table_filter
+        labels = CLASS_LABELS if self.size.width >= WIDE else SHORT_LABELS
         text = Text(no_wrap=False, overflow="fold")
         for n, result in enumerate(RESULT_CLASSES, start=1):
             on = result in f.classes
-            style = f"bold reverse {_class_color(result)}" if on else "dim"
-            text.append(f"{n}", style="bold")
-            text.append(f" {CLASS_LABELS[result]}", style=style)
+            text.append(f"{n} ", style="bold")
+            text.append(labels[result], style=f"bold reverse {_class_color(result)}" if on
+                        else "dim")
             text.append("  ")
+        text.append(" ")
         if self.matching is None:
             text.append("counting…", style="italic")
         else:
@@ -51,16 +62,15 @@ class FilterBar(Static):
         if self.selected:
             text.append(f" · {self.selected:,} selected", style="bold yellow")
         text.append(f" · sort: {self.sort.describe()}", style="dim")
-        phrases = [p for p in f.describe() if not p.startswith("result:")]
         text.append("\n")
+        phrases = f.describe()
         if phrases:
             text.append("filters: ", style="dim")
-            text.append(" · ".join(phrases))
+            text.append(" · ".join(phrases), style="bold")
             text.append("   x clears", style="dim")
         else:
             text.append("no filters", style="dim")
-            text.append("  (1-4 result · / text · o op · t dtype · z opt · u suite · c check)",
-                        style="dim")
+            text.append(f" · keys: {KEYS_HINT}", style="dim")
         return text
 
 

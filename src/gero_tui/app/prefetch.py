@@ -1,0 +1,70 @@
+"""Open the run and read the table's first page while Textual is still being imported.
+
+``gero tui`` starts this before it imports the app: DuckDB runs its queries without the
+GIL, so on a second core the first page is ready by the time the evaluations screen is
+mounted, and the table paints with data at once instead of queueing its queries behind
+Textual's start-up. Imports nothing of Textual (the point is to run before it loads).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+FIRST_PAGE_ROWS = 128
+"""Rows read ahead: more than a terminal shows (the table asks again if not)."""
+
+
+@dataclass
+class Opened:
+    """What the prefetch found: the open run and, when asked for, its first page."""
+
+    source: object
+    """A ``gero_tui.query.source.RunSource`` (typed loosely: not imported at module load)."""
+    page: object | None
+    """A ``gero_tui.query.table.Page`` of the unfiltered table in run order, or None."""
+    count: int | None
+    """Rows of the run, with the page."""
+
+
+class Prefetch:
+    """A thread that opens ``run`` of ``data_root`` (and reads the first page if asked)."""
+
+    def __init__(self, data_root: Path, run: str | None, first_page: bool) -> None:
+        self.data_root = Path(data_root)
+        self.run = run
+        self._first_page = first_page
+        self._result: Opened | None = None
+        self._thread = threading.Thread(target=self._work, name="gero-prefetch", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        try:
+            from gero_tui.query.source import open_source
+            from gero_tui.query.table import TableFilter, TableQuery, TableSort
+
+            source = open_source(self.data_root, self.run)
+            page = count = None
+            if self._first_page:
+                query = TableQuery(source)
+                try:
+                    page = query.page(TableFilter(), TableSort(), 0, FIRST_PAGE_ROWS)
+                    count = (len(page.rows) if len(page.rows) < FIRST_PAGE_ROWS
+                             else query.count(TableFilter()))
+                finally:
+                    query.close()
+            self._result = Opened(source, page, count)
+        except Exception:  # the app opens the run again and reports the error
+            self._result = None
+
+    def take(self, run_id: str, timeout: float = 30.0) -> Opened | None:
+        """The result for ``run_id`` (waits for the thread), or None if it failed or differs."""
+        self._thread.join(timeout)
+        result, self._result = self._result, None
+        if result is None:
+            return None
+        if getattr(result.source, "run_id", None) != run_id:
+            result.source.close()  # type: ignore[attr-defined]
+            return None
+        return result

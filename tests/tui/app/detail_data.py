@@ -87,8 +87,9 @@ def build(path: Path) -> dict[str, str]:
     side_a = np.arange(12, dtype=np.float32).reshape(4, 3) / 7
     side_b = side_a.copy()
     side_b[2, 1] += np.float32(1e-3)
-    w.add_array("contracts/partition/full.npy", side_a)
-    w.add_array("contracts/partition/parts.npy", side_b)
+    # As the runner writes a batch law: the constrained side, then the law's side.
+    w.add_array("contracts/partition/ort-all/y.actual.npy", side_b)
+    w.add_array("contracts/partition/ort-all/y.reference.npy", side_a)
     passed = np.linspace(0, 1, 6, dtype=np.float32)
     w.add_array("outputs/ort-basic/output_0.npy", passed)
     w.add_array("outputs/numpy-float64/output_0.npy", passed)
@@ -103,12 +104,13 @@ def build(path: Path) -> dict[str, str]:
               check="analytic", artifact_path=artifact,
               actual_file="outputs/ort-basic/output_0.npy",
               reference_file="outputs/numpy-float64/output_0.npy")
-    con = _row(**_metrics(side_a, side_b, 1e-5, 1e-6), check="contract:partition",
+    con = _row(**_metrics(side_b, side_a, 1e-5, 1e-6), check="contract:partition",
                dtype="float32", rtol=1e-5, atol=1e-6, artifact_path=artifact,
-               reference="onnxruntime", actual_file="contracts/partition/full.npy",
-               reference_file="contracts/partition/parts.npy",
-               details=json.dumps({"actual_label": "full batch",
-                                   "reference_label": "concat of parts"}))
+               reference="law:full-batch",
+               actual_file="contracts/partition/ort-all/y.actual.npy",
+               reference_file="contracts/partition/ort-all/y.reference.npy",
+               details=json.dumps({"law": "partition", "bit_exact": False, "batch": 4,
+                                   "parts": [1, 1, 2], "batched_inputs": ["X"]}))
     ex = _row(case_id="synthetic/Erf/1d/float64", op_type="Erf", case_name="Erf 4",
               dtype="float64", rtol=1e-12, atol=1e-13, result="execution",
               reason="ort-all failed: NOT_IMPLEMENTED", artifact_path="", actual_file="",

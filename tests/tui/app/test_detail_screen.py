@@ -110,8 +110,34 @@ async def test_contract_shows_both_sides(data: tuple[Path, dict[str, str]]) -> N
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
         view = app.screen.query_one(TensorView)
-        assert view.labels == ("full batch", "concat of parts")
+        # Named by the law (evidence files are shared between rows, their names no guide).
+        assert view.labels == ("concat(f(parts))", "f(full batch)")
         assert view.cursor is not None and view.cursor.original_index == (2, 1)
+
+
+@pytest.mark.parametrize("details,check,expected", [
+    ({"law": "threads", "threads": [1, 8]}, "contract:threads", ("8 threads", "1 thread")),
+    ({"law": "probability", "row_length": 5}, "contract:probability", ("row sums", "1")),
+    ({"law": "probability"}, "contract:probability", ("output", "output clipped to [0, 1]")),
+    ({"actual_label": "left", "reference_label": "right"}, "contract:partition",
+     ("left", "right")),
+    ({}, "contract:unknown_law", ("contracts/x/a", "contracts/x/b")),
+])
+def test_contract_side_labels(details: dict[str, object], check: str,
+                              expected: tuple[str, str]) -> None:
+    import json
+
+    import numpy as np
+
+    from gero_tui.app.screens.detail import contract_labels
+    from gero_tui.query.detail import Observation
+    from gero_tui.query.tensors import Evidence
+
+    obs = Observation({"check": check, "details": json.dumps(details),
+                       "backend": "onnxruntime"})
+    x = np.zeros(2, np.float32)
+    ev = Evidence(Path("."), x, x, None, "contracts/x/a.npy", "contracts/x/b.npy", 0, 0)
+    assert contract_labels(obs, ev) == expected
 
 
 @sync

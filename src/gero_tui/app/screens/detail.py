@@ -230,12 +230,16 @@ class DetailScreen(Screen[None]):
         self.app.copy_to_clipboard(text)
         self.notify(f"copied to the clipboard (OSC 52): {text}", timeout=4)
 
+    def _scope(self) -> ExportScope:
+        scope = ExportScope.of_ids([self.observation_id])
+        return ExportScope(scope.sql, scope.params, "this evaluation (1 row)", 1)
+
     def action_export(self) -> None:
-        self.app.push_screen(ExportDialog(self.source, ExportScope.of_ids([self.observation_id]),
+        self.app.push_screen(ExportDialog(self.source, self._scope(),
                                           current_id=self.observation_id))
 
     def action_bundle(self) -> None:
-        self.app.push_screen(ExportDialog(self.source, ExportScope.of_ids([self.observation_id]),
+        self.app.push_screen(ExportDialog(self.source, self._scope(),
                                           current_id=self.observation_id, bundle=True))
 
     def action_op_histogram(self) -> None:
@@ -286,7 +290,7 @@ def charts(analysis: ElementAnalysis, evidence: Evidence) -> tuple[Chart, Chart]
         after = after + 1 if after is not None else None
     bars, after = compact_bars(bars, after)
     tol = 10 ** analysis.tolerance_log10 if math.isfinite(analysis.tolerance_log10) else 0.0
-    abs_chart = Chart("log10 |actual − reference| (by decade)", tuple(bars), after,
+    abs_chart = Chart("log10 |actual − reference|, by decade", tuple(bars), after,
                       f"tolerance {tol:.2g}", footer="atol + rtol·median|r|")
     ulp_bars, _ = compact_bars([Bar(b.label, b.count) for b in analysis.ulp_bins], None)
     ulp_chart = Chart("ULP distance", tuple(ulp_bars))
@@ -345,12 +349,38 @@ def worst_rows(analysis: ElementAnalysis, evidence: Evidence
     return WORST_HEADER, rows
 
 
+# The two sides of each contract the runner checks (gero_runner.contracts): the side the law
+# constrains, then what the law says it must equal. Evidence files are shared between rows
+# when bit-identical, so their names do not say which side of which law they are.
+LAW_SIDES: dict[str, tuple[str, str]] = {
+    "partition": ("concat(f(parts))", "f(full batch)"),
+    "permutation": ("f(x[p])", "f(x)[p]"),
+    "duplication": ("f(batch)[copy]", "f(batch)[original]"),
+    "permutation_invariance": ("f(x[p])", "f(x)"),
+    "partial_reduction": ("combine(f(parts))", "f(full batch)"),
+    "rank_change": ("f(x with a unit axis)", "f(x) with a unit axis"),
+    "threads": ("N threads", "1 thread"),
+    "probability": ("row sums", "1"),
+    "probability_extreme": ("row sums", "1"),
+    "masked_rows": ("output", "zero where masked"),
+    "layernorm_variance": ("Var(normalised)", "v / (v + ε)"),
+}
+
+
 def contract_labels(obs: Observation, evidence: Evidence) -> tuple[str, str]:
-    """The two sides of a contract, named by the details the runner recorded if it did."""
+    """The two sides of a contract: as the runner named them if it recorded names, else by
+    the law (the evidence file names are no guide, see LAW_SIDES)."""
     details = obs.json_field("details")
-    left = details.get("actual_label") or details.get("left") or side_label(evidence.actual_file)
-    right = (details.get("reference_label") or details.get("right")
-             or side_label(evidence.reference_file))
+    law = str(details.get("law") or str(obs["check"]).removeprefix("contract:"))
+    sides = LAW_SIDES.get(law)
+    if law == "threads" and isinstance(details.get("threads"), list) and details["threads"]:
+        sides = (f"{details['threads'][-1]} threads", "1 thread")
+    if law.startswith("probability") and "row_length" not in details:
+        sides = ("output", "output clipped to [0, 1]")  # no axis: the range check alone
+    left = details.get("actual_label") or (sides[0] if sides else None) or side_label(
+        evidence.actual_file)
+    right = details.get("reference_label") or (sides[1] if sides else None) or side_label(
+        evidence.reference_file)
     return str(left), str(right)
 
 

@@ -108,9 +108,17 @@ class ExportDialog(ModalScreen[Path | None]):
         self._path_edited = False
 
     def compose(self) -> ComposeResult:
+        bundle = self.bundle_first and self.current_id is not None
         with Vertical(id="export-box"):
-            yield Label(Text.assemble(("Export ", "bold"), self.scope.description))
-            with RadioSet(id="export-format"):
+            if bundle:
+                yield Label(Text.assemble(
+                    ("Bundle ", "bold"), "this evaluation's evidence (model, inputs, outputs, "
+                    "manifest, replay command) as one .tar.gz"))
+            else:
+                yield Label(Text.assemble(("Export ", "bold"), self.scope.description))
+            # Formats are for rows; a bundle has one format.
+            with RadioSet(id="export-format") as formats:
+                formats.display = not bundle
                 for i, fmt in enumerate(FORMATS):
                     yield RadioButton(FORMAT_LABELS[fmt], value=i == 0, id=f"format-{fmt}")
             yield Input(str(default_export_path(self.source.run_id, self.format, self.directory)),
@@ -142,7 +150,11 @@ class ExportDialog(ModalScreen[Path | None]):
 
     @on(Input.Submitted, "#export-path")
     def _submitted(self) -> None:
-        self.action_export_rows()
+        """Enter in the path: what the dialog was opened for (rows, or `b`'s bundle)."""
+        if self.bundle_first and self.current_id is not None:
+            self.action_bundle()
+        else:
+            self.action_export_rows()
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

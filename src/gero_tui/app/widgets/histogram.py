@@ -64,7 +64,9 @@ class Histogram(Widget):
         count_width = max((len(str(b.count)) for b in chart.bars), default=1)
         width = max(4, self.size.width - label_width - count_width - 6)
         largest = max((b.count for b in chart.bars), default=0)
-        lines: list[RenderableType] = [Text(chart.title, style="bold")]
+        # One line each (titles are cut, never wrapped): chart_height() stays exact.
+        lines: list[RenderableType] = [Text(chart.title, style="bold", no_wrap=True,
+                                            overflow="ellipsis")]
         for i, bar in enumerate(chart.bars):
             if chart.marker_after is not None and i == chart.marker_after:
                 lines.append(_marker(chart.marker_label, label_width + count_width + width + 3))
@@ -76,7 +78,7 @@ class Histogram(Widget):
         if chart.marker_after is not None and chart.marker_after >= len(chart.bars):
             lines.append(_marker(chart.marker_label, label_width + count_width + width + 3))
         if chart.footer:
-            lines.append(Text(chart.footer, style="dim"))
+            lines.append(Text(chart.footer, style="dim", no_wrap=True, overflow="ellipsis"))
         return Group(*lines)
 
 

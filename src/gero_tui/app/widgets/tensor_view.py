@@ -267,17 +267,18 @@ class TensorView(Widget, can_focus=True):
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f"plane x{cur.describe()}", style="bold")
         text.append(f"  [l] {LAYOUT_NAMES[layout]}\n", style="dim")
-        text.append(f"{list(index)}: {format_element(flat_a, ev.actual.dtype)} vs "
-                    f"{format_element(flat_r, ev.reference.dtype)}")
-        if ev.exact is not None:
-            text.append(f" (float64 {float(ev.exact[index]):.12g})")
+        # The verdict first: at 80 columns the end of this line may be cut.
         d, bad, _ = element_status(np.asarray(flat_a), np.asarray(flat_r), ev.atol, ev.rtol)
-        diff = float(d)
-        text.append(f"  |a−r| {format_difference(diff)}")
+        diff, mism = float(d), bool(bad)
+        text.append(f"{list(index)} ")
+        text.append("OUT OF TOLERANCE" if mism else "within tolerance",
+                    style=MISMATCH if mism else "green")
+        text.append(f"  {format_element(flat_a, ev.actual.dtype)} vs "
+                    f"{format_element(flat_r, ev.reference.dtype)}  |a−r| "
+                    f"{format_difference(diff)}")
         if ev.actual.dtype.kind == "f" and not math.isnan(diff):
             ulp = float(ulp_distance(np.asarray(flat_a), np.asarray(flat_r))[()])
             text.append(f"  ULP {ulp:.0f}")
-        mism = bool(bad)
-        text.append("  OUT OF TOLERANCE" if mism else "  within tolerance",
-                    style=MISMATCH if mism else "green")
+        if ev.exact is not None:
+            text.append(f"  float64 {float(ev.exact[index]):.12g}")
         return text

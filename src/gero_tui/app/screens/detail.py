@@ -169,7 +169,8 @@ class DetailScreen(Screen[None]):
         self.query_one("#ulp-histogram", Histogram).chart = ulp_chart
         self.query_one("#histogram-counts", Static).update(counts_text(analysis, evidence))
         worst = self.query_one("#worst", WorstList)
-        worst.set_rows(*worst_rows(analysis, evidence))
+        worst.set_rows(*worst_rows(analysis, evidence),
+                       empty="worst elements: none, no element differs")
         if self._active_tab() == "histogram" and not isinstance(self.focused, TensorView):
             worst.focus()
         labels = None

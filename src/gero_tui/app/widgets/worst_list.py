@@ -48,11 +48,15 @@ class WorstList(Widget, can_focus=True):
         super().__init__(id=id)
         self.header: tuple[str, ...] = ()
         self.rows: list[tuple[str, ...]] = []
+        self.empty = ""
 
-    def set_rows(self, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
-        self.header, self.rows = header, rows
+    def set_rows(self, header: tuple[str, ...], rows: list[tuple[str, ...]],
+                 empty: str = "no rows") -> None:
+        """Show ``rows`` under ``header``; ``empty`` is shown instead when there are none."""
+        self.header, self.rows, self.empty = header, rows, empty
         self.cursor = 0
-        self.styles.height = (len(rows) + 1) if header else 0  # no render to measure it
+        self.styles.height = len(rows) + 1  # known: no render to measure it
+        self.refresh()
 
     def action_move(self, delta: int) -> None:
         if self.rows:
@@ -74,6 +78,8 @@ class WorstList(Widget, can_focus=True):
     def render(self) -> Text:
         if not self.header:
             return Text("")
+        if not self.rows:
+            return Text(self.empty, style="dim")
         widths = [max([cell_len(h)] + [cell_len(r[k]) for r in self.rows])
                   for k, h in enumerate(self.header)]
         text = Text(no_wrap=True, overflow="ellipsis", end="")

@@ -60,7 +60,7 @@ async def test_detail_fields_histogram_and_worst(data: tuple[Path, dict[str, str
         title = _text(app, "#detail-title")
         assert "Softmax" in title and "divergence" in title
         assert "closer to the reference side (onnx-reference)" in title
-        assert app.screen.query_one("#detail-tabs").active == "histogram"  # opens on it
+        assert app.screen.query_one("#detail-tabs").current == "histogram"  # opens on it
         await pilot.press("f")
         fields = _text(app, "#fields-table")
         for expected in ("backend_version", "1.20.0", "session_settings",
@@ -149,7 +149,7 @@ async def test_execution_row_explains_missing_evidence(
         await _settle(pilot)
         assert "kept no tensors" in _text(app, "#histogram-counts")
         # Nothing to draw: the screen shows the recorded fields instead.
-        assert app.screen.query_one("#detail-tabs").active == "fields"
+        assert app.screen.query_one("#detail-tabs").current == "fields"
         assert "observation_id" in _text(app, "#fields-table")
         await pilot.press("r")
         await _settle(pilot)

@@ -21,13 +21,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import ContentSwitcher, Static
 
 from gero_runner.errors import GeroError
 from gero_runner.storage.artifacts import resolve_artifact
 from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope, data_root_of
 from gero_tui.app.widgets.histogram import Bar, Chart, Histogram, marker_position
 from gero_tui.app.widgets.key_bar import KeyBar
+from gero_tui.app.widgets.tab_bar import TabBar
 from gero_tui.app.widgets.tensor_view import TensorView, format_element, side_label
 from gero_tui.app.widgets.worst_list import WorstList
 from gero_tui.query.detail import Observation, fetch_observation
@@ -36,6 +37,11 @@ from gero_tui.query.tensors import ElementAnalysis, Evidence, analyse, load_evid
 if TYPE_CHECKING:
     from gero_runner.evidence.replay import ReplayReport
     from gero_tui.query.source import RunSource
+
+
+TABS = [("fields", "Fields", "f"), ("histogram", "Histogram", "h"),
+        ("tensors", "Side by side", "t")]
+"""(pane id, label, key) of the detail tabs."""
 
 
 class DetailScreen(Screen[None]):
@@ -50,8 +56,8 @@ class DetailScreen(Screen[None]):
         Binding("c", "copy('case')", "copy id"),
         Binding("C", "copy('replay')", "copy cmd"),
         Binding("f", "tab('fields')", "fields", show=False),
-        Binding("h", "tab('histogram')", "histogram"),
-        Binding("t", "tab('tensors')", "tensors"),
+        Binding("h", "tab('histogram')", "histogram", show=False),
+        Binding("t", "tab('tensors')", "tensors", show=False),
         Binding("g", "op_histogram", "per-op"),
     ]
 
@@ -86,17 +92,17 @@ class DetailScreen(Screen[None]):
         yield Static("", id="detail-verdict")
         # Opens on the histogram (the element picture is what triage needs first); the fields
         # table is built the first time its tab is shown (it is the costliest to lay out).
-        with TabbedContent(initial="histogram", id="detail-tabs"):
-            with TabPane("Fields", id="fields"), VerticalScroll(id="fields-scroll"):
+        yield TabBar(TABS, "histogram", id="detail-tab-bar")
+        with ContentSwitcher(initial="histogram", id="detail-tabs"):
+            with VerticalScroll(id="fields"):
                 yield Static("", id="fields-table")
-            with TabPane("Histogram", id="histogram"), VerticalScroll(id="histogram-scroll"):
+            with VerticalScroll(id="histogram"):
                 with Horizontal(id="histograms"):
                     yield Histogram(id="abs-histogram")
                     yield Histogram(id="ulp-histogram")
                 yield Static("", id="histogram-counts")
                 yield WorstList(id="worst")
-            with TabPane("Side by side", id="tensors"):
-                yield TensorView(id="tensor-view")
+            yield TensorView(id="tensors")
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -148,11 +154,10 @@ class DetailScreen(Screen[None]):
             self.query_one("#fields-table", Static).update(fields_table(self.observation))
 
     def _active_tab(self) -> str:
-        return self.query_one("#detail-tabs", TabbedContent).active
+        return self.query_one("#detail-tabs", ContentSwitcher).current or ""
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        if event.pane.id == "fields":
-            self._fill_fields()
+    def on_tab_bar_chosen(self, event: TabBar.Chosen) -> None:
+        self.action_tab(event.pane)
 
     def _show_evidence_error(self, message: str) -> None:
         self.query_one("#histogram-counts", Static).update(
@@ -180,7 +185,8 @@ class DetailScreen(Screen[None]):
 
     # Actions --------------------------------------------------------------------------------
     def action_tab(self, tab: str) -> None:
-        self.query_one("#detail-tabs", TabbedContent).active = tab
+        self.query_one("#detail-tabs", ContentSwitcher).current = tab
+        self.query_one(TabBar).active = tab
         if tab == "fields":
             self._fill_fields()
         elif tab == "histogram":

@@ -14,7 +14,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from onnx import numpy_helper
 
 from gero_runner.errors import ArtifactError
 from gero_runner.storage.hashing import load_npy, npy_bytes, sha256
@@ -42,6 +41,9 @@ class EvidenceWriter:
     def add_test_data_set(self, inputs: list[tuple[str, np.ndarray]],
                           outputs: list[tuple[str, np.ndarray]]) -> None:
         """The ONNX backend test layout: test_data_set_0/input_N.pb and output_N.pb."""
+        # Deferred: reading evidence (the explorer's detail view) must not pay onnx's import.
+        from onnx import numpy_helper
+
         for i, (name, x) in enumerate(inputs):
             tensor = numpy_helper.from_array(np.asarray(x), name=name)
             self.add_bytes(f"test_data_set_0/input_{i}.pb", tensor.SerializeToString())

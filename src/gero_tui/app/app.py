@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.screen import Screen
 
 from gero_runner.errors import GeroError, StoreError
-from gero_tui.app.prefetch import Prefetch
+from gero_tui.app.prefetch import Opened, Prefetch
 from gero_tui.app.screens.evaluations import EvaluationsScreen
 from gero_tui.app.screens.overview import OverviewScreen
 from gero_tui.query.runs import RunInfo, list_runs, read_info, resolve, run_ids
@@ -81,9 +81,17 @@ class GeroApp(App[None]):
         self._info = read_info(self.data_root, self.run_id)
         # Starting on the table, the overview is made when escape asks for it (show_overview):
         # composing it first would delay the table's first paint.
+        prefetch = self._prefetch
+        if prefetch is not None and prefetch.done:
+            # Read ahead while Textual loaded: the screen mounts with its data.
+            self._prefetch = None
+            opened = prefetch.take(self.run_id)
+            if opened is not None:
+                self._adopt(opened)
         self.push_screen(EvaluationsScreen() if self.start_screen == "evaluations"
                          else OverviewScreen())
-        self._open(self.run_id)
+        if self.source is None:
+            self._open(self.run_id)
 
     def run_info(self) -> RunInfo | None:
         return self._info
@@ -106,9 +114,7 @@ class GeroApp(App[None]):
         prefetch, self._prefetch = self._prefetch, None
         opened = prefetch.take(run_id) if prefetch is not None else None
         if opened is not None:
-            if isinstance(opened.page, Page) and opened.count is not None:
-                self.first_page = (opened.page, opened.count)
-            self.post_message(self.SourceOpened(opened.source))  # type: ignore[arg-type]
+            self.call_from_thread(self._adopt, opened)
             return
         try:
             source = open_source(self.data_root, run_id)
@@ -116,6 +122,12 @@ class GeroApp(App[None]):
             self.post_message(self.SourceFailed(str(e)))
             return
         self.post_message(self.SourceOpened(source))
+
+    def _adopt(self, opened: Opened) -> None:
+        """Use what the prefetch opened (and its first page, if any)."""
+        if isinstance(opened.page, Page) and opened.count is not None:
+            self.first_page = (opened.page, opened.count)
+        self.on_gero_app_source_opened(self.SourceOpened(opened.source))  # type: ignore[arg-type]
 
     def on_gero_app_source_opened(self, message: SourceOpened) -> None:
         old, self.source = self.source, message.source

@@ -58,6 +58,11 @@ class Prefetch:
         except Exception:  # the app opens the run again and reports the error
             self._result = None
 
+    @property
+    def done(self) -> bool:
+        """Whether the thread has finished (``take`` then returns at once)."""
+        return not self._thread.is_alive()
+
     def take(self, run_id: str, timeout: float = 30.0) -> Opened | None:
         """The result for ``run_id`` (waits for the thread), or None if it failed or differs."""
         self._thread.join(timeout)

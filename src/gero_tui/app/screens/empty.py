@@ -8,7 +8,9 @@ from rich.markup import escape
 from textual.app import ComposeResult
 from textual.containers import Center, Middle
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
+
+from gero_tui.app.widgets.key_bar import KeyBar
 
 
 class EmptyScreen(Screen[None]):
@@ -31,4 +33,5 @@ class EmptyScreen(Screen[None]):
                 "then open the explorer again (q quits).",
                 id="message",
             )
-        yield Footer()
+        # One line of keys; Textual's Footer rebuilds a widget per key on every screen change.
+        yield KeyBar()

@@ -16,10 +16,11 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from gero_tui.app.widgets.evaluations_table import PAGE_SIZE, EvaluationsTable
 from gero_tui.app.widgets.filter_bar import FilterBar
+from gero_tui.app.widgets.key_bar import KeyBar
 from gero_tui.query.table import (
     COLUMNS,
     NATURAL,
@@ -172,7 +173,8 @@ class EvaluationsScreen(Screen[None]):
         yield Input(placeholder="find in operation, case, dtype, details (enter: done)",
                     id="text-filter", value=self.table_filter.text)
         yield EvaluationsTable(id="table")
-        yield Footer()
+        # One line of keys; Textual's Footer rebuilds a widget per key on every screen change.
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#text-filter").display = bool(self.table_filter.text)

@@ -11,9 +11,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Label, OptionList, Static
+from textual.widgets import DataTable, Label, OptionList, Static
 
 from gero_tui.app.widgets.class_counts import ClassCounts
+from gero_tui.app.widgets.key_bar import KeyBar
 from gero_tui.app.widgets.operation_bars import OperationBars
 from gero_tui.app.widgets.timing_table import TimingTable
 from gero_tui.query.table import RESULT_CLASSES, TableFilter
@@ -68,7 +69,8 @@ class OverviewScreen(Screen[None]):
                 yield Label("Inference time, with context  [dim]median of per-case medians[/]",
                             classes="heading")
                 yield TimingTable(id="timings")
-        yield Footer()
+        # One line of keys; Textual's Footer rebuilds a widget per key on every screen change.
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#problems").display = False

@@ -1,0 +1,65 @@
+"""Starting the explorer: the first page read ahead, and escape from a table opened first."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from conftest import RUN_ID, settle
+
+from gero_tui.app.app import GeroApp
+from gero_tui.app.prefetch import FIRST_PAGE_ROWS, Prefetch
+from gero_tui.app.screens.evaluations import EvaluationsScreen
+from gero_tui.app.screens.overview import OverviewScreen
+from gero_tui.app.widgets.filter_bar import FilterBar
+
+
+def _finished(prefetch: Prefetch) -> Prefetch:
+    deadline = time.monotonic() + 30
+    while not prefetch.done and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return prefetch
+
+
+async def test_read_ahead_page_is_the_table(data_root: Path, observations: Path) -> None:
+    import duckdb
+
+    prefetch = _finished(Prefetch(data_root, None, first_page=True))
+    app = GeroApp(data_root, screen="evaluations", prefetch=prefetch)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, EvaluationsScreen)
+        # Adopted synchronously at mount: the source is open before any worker ran.
+        assert app.source is not None and app.source.run_id == RUN_ID
+        await settle(pilot)
+        want = [r[0] for r in duckdb.execute(
+            f"SELECT observation_id FROM read_parquet('{observations}')").fetchall()]
+        table = screen.table
+        assert table.row_count == len(want) < FIRST_PAGE_ROWS
+        assert [table.row(i)[0] for i in range(table.row_count)] == want  # type: ignore[index]
+        bar = screen.query_one(FilterBar)
+        assert bar.matching == bar.total == len(want)
+        assert app.first_page is None  # taken once
+
+
+async def test_prefetch_of_another_run_is_not_used(data_root: Path) -> None:
+    prefetch = _finished(Prefetch(data_root, "2025", first_page=True))  # the older run
+    assert prefetch.take(RUN_ID) is None
+
+
+async def test_escape_from_the_table_opened_first_shows_the_overview(data_root: Path) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, EvaluationsScreen)
+        assert not any(isinstance(s, OverviewScreen) for s in app.screen_stack)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, OverviewScreen)
+        assert app.screen.query_one("#bars").option_count == 4  # type: ignore[attr-defined]
+        await pilot.press("v")
+        await settle(pilot)
+        assert isinstance(app.screen, EvaluationsScreen)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, OverviewScreen)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shlex
 import statistics
 import subprocess
@@ -146,7 +147,11 @@ def tmux_samples(root: Path, repeats: int, size: tuple[int, int]) -> tuple[float
     """The real explorer in tmux: divergences only, `enter` on the 10^6-element row."""
     gero = Path(sys.executable).parent / "gero"
     subprocess.run(["tmux", "kill-session", "-t", TMUX_SESSION], capture_output=True)
+    # PYTHONPATH passes through (tmux gives the pane its server's environment otherwise), so
+    # another checkout can be timed the same way.
+    env = [f"PYTHONPATH={os.environ['PYTHONPATH']}"] if os.environ.get("PYTHONPATH") else []
     _tmux("new-session", "-d", "-s", TMUX_SESSION, "-x", str(size[0]), "-y", str(size[1]),
+          *(a for e in env for a in ("-e", e)),
           f"{shlex.quote(str(gero))} tui --data-dir {shlex.quote(str(root))} "
           "--screen evaluations")
     try:
@@ -158,6 +163,11 @@ def tmux_samples(root: Path, repeats: int, size: tuple[int, int]) -> tuple[float
         for _ in range(repeats + 1):
             start = time.perf_counter()
             _tmux("send-keys", "-t", TMUX_SESSION, "Enter")
+            # Older versions opened on the fields: `h` as soon as the detail title is up, so
+            # every version is timed to the same picture (harmless where it opens on it).
+            _wait_pane(lambda p: "agreement:" in p)
+            if not _detail_shown(_tmux("capture-pane", "-p", "-t", TMUX_SESSION)):
+                _tmux("send-keys", "-t", TMUX_SESSION, "h")
             _wait_pane(_detail_shown)
             times.append(time.perf_counter() - start)
             time.sleep(0.3)

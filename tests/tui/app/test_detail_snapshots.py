@@ -1,5 +1,6 @@
-"""Snapshots of the detail views (fields, histogram, side by side), the per-operation
-histogram and the export dialog, at 80×24 and 120×40, over deterministic hand-made data."""
+"""Snapshots of the detail views (fields, histogram, side by side and its next layout), the
+per-operation histogram and the export dialog, at 80×24 and 120×40, over deterministic
+hand-made data."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from detail_harness import Harness
 
 SIZES = [(80, 24), (120, 40)]
 VIEWS = {
-    "fields": ("detail", "divergence", ()),
-    "histogram": ("detail", "divergence", ("h",)),
-    "tensors": ("detail", "divergence", ("t",)),
+    "fields": ("detail", "divergence", ("f",)),
+    "histogram": ("detail", "divergence", ()),  # where the detail opens
+    "tensors": ("detail", "divergence", ("t",)),  # 80x24: stacked; 120x40: side by side
+    "tensors_layout": ("detail", "divergence", ("t", "l")),  # the next layout
+
     "contract": ("detail", "contract", ("t",)),
     "op_histogram": ("op", "Softmax", ()),
     "export": ("export", "divergence", ()),

@@ -52,9 +52,16 @@ class Histogram(Widget):
     chart: reactive[Chart | None] = reactive(None, layout=True)
     """What to draw; None shows nothing."""
 
+    _content_height: bool | None = None
+    """Whether the stylesheet leaves the height to the content (decided on the first chart)."""
+
     def watch_chart(self, chart: Chart | None) -> None:
-        # A known height: the layout need not render the chart once more to measure it.
-        self.styles.height = chart_height(chart)
+        if self._content_height is None:
+            height = self.styles.height
+            self._content_height = height is None or height.is_auto
+        if self._content_height:
+            # A known height: the layout need not render the chart once more to measure it.
+            self.styles.height = chart_height(chart)
 
     def render(self) -> RenderableType:
         chart = self.chart

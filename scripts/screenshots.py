@@ -1,24 +1,46 @@
-"""Screenshots of the explorer from a real run: the overview and the filtered evaluations
-table at 120×40 and 80×24, as SVG and (with ``rsvg-convert`` on PATH) PNG under screenshots/.
+"""Screenshots of every view of the explorer, from a real run: SVG, and PNG when
+``rsvg-convert`` is on PATH (apt: librsvg2-bin), under screenshots/.
 
-    .venv/bin/gero run --data-dir /tmp/ui-data
-    .venv/bin/python scripts/screenshots.py --data-dir /tmp/ui-data [--out screenshots]
+    .venv/bin/gero run --data-dir /tmp/shots-data --jobs 2
+    .venv/bin/python scripts/screenshots.py --data-dir /tmp/shots-data [--out screenshots]
+
+At 120×40: the overview, help, the run picker, the evaluations table (divergences and
+contract issues, largest error first), the export dialog, an evaluation's detail (fields,
+histogram, side by side) and the per-operation histogram; at 80×24: the overview and the
+table. The evaluation shown is the divergence (else any observation with evidence) with
+the most elements, so that its views have something to show. A second run in the data
+root gives the run picker more than one line.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from textual.worker import WorkerCancelled
 
 from gero_tui.app.app import GeroApp
+from gero_tui.app.screens.detail import DetailScreen
+from gero_tui.query.table import COLUMN_KEYS
 
-SIZES = {"": (120, 40), "-80x24": (80, 24)}
+WIDE = (120, 40)
+NARROW = (80, 24)
+PICK = """
+SELECT observation_id FROM obs
+WHERE artifact_path <> '' AND actual_file <> '' AND "check" = 'agreement'
+ORDER BY result = 'divergence' DESC, dtype = 'float16' DESC, element_count DESC,
+         observation_id
+LIMIT 1
+"""
+# The table as triage starts: what needs a look (divergences, contract issues), largest
+# error first (the sort picker lists run order, then the columns).
+SORT_BY_ERROR = ("s", "home", *["down"] * (1 + COLUMN_KEYS.index("max_abs_error")), "enter")
 
 
 async def _settle(pilot: Any) -> None:
@@ -30,33 +52,108 @@ async def _settle(pilot: Any) -> None:
             continue
         await pilot.pause()
         if not any(w.is_running for w in pilot.app.workers):
+            await pilot.pause()
             break
+
+
+class _Shooter:
+    def __init__(self, app: GeroApp, pilot: Any, out: Path, suffix: str = "") -> None:
+        self.app, self.pilot, self.out, self.suffix = app, pilot, out, suffix
+        self.written: list[Path] = []
+
+    async def keys(self, *keys: str) -> None:
+        await self.pilot.press(*keys)
+        await _settle(self.pilot)
+
+    def shoot(self, name: str) -> None:
+        path = self.app.save_screenshot(f"{name}{self.suffix}.svg", str(self.out))
+        self.written.append(Path(path))
+
+
+async def _wide(data_dir: Path, out: Path) -> list[Path]:
+    app = GeroApp(data_dir)
+    async with app.run_test(size=WIDE) as pilot:
+        s = _Shooter(app, pilot, out)
+        await _settle(pilot)
+        s.shoot("overview")
+        await s.keys("question_mark")
+        s.shoot("help")
+        await s.keys("escape", "p")
+        s.shoot("run-picker")
+        await s.keys("escape", "v", "2", "3", *SORT_BY_ERROR)
+        s.shoot("evaluations")
+        await s.keys("e")
+        s.shoot("export-dialog")
+        await s.keys("escape")
+        source = app.require_source()
+        picked = source.query(PICK)
+        if not picked:
+            print("no observation with evidence: detail screenshots skipped")
+            return s.written
+        app.push_screen(DetailScreen(source, str(picked[0][0])))
+        await _settle(pilot)
+        for name, key in (("detail-fields", "f"), ("detail-histogram", "h"),
+                          ("detail-side-by-side", "t")):
+            await s.keys(key)
+            s.shoot(name)
+        await s.keys("g")
+        s.shoot("operation-histogram")
+    return s.written
+
+
+async def _narrow(data_dir: Path, out: Path) -> list[Path]:
+    app = GeroApp(data_dir)
+    async with app.run_test(size=NARROW) as pilot:
+        s = _Shooter(app, pilot, out, suffix="-80x24")
+        await _settle(pilot)
+        s.shoot("overview")
+        await s.keys("v", "2", "3", *SORT_BY_ERROR)
+        s.shoot("evaluations")
+    return s.written
 
 
 async def shoot(data_dir: Path, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    for suffix, size in SIZES.items():
-        app = GeroApp(data_dir)
-        async with app.run_test(size=size) as pilot:
-            await _settle(pilot)
-            written.append(Path(app.save_screenshot(f"overview{suffix}.svg", str(out))))
-            # The table, filtered to what needs a look, largest error first.
-            await pilot.press("v")
-            await _settle(pilot)
-            await pilot.press("2", "3", "4", "s", *["down"] * 6, "enter")
-            await _settle(pilot)
-            written.append(Path(app.save_screenshot(f"evaluations{suffix}.svg", str(out))))
-    return written
+    return [*await _wide(data_dir, out), *await _narrow(data_dir, out)]
+
+
+def _leading_spaces_to_offset(svg: str) -> str:
+    """Move each text run's leading no-break spaces into its x position.
+
+    Textual writes a space-led run (e.g. " · sort") as ``<text x=.. textLength=..>&#160;…``;
+    rsvg-convert draws it without those spaces, so the PNG loses the gap before it.
+    """
+
+    def fix(match: re.Match[str]) -> str:
+        attrs, body = match.group(1), match.group(2)
+        lead = re.match(r"(?:&#160;)+", body)
+        if lead is None:
+            return match.group(0)
+        count, rest = lead.end() // len("&#160;"), body[lead.end():]
+        x = re.search(r' x="([0-9.]+)"', attrs)
+        length = re.search(r' textLength="([0-9.]+)"', attrs)
+        if x is None or length is None:
+            return match.group(0)
+        cells = count + len(re.sub(r"&#?\w+;", ".", rest))
+        cell = float(length.group(1)) / cells
+        attrs = attrs.replace(x.group(0), f' x="{float(x.group(1)) + count * cell:.1f}"')
+        attrs = attrs.replace(length.group(0),
+                              f' textLength="{float(length.group(1)) - count * cell:.1f}"')
+        return f"<text{attrs}>{rest}</text>"
+
+    return re.sub(r"<text([^>]*)>([^<]*)</text>", fix, svg)
 
 
 def to_png(svg: Path) -> Path | None:
-    """Convert with rsvg-convert (apt: librsvg2-bin); None when it is not installed."""
+    """Convert with rsvg-convert; None when it is not installed."""
     tool = shutil.which("rsvg-convert")
     if tool is None:
         return None
     png = svg.with_suffix(".png")
-    subprocess.run([tool, "--zoom", "1.5", "-o", str(png), str(svg)], check=True)
+    with tempfile.NamedTemporaryFile("w", suffix=".svg", encoding="utf-8") as fixed:
+        fixed.write(_leading_spaces_to_offset(svg.read_text(encoding="utf-8")))
+        fixed.flush()
+        subprocess.run([tool, "--zoom", "1.5", "-o", str(png), fixed.name], check=True)
     return png
 
 

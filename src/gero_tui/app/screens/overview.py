@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import duckdb
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -15,13 +16,26 @@ from textual.widgets import DataTable, Label, OptionList, Static
 
 from gero_tui.app.widgets.class_counts import ClassCounts
 from gero_tui.app.widgets.key_bar import KeyBar
-from gero_tui.app.widgets.operation_bars import OperationBars
+from gero_tui.app.widgets.operation_bars import SEGMENTS, OperationBars
 from gero_tui.app.widgets.timing_table import TimingTable
 from gero_tui.query.table import RESULT_CLASSES, TableFilter
+
+CLASS_NAMES = {"passed": "passed", "divergence": "divergence",
+               "contract_issue": "contract issue", "execution": "execution"}
 
 if TYPE_CHECKING:
     from gero_tui.app.app import GeroApp
     from gero_tui.query.summary import OperationSummary
+
+
+def _precision_heading() -> Text:
+    """The pane's title and a legend in the bars' own colours."""
+    text = Text.assemble(("Precision across operations", "bold"), ("  enter: its evaluations\n",
+                                                                     "dim"))
+    for key, color in SEGMENTS:
+        text.append("█", style=color)
+        text.append(f" {CLASS_NAMES[key]}  ", style="bold")
+    return text
 
 
 class OverviewScreen(Screen[None]):
@@ -61,13 +75,11 @@ class OverviewScreen(Screen[None]):
         yield Static(id="problems")
         with Horizontal(id="panes"):
             with Vertical(id="precision"):
-                yield Label("Precision across operations  "
-                            "[dim]passed / divergence / contract / execution · enter: open[/]",
-                            classes="heading")
+                yield Label(_precision_heading(), classes="heading")
                 yield OperationBars(id="bars")
             with Vertical(id="timing"):
-                yield Label("Inference time, with context  [dim]median of per-case medians[/]",
-                            classes="heading")
+                yield Label("Inference time, with context\n"
+                            "[dim]ms, median of per-case medians[/]", classes="heading")
                 yield TimingTable(id="timings")
         # One line of keys; Textual's Footer rebuilds a widget per key on every screen change.
         yield KeyBar()

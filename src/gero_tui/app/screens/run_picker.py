@@ -32,7 +32,7 @@ class RunPickerScreen(ModalScreen[str | None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("", "Run", "Date (UTC)", "Suite", "onnxruntime", "onnx",
+        table.add_columns("", "Run", "Date (UTC)", "Suite", "ORT", "onnx",
                           "Obs.", "New", "Div.", "Issues")
         for run in self.runs:
             issues = run.counts.get("contract_issue", 0) + run.counts.get("execution", 0)

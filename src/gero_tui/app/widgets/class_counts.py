@@ -8,13 +8,20 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from gero_tui.app.widgets.palette import CLASS_COLORS
+
 # The landing page's three headings; the third groups two result classes.
 CARDS = (
-    ("Within contract", ("passed",), "Agreement + invariant checks", "green"),
-    ("Backend divergences", ("divergence",), "Candidates for investigation", "yellow"),
+    ("Within contract", ("passed",), "Agreement + invariant checks", CLASS_COLORS["passed"]),
+    ("Backend divergences", ("divergence",), "Candidates for investigation",
+     CLASS_COLORS["divergence"]),
     ("Contract / execution issues", ("contract_issue", "execution"), "Baseline not assessed",
-     "red"),
+     CLASS_COLORS["execution"]),
 )
+
+
+NARROW = 100
+"""Below this width the cards are lines, one under another."""
 
 
 class ClassCounts(Static):
@@ -29,9 +36,16 @@ class ClassCounts(Static):
 
     def render(self) -> Table:
         counts = self.counts
+        narrow = self.size.width < NARROW
         grid = Table.grid(expand=True, padding=(0, 2))
-        for _ in CARDS:
-            grid.add_column(ratio=1)
+        if narrow:
+            # One line per card: title, figure, caption (cards side by side wrap at 80).
+            grid.add_column(no_wrap=True)
+            grid.add_column(justify="right", no_wrap=True)
+            grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+        else:
+            for _ in CARDS:
+                grid.add_column(ratio=1)
         cells = []
         for title, classes, caption, color in CARDS:
             figure = Text("…" if counts is None else f"{sum(counts.get(c, 0) for c in classes):,}",
@@ -44,6 +58,10 @@ class ClassCounts(Static):
                 sub = Text(" · ".join(f"{counts.get(c, 0):,} {c.replace('_issue', '')}"
                                       for c in classes), style="dim")
             sub.append(f"  [{keys}]", style="dim")
-            cells.append(Group(heading, figure, sub))
-        grid.add_row(*cells)
+            if narrow:
+                grid.add_row(heading, figure, sub)
+            else:
+                cells.append(Group(heading, figure, sub))
+        if cells:
+            grid.add_row(*cells)
         return grid

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from gero_tui.app.widgets.palette import CLASS_COLORS
 from gero_tui.query.table import RESULT_CLASSES, TableFilter, TableSort
 
 CLASS_LABELS = {"passed": "passed", "divergence": "divergence",
@@ -48,7 +49,7 @@ class FilterBar(Static):
         for n, result in enumerate(RESULT_CLASSES, start=1):
             on = result in f.classes
             text.append(f"{n} ", style="bold")
-            text.append(labels[result], style=f"bold reverse {_class_color(result)}" if on
+            text.append(labels[result], style=f"bold #000000 on {_class_color(result)}" if on
                         else "dim")
             text.append("  ")
         text.append(" ")
@@ -61,7 +62,10 @@ class FilterBar(Static):
             text.append(" (updating)", style="dim italic")
         if self.selected:
             text.append(f" · {self.selected:,} selected", style="bold yellow")
-        text.append(f" · sort: {self.sort.describe()}", style="dim")
+        sort = f" · sort: {self.sort.describe()}"
+        if text.cell_len + len(sort) > self.size.width:
+            sort = f" · {self.sort.describe()}"  # 80 columns: the arrow says it is a sort
+        text.append(sort, style="dim")
         text.append("\n")
         phrases = f.describe()
         if phrases:
@@ -75,5 +79,4 @@ class FilterBar(Static):
 
 
 def _class_color(result: str) -> str:
-    return {"passed": "green", "divergence": "yellow", "contract_issue": "magenta",
-            "execution": "red"}[result]
+    return CLASS_COLORS[result]

@@ -13,10 +13,12 @@ from textual import events
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-SEGMENTS = (("passed", "green"), ("divergence", "yellow"), ("contract_issue", "magenta"),
-            ("execution", "red"))
-NAME_WIDTH = 16
-COUNTS_WIDTH = 17
+from gero_tui.app.widgets.palette import CLASS_COLORS
+
+SEGMENTS = tuple(CLASS_COLORS.items())
+"""(result class, colour) in bar order: passed, divergence, contract issue, execution."""
+NAME_MAX = 20
+"""Widest operation name column (longer names are cut with an ellipsis)."""
 
 
 def bar(counts: dict[str, int], width: int) -> Text:
@@ -53,14 +55,20 @@ class OperationBars(OptionList):
 
     def _rebuild(self) -> None:
         highlighted = self.highlighted
-        width = max(self.scrollable_content_region.width, 40)
-        bar_width = max(width - NAME_WIDTH - COUNTS_WIDTH - 3, 6)
+        # Room for the vertical scrollbar whether or not it shows yet (a line one cell too
+        # long loses its counts), and a cell of margin.
+        width = max(self.content_region.width - self.styles.scrollbar_size_vertical - 1, 40)
+        figures = ["/".join(str(counts.get(k, 0)) for k, _ in SEGMENTS) for _, counts in self._rows]
+        # Name and counts columns as wide as their longest entry; the bar takes the rest.
+        name_width = min(max((len(op) for op, _ in self._rows), default=4), NAME_MAX, width // 3)
+        counts_width = max((len(f) for f in figures), default=7)
+        bar_width = max(width - name_width - counts_width - 3, 6)
         options = []
-        for op, counts in self._rows:
-            line = Text(f"{op[:NAME_WIDTH - 1]:<{NAME_WIDTH}}")
+        for (op, counts), figure in zip(self._rows, figures, strict=True):
+            name = op if len(op) <= name_width else op[:name_width - 1] + "…"
+            line = Text(f"{name:<{name_width}} ")
             line.append_text(bar(counts, bar_width))
-            figures = "/".join(str(counts.get(k, 0)) for k, _ in SEGMENTS)
-            line.append(f" {figures:>{COUNTS_WIDTH}}", style="dim")
+            line.append(f" {figure:>{counts_width}}", style="dim")
             options.append(Option(line, id=op))
         self.clear_options()
         self.add_options(options)

@@ -20,12 +20,12 @@ class TimingTable(DataTable[str]):
     def on_mount(self) -> None:
         self.add_column("Operation", key="op")
         self.add_column("Pairs", key="pairs")
-        self.add_column("Runtime ms", key="runtime")
-        self.add_column("Reference ms", key="reference")
+        self.add_column("Runtime", key="runtime")
+        self.add_column("Reference", key="reference")
 
     def show(self, rows: list[tuple[str, int, float | None, float | None]]) -> None:
         """(operation, measured pairs, runtime median, reference median) per operation."""
         self.clear()
         for op, pairs, runtime, reference in rows:
-            self.add_row(op, f"{pairs:>5}", f"{_ms(runtime):>10}", f"{_ms(reference):>12}",
+            self.add_row(op, f"{pairs:>5}", f"{_ms(runtime):>7}", f"{_ms(reference):>9}",
                          key=op)

@@ -232,3 +232,44 @@ async def test_per_operation_histogram(data: tuple[Path, dict[str, str]]) -> Non
         assert chart is not None and chart.title.startswith("all · float32")
         await pilot.press("escape")
         assert isinstance(app.screen, DetailScreen)
+
+
+@pytest.mark.parametrize("size,auto", [((120, 40), "side"), ((80, 24), "stacked"),
+                                       ((80, 14), "actual")])
+@sync
+async def test_side_by_side_layout_follows_the_room_and_l_cycles(
+        data: tuple[Path, dict[str, str]], size: tuple[int, int], auto: str) -> None:
+    root, ids = data
+    app = Harness(root, "detail", ids["divergence"])
+    async with app.run_test(size=size) as pilot:
+        await _settle(pilot)
+        await pilot.press("t")
+        view = app.screen.query_one(TensorView)
+        assert view.current_layout() == auto
+        seen = []
+        for _ in range(5):
+            await pilot.press("l")
+            seen.append(view.current_layout())
+            console = Console(width=size[0], record=True, file=io.StringIO())
+            console.print(view.render())
+            shown = console.export_text()
+            # Every layout still marks the element under the cursor and names its panes.
+            assert "OUT OF TOLERANCE" in shown
+            if seen[-1] in ("side", "stacked"):
+                assert "|difference|" in shown and "ort-all" in shown
+            else:
+                assert f"{seen[-1]}: " in shown
+        assert sorted(seen) == sorted(["side", "stacked", "actual", "reference", "difference"])
+
+
+@sync
+async def test_tab_bar_click_and_bit_exact_worst_list(data: tuple[Path, dict[str, str]]) -> None:
+    root, ids = data
+    app = Harness(root, "detail", ids["passed"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        worst = app.screen.query_one("#worst", WorstList)
+        assert worst.rows == [] and "no element differs" in worst.empty
+        await pilot.click("#detail-tab-bar", offset=(3, 0))  # on "Fields"
+        assert app.screen.query_one("#detail-tabs").current == "fields"
+        assert "observation_id" in _text(app, "#fields-table")

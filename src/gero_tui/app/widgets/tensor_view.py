@@ -166,6 +166,8 @@ class TensorView(Widget, can_focus=True):
         ev, an, cur = self.evidence, self.analysis, self.cursor
         if ev is None or an is None or cur is None:
             return Text(self.message)
+        if ev.actual.size == 0:
+            return Text(f"empty tensors (shape {list(ev.actual.shape)}): no elements to show")
         dtype = ev.actual.dtype
         a = cur.plane(ev.actual)
         r_plane = cur.plane(ev.reference)

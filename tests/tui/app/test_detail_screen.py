@@ -74,7 +74,7 @@ async def test_detail_fields_histogram_and_worst(data: tuple[Path, dict[str, str
         assert any(b.beyond for b in chart.bars)
         worst = app.screen.query_one("#worst", WorstList)
         assert len(worst.rows) == 4 and worst.has_focus
-        assert worst.rows[1][0] == "[1, 3, 6]" and worst.rows[0][-1] == "OUT"
+        assert worst.rows[1][0] == "[1, 3, 6]" and worst.rows[0][1] == "OUT"
 
 
 @sync

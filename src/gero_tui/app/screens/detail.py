@@ -338,20 +338,21 @@ def counts_text(analysis: ElementAnalysis, evidence: Evidence) -> Text:
     return text
 
 
-WORST_HEADER = ("index", "actual", "reference", "float64", "|a−r|", "ULP", "")
+WORST_HEADER = ("index", "", "|a−r|", "ULP", "actual", "reference", "float64")
+"""The verdict and the error first: at 80 columns the values at the end may be cut."""
 
 
 def worst_rows(analysis: ElementAnalysis, evidence: Evidence
                ) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    """The worst elements as text cells (the last one 'within' or 'OUT')."""
+    """The worst elements as text cells (the verdict 'within' or 'OUT' second)."""
     rows = [(
         str(list(w.index)),
+        "within" if w.within else "OUT",
+        "≠" if math.isnan(w.abs_error) else f"{w.abs_error:.3e}",
+        "-" if math.isnan(w.abs_error) else f"{w.ulp:.0f}",
         format_element(w.actual, evidence.actual.dtype),
         format_element(w.reference, evidence.reference.dtype),
         "-" if w.exact is None else f"{w.exact:.10g}",
-        "≠" if math.isnan(w.abs_error) else f"{w.abs_error:.3e}",
-        "-" if math.isnan(w.abs_error) else f"{w.ulp:.0f}",
-        "within" if w.within else "OUT",
     ) for w in analysis.worst]
     return WORST_HEADER, rows
 

@@ -46,7 +46,7 @@ class Histogram(Widget):
     """Renders a :class:`Chart`; bars beyond the tolerance line are drawn in the error colour."""
 
     DEFAULT_CSS = """
-    Histogram { height: auto; padding: 0 1; }
+    Histogram { height: auto; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     chart: reactive[Chart | None] = reactive(None, layout=True)

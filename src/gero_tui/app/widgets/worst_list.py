@@ -20,11 +20,19 @@ from textual.widget import Widget
 OUT_STYLE = "bold red"
 
 
+_CELL_STYLES = {"OUT": OUT_STYLE, "within": "green"}
+
+
+def _align(cell: str, width: int, column: int) -> str:
+    return cell.ljust(width) if column < 2 else cell.rjust(width)
+
+
 class WorstList(Widget, can_focus=True):
-    """Rows of cells (the last cell, 'within' or 'OUT', is coloured) under a header."""
+    """Rows of cells under a header: the first two columns left-aligned, the others right;
+    'OUT' and 'within' cells coloured. Lines are cut at the edge, never wrapped."""
 
     DEFAULT_CSS = """
-    WorstList { height: auto; padding: 0 1; }
+    WorstList { height: auto; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     WorstList:focus { background: $boost; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -83,16 +91,14 @@ class WorstList(Widget, can_focus=True):
         widths = [max([cell_len(h)] + [cell_len(r[k]) for r in self.rows])
                   for k, h in enumerate(self.header)]
         text = Text(no_wrap=True, overflow="ellipsis", end="")
-        text.append("  ".join(h.ljust(w) for h, w in zip(self.header, widths, strict=True)),
-                    style="bold")
+        text.append("  ".join(_align(h, w, k) for k, (h, w)
+                              in enumerate(zip(self.header, widths, strict=True))), style="bold")
         for i, row in enumerate(self.rows):
             line = Text("\n")
             for k, (cell, width) in enumerate(zip(row, widths, strict=True)):
-                last = k == len(row) - 1
-                style = (OUT_STYLE if cell == "OUT" else "green") if last else ""
-                line.append(cell.rjust(width) if not last else cell, style=style)
-                if not last:
+                if k:
                     line.append("  ")
+                line.append(_align(cell, width, k), style=_CELL_STYLES.get(cell, ""))
             if i == self.cursor and self.has_focus:
                 line.stylize("reverse", 1)
             text.append_text(line)

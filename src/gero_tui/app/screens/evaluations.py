@@ -386,7 +386,7 @@ class EvaluationsScreen(Screen[None]):
         bar.matching = self.matching_count
         bar.total = self.total_count
         bar.selected = self.selected_count
-        bar.refresh()
+        bar.refresh(layout=True)  # its height follows its text (one line may wrap)
 
     # -- actions -----------------------------------------------------------------------
 

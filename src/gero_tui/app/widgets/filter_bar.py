@@ -16,6 +16,7 @@ SHORT_LABELS = {"passed": "pass", "divergence": "div", "contract_issue": "contra
 WIDE = 100
 """Content width from which the class keys carry their full names."""
 KEYS_HINT = "1-4 result · / text · o op · t dtype · z opt · u suite · c check"
+SHORT_HINT = "1-4 result · / text · o op · t dtype · z opt"
 
 
 class FilterBar(Static):
@@ -74,7 +75,8 @@ class FilterBar(Static):
             text.append("   x clears", style="dim")
         else:
             text.append("no filters", style="dim")
-            text.append(f" · keys: {KEYS_HINT}", style="dim")
+            hint = KEYS_HINT if self.size.width >= WIDE else SHORT_HINT
+            text.append(f" · keys: {hint}", style="dim")
         return text
 
 

@@ -7,6 +7,7 @@ files in place (see ``gero_tui.query.source``): nothing is copied into memory.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
@@ -73,6 +74,10 @@ class GeroApp(App[None]):
     # -- run and source ----------------------------------------------------------------
 
     def on_mount(self) -> None:
+        if not gc.isenabled():
+            # `gero tui` starts without garbage collection (see cli/tui_cmd.py): back on once
+            # the first screen has had time to paint.
+            self.set_timer(1.0, gc.enable)
         if self.run_id is None:
             from gero_tui.app.screens.empty import EmptyScreen
 

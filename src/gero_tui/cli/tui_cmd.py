@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 
 from gero_tui.cli.common import add_data_dir, data_dir
 
@@ -17,6 +18,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def main(args: argparse.Namespace) -> int:
+    # No garbage collection while Textual is imported and the first screen is built (its
+    # many small objects cost ~40 ms of collections); the app turns it back on (on_mount).
+    gc.disable()
     # The run opens (and the table's first page is read) on another thread while Textual
     # is imported: deferred here because it costs ~0.3 s and only this command needs it.
     from gero_tui.app.prefetch import Prefetch

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from gero_runner.errors import ArtifactError
-from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.metrics.compare import ulp_distance
+from gero_runner.storage.artifacts import EvidenceWriter
 from gero_tui.query.tensors import Evidence, _ulp, analyse, element_status, load_evidence
 
 
@@ -156,7 +156,7 @@ def test_counts_agree_with_element_status(dtype: type[np.floating]) -> None:
     r[0, :4] = [np.nan, np.inf, np.inf, 1.0]
     r[1, 0] = np.nan
     an = analyse(_ev(a, r))
-    diff, mismatch, nonfinite = element_status(a, r, 5e-4, 5e-3)
+    diff, mismatch, _nonfinite = element_status(a, r, 5e-4, 5e-3)
     assert an.out_of_tolerance == int(np.count_nonzero(mismatch))
     assert an.nan_mismatch == 2 and an.inf_mismatch == 2
     assert an.zero_error == int(np.count_nonzero(diff == 0))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from gero_runner.schema import RESULT_CLASSES, RESULT_LABELS
 from gero_runner.storage.store import DataRoot
@@ -16,6 +17,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_data_dir(p)
     p.add_argument("--run", default=None, help="run id or unique prefix")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--all-checks", action="store_true",
+                   help="list every contract and variant per operator, not only the violated")
     p.set_defaults(handler=main)
 
 
@@ -51,10 +54,28 @@ def main(args: argparse.Namespace) -> int:
               f"{op['contract_issue']:>9}{op['execution']:>7}{op['measured_pairs']:>7}"
               f"{_ms(op['runtime_median_ms']):>12}{_ms(op['reference_median_ms']):>14}")
     if summary["checks"]:
-        print("\ncontracts and variants per operator (passed / not passed):")
-        for item in summary["checks"]:
-            print(f"  {item['op_type']:<28}{item['check']:<36}{item['passed']:>6}"
-                  f"{item['not_passed']:>6}")
+        _print_checks(summary["checks"], args.all_checks)
     print("\nmedian of per-case medians in ms, Python call overhead included, session "
           "construction excluded; the reference evaluator's timings are context, not a ranking.")
     return 0
+
+
+def _print_checks(checks: list[dict[str, Any]], everything: bool) -> None:
+    """Contract and variant outcomes per operator: the violated ones, or all of them."""
+    laws: dict[str, list[int]] = {}
+    for item in checks:
+        totals = laws.setdefault(item["check"], [0, 0])
+        totals[0] += item["passed"]
+        totals[1] += item["not_passed"]
+    print("\ncontracts and variants (passed / not passed):")
+    for law, (passed, failed) in sorted(laws.items()):
+        print(f"  {law:<40}{passed:>8}{failed:>8}")
+    shown = checks if everything else [c for c in checks if c["not_passed"]]
+    if not shown:
+        print("every law held for every operator")
+        return
+    title = "per operator" if everything else "operators that violate a law"
+    print(f"\n{title} (passed / not passed; --all-checks lists every one):")
+    for item in shown:
+        print(f"  {item['op_type']:<28}{item['check']:<36}{item['passed']:>6}"
+              f"{item['not_passed']:>6}")

@@ -27,36 +27,61 @@ PAGE_SIZE = 128
 KEEP_ROWS = 8 * PAGE_SIZE
 """Rows kept in the cache; pages far from the view are dropped beyond this."""
 
-# Preferred widths; "details" takes what is left. Columns named in DROP_ORDER go first
-# when the terminal is narrow, then SHRINK widths apply.
-WIDTHS = {"case": 24, "input": 9, "optimization": 11, "check": 10, "dtype": 8,
-          "max_abs_error": 14, "result": 10}
-SHRINK = {"case": 22, "input": 8, "optimization": 11, "max_abs_error": 9}
-DROP_ORDER = ("check", "dtype")
-DETAILS_MIN = 14
+# Widths of the fixed columns: as wide as their longest common value (and header), the
+# check and the case name first, since they are what triage reads. "case" and "details"
+# share what is left: the case up to CASE_MAX, then the details.
+WIDTHS = {"input": 9, "optimization": 12, "check": 28, "dtype": 7, "max_abs_error": 14,
+          "result": 10}
+NARROW = {"check": 20, "max_abs_error": 9}
+"""Widths where even the fewest columns do not fit at full width (80 columns)."""
+NARROW_LABELS = {"max_abs_error": "Max error"}
+# Richest first: the first whose columns leave CASE_FIT + DETAILS_MIN cells is used, else
+# the last. Input goes first (synthetic case names carry the shape), then dtype, then the
+# details (a few cells of them say little; the detail view has them all), so that rows of
+# one case still show their optimisation level at 80 columns.
+CONFIGS: tuple[tuple[frozenset[str], bool], ...] = (
+    (frozenset(), False),
+    (frozenset({"input"}), False),
+    (frozenset({"input"}), True),
+    (frozenset({"input", "dtype"}), True),
+    (frozenset({"input", "dtype", "details"}), True),
+)
+CASE_MIN, CASE_FIT, CASE_MAX = 20, 30, 40
+DETAILS_MIN = 10
 MARK_WIDTH = 2
 RESULT_SHORT = {"contract_issue": "contract"}
 OPTIMIZATION_SHORT = {"onnx-reference": "reference"}
 
 
-def layout(width: int) -> list[tuple[int, int]]:
-    """(column index, width) of the columns that fit ``width`` cells, details last-filled."""
+def _config(width: int) -> tuple[list[str], dict[str, int], bool]:
     keys = [c.key for c in COLUMNS]
-    shown = list(keys)
-    widths = dict(WIDTHS)
-
-    def rest() -> int:
-        fixed = sum(widths[k] for k in shown if k != "details")
-        return width - MARK_WIDTH - fixed - (len(shown) - 1)
-
-    for key in DROP_ORDER:
-        if rest() >= DETAILS_MIN:
+    for dropped, narrow in CONFIGS:
+        shown = [k for k in keys if k not in dropped]
+        widths = {**WIDTHS, **(NARROW if narrow else {})}
+        fixed = sum(widths[k] for k in shown if k in widths)
+        details = DETAILS_MIN if "details" in shown else 0
+        if MARK_WIDTH + fixed + len(shown) - 1 + CASE_FIT + details <= width:
             break
-        shown.remove(key)
-    if rest() < DETAILS_MIN:
-        widths.update(SHRINK)
-    widths["details"] = max(rest(), 4)
+    return shown, widths, narrow
+
+
+def layout(width: int) -> list[tuple[int, int]]:
+    """(column index, width) of the columns that fit ``width`` cells."""
+    keys = [c.key for c in COLUMNS]
+    shown, widths, _ = _config(width)
+    rest = width - MARK_WIDTH - sum(widths[k] for k in shown if k in widths) - (len(shown) - 1)
+    if "details" not in shown:
+        return [(keys.index(k), rest if k == "case" else widths[k]) for k in shown]
+    case = max(CASE_MIN, min(CASE_MAX, rest - DETAILS_MIN))
+    widths = {**widths, "case": case, "details": max(rest - case, 4)}
     return [(keys.index(k), widths[k]) for k in shown]
+
+
+def header_label(key: str, width: int) -> str:
+    """A column's header, its short form where the column is narrowed."""
+    label = next(c.label for c in COLUMNS if c.key == key)
+    short = NARROW_LABELS.get(key)
+    return short if short is not None and cell_len(label) > width else label
 
 
 def format_value(key: str, value: Any) -> str:
@@ -297,18 +322,18 @@ class EvaluationsTable(Widget, can_focus=True):
     def _header(self, columns: list[tuple[int, int]], width: int) -> Strip:
         header = self.get_component_rich_style("evaluations-table--header")
         sorted_style = header + self.get_component_rich_style("evaluations-table--sorted")
-        segments = [Segment(" " * MARK_WIDTH, header)]
-        for n, (index, w) in enumerate(columns):
+        segments = [Segment(" " * (MARK_WIDTH - 1), header)]
+        for index, w in columns:
             column = COLUMNS[index]
-            label = column.label
+            label = header_label(column.key, w)
             style = header
+            arrow = " "
             if column.key == self._sort.column:
-                # The arrow first, so that truncating a narrow column keeps it.
-                label = f"{'▼' if self._sort.descending else '▲'} {label}"
+                # The arrow in the cell before the column: the label keeps its room.
+                arrow = "▼" if self._sort.descending else "▲"
                 style = sorted_style
+            segments.append(Segment(arrow, style))
             segments.append(Segment(_fit(label, w, right=column.numeric), style))
-            if n < len(columns) - 1:
-                segments.append(Segment(" ", header))
         return Strip(segments).adjust_cell_length(width, header)
 
     def _row(self, index: int, columns: list[tuple[int, int]], width: int) -> Strip:

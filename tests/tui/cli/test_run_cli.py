@@ -1,0 +1,38 @@
+"""`gero run` from the command line: bad input is one clear line, a good run reports counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gero_tui.cli import main
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--ops", "Nope"], "unknown operator(s) Nope"),
+    (["--dtypes", "bfloat16"], "unknown dtype(s) bfloat16"),
+    (["--rtol", "float16"], "bad tolerance 'float16'"),
+    (["--atol", "float32=-1"], "non-negative"),
+    (["--jobs", "0"], "at least 1"),
+    (["--model", "/nonexistent.onnx"], "no such file"),
+    (["--suite", "synthetic", "--ops", "Exp", "--dtypes", "float32", "--limit", "0"],
+     "no cases selected"),
+])
+def test_bad_input_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      args: list[str], message: str) -> None:
+    assert main(["run", "--data-dir", str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gero: error:") and message in err
+    assert "Traceback" not in err
+
+
+def test_a_small_run_reports_its_counts_quietly(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "--data-dir", str(tmp_path), "--ops", "Exp", "--dtypes", "float32",
+                 "--repeats", "1", "--jobs", "1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Within contract" in out and "observations" in out
+    # Not a terminal: no progress bar escape codes.
+    assert "\x1b[" not in out

@@ -144,6 +144,20 @@ def _leading_spaces_to_offset(svg: str) -> str:
     return re.sub(r"<text([^>]*)>([^<]*)</text>", fix, svg)
 
 
+# Textual's SVG puts each run of one style at its cell's x, a cell being 0.61 em; rsvg-convert
+# ignores textLength and draws the run in its fallback monospace font (DejaVu Sans Mono,
+# 1233/2048 em a glyph), so a long run fell short of the next and left a gap that read as
+# a stray space (" ;"). Letter spacing makes up the difference.
+CELL_EM = 0.61
+GLYPH_EM = 1233 / 2048
+FONT_PX = 20
+
+
+def _cell_spacing(svg: str) -> str:
+    spacing = (CELL_EM - GLYPH_EM) * FONT_PX
+    return svg.replace("</style>", f"text {{ letter-spacing: {spacing:.3f}px; }}\n</style>", 1)
+
+
 def to_png(svg: Path) -> Path | None:
     """Convert with rsvg-convert; None when it is not installed."""
     tool = shutil.which("rsvg-convert")
@@ -151,7 +165,7 @@ def to_png(svg: Path) -> Path | None:
         return None
     png = svg.with_suffix(".png")
     with tempfile.NamedTemporaryFile("w", suffix=".svg", encoding="utf-8") as fixed:
-        fixed.write(_leading_spaces_to_offset(svg.read_text(encoding="utf-8")))
+        fixed.write(_cell_spacing(_leading_spaces_to_offset(svg.read_text(encoding="utf-8"))))
         fixed.flush()
         subprocess.run([tool, "--zoom", "1.5", "-o", str(png), fixed.name], check=True)
     return png

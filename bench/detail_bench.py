@@ -187,16 +187,18 @@ def bench_op_histogram(million: Path | None, repeats: int) -> None:
             op = con.execute("SELECT op_type FROM obs GROUP BY 1 ORDER BY count(*) DESC "
                              "LIMIT 1").fetchone()[0]
             label = f"{million} ({con.execute('SELECT count(*) FROM obs').fetchone()[0]:,} rows)"
-            # The detail view's first step on a large run: one row by its id (a scan of
-            # every id; the tensors are what the 10^6-element figures above measure).
-            ids = [r[0] for r in con.execute(
-                "SELECT observation_id FROM obs USING SAMPLE 5 ROWS").fetchall()]
-            fetches = []
-            for k in range(repeats):
-                start = time.perf_counter()
-                fetch_observation(source.cursor(), ids[k % len(ids)])
-                fetches.append(time.perf_counter() - start)
-            print(f"detail row fetch by id over {label}: {_ms(fetches)}")
+            # The detail view's first step on a large run: one row, by the table's row number
+            # (what `enter` passes) and by its id alone (a scan of every id).
+            picked = con.execute(
+                "SELECT observation_id, rn FROM evals USING SAMPLE 5 ROWS").fetchall()
+            for how, number in (("row number", True), ("id", False)):
+                fetches = []
+                for k in range(repeats):
+                    oid, rn = picked[k % len(picked)]
+                    start = time.perf_counter()
+                    fetch_observation(source.cursor(), oid, rn if number else None)
+                    fetches.append(time.perf_counter() - start)
+                print(f"detail row fetch by {how} over {label}: {_ms(fetches)}")
         else:
             n = 1_000_000
             rng = np.random.default_rng(1)

@@ -203,7 +203,8 @@ class GeroApp(App[None]):
                                               ) -> None:
         from gero_tui.app.screens.detail import DetailScreen
 
-        self.push_screen(DetailScreen(self.require_source(), message.observation_id))
+        self.push_screen(DetailScreen(self.require_source(), message.observation_id,
+                                      row_number=message.row_number))
 
     def on_evaluations_screen_replay_evaluation(
             self, message: EvaluationsScreen.ReplayEvaluation) -> None:
@@ -211,7 +212,7 @@ class GeroApp(App[None]):
         from gero_tui.app.screens.detail import DetailScreen
 
         self.push_screen(DetailScreen(self.require_source(), message.observation_id,
-                                      replay=True))
+                                      replay=True, row_number=message.row_number))
 
     def on_evaluations_screen_export_rows(self, message: EvaluationsScreen.ExportRows) -> None:
         from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope

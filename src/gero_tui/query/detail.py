@@ -14,6 +14,7 @@ import duckdb
 
 from gero_runner.errors import GeroError
 from gero_runner.schema import COLUMN_NAMES
+from gero_tui.query.source import NUMBERED_RELATION
 
 # Every column of the schema appears in exactly one section (checked by a test).
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -64,9 +65,24 @@ class Observation:
                 for title, columns in SECTIONS]
 
 
-def fetch_observation(connection: duckdb.DuckDBPyConnection, observation_id: str) -> Observation:
-    """The row of ``observation_id`` from the ``obs`` view; GeroError if the id is unknown."""
+def fetch_observation(connection: duckdb.DuckDBPyConnection, observation_id: str,
+                      row_number: int | None = None) -> Observation:
+    """The row of ``observation_id`` from the ``obs`` view; GeroError if the id is unknown.
+
+    With the row's table number ``row_number`` (``rn``) the row is read by it, a filter
+    DuckDB pushes into the Parquet scan; by id, every id is scanned. The id is checked
+    either way, and the id alone is the fallback (a connection without the numbered view).
+    """
     columns = ", ".join(f'"{c}"' for c in COLUMN_NAMES)
+    if row_number is not None:
+        try:
+            row = connection.execute(
+                f"SELECT {columns} FROM {NUMBERED_RELATION} WHERE rn = ? LIMIT 1", [row_number]
+            ).fetchone()
+        except duckdb.CatalogException:
+            row = None
+        if row is not None and row[COLUMN_NAMES.index("observation_id")] == observation_id:
+            return Observation(dict(zip(COLUMN_NAMES, row, strict=True)))
     cursor = connection.execute(
         f"SELECT {columns} FROM obs WHERE observation_id = ? LIMIT 1", [observation_id]
     )

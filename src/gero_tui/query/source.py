@@ -48,6 +48,9 @@ TABLE_COLUMNS = ("observation_id", "suite", "op_type", "case_name", "check", "dt
                  "input_shapes", "backend", "optimization", "max_abs_error", "result", "reason")
 """What the ``evals`` view holds besides ``rn``: the evaluations table's columns and filters."""
 TABLE_RELATION = "evals"
+NUMBERED_RELATION = "obs_numbered"
+"""Every ``obs`` column plus ``rn``: one row fetched by its number is a pushed-down filter,
+where one fetched by its id scans every id (about 8 against 96 ms on a million rows)."""
 FILE_BITS = 40
 """``rn`` is (file index << FILE_BITS) | row number in the file: unique across files."""
 
@@ -131,6 +134,9 @@ def open_source(data_root: Path, run: str | None = None,
         con.execute(f"CREATE OR REPLACE VIEW {TABLE_RELATION} AS SELECT file_row_number AS rn, "
                     f"{table_columns} FROM read_parquet({quote_path(own)}, "
                     "file_row_number = true)")
+        con.execute(f"CREATE OR REPLACE VIEW {NUMBERED_RELATION} AS SELECT file_row_number AS rn, "
+                    f"* EXCLUDE (file_row_number) FROM read_parquet({quote_path(own)}, "
+                    "file_row_number = true)")
     else:
         files = []
         for rid in run_ids(data_root):
@@ -147,9 +153,13 @@ def open_source(data_root: Path, run: str | None = None,
                 f"JOIN read_parquet({quote_path(sightings)}) s USING (observation_id)"
             )
             numbered = " UNION ALL BY NAME ".join(
-                f"SELECT (file_row_number + {i << FILE_BITS}) AS rn, * "
+                f"SELECT (file_row_number + {i << FILE_BITS}) AS rn, * EXCLUDE (file_row_number) "
                 f"FROM read_parquet({quote_path(path)}, file_row_number = true)"
                 for i, path in enumerate(files))
+            con.execute(
+                f"CREATE OR REPLACE VIEW {NUMBERED_RELATION} AS SELECT o.* REPLACE ({timings}) "
+                f"FROM ({numbered}) o JOIN read_parquet({quote_path(sightings)}) s "
+                "USING (observation_id)")
             con.execute(
                 f"CREATE OR REPLACE VIEW {TABLE_RELATION} AS SELECT rn, {table_columns} "
                 f"FROM ({numbered}) WHERE observation_id IN "
@@ -159,4 +169,6 @@ def open_source(data_root: Path, run: str | None = None,
             con.execute(f"CREATE OR REPLACE VIEW obs AS SELECT {columns} WHERE false")
             con.execute(f"CREATE OR REPLACE VIEW {TABLE_RELATION} AS "
                         f"SELECT NULL::BIGINT AS rn, {table_columns} FROM obs")
+            con.execute(f"CREATE OR REPLACE VIEW {NUMBERED_RELATION} AS "
+                        "SELECT NULL::BIGINT AS rn, * FROM obs")
     return RunSource(data_root, run_id, con, problems, direct=direct)

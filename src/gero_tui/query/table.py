@@ -236,6 +236,8 @@ class Page:
     offset: int
     rows: list[tuple[Any, ...]]
     """(observation_id, selected, *column values in COLUMNS order)"""
+    numbers: list[int] = field(default_factory=list)
+    """Each row's ``rn`` (the detail view fetches a row by it), when known."""
 
 
 @dataclass
@@ -274,7 +276,7 @@ class TableQuery:
             f"FROM {relation} WHERE rn IN (SELECT unnest(?::BIGINT[]))",
             [*selected_params, numbers]).fetchall()
         by_number = {row[0]: row[1:] for row in fetched}
-        return Page(offset, [by_number[n] for n in numbers])
+        return Page(offset, [by_number[n] for n in numbers], numbers)
 
     def selected_count(self, selection: Selection) -> int:
         where, params = selection.where()

@@ -171,12 +171,15 @@ async def test_part_two_hooks_post_messages(data_root: Path) -> None:
     seen: list[object] = []
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_table(pilot)
-        screen.open_evaluation = lambda oid: seen.append(("open", oid))  # type: ignore[method-assign]
-        screen.replay_evaluation = lambda oid: seen.append(("replay", oid))  # type: ignore[method-assign]
+        screen.open_evaluation = lambda oid, rn: seen.append(("open", oid, rn))  # type: ignore[method-assign]
+        screen.replay_evaluation = lambda oid, rn: seen.append(("replay", oid, rn))  # type: ignore[method-assign]
         await pilot.press("down", "enter", "r")
         await pilot.pause()
         second = shown(app)[1]
-        assert seen == [("open", second), ("replay", second)]
+        # The row number goes with the id: the detail view reads the row by it.
+        rn = screen.table.current_row_number
+        assert rn is not None
+        assert seen == [("open", second, rn), ("replay", second, rn)]
 
 
 async def test_escape_goes_back_and_q_quits(data_root: Path) -> None:

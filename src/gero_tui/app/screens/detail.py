@@ -61,9 +61,12 @@ class DetailScreen(Screen[None]):
         Binding("g", "op_histogram", "per-op"),
     ]
 
-    def __init__(self, source: RunSource, observation_id: str, replay: bool = False) -> None:
-        """``replay``: start replaying as soon as the screen opens (`r` in the table)."""
+    def __init__(self, source: RunSource, observation_id: str, replay: bool = False,
+                 row_number: int | None = None) -> None:
+        """``replay``: start replaying as soon as the screen opens (`r` in the table);
+        ``row_number``: the row's ``rn`` in the table, read by it rather than by id."""
         super().__init__()
+        self.row_number = row_number
         self.replay_on_mount = replay
         self.source = source
         self.observation_id = observation_id
@@ -115,7 +118,8 @@ class DetailScreen(Screen[None]):
     def load(self) -> None:
         """Fetch the row, then the evidence (each shown as soon as it is there)."""
         try:
-            observation = fetch_observation(self.source.cursor(), self.observation_id)
+            observation = fetch_observation(self.source.cursor(), self.observation_id,
+                                            self.row_number)
         except GeroError as e:
             self.post_message(self._Loaded(self._show_error, str(e)))
             return
@@ -215,7 +219,7 @@ class DetailScreen(Screen[None]):
         """Re-run the case from its evidence and compare with what was stored."""
         try:
             row = self.observation.fields if self.observation else fetch_observation(
-                self.source.cursor(), self.observation_id).fields
+                self.source.cursor(), self.observation_id, self.row_number).fields
             directory = artifact_directory(data_root_of(self.source), row)
             # Deferred: the replay imports ONNX Runtime (~0.3 s); only this action needs it.
             from gero_runner.evidence.replay import replay_artifact

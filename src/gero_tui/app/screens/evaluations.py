@@ -99,15 +99,19 @@ class EvaluationsScreen(Screen[None]):
     class OpenEvaluation(Message):
         """``enter``: open the detail of one evaluation."""
 
-        def __init__(self, observation_id: str) -> None:
+        def __init__(self, observation_id: str, row_number: int | None = None) -> None:
             self.observation_id = observation_id
+            self.row_number = row_number
+            """The row's ``rn`` in the source's views: a faster fetch than the id."""
             super().__init__()
 
     class ReplayEvaluation(Message):
         """``r``: replay one evaluation from its evidence."""
 
-        def __init__(self, observation_id: str) -> None:
+        def __init__(self, observation_id: str, row_number: int | None = None) -> None:
             self.observation_id = observation_id
+            self.row_number = row_number
+            """The row's ``rn`` in the source's views: a faster fetch than the id."""
             super().__init__()
 
     class ExportRows(Message):
@@ -210,11 +214,11 @@ class EvaluationsScreen(Screen[None]):
         finally:
             query.close()
 
-    def open_evaluation(self, observation_id: str) -> None:
-        self.post_message(self.OpenEvaluation(observation_id))
+    def open_evaluation(self, observation_id: str, row_number: int | None = None) -> None:
+        self.post_message(self.OpenEvaluation(observation_id, row_number))
 
-    def replay_evaluation(self, observation_id: str) -> None:
-        self.post_message(self.ReplayEvaluation(observation_id))
+    def replay_evaluation(self, observation_id: str, row_number: int | None = None) -> None:
+        self.post_message(self.ReplayEvaluation(observation_id, row_number))
 
     def export_rows(self) -> None:
         if self.selection.is_empty:
@@ -484,11 +488,11 @@ class EvaluationsScreen(Screen[None]):
 
     def action_open_evaluation(self) -> None:
         if (oid := self.current_observation_id) is not None:
-            self.open_evaluation(oid)
+            self.open_evaluation(oid, self.table.current_row_number)
 
     def action_replay(self) -> None:
         if (oid := self.current_observation_id) is not None:
-            self.replay_evaluation(oid)
+            self.replay_evaluation(oid, self.table.current_row_number)
 
     def action_export(self) -> None:
         self.export_rows()

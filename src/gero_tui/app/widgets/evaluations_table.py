@@ -171,6 +171,8 @@ class EvaluationsTable(Widget, can_focus=True):
                  classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._rows: dict[int, tuple[Any, ...]] = {}
+        self._numbers: dict[int, int] = {}
+        """Each loaded row's ``rn`` (the detail view reads the row by it)."""
         self._pending: set[int] = set()
         self._sort = TableSort()
         self.loading_text = "Loading evaluations…"
@@ -182,6 +184,7 @@ class EvaluationsTable(Widget, can_focus=True):
     def reset(self, row_count: int, page: Page) -> None:
         """Show a new query's result: its row count and first page."""
         self._rows.clear()
+        self._numbers.clear()
         self._pending.clear()
         self.loaded = True
         self.set_reactive(EvaluationsTable.row_count, row_count)
@@ -193,10 +196,12 @@ class EvaluationsTable(Widget, can_focus=True):
         """Rows of a page that arrived; far-away pages are dropped to bound memory."""
         for i, row in enumerate(page.rows, start=page.offset):
             self._rows[i] = row
+        self._numbers.update(enumerate(page.numbers, start=page.offset))
         self._pending.discard(page.offset)
         if len(self._rows) > KEEP_ROWS:
             keep = range(self.top - KEEP_ROWS // 2, self.top + KEEP_ROWS // 2)
             self._rows = {i: r for i, r in self._rows.items() if i in keep}
+            self._numbers = {i: n for i, n in self._numbers.items() if i in keep}
         self.refresh()
         if page.offset <= self.cursor < page.offset + len(page.rows):
             self._announce_cursor()
@@ -209,6 +214,11 @@ class EvaluationsTable(Widget, can_focus=True):
     def current_observation_id(self) -> str | None:
         row = self._rows.get(self.cursor)
         return None if row is None else str(row[0])
+
+    @property
+    def current_row_number(self) -> int | None:
+        """The ``rn`` of the row under the cursor, when its page said."""
+        return self._numbers.get(self.cursor) if self.cursor in self._rows else None
 
     def set_selected(self, index: int, selected: bool) -> None:
         """Mark a loaded row selected or not (the screen keeps the selection itself)."""

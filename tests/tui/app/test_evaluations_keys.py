@@ -205,3 +205,20 @@ async def test_run_id_prefix_and_picker(data_root: Path) -> None:
         await settle(pilot)
         assert app.run_id == RUN_ID and app.source is not None
         assert app.source.run_id == RUN_ID
+
+
+@pytest.mark.parametrize("typed", ["erf", "e/r"])
+async def test_keys_in_one_burst_with_slash_reach_the_text_box(data_root: Path, typed: str
+                                                               ) -> None:
+    # A paste or SSH batching: every key is queued before the first is handled. `e` and `r`
+    # must not export or replay; a `/` typed in the box is text.
+    from textual import events
+
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_table(pilot)
+        for key, char in [("slash", "/"), *[("slash" if c == "/" else c, c) for c in typed]]:
+            app.post_message(events.Key(key, char))
+        await settle(pilot)
+        assert app.screen is screen
+        assert screen.table_filter.text == typed

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import duckdb
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -46,6 +46,8 @@ class EvaluationsScreen(Screen[None]):
     app: GeroApp  # type: ignore[assignment]
 
     CSS_PATH = "evaluations.tcss"
+    AUTO_FOCUS = "#table"
+    """Not the (hidden) text box: keys typed while the screen opens go to the table."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1", "toggle_class('passed')", "Passed",
@@ -56,8 +58,10 @@ class EvaluationsScreen(Screen[None]):
                 tooltip="Show/hide contract issues", show=False),
         Binding("4", "toggle_class('execution')", "Execution",
                 tooltip="Show/hide execution failures", show=False),
+        # Priority: the app runs it before it hands the next keys on, so the keys that came
+        # with `/` in one burst (a paste, SSH batching) reach the box it focuses.
         Binding("slash", "text_filter", "Find",
-                tooltip="Free text in operation, case, dtype, details"),
+                tooltip="Free text in operation, case, dtype, details", priority=True),
         Binding("o", "pick_values('operations')", "Op",
                 tooltip="Filter by operation"),
         Binding("t", "pick_values('dtypes')", "Dtype",
@@ -174,15 +178,16 @@ class EvaluationsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="title")
         yield FilterBar(id="filter-bar")
-        yield Input(placeholder="find in operation, case, dtype, details (enter: done)",
+        box = Input(placeholder="find in operation, case, dtype, details (enter: done)",
                     id="text-filter", value=self.table_filter.text)
+        box.display = bool(self.table_filter.text)
+        yield box
         yield EvaluationsTable(id="table")
         # One line of keys; Textual's Footer rebuilds a widget per key on every screen change.
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#text-filter").display = bool(self.table_filter.text)
-        self.table.focus()
+        self.set_focus(self.table)
         self.table.set_sort(self.sort)
         self._sync_bar()
         self.source_changed()
@@ -401,8 +406,13 @@ class EvaluationsScreen(Screen[None]):
     def action_text_filter(self) -> None:
         """Free-text filter over operation, case, dtype and details."""
         box = self.query_one("#text-filter", Input)
+        if self.focused is box:  # (has_focus waits for the Focus event)
+            # The binding has priority: a `/` typed in the box is text, after the keys before it.
+            box.post_message(events.Key("slash", "/"))
+            return
         box.display = True
-        box.focus()
+        # At once, not on the next idle (Widget.focus): the keys after `/` go to the box.
+        self.set_focus(box)
 
     @on(Input.Changed, "#text-filter")
     def _text_changed(self, event: Input.Changed) -> None:

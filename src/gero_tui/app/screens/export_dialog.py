@@ -22,7 +22,7 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 from gero_runner.errors import GeroError
 
 FORMATS = ("csv", "parquet", "json", "md")
-FORMAT_LABELS = {"csv": "CSV", "parquet": "Parquet", "json": "JSON", "md": "Markdown report"}
+FORMAT_LABELS = {"csv": "CSV", "parquet": "Parquet", "json": "JSON", "md": "Markdown"}
 
 
 @dataclass(frozen=True)

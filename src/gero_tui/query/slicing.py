@@ -57,6 +57,11 @@ class TensorCursor:
         if self.step_axis not in free:
             self.step_axis = free[0] if free else -1
 
+    def swap_axes(self) -> None:
+        """Show the plane transposed: the row axis as columns and the column axis as rows."""
+        if len(self.dims) - self._pad >= 2:
+            self.row_axis, self.col_axis = self.col_axis, self.row_axis
+
     def next_step_axis(self) -> None:
         free = self.free_axes()
         if free:

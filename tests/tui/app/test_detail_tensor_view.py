@@ -44,3 +44,42 @@ async def test_unusual_tensors_render(shape: tuple[int, ...], dtype: type[np.gen
         console = Console(width=80, record=True, file=io.StringIO())
         console.print(view.render())
         assert expected in console.export_text()
+
+
+@pytest.mark.parametrize("size,shown_cols,transposed", [
+    ((120, 40), 3, True),  # 3x24 fits better as 24 rows of 3: every element on screen
+    ((80, 24), 7, False),  # stacked, 3 rows a pane: as it is, as many columns as fit
+])
+@sync
+async def test_plane_orientation_and_columns_follow_the_room(
+        size: tuple[int, int], shown_cols: int, transposed: bool) -> None:
+    rng = np.random.default_rng(0)
+    reference = rng.standard_normal((2, 3, 24)).astype(np.float16)
+    actual = (reference + np.float16(0.01)).astype(np.float16)
+    evidence = Evidence(Path("."), actual, reference, None, "outputs/a/output_0.npy",
+                        "outputs/b/output_0.npy", 5e-3, 5e-4)
+    app = _ViewApp()
+    async with app.run_test(size=size) as pilot:
+        view = app.query_one(TensorView)
+        view.show(evidence, analyse(evidence))
+        view.focus()
+        await pilot.pause()
+        console = Console(width=size[0], record=True, file=io.StringIO())
+        console.print(view.render())
+        text = console.export_text()
+        cursor = view.cursor
+        assert cursor is not None
+        assert (cursor.row_axis, cursor.col_axis) == ((2, 1) if transposed else (1, 2))
+        header = next(line for line in text.splitlines() if "│" in line and " 0 " in line)
+        assert header.split("│")[1].split() == [str(i) for i in range(shown_cols)]
+        # The cursor stays in view: to the far corner, whose cell is then drawn.
+        for _ in range(30):
+            await pilot.press("down", "right")
+        assert list(cursor.original_index)[1:] == [2, 23]
+        console = Console(width=size[0], record=True, file=io.StringIO())
+        console.print(view.render())
+        last = " 23│" if transposed else " 23"
+        assert last in console.export_text()
+        # `x`/`y` choose the axes; the room no longer does.
+        await pilot.press("y")
+        assert not view.auto_axes

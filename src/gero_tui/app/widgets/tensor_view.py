@@ -63,6 +63,28 @@ def side_label(relative: str) -> str:
     return "/".join(parts)
 
 
+PANE_GAP = 2
+"""Cells between two panes side by side."""
+
+
+def _cell_widths(actual: np.ndarray, reference: np.ndarray, ev: Evidence) -> tuple[int, int]:
+    """Widths of the value cells and of the difference cells these values need."""
+    shown = [format_element(v, ev.actual.dtype) for v in actual.reshape(-1)]
+    shown += [format_element(v, ev.reference.dtype) for v in reference.reshape(-1)]
+    d, _, _ = element_status(actual, reference, ev.atol, ev.rtol)
+    diffs = [format_difference(float(v)) for v in np.asarray(d).reshape(-1)]
+    return max([len(t) for t in shown] + [2]), max([len(t) for t in diffs] + [2])
+
+
+def _columns_that_fit(cells: list[int], label_width: int, width: int, layout: str) -> int:
+    """Columns each pane shows: side by side, the panes (cell widths ``cells``) share the
+    width; otherwise each pane has it all."""
+    if layout == "side":
+        fixed = len(cells) * (label_width + 1) + PANE_GAP * (len(cells) - 1)
+        return max(1, (width - fixed) // sum(w + 1 for w in cells))
+    return max(1, (width - label_width - 1) // (max(cells) + 1))
+
+
 LAYOUTS = ("side", "stacked", "actual", "reference", "difference")
 LAYOUT_NAMES = {"side": "side by side", "stacked": "stacked", "actual": "actual only",
                 "reference": "reference only", "difference": "difference only"}
@@ -109,6 +131,8 @@ class TensorView(Widget, can_focus=True):
         self.message = "loading evidence…"
         self.layout_mode: str | None = None
         """One of LAYOUTS once chosen with `l`; None: by the room (see current_layout)."""
+        self.auto_axes = True
+        """Whether the plane's orientation follows the room (until `x` or `y` chooses)."""
 
     def show(self, evidence: Evidence, analysis: ElementAnalysis,
              labels: tuple[str, str] | None = None) -> None:
@@ -117,6 +141,7 @@ class TensorView(Widget, can_focus=True):
         self.labels = labels or (side_label(evidence.actual_file),
                                  side_label(evidence.reference_file))
         self.cursor = TensorCursor(tuple(evidence.actual.shape))
+        self.auto_axes = True
         self.action_worst()
 
     def show_message(self, message: str) -> None:
@@ -142,6 +167,7 @@ class TensorView(Widget, can_focus=True):
 
     def action_cycle_axis(self, which: str) -> None:
         if self.cursor:
+            self.auto_axes = False
             self.cursor.cycle_axis(which)
             self.version += 1
 
@@ -168,12 +194,7 @@ class TensorView(Widget, can_focus=True):
             return Text(self.message)
         if ev.actual.size == 0:
             return Text(f"empty tensors (shape {list(ev.actual.shape)}): no elements to show")
-        dtype = ev.actual.dtype
-        a = cur.plane(ev.actual)
-        r_plane = cur.plane(ev.reference)
-        row_pos, col_pos = cur.index[cur.row_axis], cur.index[cur.col_axis]
-        n_rows, n_cols = a.shape
-
+        dtype, ref_dtype = ev.actual.dtype, ev.reference.dtype
         layout = self.current_layout()
         panes = _PANES[layout]
         status_lines = 2
@@ -182,26 +203,25 @@ class TensorView(Widget, can_focus=True):
             height = max(1, (self.size.height - status_lines) // len(panes) - 2)
         else:
             height = max(1, self.size.height - status_lines - 3)
-        r0, r1 = TensorCursor.window(row_pos, n_rows, height)
-        ref_dtype = ev.reference.dtype
-        diff_width = 7
-        label_width = len(str(n_rows - 1)) + 1
         width = self.size.width - 2  # the padding
-        pane = max(12, (width - 2) // 3) if layout == "side" else max(12, width)
-        widths_shown = {"actual": None, "reference": None, "difference": diff_width}
-
-        def columns_for(value_width: int) -> tuple[int, int]:
-            cells = [widths_shown[p] or value_width for p in panes]
-            fit = max(1, min((pane - label_width - 1) // (w + 1) for w in cells))
-            return TensorCursor.window(col_pos, n_cols, fit)
-
-        # Cell width from the values in view only (formatting is the costly part): a first
-        # guess of the columns, then the width their values need.
-        c0, c1 = columns_for(7)
-        shown = [format_element(v, dtype) for v in a[r0:r1, c0:c1].reshape(-1)]
-        shown += [format_element(v, ref_dtype) for v in r_plane[r0:r1, c0:c1].reshape(-1)]
-        value_width = max([len(t) for t in shown] + [4])
-        c0, c1 = columns_for(value_width)
+        if self.auto_axes:
+            self._orient(ev, cur, panes, layout, height, width)
+        a = cur.plane(ev.actual)
+        r_plane = cur.plane(ev.reference)
+        row_pos, col_pos = cur.index[cur.row_axis], cur.index[cur.col_axis]
+        n_rows, n_cols = a.shape
+        r0, r1 = TensorCursor.window(row_pos, n_rows, height)
+        label_width = len(str(n_rows - 1)) + 1
+        # Cell widths from the values in view only (formatting is the costly part): a first
+        # guess of the columns, then the widths their values need, then the columns that fit.
+        c0, c1 = TensorCursor.window(col_pos, n_cols, max(1, width // 8))
+        value_width, diff_width = _cell_widths(a[r0:r1, c0:c1], r_plane[r0:r1, c0:c1], ev)
+        widths_of = {"actual": value_width, "reference": value_width, "difference": diff_width}
+        cells = [widths_of[p] for p in panes]
+        fit = _columns_that_fit(cells, label_width, width, layout)
+        c0, c1 = TensorCursor.window(col_pos, n_cols, fit)
+        pane_widths = [min(label_width + 1 + (c1 - c0) * (w + 1), width) for w in cells]
+        pane = max(pane_widths)
         # Differences and marks for the cells on screen only (window coordinates).
         d, bad, nonfinite = element_status(a[r0:r1, c0:c1], r_plane[r0:r1, c0:c1],
                                            ev.atol, ev.rtol)
@@ -240,14 +260,35 @@ class TensorView(Widget, can_focus=True):
         if len(panes) == 1:  # say which side this is
             rendered[0] = Text.assemble((f"{panes[0]}: ", "bold"), rendered[0])
         if layout == "side":
-            grid = Table.grid(padding=(0, 1))
-            for _ in panes:
-                grid.add_column(width=pane, no_wrap=True)
+            grid = Table.grid(padding=(0, PANE_GAP))
+            for w in pane_widths:
+                grid.add_column(width=max(w, 12), no_wrap=True)
             grid.add_row(*rendered)
             body: RenderableType = grid
         else:
             body = Group(*rendered)
         return Group(body, self._status(ev, an, cur, layout))
+
+    def _orient(self, ev: Evidence, cur: TensorCursor, panes: tuple[str, ...], layout: str,
+                height: int, width: int) -> None:
+        """Transpose the plane where that shows more of it: a short, wide plane (3×24) fits
+        the room better as 24 rows of 3 than as 3 rows of the few columns that fit."""
+        a = cur.plane(ev.actual)
+        r_plane = cur.plane(ev.reference)
+        n_rows, n_cols = a.shape
+        if n_rows == n_cols or (n_rows <= height and n_cols <= width // 8):
+            return
+        sample = (slice(0, min(n_rows, 16)), slice(0, min(n_cols, 16)))
+        value_width, diff_width = _cell_widths(a[sample], r_plane[sample], ev)
+        widths_of = {"actual": value_width, "reference": value_width, "difference": diff_width}
+        cells = [widths_of[p] for p in panes]
+
+        def shown(rows: int, cols: int) -> int:
+            fit = _columns_that_fit(cells, len(str(rows - 1)) + 1, width, layout)
+            return min(rows, height) * min(cols, fit)
+
+        if shown(n_cols, n_rows) > shown(n_rows, n_cols):
+            cur.swap_axes()
 
     def current_layout(self) -> str:
         """The chosen layout, or by the room: side by side where three panes hold at least

@@ -87,12 +87,14 @@ async def test_slices_and_jump_to_worst(data: tuple[Path, dict[str, str]]) -> No
         view = app.screen.query_one(TensorView)
         assert view.has_focus and view.cursor is not None
         assert view.cursor.original_index == (1, 0, 0)  # the inf mismatch ranks first
-        await pilot.press("down", "down", "right")
-        assert view.cursor.original_index == (1, 2, 1)
-        await pilot.press("left_square_bracket")
-        assert view.cursor.original_index == (0, 2, 1)
-        await pilot.press("y")  # rows along axis 2 now: the plane is transposed
+        # The 5x8 plane shows more of itself transposed in this room: rows along axis 2.
         assert (view.cursor.row_axis, view.cursor.col_axis) == (2, 1)
+        await pilot.press("down", "down", "right")
+        assert view.cursor.original_index == (1, 1, 2)
+        await pilot.press("left_square_bracket")
+        assert view.cursor.original_index == (0, 1, 2)
+        await pilot.press("y")  # rows along axis 0 now, chosen: the room no longer decides
+        assert (view.cursor.row_axis, view.cursor.col_axis) == (0, 1)
         await pilot.press("w")
         assert view.cursor.original_index == (1, 0, 0)
         # Enter on the second worst element shows it side by side.

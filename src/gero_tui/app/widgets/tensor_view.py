@@ -133,6 +133,7 @@ class TensorView(Widget, can_focus=True):
         """One of LAYOUTS once chosen with `l`; None: by the room (see current_layout)."""
         self.auto_axes = True
         """Whether the plane's orientation follows the room (until `x` or `y` chooses)."""
+        self._oriented_for: tuple[object, ...] | None = None
 
     def show(self, evidence: Evidence, analysis: ElementAnalysis,
              labels: tuple[str, str] | None = None) -> None:
@@ -141,7 +142,7 @@ class TensorView(Widget, can_focus=True):
         self.labels = labels or (side_label(evidence.actual_file),
                                  side_label(evidence.reference_file))
         self.cursor = TensorCursor(tuple(evidence.actual.shape))
-        self.auto_axes = True
+        self.auto_axes, self._oriented_for = True, None
         self.action_worst()
 
     def show_message(self, message: str) -> None:
@@ -273,10 +274,14 @@ class TensorView(Widget, can_focus=True):
                 height: int, width: int) -> None:
         """Transpose the plane where that shows more of it: a short, wide plane (3×24) fits
         the room better as 24 rows of 3 than as 3 rows of the few columns that fit."""
+        room = (id(ev), tuple(cur.dims), layout, height, width)
+        if room == self._oriented_for:
+            return  # decided for this room: cursor moves keep the orientation
+        self._oriented_for = room
         a = cur.plane(ev.actual)
         r_plane = cur.plane(ev.reference)
         n_rows, n_cols = a.shape
-        if n_rows == n_cols or (n_rows <= height and n_cols <= width // 8):
+        if n_rows == n_cols:
             return
         sample = (slice(0, min(n_rows, 16)), slice(0, min(n_cols, 16)))
         value_width, diff_width = _cell_widths(a[sample], r_plane[sample], ev)

@@ -14,11 +14,12 @@ import json
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from gero_runner.run import RunRequest, execute
 
 
-def measure(jobs: int, ops: list[str], checks: tuple[str, ...]) -> dict[str, float]:
+def measure(jobs: int, ops: list[str], checks: tuple[str, ...]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="gero-bench-") as tmp:
         start = time.perf_counter()
         record = execute(RunRequest(data_root=Path(tmp), jobs=jobs, ops=ops, checks=checks))
@@ -35,13 +36,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", default="")
     parser.add_argument("--no-contracts", action="store_true")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs per job count, interleaved; medians are reported")
     args = parser.parse_args()
     ops = [o for o in args.ops.split(",") if o]
     checks = () if args.no_contracts else ("contracts", "variants")
-    one = measure(1, ops, checks)
-    two = measure(2, ops, checks)
-    print(json.dumps({"jobs_1": one, "jobs_2": two,
-                      "speedup": round(one["wall_s"] / two["wall_s"], 2)}, indent=2))
+    # Interleave the job counts so that machine noise hits both alike.
+    runs: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
+    for _ in range(args.repeats):
+        for jobs in (1, 2):
+            runs[jobs].append(measure(jobs, ops, checks))
+    summary = {f"jobs_{j}": _median_run(r) for j, r in runs.items()}
+    summary["walls_s"] = {f"jobs_{j}": [r["wall_s"] for r in rs] for j, rs in runs.items()}
+    summary["speedup"] = round(summary["jobs_1"]["wall_s"] / summary["jobs_2"]["wall_s"], 2)
+    print(json.dumps(summary, indent=2))
+
+
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median wall time."""
+    return sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
 
 
 if __name__ == "__main__":

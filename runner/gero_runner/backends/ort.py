@@ -6,6 +6,7 @@ thread pools, which the explorer and the parent of the worker pool should not pa
 
 from __future__ import annotations
 
+import functools
 import time
 from importlib import metadata
 from typing import Any
@@ -18,6 +19,7 @@ LEVEL_NAMES = ("disable_all", "basic", "extended", "all")
 BACKEND = "onnxruntime"
 
 
+@functools.cache  # reading package metadata costs ~1 ms; rows ask per output
 def version() -> str:
     try:
         return metadata.version("onnxruntime")

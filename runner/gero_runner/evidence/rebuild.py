@@ -15,7 +15,7 @@ import numpy as np
 
 from gero_runner.cases.base import BATCH_NONE, CaseInstance
 from gero_runner.errors import ArtifactError
-from gero_runner.storage.artifacts import load_array, safe_member
+from gero_runner.storage.artifacts import has_member, load_array, safe_member
 
 ORT_PREFIX = "ort-"
 EXECUTED_BACKENDS = ("onnxruntime", "onnx-reference")
@@ -107,7 +107,7 @@ def load_artifact_case(directory: Path) -> ArtifactCase:
     if label and label in paths and paths[label].get("files"):
         expected = _stored_outputs(directory, paths[label]["files"], outputs)
         exact_files = [f"outputs/{label}-exact/output_{j}.npy" for j in range(len(outputs))]
-        if all(safe_member(directory, f).is_file() for f in exact_files):
+        if all(has_member(directory, f) for f in exact_files):
             exact = _stored_outputs(directory, exact_files, outputs)
     levels = tuple(n[len(ORT_PREFIX):] for n in paths if n.startswith(ORT_PREFIX))
     threads = max([int(p.get("settings", {}).get("intra_op_num_threads", 1))

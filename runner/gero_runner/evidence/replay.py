@@ -29,7 +29,7 @@ from gero_runner.evidence.rows import (
     rows_for_artifact,
 )
 from gero_runner.metrics.compare import compare
-from gero_runner.storage.artifacts import load_array, safe_member, verify_manifest
+from gero_runner.storage.artifacts import has_member, load_array, verify_manifest
 
 BIT_EXACT = "bit_exact"
 WITHIN_TOLERANCE = "within_tolerance"
@@ -237,7 +237,7 @@ def _max_diff(new: np.ndarray, old: np.ndarray, rtol: float, atol: float) -> tup
 
 
 def _load(directory: Path, relative: str) -> np.ndarray | None:
-    if not relative or not safe_member(directory, relative).is_file():
+    if not relative or not has_member(directory, relative):
         return None
     return load_array(directory, relative)
 

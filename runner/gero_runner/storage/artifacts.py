@@ -3,14 +3,21 @@
 A directory is written once, atomically (temporary directory, then rename), and named by the
 hash of its manifest, so a rerun that produces identical evidence reuses it. Each directory is
 also a valid ONNX backend test directory (``model.onnx`` + ``test_data_set_0``).
+
+Inputs stay loose ``.npy`` files; every other tensor (each path's outputs, the two sides of
+each law) is packed into one uncompressed ``tensors.npz`` under its logical path, because
+creating files dominates the cost of evidence on slow disks (a case has dozens of tensors).
+``load_array`` and ``has_member`` read either form.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +27,23 @@ from gero_runner.storage.hashing import load_npy, npy_bytes, sha256
 
 MANIFEST = "manifest.json"
 ARTIFACTS_DIR = "artifacts"
+PACKED = "tensors.npz"
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: identical evidence, identical bytes
+
+
+def is_packed(relpath: str) -> bool:
+    """Tensors other than the inputs live inside tensors.npz."""
+    return relpath.endswith(".npy") and not relpath.startswith("inputs/")
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        for name in sorted(members):
+            info = zipfile.ZipInfo(name, date_time=_ZIP_EPOCH)
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, members[name])
+    return buffer.getvalue()
 
 
 class EvidenceWriter:
@@ -51,13 +75,29 @@ class EvidenceWriter:
             tensor = numpy_helper.from_array(np.asarray(x), name=name)
             self.add_bytes(f"test_data_set_0/output_{i}.pb", tensor.SerializeToString())
 
-    def manifest(self) -> dict[str, object]:
-        return {"algorithm": "sha256",
-                "files": {k: sha256(v) for k, v in sorted(self.files.items())}}
+    def physical_files(self) -> dict[str, bytes]:
+        """The files as written: loose files plus one tensors.npz holding the packed ones."""
+        loose = {k: v for k, v in self.files.items() if not is_packed(k)}
+        packed = {k: v for k, v in self.files.items() if is_packed(k)}
+        if packed:
+            loose[PACKED] = _zip(packed)
+        return loose
+
+    def manifest(self, physical: dict[str, bytes] | None = None) -> dict[str, object]:
+        physical = self.physical_files() if physical is None else physical
+        manifest: dict[str, object] = {
+            "algorithm": "sha256",
+            "files": {k: sha256(v) for k, v in sorted(physical.items())},
+        }
+        packed = {k: sha256(v) for k, v in sorted(self.files.items()) if is_packed(k)}
+        if packed:
+            manifest["packed"] = {PACKED: packed}
+        return manifest
 
     def write(self, data_root: Path) -> str:
         """Write the directory (if new) and return its path relative to the data root."""
-        manifest = self.manifest()
+        physical = self.physical_files()
+        manifest = self.manifest(physical)
         key = sha256(json.dumps(manifest, sort_keys=True).encode())
         relative = f"{ARTIFACTS_DIR}/{key[:2]}/{key[:24]}"
         final = data_root / relative
@@ -66,9 +106,12 @@ class EvidenceWriter:
         final.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
         try:
-            for rel, data in self.files.items():
+            made: set[Path] = {staging}
+            for rel, data in physical.items():
                 path = staging / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
+                if path.parent not in made:  # one mkdir per directory, not per file
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    made.add(path.parent)
                 path.write_bytes(data)
             (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True))
             try:
@@ -124,10 +167,42 @@ def verify_manifest(directory: Path) -> dict[str, str]:
     return files
 
 
+def _packed_bytes(directory: Path, relative: str) -> bytes | None:
+    """A packed tensor's bytes from tensors.npz, or None when it holds no such member."""
+    packed = directory / PACKED
+    if not packed.is_file():
+        return None
+    try:
+        with zipfile.ZipFile(packed) as archive:
+            return archive.read(relative)
+    except KeyError:
+        return None
+    except (OSError, zipfile.BadZipFile) as e:
+        raise ArtifactError(f"{packed}: unreadable tensor archive ({e})") from e
+
+
+def has_member(directory: Path, relative: str) -> bool:
+    """Whether the artifact holds ``relative``, loose or packed (never outside the dir)."""
+    if safe_member(directory, relative).is_file():
+        return True
+    if not is_packed(relative) or not (directory / PACKED).is_file():
+        return False
+    try:
+        with zipfile.ZipFile(directory / PACKED) as archive:
+            return relative in archive.namelist()
+    except (OSError, zipfile.BadZipFile) as e:
+        raise ArtifactError(f"{directory / PACKED}: unreadable tensor archive ({e})") from e
+
+
 def load_array(directory: Path, relative: str) -> np.ndarray:
-    """Load an .npy file of an artifact directory, pickles disabled."""
+    """Load a tensor of an artifact directory (loose .npy or packed), pickles disabled."""
     path = safe_member(directory, relative)
     try:
-        return load_npy(path.read_bytes())
+        if path.is_file():
+            return load_npy(path.read_bytes())
+        data = _packed_bytes(directory, relative) if is_packed(relative) else None
+        if data is None:
+            raise ArtifactError(f"{relative}: no such tensor in {directory}")
+        return load_npy(data)
     except (OSError, ValueError) as e:
         raise ArtifactError(f"{path}: cannot load tensor ({e})") from e

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from gero_runner.errors import ArtifactError
-from gero_runner.storage.artifacts import load_array, resolve_artifact, safe_member
+from gero_runner.storage.artifacts import has_member, load_array, resolve_artifact
 
 EXACT_DIR = "outputs/numpy-float64-exact"
 WORST_COUNT = 20
@@ -120,8 +120,7 @@ def _exact(directory: Path, actual_file: str, actual: np.ndarray) -> np.ndarray 
     index = output_index(actual_file)
     if index is None:
         return None
-    path = safe_member(directory, f"{EXACT_DIR}/output_{index}.npy")
-    if not path.is_file():
+    if not has_member(directory, f"{EXACT_DIR}/output_{index}.npy"):
         return None
     exact = load_array(directory, f"{EXACT_DIR}/output_{index}.npy")
     return exact if exact.shape == actual.shape else None

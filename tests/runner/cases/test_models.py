@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 from gero_runner.errors import GeroError
 from gero_runner.metrics import parity
 from gero_runner.run import RunRequest, execute
-from gero_runner.storage.hashing import load_npy
+from gero_runner.storage.artifacts import load_array
 from gero_runner.storage.store import DataRoot
 
 
@@ -155,9 +155,9 @@ def test_output_kinds_apply_the_parity_metrics(tmp_path: Path) -> None:
     outputs = ["R", "t", "kp", "conf"]
     for row in rows:
         art = tmp_path / "data" / row["artifact_path"]
-        actual = load_npy((art / row["actual_file"]).read_bytes())
+        actual = load_array(art, row["actual_file"])
         j = outputs.index(row["output_name"])
-        truth = load_npy((art / f"outputs/float64-shadow-exact/output_{j}.npy").read_bytes())
+        truth = load_array(art, f"outputs/float64-shadow-exact/output_{j}.npy")
         want = parity.evaluate_output(kinds[row["output_name"]], truth, actual,
                                       parity.ParityTolerances())
         got = json.loads(row["details"])

@@ -13,7 +13,7 @@ import pytest
 from gero_runner.cases import onnx_backend
 from gero_runner.execution.evaluate import RunSettings, evaluate_case
 from gero_runner.schema import EXECUTION, PASSED
-from gero_runner.storage.hashing import load_npy
+from gero_runner.storage.artifacts import load_array
 
 NAMED = ["test_abs", "test_relu", "test_softmax_axis_0", "test_softmax_axis_0_expanded",
          "test_cast_FLOAT_to_FLOAT16", "test_equal_int8", "test_argmax_default_axis_random",
@@ -74,8 +74,8 @@ def test_verdicts_match_assert_allclose(tmp_path: Path, testcases: dict[str, Any
             if row["check"] != "expected" or row["result"] == EXECUTION:
                 continue
             art = tmp_path / row["artifact_path"]
-            actual = load_npy((art / row["actual_file"]).read_bytes())
-            expected = load_npy((art / row["reference_file"]).read_bytes())
+            actual = load_array(art, row["actual_file"])
+            expected = load_array(art, row["reference_file"])
             j = [o.name for o in tc.model.graph.output].index(row["output_name"])
             np.testing.assert_array_equal(expected, onnx_backend._normalise(
                 tc.data_sets[0][1][j], "x").array)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +15,7 @@ from evidence_helpers import artifact_dirs, small_run
 from gero_runner.errors import ArtifactError
 from gero_runner.evidence.replay import BIT_EXACT, NOT_REPRODUCED, replay_artifact
 from gero_runner.evidence.rows import OBSERVATIONS_JSON, rows_for_artifact, write_rows_json
-from gero_runner.storage.artifacts import MANIFEST
+from gero_runner.storage.artifacts import MANIFEST, PACKED, is_packed, load_array
 from gero_runner.storage.hashing import npy_bytes, sha256
 from gero_runner.storage.store import DataRoot
 from gero_tui.cli import main as gero
@@ -93,6 +95,16 @@ def test_copy_without_rows_is_a_clear_error(root: DataRoot, tmp_path: Path) -> N
 
 def _rewrite(copy: Path, relative: str, data: bytes) -> None:
     """Change a file and its manifest entry consistently (a re-signed, different record)."""
+    if is_packed(relative):
+        # The tensor lives inside tensors.npz: rebuild the archive with the new member.
+        with zipfile.ZipFile(copy / PACKED) as archive:
+            members = {name: archive.read(name) for name in archive.namelist()}
+        members[relative] = data
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for name, member in members.items():
+                archive.writestr(name, member)
+        relative, data = PACKED, buffer.getvalue()
     (copy / relative).write_bytes(data)
     manifest = json.loads((copy / MANIFEST).read_text())
     manifest["files"][relative] = sha256(data)
@@ -103,7 +115,7 @@ def test_a_different_stored_output_does_not_reproduce(root: DataRoot, tmp_path: 
     copy = _copy(root, tmp_path)
     rows = json.loads((copy / OBSERVATIONS_JSON).read_text())
     row = next(r for r in rows if r["check"] == "agreement")
-    stored = np.load(copy / row["actual_file"], allow_pickle=False)
+    stored = load_array(copy, row["actual_file"])
     shifted = (stored + np.asarray(1.0, dtype=stored.dtype)).astype(stored.dtype)
     _rewrite(copy, row["actual_file"], npy_bytes(shifted))
     # The record claims another output hash: replay must measure the difference.

@@ -119,3 +119,20 @@ def test_all_zero_reference_scaled_error() -> None:
     assert math.isinf(cmp.scaled_error)
     cmp = compare(np.array([0.0]), np.array([0.0]), 1e-5, 1e-6)
     assert cmp.scaled_error == 0.0
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int64"])
+def test_bit_exact_fast_path_gives_the_same_figures_as_the_full_comparison(dtype: str) -> None:
+    values = [0.0, -0.0, 1.5, -3.0, 7.0] if dtype == "int64" else [0.0, -0.0, 1.5, np.inf, -np.inf]
+    if dtype in ("float16", "float32"):  # representable in the other dtype too
+        values.append(float(np.finfo(dtype).smallest_subnormal))
+    x = np.array(values).astype(dtype)
+    fast = compare(x, x.copy(), 1e-5, 1e-6)
+    # A different dtype on one side takes the full path; the figures must agree.
+    slow = compare(x, x.astype(np.float64) if dtype != "float64" else x.astype(np.float32),
+                   1e-5, 1e-6)
+    assert fast.bit_exact
+    for field in ("mismatch_count", "max_abs_error", "max_rel_error", "scaled_error",
+                  "floored_rel_error", "nan_actual", "inf_actual", "inf_reference", "min_atol",
+                  "min_rtol", "element_count"):
+        assert getattr(fast, field) == getattr(slow, field), field

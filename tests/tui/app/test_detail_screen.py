@@ -14,6 +14,7 @@ from detail_harness import Harness, sync
 from rich.console import Console
 from textual.widgets import DataTable, Static
 
+from gero_runner.storage.artifacts import PACKED, is_packed
 from gero_tui.app.screens.detail import DetailScreen
 from gero_tui.app.screens.op_histogram import OpHistogramScreen
 from gero_tui.app.widgets.histogram import Histogram
@@ -186,7 +187,8 @@ async def test_failing_replay_does_not_crash(real_run: Path, tmp_path: Path) -> 
     oid, rel, actual = source.query(
         "SELECT observation_id, artifact_path, actual_file FROM obs "
         "WHERE artifact_path <> '' AND actual_file <> '' LIMIT 1")[0]
-    target = copy / rel / actual
+    # Outputs are packed into tensors.npz; flipping its last byte tampers the evidence.
+    target = copy / rel / (PACKED if is_packed(actual) else actual)
     data = target.read_bytes()
     target.write_bytes(data[:-1] + bytes([data[-1] ^ 0xFF]))
     app = Harness(copy, "detail", oid)

@@ -109,7 +109,10 @@ def test_bad_evidence_is_a_clear_error(tmp_path: Path, row: dict[str, str],
 def test_pickled_array_is_refused(tmp_path: Path) -> None:
     rel = _artifact(tmp_path)
     obj = np.array([{"x": 1}], dtype=object)
-    np.save(tmp_path / rel / "outputs/ort-all/output_0.npy", obj, allow_pickle=True)
+    # A loose file shadows the packed tensor of the same name.
+    target = tmp_path / rel / "outputs/ort-all/output_0.npy"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    np.save(target, obj, allow_pickle=True)
     with pytest.raises(ArtifactError, match="cannot load"):
         load_evidence(tmp_path, {"artifact_path": rel, "rtol": 0, "atol": 0,
                                  "actual_file": "outputs/ort-all/output_0.npy",

@@ -46,8 +46,9 @@ async def test_slow_query_is_interrupted_by_a_newer_filter(data_root: Path, monk
         timer = app.set_interval(0.01, lambda: ticks.append(time.perf_counter()))
         await asyncio.sleep(0.5)
         timer.stop()
-        assert len(ticks) >= 10
-        assert max(b - a for a, b in itertools.pairwise(ticks)) < 0.25
+        # A blocked loop would tick once or twice in 0.5 s; allow for a busy 2-core CI box.
+        assert len(ticks) >= 5
+        assert max(b - a for a, b in itertools.pairwise(ticks)) < 0.4
         assert screen.query_one("FilterBar").busy
         screen.set_filter(TableFilter(text="fast"))
         await settle(pilot)

@@ -7,7 +7,8 @@ interrupted) that posts the row count and first page back; the UI thread never w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import duckdb
 from textual import events, on, work
@@ -35,6 +36,8 @@ from gero_tui.query.table import (
 
 if TYPE_CHECKING:
     from gero_tui.app.app import GeroApp
+
+T = TypeVar("T")
 
 FILTER_KEYS = {"o": "operations", "t": "dtypes", "z": "optimizations", "u": "suites",
                "c": "checks"}
@@ -291,51 +294,38 @@ class EvaluationsScreen(Screen[None]):
             query.close()
         self.post_message(self.RowsLoaded(generation, count, page, total))
 
+    def _query(self, ask: Callable[[TableQuery], T]) -> T | None:
+        """Run one question on a fresh cursor (worker threads only); a failure is posted."""
+        source = self.app.source
+        if source is None:
+            return None
+        query = TableQuery(source)
+        try:
+            return ask(query)
+        except duckdb.Error as e:
+            self.post_message(self.QueryFailed(str(e)))
+            return None
+        finally:
+            query.close()
+
     @work(thread=True, exclusive=True, group="page")
     def _load_page(self, generation: int, table_filter: TableFilter, sort: TableSort,
                    selection: Selection, offset: int, limit: int) -> None:
-        source = self.app.source
-        if source is None:
-            return
-        query = TableQuery(source)
-        try:
-            page = query.page(table_filter, sort, offset, limit, selection)
-        except duckdb.Error as e:
-            self.post_message(self.QueryFailed(str(e)))
-            return
-        finally:
-            query.close()
-        self.post_message(self.PageLoaded(generation, page))
+        page = self._query(lambda q: q.page(table_filter, sort, offset, limit, selection))
+        if page is not None:
+            self.post_message(self.PageLoaded(generation, page))
 
     @work(thread=True, exclusive=True, group="selection")
     def _count_selection(self, selection: Selection) -> None:
-        source = self.app.source
-        if source is None:
-            return
-        query = TableQuery(source)
-        try:
-            count = query.selected_count(selection)
-        except duckdb.Error as e:
-            self.post_message(self.QueryFailed(str(e)))
-            return
-        finally:
-            query.close()
-        self.post_message(self.SelectionCounted(selection, count))
+        count = self._query(lambda q: q.selected_count(selection))
+        if count is not None:
+            self.post_message(self.SelectionCounted(selection, count))
 
     @work(thread=True, exclusive=True, group="values")
     def _load_values(self, key: str) -> None:
-        source = self.app.source
-        if source is None:
-            return
-        query = TableQuery(source)
-        try:
-            values = query.distinct(key)
-        except duckdb.Error as e:
-            self.post_message(self.QueryFailed(str(e)))
-            return
-        finally:
-            query.close()
-        self.post_message(self.ValuesLoaded(key, values))
+        values = self._query(lambda q: q.distinct(key))
+        if values is not None:
+            self.post_message(self.ValuesLoaded(key, values))
 
     def on_evaluations_screen_rows_loaded(self, message: RowsLoaded) -> None:
         if message.generation != self._generation:

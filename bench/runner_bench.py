@@ -29,7 +29,10 @@ def measure(jobs: int, ops: list[str], checks: tuple[str, ...]) -> dict[str, Any
     return {"jobs": jobs, "cases": record.case_count, "observations": record.observation_count,
             "wall_s": round(wall, 2), "cases_per_s": round(record.case_count / wall, 1),
             "backend_s": round(record.backend_seconds, 2),
-            "outside_backends_share": round(outside, 3), "counts": record.counts}
+            "outside_backends_share": round(outside, 3),
+            "evidence_s": round(record.evidence_seconds, 2),
+            "evidence_share": round(record.evidence_seconds / (wall * jobs), 3),
+            "store_s": round(record.store_seconds, 2), "counts": record.counts}
 
 
 def main() -> None:

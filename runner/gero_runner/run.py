@@ -141,15 +141,17 @@ def store_results(request: RunRequest, root: DataRoot, run_id: str, started: dat
                   warn: Callable[[str], None] | None) -> RunRecord:
     """Deduplicate the outcomes' rows against the data root and write the run."""
     now = datetime.now(UTC)
+    store_start = time.perf_counter()
     known = root.known_observation_ids(warn)
     new_rows: list[dict[str, Any]] = []
     sightings: list[dict[str, Any]] = []
     seen: set[str] = set()
     counts = dict.fromkeys(RESULT_CLASSES, 0)
-    backend_seconds = 0.0
+    backend_seconds = evidence_seconds = 0.0
     for index in sorted(results):
         outcome = results[index]
         backend_seconds += outcome.result.backend_seconds
+        evidence_seconds += outcome.result.evidence_seconds
         for row in outcome.result.rows:
             oid = row["observation_id"]
             if oid in seen:
@@ -171,7 +173,8 @@ def store_results(request: RunRequest, root: DataRoot, run_id: str, started: dat
         tolerances=table.as_dict(), case_count=len(results),
         observation_count=len(sightings), new_observation_count=len(new_rows),
         counts=counts, wall_seconds=time.perf_counter() - wall_start,
-        backend_seconds=backend_seconds,
+        backend_seconds=backend_seconds, evidence_seconds=evidence_seconds,
+        store_seconds=time.perf_counter() - store_start,
     )
     root.write_run(record, new_rows, sightings)
     return record

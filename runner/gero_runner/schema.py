@@ -141,3 +141,7 @@ class RunRecord:
     counts: dict[str, int]
     wall_seconds: float
     backend_seconds: float
+    evidence_seconds: float = 0.0
+    """Summed over workers: writing evidence directories and hashing observation ids."""
+    store_seconds: float = 0.0
+    """In the parent: deduplicating and preparing the rows (before the Parquet write)."""

@@ -107,22 +107,8 @@ def to_case(tc: Any, op_type: str) -> CaseInstance:
     graph_inputs = list(model.graph.input)
     graph_outputs = list(model.graph.output)
     problems: list[str] = []
-    inputs: dict[str, np.ndarray] = {}
-    for vi, value in zip(graph_inputs, inputs_data, strict=False):
-        problem = _type_problem(vi, f"input {vi.name!r}")
-        v = _normalise(value, f"input {vi.name!r}")
-        if problem or v.problem:
-            problems.append(problem or v.problem)
-        elif v.array is not None:
-            inputs[vi.name] = v.array
-    expected: dict[str, np.ndarray] = {}
-    for vi, value in zip(graph_outputs, outputs_data, strict=False):
-        problem = _type_problem(vi, f"output {vi.name!r}")
-        v = _normalise(value, f"output {vi.name!r}")
-        if problem or v.problem:
-            problems.append(problem or v.problem)
-        elif v.array is not None:
-            expected[vi.name] = v.array
+    inputs = _tensors(graph_inputs, inputs_data, "input", problems)
+    expected = _tensors(graph_outputs, outputs_data, "output", problems)
     dtype = _case_dtype(list(expected.values()) or list(inputs.values()))
     metadata: dict[str, Any] = {"opset": _opset(model), "onnx_rtol": tc.rtol,
                                 "onnx_atol": tc.atol}
@@ -163,3 +149,17 @@ def cases_for_request(request: RunRequest) -> list[CaseInstance]:
             continue
         cases.append(case)
     return cases
+
+
+def _tensors(infos: list[Any], values: list[Any], kind: str,
+             problems: list[str]) -> dict[str, np.ndarray]:
+    """The case's tensors by name; what gero cannot feed or compare goes to ``problems``."""
+    out: dict[str, np.ndarray] = {}
+    for vi, value in zip(infos, values, strict=False):
+        problem = _type_problem(vi, f"{kind} {vi.name!r}")
+        v = _normalise(value, f"{kind} {vi.name!r}")
+        if problem or v.problem:
+            problems.append(problem or v.problem)
+        elif v.array is not None:
+            out[vi.name] = v.array
+    return out

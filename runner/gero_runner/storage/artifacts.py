@@ -126,21 +126,28 @@ class EvidenceWriter:
         return relative
 
 
+def _inside(base: Path, relative: str) -> Path | None:
+    """``base / relative`` resolved, or None when it escapes ``base``."""
+    root = base.resolve()
+    path = (root / relative).resolve()
+    return path if path.is_relative_to(root) else None
+
+
 def resolve_artifact(data_root: Path, relative: str) -> Path:
     """The artifact directory of a row; refuses paths that escape the data root."""
-    root = data_root.resolve()
-    path = (root / relative).resolve()
-    if not path.is_relative_to(root):
-        raise ArtifactError(f"artifact path {relative!r} points outside the data root {root}")
+    path = _inside(data_root, relative)
+    if path is None:
+        raise ArtifactError(
+            f"artifact path {relative!r} points outside the data root {data_root.resolve()}")
     return path
 
 
 def safe_member(directory: Path, relative: str) -> Path:
     """A file inside an artifact directory; refuses names that escape it."""
-    base = directory.resolve()
-    path = (base / relative).resolve()
-    if not path.is_relative_to(base):
-        raise ArtifactError(f"file {relative!r} points outside the artifact directory {base}")
+    path = _inside(directory, relative)
+    if path is None:
+        raise ArtifactError(
+            f"file {relative!r} points outside the artifact directory {directory.resolve()}")
     return path
 
 

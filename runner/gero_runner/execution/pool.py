@@ -3,7 +3,9 @@
 Each case runs in a child process. A child that dies (e.g. SIGSEGV inside a kernel) or runs
 past the per-case timeout is replaced, and its case becomes an ``execution`` observation
 carrying what happened; the run goes on. Results are keyed by case index, so the rows do
-not depend on the number of workers.
+not depend on the number of workers. A worker holds at most one case in reserve behind the
+one it runs; when it dies, the case it was running is the first of its queue, and the one
+in reserve goes back to the pending cases.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import multiprocessing as mp
+import pickle
 import signal
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -32,6 +36,13 @@ class Outcome:
     result: CaseResult
 
 
+PREFETCH_BYTES = 48 * 1024
+"""A worker is sent its next case while it still runs one, when that case pickles this
+small: it starts at once instead of waiting for the parent's round trip. A larger case is
+sent only to an idle worker, so the parent never blocks on a full pipe (and keeps watching
+the other workers' timeouts)."""
+
+
 def _worker_main(conn: Connection, settings: RunSettings) -> None:
     # The parent handles Ctrl-C; a worker just finishes or is terminated. A crash is
     # recorded as an observation, so an inherited fault handler's dump would only be noise.
@@ -39,12 +50,12 @@ def _worker_main(conn: Connection, settings: RunSettings) -> None:
     faulthandler.disable()
     while True:
         try:
-            message = conn.recv()
+            message = conn.recv_bytes()
         except EOFError:
             return
-        if message is None:
+        if not message:
             return
-        index, case = message
+        index, case = pickle.loads(message)
         try:
             # Looked up at call time so tests can substitute the evaluator before forking.
             result = evaluate.evaluate_case(case, settings)
@@ -54,22 +65,35 @@ def _worker_main(conn: Connection, settings: RunSettings) -> None:
 
 
 class _Worker:
+    """A child process and the cases sent to it, in the order it runs them."""
+
     def __init__(self, ctx: Any, settings: RunSettings) -> None:
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_worker_main, args=(child, settings), daemon=True)
         self.process.start()
         child.close()
-        self.index: int | None = None
-        self.case: CaseInstance | None = None
+        self.queue: deque[tuple[int, CaseInstance]] = deque()
         self.started = 0.0
+        """When the case at the head of the queue started running."""
 
-    def submit(self, index: int, case: CaseInstance) -> None:
-        self.index, self.case, self.started = index, case, time.monotonic()
-        self.conn.send((index, case))
+    def accepts(self, message: bytes) -> bool:
+        return not self.queue or (len(self.queue) == 1 and len(message) <= PREFETCH_BYTES)
+
+    def submit(self, index: int, case: CaseInstance, message: bytes) -> None:
+        if not self.queue:
+            self.started = time.monotonic()
+        self.queue.append((index, case))
+        self.conn.send_bytes(message)
+
+    def finish_head(self) -> tuple[int, CaseInstance]:
+        """The running case is done: the next one in the queue starts now."""
+        head = self.queue.popleft()
+        self.started = time.monotonic()
+        return head
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
-            self.conn.send(None)
+            self.conn.send_bytes(b"")
 
     def kill(self) -> None:
         if self.process.is_alive():
@@ -93,56 +117,70 @@ def run_cases(cases: Sequence[CaseInstance], settings: RunSettings, jobs: int = 
               on_done: Callable[[Outcome], None] | None = None) -> Iterator[Outcome]:
     """Yield one Outcome per case (in completion order), isolating each in a worker."""
     ctx = mp.get_context("fork")
-    pending = list(enumerate(cases))
-    pending.reverse()
+    # Pending cases, next first; a dead worker's queued cases go back to the front.
+    pending: deque[tuple[int, CaseInstance, bytes | None]] = deque(
+        (i, case, None) for i, case in enumerate(cases))
     workers = [_Worker(ctx, settings) for _ in range(max(1, min(jobs, len(cases))))]
 
-    def fallback(worker: _Worker, message: str) -> Outcome:
-        assert worker.index is not None and worker.case is not None
-        rows = evaluate.execution_rows(worker.case, message)
-        return Outcome(worker.index, CaseResult(rows, 0.0, time.monotonic() - worker.started))
+    def fill(worker: _Worker) -> None:
+        while pending:
+            index, case, message = pending[0]
+            if message is None:
+                message = pickle.dumps((index, case), protocol=pickle.HIGHEST_PROTOCOL)
+                pending[0] = (index, case, message)
+            if not worker.accepts(message):
+                return
+            pending.popleft()
+            worker.submit(index, case, message)
+
+    def fallback(index: int, case: CaseInstance, started: float, message: str) -> Outcome:
+        rows = evaluate.execution_rows(case, message)
+        return Outcome(index, CaseResult(rows, 0.0, time.monotonic() - started))
 
     try:
         for w in workers:
-            if pending:
-                w.submit(*pending.pop())
-        while any(w.index is not None for w in workers):
-            busy = [w for w in workers if w.index is not None]
+            fill(w)
+        while any(w.queue for w in workers):
+            busy = [w for w in workers if w.queue]
             now = time.monotonic()
             wait_for = min(max(0.0, w.started + timeout_s - now) for w in busy)
             ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
                          timeout=wait_for)
             for i, w in enumerate(workers):
-                if w.index is None:
+                if not w.queue:
                     continue
                 outcome: Outcome | None = None
-                replace = True  # the worker died or hung: start a fresh one
+                died: str | None = None  # the worker died or hung: start a fresh one
                 if w.conn in ready:
                     try:
                         index, result, error = w.conn.recv()
                     except (EOFError, OSError):
                         w.process.join(timeout=5)
-                        outcome = fallback(w, _death_message(w.process.exitcode))
+                        died = _death_message(w.process.exitcode)
                     else:
-                        replace = False
+                        started = w.started
+                        _, case = w.finish_head()
                         outcome = (Outcome(index, result) if error is None
-                                   else fallback(w, f"evaluator raised: {error}"))
+                                   else fallback(index, case, started,
+                                                 f"evaluator raised: {error}"))
                 elif w.process.sentinel in ready:
                     w.process.join(timeout=5)
-                    outcome = fallback(w, _death_message(w.process.exitcode))
+                    died = _death_message(w.process.exitcode)
                 elif time.monotonic() - w.started > timeout_s:
-                    outcome = fallback(w, f"timed out after {timeout_s:g} s; worker killed")
-                if outcome is None:
-                    continue
-                if replace:
+                    died = f"timed out after {timeout_s:g} s; worker killed"
+                if died is not None:
+                    # The head of the queue was running; the cases behind it are resent.
+                    index, case = w.queue.popleft()
+                    outcome = fallback(index, case, w.started, died)
+                    pending.extendleft((j, c, None) for j, c in reversed(w.queue))
                     w.kill()
                     workers[i] = w = _Worker(ctx, settings)
-                w.index = w.case = None
+                if outcome is None:
+                    continue
                 if on_done is not None:
                     on_done(outcome)
                 yield outcome
-                if pending:
-                    w.submit(*pending.pop())
+                fill(w)
     finally:
         for w in workers:
             w.stop()

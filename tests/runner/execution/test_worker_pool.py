@@ -1,0 +1,60 @@
+"""The worker pool: every case gives exactly one outcome, whatever its worker does, and the
+cases queued behind a case that kills its worker still run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from gero_runner.cases.base import CaseInstance
+from gero_runner.execution import evaluate, pool
+from gero_runner.execution.evaluate import CaseResult, RunSettings
+from gero_runner.run import RunRequest, collect_cases
+
+
+def _cases() -> list[CaseInstance]:
+    cases = collect_cases(RunRequest(ops=["Exp", "Relu", "Sigmoid"], dtypes=["float32"]))
+    assert cases[-1].op_type != "Relu"  # so that a case waits in the queue behind a Relu
+    return cases
+
+
+def _crash_on_relu(case: CaseInstance, settings: RunSettings) -> CaseResult:
+    if case.op_type == "Relu":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return CaseResult([{"case_id": case.case_id, "result": "passed"}], 0.0, 0.0)
+
+
+def _hang_on_relu(case: CaseInstance, settings: RunSettings) -> CaseResult:
+    if case.op_type == "Relu":
+        time.sleep(60)
+    return CaseResult([{"case_id": case.case_id, "result": "passed"}], 0.0, 0.0)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize(("fake", "message"), [(_crash_on_relu, "SIGSEGV"),
+                                               (_hang_on_relu, "timed out")])
+def test_each_case_has_one_outcome_and_queued_cases_survive(
+        monkeypatch: pytest.MonkeyPatch, jobs: int, fake: object, message: str) -> None:
+    monkeypatch.setattr(evaluate, "evaluate_case", fake)
+    cases = _cases()
+    outcomes = list(pool.run_cases(cases, RunSettings(data_root=""), jobs=jobs, timeout_s=1.0))
+    assert sorted(o.index for o in outcomes) == list(range(len(cases)))
+    for o in outcomes:
+        case = cases[o.index]
+        (row,) = o.result.rows
+        if case.op_type == "Relu":
+            assert row["result"] == "execution" and message in row["reason"]
+        else:  # including the cases that were queued behind a Relu case
+            assert row == {"case_id": case.case_id, "result": "passed"}
+
+
+def test_large_cases_are_not_prefetched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A case too large to queue waits for an idle worker; the run still completes."""
+    monkeypatch.setattr(pool, "PREFETCH_BYTES", 0)
+    monkeypatch.setattr(evaluate, "evaluate_case", _crash_on_relu)
+    cases = _cases()
+    outcomes = list(pool.run_cases(cases, RunSettings(data_root=""), jobs=1, timeout_s=5.0))
+    assert sorted(o.index for o in outcomes) == list(range(len(cases)))

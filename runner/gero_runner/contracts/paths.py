@@ -41,15 +41,12 @@ class PathRunner:
         if threads is not None and path.backend == ort.BACKEND:
             self.settings["intra_op_num_threads"] = threads
         self._session: Any = None
-
-    @property
-    def result_path(self) -> PathResult:
+        self.result_path = self.path
         """The PathResult to record on rows (settings reflect the thread count used)."""
-        if self.settings == self.path.settings:
-            return self.path
-        return replace(self.path, settings=self.settings,
-                       threads=int(self.settings["intra_op_num_threads"]),
-                       median_ms=math.nan, repeats=1, outputs=None, files=[])
+        if self.settings != path.settings:
+            self.result_path = replace(path, settings=self.settings,
+                                       threads=int(self.settings["intra_op_num_threads"]),
+                                       median_ms=math.nan, repeats=1, outputs=None, files=[])
 
     def __call__(self, feeds: Arrays) -> list[np.ndarray]:
         start = time.perf_counter()

@@ -26,6 +26,9 @@ from gero_runner.storage.hashing import row_hash, sha256, tensor_hash, tensors_h
 from gero_runner.tolerances import ToleranceTable
 
 NOT_APPLICABLE = "-"
+# Built once: json.dumps with options constructs an encoder per call, and rows ask twice each.
+_SETTINGS_JSON = json.JSONEncoder(sort_keys=True)
+_DETAILS_JSON = json.JSONEncoder(sort_keys=True, default=repr)
 
 
 @dataclass(frozen=True)
@@ -58,10 +61,20 @@ class PathResult:
     deterministic: bool = True
     """Every repeated run gave bit-identical outputs."""
     files: list[str] = field(default_factory=list)
+    _settings_cache: tuple[dict[str, Any], str] | None = field(
+        default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
         return self.outputs is not None
+
+    @property
+    def settings_json(self) -> str:
+        """The settings as recorded on rows, encoded once per settings object."""
+        cache = self._settings_cache
+        if cache is None or cache[0] is not self.settings:
+            cache = self._settings_cache = (self.settings, _SETTINGS_JSON.encode(self.settings))
+        return cache[1]
 
 
 @dataclass
@@ -117,8 +130,8 @@ class CaseContext:
             "actual_file": actual_file, "reference_file": reference_file,
             "actual_median_ms": actual.median_ms, "reference_median_ms": reference_ms,
             "repeats": actual.repeats,
-            "session_settings": json.dumps(actual.settings, sort_keys=True),
-            "details": json.dumps(details or {}, sort_keys=True, default=repr),
+            "session_settings": actual.settings_json,
+            "details": _DETAILS_JSON.encode(details) if details else "{}",
         }
         row.update(_metric_columns(cmp))
         return row

@@ -53,7 +53,10 @@ def load_npy(data: bytes) -> np.ndarray:
     return array
 
 
+_ROW_JSON = json.JSONEncoder(default=repr)  # built once: every row is hashed
+
+
 def row_hash(row: Mapping[str, Any], columns: Iterable[str]) -> str:
     """SHA-256 of the given columns of a row (floats written with repr, so exact)."""
-    payload = json.dumps([[c, row.get(c)] for c in columns], default=repr, sort_keys=False)
+    payload = _ROW_JSON.encode([[c, row.get(c)] for c in columns])
     return sha256(payload.encode())

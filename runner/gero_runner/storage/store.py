@@ -83,8 +83,21 @@ def statistics_columns(schema: pa.Schema) -> list[str]:
 
 def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
     """Rows (dicts) to an Arrow table with exactly the observation schema."""
-    columns = {f.name: [r.get(f.name) for r in rows] for f in OBSERVATION_SCHEMA}
-    return pa.Table.from_pydict(columns, schema=OBSERVATION_SCHEMA)
+    return pa.Table.from_pylist(rows, schema=OBSERVATION_SCHEMA)
+
+
+def rows_to_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
+    """One case's rows as an Arrow batch of the observation schema (missing columns null)."""
+    return pa.RecordBatch.from_pylist(rows, schema=OBSERVATION_SCHEMA)
+
+
+def with_constants(table: pa.Table, **values: Any) -> pa.Table:
+    """``table`` with the named columns set to one value on every row."""
+    for name, value in values.items():
+        i = table.schema.get_field_index(name)
+        field = table.schema.field(i)
+        table = table.set_column(i, field, pa.array([value] * table.num_rows, field.type))
+    return table
 
 
 class DataRoot:
@@ -129,14 +142,16 @@ class DataRoot:
             known.update(column.to_pylist())
         return known
 
-    def write_run(self, record: RunRecord, new_rows: list[dict[str, Any]],
-                  sightings: Iterable[dict[str, Any]]) -> Path:
+    def write_run(self, record: RunRecord, new_rows: list[dict[str, Any]] | pa.Table,
+                  sightings: Iterable[dict[str, Any]] | pa.Table) -> Path:
         """Write the run's tables and record (the record last, so a run is complete or absent)."""
         directory = self.run_dir(record.run_id)
-        atomic_write_table(directory / OBSERVATIONS_FILE, rows_to_table(new_rows))
-        sighting_rows = list(sightings)
-        atomic_write_table(directory / SIGHTINGS_FILE, pa.Table.from_pylist(
-            sighting_rows, schema=SIGHTING_SCHEMA))
+        if not isinstance(new_rows, pa.Table):
+            new_rows = rows_to_table(new_rows)
+        if not isinstance(sightings, pa.Table):
+            sightings = pa.Table.from_pylist(list(sightings), schema=SIGHTING_SCHEMA)
+        atomic_write_table(directory / OBSERVATIONS_FILE, new_rows)
+        atomic_write_table(directory / SIGHTINGS_FILE, sightings)
         atomic_write_bytes(directory / RUN_FILE,
                            json.dumps(asdict(record), indent=2, sort_keys=True).encode())
         return directory

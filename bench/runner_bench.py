@@ -19,11 +19,13 @@ from typing import Any
 from gero_runner.run import RunRequest, execute
 
 
-def measure(jobs: int, ops: list[str], checks: tuple[str, ...]) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="gero-bench-") as tmp:
-        start = time.perf_counter()
-        record = execute(RunRequest(data_root=Path(tmp), jobs=jobs, ops=ops, checks=checks))
-        wall = time.perf_counter() - start
+def measure(root: Path, jobs: int, ops: list[str], checks: tuple[str, ...]) -> dict[str, Any]:
+    # Every run writes a fresh data root, kept until the bench ends: deleting ~6,000 files
+    # makes the file system slow for a while and would disturb the next run's evidence.
+    data_root = Path(tempfile.mkdtemp(prefix=f"jobs{jobs}-", dir=root))
+    start = time.perf_counter()
+    record = execute(RunRequest(data_root=data_root, jobs=jobs, ops=ops, checks=checks))
+    wall = time.perf_counter() - start
     # Backend time is summed over workers; per worker it is at most the wall time.
     outside = max(0.0, 1.0 - record.backend_seconds / (wall * jobs))
     return {"jobs": jobs, "cases": record.case_count, "observations": record.observation_count,
@@ -46,9 +48,10 @@ def main() -> None:
     checks = () if args.no_contracts else ("contracts", "variants")
     # Interleave the job counts so that machine noise hits both alike.
     runs: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
-    for _ in range(args.repeats):
-        for jobs in (1, 2):
-            runs[jobs].append(measure(jobs, ops, checks))
+    with tempfile.TemporaryDirectory(prefix="gero-bench-") as tmp:
+        for _ in range(args.repeats):
+            for jobs in (1, 2):
+                runs[jobs].append(measure(Path(tmp), jobs, ops, checks))
     summary = {f"jobs_{j}": _median_run(r) for j, r in runs.items()}
     summary["walls_s"] = {f"jobs_{j}": [r["wall_s"] for r in rs] for j, rs in runs.items()}
     summary["speedup"] = round(summary["jobs_1"]["wall_s"] / summary["jobs_2"]["wall_s"], 2)

@@ -53,6 +53,10 @@ def make_session(model: bytes, settings: dict[str, Any]) -> Any:
     options.inter_op_num_threads = int(settings.get("inter_op_num_threads", 1))
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.log_severity_level = 4  # errors are kept in the observation, not printed
+    if not settings.get("allow_spinning", True):
+        # Idle pool threads sleep instead of spinning: parallel workers then do not steal
+        # each other's cores. Scheduling only; the kernels and their results are the same.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(model, options, providers=[settings["provider"]])
 
 

@@ -40,6 +40,8 @@ class PathRunner:
         self.settings = dict(path.settings)
         if threads is not None and path.backend == ort.BACKEND:
             self.settings["intra_op_num_threads"] = threads
+            if threads > 1:  # other workers run on the same cores (see ort.make_session)
+                self.settings["allow_spinning"] = False
         self._session: Any = None
         self.result_path = self.path
         """The PathResult to record on rows (settings reflect the thread count used)."""

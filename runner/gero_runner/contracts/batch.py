@@ -62,6 +62,7 @@ def independent_rows(ctx: CaseContext, paths: list[PathResult],
         try:
             full = run(feeds)
         except Exception as e:  # a runtime that rejects the symbolic batch is an observation
+            run.close()
             rows += _failed(ctx, path, INDEPENDENT_LAWS, f"the full batch failed: {error_text(e)}")
             continue
         selections: dict[str, list[Any]] = {
@@ -73,6 +74,7 @@ def independent_rows(ctx: CaseContext, paths: list[PathResult],
                 got[law] = outs if law == "partition" else outs[0]
             except Exception as e:  # e.g. a graph constant that fixes the batch size
                 rows += _failed(ctx, path, (law,), f"running the graph failed: {error_text(e)}")
+        run.close()
         for j, name in enumerate(ctx.output_names):
             f = full[j]
             dtype = str(f.dtype)
@@ -153,6 +155,7 @@ def reduction_rows(ctx: CaseContext, paths: list[PathResult],
             full = run(feeds)
             permuted = run(take(feeds, layout.batched, perm))
         except Exception as e:
+            run.close()
             rows += _failed(ctx, path, REDUCE_LAWS, f"running the graph failed: {error_text(e)}")
             continue
         try:
@@ -162,6 +165,7 @@ def reduction_rows(ctx: CaseContext, paths: list[PathResult],
             rows += _failed(ctx, path, ("partial_reduction",),
                             f"running the graph on parts of the batch failed: {error_text(e)}")
             pieces = None
+        run.close()
         for j, name in enumerate(ctx.output_names):
             rows += _reduction_output_rows(ctx, evidence, path, j, name, reduction, layout,
                                            parts, full, pieces, permuted)

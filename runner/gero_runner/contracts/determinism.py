@@ -60,8 +60,9 @@ def thread_rows(ctx: CaseContext, paths: list[PathResult],
             if path.threads == 1:
                 single = path.outputs
             else:
-                single = PathRunner(ctx, path, ctx.case.model, threads=1)(ctx.case.inputs)
-            multi = runner(ctx.case.inputs)
+                single = PathRunner(ctx, path, ctx.case.model, threads=1).once(
+                    ctx.case.inputs)
+            multi = runner.once(ctx.case.inputs)
         except Exception as e:
             rows.append(execution_row(ctx, "contract:threads", runner.result_path, "",
                                       ctx.case.dtype, f"threads: {error_text(e)}",

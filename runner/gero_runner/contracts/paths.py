@@ -63,6 +63,20 @@ class PathRunner:
         finally:
             self.ctx.backend_seconds += time.perf_counter() - start
 
+    def close(self) -> None:
+        """Release the session now: its teardown (arenas, pool threads) is backend time too."""
+        if self._session is not None:
+            start = time.perf_counter()
+            self._session = None
+            self.ctx.backend_seconds += time.perf_counter() - start
+
+    def once(self, feeds: Arrays) -> list[np.ndarray]:
+        """Run a single time and release the session."""
+        try:
+            return self(feeds)
+        finally:
+            self.close()
+
 
 def error_text(e: BaseException) -> str:
     text = f"{type(e).__name__}: {e}".strip()

@@ -60,6 +60,8 @@ class PathResult:
     repeats: int = 0
     deterministic: bool = True
     """Every repeated run gave bit-identical outputs."""
+    backend_seconds: float = 0.0
+    """Time inside the backend: building the session, the timed runs, releasing it."""
     files: list[str] = field(default_factory=list)
     _settings_cache: tuple[dict[str, Any], str] | None = field(
         default=None, repr=False, compare=False)
@@ -167,33 +169,45 @@ def _error_text(e: BaseException) -> str:
 def run_ort_level(case: CaseInstance, level: str, threads: int, repeats: int) -> PathResult:
     settings = ort.session_settings(level, threads)
     path = PathResult(f"ort-{level}", ort.BACKEND, ort.version(), level, threads, settings)
+    start = time.perf_counter()
     try:
         session = ort.make_session(case.model, settings)
         runs, path.median_ms = ort.run_timed(session, case.inputs, repeats)
+        del session  # released here, so that its teardown is timed with the backend
     except Exception as e:  # any ORT failure is an observation, not a crash of the run
         path.error = _error_text(e)
         return path
+    finally:
+        path.backend_seconds = time.perf_counter() - start
     path.outputs, path.repeats = runs[0], len(runs)
-    path.deterministic = all(
-        tensors_hash(r) == tensors_hash(runs[0]) for r in runs[1:]
-    )
+    path.deterministic = _identical(runs)
     return path
 
 
 def run_reference(case: CaseInstance, repeats: int) -> PathResult:
     path = PathResult("onnx-reference", reference.BACKEND, reference.version(), NOT_APPLICABLE,
                       0, {"evaluator": "onnx.reference.ReferenceEvaluator"})
+    start = time.perf_counter()
     try:
         evaluator = reference.make_evaluator(case.model)
         runs, path.median_ms = reference.run_timed(evaluator, case.inputs, repeats)
+        del evaluator
     except Exception as e:  # the reference may not support an operator or dtype
         path.error = _error_text(e)
         return path
+    finally:
+        path.backend_seconds = time.perf_counter() - start
     path.outputs, path.repeats = runs[0], len(runs)
-    path.deterministic = all(
-        tensors_hash(r) == tensors_hash(runs[0]) for r in runs[1:]
-    )
+    path.deterministic = _identical(runs)
     return path
+
+
+def _identical(runs: list[list[np.ndarray]]) -> bool:
+    """Every run's outputs are bit-identical to the first run's."""
+    first = runs[0]
+    return all(len(r) == len(first) and all(
+        a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+        for a, b in zip(r, first, strict=True)) for r in runs[1:])
 
 
 def expected_path(case: CaseInstance) -> PathResult | None:
@@ -279,14 +293,13 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
     input_files = {name: writer.add_array(f"inputs/input_{i}.npy", x)
                    for i, (name, x) in enumerate(case.inputs.items())}
 
-    backend_start = time.perf_counter()
     paths: dict[str, PathResult] = {}
     for level in settings.levels:
         paths[f"ort-{level}"] = run_ort_level(case, level, settings.threads, settings.repeats)
     # Model cases may ask for fewer reference runs: the evaluator takes seconds on a CNN.
     ref = run_reference(case, int(case.metadata.get("reference_repeats", settings.repeats)))
     paths[ref.name] = ref
-    backend_seconds = time.perf_counter() - backend_start
+    backend_seconds = sum(p.backend_seconds for p in paths.values())
 
     expected = expected_path(case)
     if expected is not None:

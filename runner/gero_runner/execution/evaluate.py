@@ -307,7 +307,6 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
     for path in paths.values():
         _store_outputs(writer, path)
     if case.expected_exact:
-        writer.add_json("expected_exact.json", {"outputs": list(case.expected_exact)})
         for j, x in enumerate(case.expected_exact.values()):
             writer.add_array(f"outputs/{case.expected_label}-exact/output_{j}.npy", x)
 

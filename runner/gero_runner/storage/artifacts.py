@@ -4,10 +4,12 @@ A directory is written once, atomically (temporary directory, then rename), and 
 hash of its manifest, so a rerun that produces identical evidence reuses it. Each directory is
 also a valid ONNX backend test directory (``model.onnx`` + ``test_data_set_0``).
 
-Inputs stay loose ``.npy`` files; every other tensor (each path's outputs, the two sides of
-each law) is packed into one uncompressed ``tensors.npz`` under its logical path, because
-creating files dominates the cost of evidence on slow disks (a case has dozens of tensors).
-``load_array`` and ``has_member`` read either form.
+Every tensor (the inputs, each path's outputs, the two sides of each law) is a ``.npy``
+member of one uncompressed ``tensors.npz`` under its logical path (``inputs/input_0.npy``),
+because creating files dominates the cost of evidence on slow disks (a case has dozens of
+tensors; the ONNX test data beside them holds the inputs as loose ``.pb`` files anyway).
+The manifest lists each member's SHA-256 too, so a changed tensor is named. ``load_array``
+and ``has_member`` read either form (older evidence kept its inputs as loose files).
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: identical evidence, iden
 
 
 def is_packed(relpath: str) -> bool:
-    """Tensors other than the inputs live inside tensors.npz."""
-    return relpath.endswith(".npy") and not relpath.startswith("inputs/")
+    """Tensors live inside tensors.npz."""
+    return relpath.endswith(".npy")
 
 
 def _zip(members: dict[str, bytes]) -> bytes:
@@ -167,11 +169,33 @@ def verify_manifest(directory: Path) -> dict[str, str]:
             raise ArtifactError(f"{rel}: listed in the manifest but missing from {directory}")
         actual = sha256(path.read_bytes())
         if actual != expected:
+            if rel == PACKED:
+                _name_changed_member(path, manifest.get("packed", {}).get(PACKED, {}))
             raise ArtifactError(
                 f"{rel}: SHA-256 mismatch, manifest says {expected}, file has {actual} "
                 "(the file was modified)"
             )
     return files
+
+
+def _name_changed_member(packed: Path, expected: object) -> None:
+    """Raise naming the first tensor of a modified tensors.npz that differs from the
+    manifest; return when none can be named (the caller then names the archive)."""
+    if not isinstance(expected, dict):
+        return
+    try:
+        with zipfile.ZipFile(packed) as archive:
+            names = set(archive.namelist())
+            for rel, digest in sorted(expected.items()):
+                if rel not in names:
+                    raise ArtifactError(f"{rel}: listed in the manifest but missing from {packed}")
+                actual = sha256(archive.read(rel))
+                if actual != digest:
+                    raise ArtifactError(
+                        f"{rel} (in {PACKED}): SHA-256 mismatch, manifest says {digest}, "
+                        f"file has {actual} (the file was modified)")
+    except (OSError, zipfile.BadZipFile):
+        return
 
 
 def _packed_bytes(directory: Path, relative: str) -> bytes | None:

@@ -40,7 +40,7 @@ def test_bundle_replays_without_the_data_root(root: DataRoot, tmp_path: Path,
         names = tar.getnames()
     folder = names[0].split("/")[0]
     for name in ("model.onnx", "manifest.json", "observations.json", "bundle.json",
-                 "inputs/input_0.npy", "test_data_set_0/input_0.pb"):
+                 "tensors.npz", "test_data_set_0/input_0.pb"):
         assert f"{folder}/{name}" in names
     # As the archive, and extracted somewhere unrelated to the data root.
     assert gero(["replay", str(out)]) == 0

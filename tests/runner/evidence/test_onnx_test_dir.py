@@ -12,6 +12,7 @@ import pytest
 from evidence_helpers import artifact_dirs, small_run
 from onnx import numpy_helper
 
+from gero_runner.storage.artifacts import load_array
 from gero_runner.storage.store import DataRoot
 
 
@@ -46,7 +47,7 @@ def test_test_data_set_runs_in_onnxruntime(root: DataRoot) -> None:
         for i, (path, graph_input) in enumerate(zip(inputs, model.graph.input, strict=True)):
             array = _load_pb(path)
             np.testing.assert_array_equal(
-                array, np.load(directory / "inputs" / f"input_{i}.npy", allow_pickle=False))
+                array, load_array(directory, f"inputs/input_{i}.npy"))
             feeds[graph_input.name] = array
         session = ort.InferenceSession(str(directory / "model.onnx"),
                                        providers=["CPUExecutionProvider"])

@@ -53,23 +53,51 @@ def test_cli_replay_exit_codes_and_json(root: DataRoot, capsys: pytest.CaptureFi
     assert data["reproduced"] is True
     assert data["counts"]["bit_exact"] == len(data["observations"]) > 0
     copy = _copy(root, tmp_path)
-    (copy / "inputs" / "input_0.npy").write_bytes(b"x" * 10)
+    (copy / "model.onnx").write_bytes(b"x" * 10)
     assert gero(["replay", str(copy)]) == 2
-    assert "inputs/input_0.npy" in capsys.readouterr().err
+    assert "model.onnx" in capsys.readouterr().err
+
+
+def _tamper_member(copy: Path, relative: str) -> tuple[str, str]:
+    """Flip the last byte of a tensor inside tensors.npz, leaving the manifest alone;
+    the member's hash before and after."""
+    with zipfile.ZipFile(copy / PACKED) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    data = bytearray(members[relative])
+    before = sha256(bytes(data))
+    data[-1] ^= 1
+    members[relative] = bytes(data)
+    with zipfile.ZipFile(copy / PACKED, "w") as archive:
+        for name, member in members.items():
+            archive.writestr(name, member)
+    return before, sha256(bytes(data))
 
 
 def test_one_tampered_input_byte_is_detected(root: DataRoot, tmp_path: Path) -> None:
     copy = _copy(root, tmp_path)
-    path = copy / "inputs" / "input_0.npy"
-    data = bytearray(path.read_bytes())
-    expected = sha256(bytes(data))
-    data[-1] ^= 1
-    path.write_bytes(bytes(data))
+    before, after = _tamper_member(copy, "inputs/input_0.npy")
     with pytest.raises(ArtifactError) as info:
         replay_artifact(copy)
     message = str(info.value)
-    assert "inputs/input_0.npy" in message and expected in message
-    assert sha256(bytes(data)) in message
+    assert "inputs/input_0.npy" in message and before in message and after in message
+
+
+def test_a_tensor_missing_from_the_archive_is_named(root: DataRoot, tmp_path: Path) -> None:
+    copy = _copy(root, tmp_path)
+    with zipfile.ZipFile(copy / PACKED) as archive:
+        members = {n: archive.read(n) for n in archive.namelist() if n != "inputs/input_0.npy"}
+    with zipfile.ZipFile(copy / PACKED, "w") as archive:
+        for name, member in members.items():
+            archive.writestr(name, member)
+    with pytest.raises(ArtifactError, match=r"inputs/input_0\.npy: listed in the manifest"):
+        replay_artifact(copy)
+
+
+def test_a_corrupt_archive_is_named(root: DataRoot, tmp_path: Path) -> None:
+    copy = _copy(root, tmp_path)
+    (copy / PACKED).write_bytes(b"not a zip")
+    with pytest.raises(ArtifactError, match=r"tensors\.npz: SHA-256 mismatch"):
+        replay_artifact(copy)
 
 
 def test_missing_file_is_named(root: DataRoot, tmp_path: Path) -> None:

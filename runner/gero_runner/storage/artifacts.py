@@ -102,28 +102,36 @@ class EvidenceWriter:
         manifest = self.manifest(physical)
         key = sha256(json.dumps(manifest, sort_keys=True).encode())
         relative = f"{ARTIFACTS_DIR}/{key[:2]}/{key[:24]}"
-        final = data_root / relative
-        if (final / MANIFEST).exists():
+        final = os.path.join(data_root, relative)
+        if os.path.exists(os.path.join(final, MANIFEST)):
             return relative
-        final.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
+        # Directory operations are the dearest part of evidence on slow disks: the prefix
+        # directory is made only when the first artifact under it finds it missing.
+        parent = os.path.dirname(final)
         try:
-            made: set[Path] = {staging}
+            staging = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+        except FileNotFoundError:
+            os.makedirs(parent, exist_ok=True)
+            staging = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+        try:
+            made = {""}
             for rel, data in physical.items():
-                path = staging / rel
-                if path.parent not in made:  # one mkdir per directory, not per file
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    made.add(path.parent)
-                path.write_bytes(data)
-            (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True))
+                folder = os.path.dirname(rel)
+                if folder not in made:  # one mkdir per directory, not per file
+                    os.makedirs(os.path.join(staging, folder), exist_ok=True)
+                    made.add(folder)
+                with open(os.path.join(staging, rel), "wb") as f:
+                    f.write(data)
+            with open(os.path.join(staging, MANIFEST), "w") as f:
+                f.write(json.dumps(manifest, indent=2, sort_keys=True))
             try:
                 os.rename(staging, final)
             except OSError:
                 # Another writer published identical evidence first: keep theirs.
-                if not (final / MANIFEST).exists():
+                if not os.path.exists(os.path.join(final, MANIFEST)):
                     raise
         finally:
-            if staging.exists():
+            if os.path.exists(staging):
                 shutil.rmtree(staging, ignore_errors=True)
         return relative
 

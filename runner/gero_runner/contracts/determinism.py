@@ -3,6 +3,7 @@ whether the machine's thread count changes the bits (its own observation)."""
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,7 @@ def determinism_rows(ctx: CaseContext, paths: list[PathResult]) -> list[dict[str
     return rows
 
 
+@functools.cache  # os.cpu_count() reads sysfs on every call
 def machine_threads() -> int:
     return os.cpu_count() or 1
 

@@ -102,6 +102,12 @@ class CaseContext:
     input_hash: str
     backend_seconds: float = 0.0
 
+    @functools.cached_property
+    def input_shapes(self) -> str:
+        """The case's input shapes as rows record them, e.g. '[2,3];[3]'."""
+        return ";".join("[" + ",".join(str(d) for d in x.shape) + "]"
+                        for x in self.case.inputs.values())
+
     def tolerance(self, dtype: str) -> tuple[float, float]:
         if self.case.tolerance is not None and dtype.startswith("float"):
             return self.case.tolerance
@@ -119,9 +125,7 @@ class CaseContext:
         row: dict[str, Any] = {
             "suite": c.suite, "case_id": c.case_id, "op_type": c.op_type,
             "case_name": c.case_name, "check": check, "dtype": dtype,
-            "input_shapes": ";".join(
-                "[" + ",".join(str(d) for d in x.shape) + "]" for x in c.inputs.values()
-            ),
+            "input_shapes": self.input_shapes,
             "output_name": output_name, "backend": actual.backend,
             "backend_version": actual.version, "optimization": actual.optimization,
             "threads": actual.threads, "reference": reference_name,

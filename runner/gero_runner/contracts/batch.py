@@ -25,7 +25,14 @@ from gero_runner.contracts.model_facts import (
     split_points,
     take,
 )
-from gero_runner.contracts.paths import Evidence, PathRunner, error_text, execution_row, law_row
+from gero_runner.contracts.paths import (
+    Evidence,
+    PathRunner,
+    compare_law,
+    error_text,
+    execution_row,
+    law_row,
+)
 from gero_runner.schema import CONTRACT_ISSUE
 
 if TYPE_CHECKING:
@@ -92,18 +99,18 @@ def independent_rows(ctx: CaseContext, paths: list[PathResult],
             checks = []
             if "partition" in got:
                 concat = np.concatenate([p[j] for p in got["partition"]], axis=0)
-                checks.append(("partition", laws.compare_law(
-                    "partition", concat, f, rtol, atol, actual_label="concat(parts)",
+                checks.append(("partition", compare_law(
+                    ctx, "partition", concat, f, rtol, atol, actual_label="concat(parts)",
                     reference_label="full"), "law:full-batch"))
             if "permutation" in got:
-                checks.append(("permutation", laws.compare_law(
-                    "permutation", got["permutation"][j], f[perm], rtol, atol,
+                checks.append(("permutation", compare_law(
+                    ctx, "permutation", got["permutation"][j], f[perm], rtol, atol,
                     actual_label="f(x[p])", reference_label="f(x)[p]"),
                     "law:permuted-full-batch"))
             if "duplication" in got:
                 dup = got["duplication"][j]
-                checks.append(("duplication", laws.compare_law(
-                    "duplication", dup[dst], dup[src], rtol, atol, actual_label=f"row {dst}",
+                checks.append(("duplication", compare_law(
+                    ctx, "duplication", dup[dst], dup[src], rtol, atol, actual_label=f"row {dst}",
                     reference_label=f"duplicated row {src}"), "law:duplicated-example"))
             for law, res, label in checks:
                 rows.append(law_row(ctx, evidence, f"contract:{law}", path, name, res,
@@ -185,8 +192,8 @@ def _reduction_output_rows(ctx: CaseContext, evidence: Evidence, path: PathResul
     rows = []
     if reduction is None:
         # Unknown reduction: only the symmetric law can be stated.
-        res = laws.compare_law("permutation_invariance", permuted[j], f, rtol, atol,
-                               actual_label="f(x[p])", reference_label="f(x)")
+        res = compare_law(ctx, "permutation_invariance", permuted[j], f, rtol, atol,
+                          actual_label="f(x[p])", reference_label="f(x)")
         return [law_row(ctx, evidence, "contract:permutation_invariance", path, name, res,
                         reference_label="law:full-batch", dtype=dtype,
                         folder="contracts/permutation_invariance", extra=figures)]

@@ -8,8 +8,14 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from gero_runner.backends import ort
-from gero_runner.contracts import laws
-from gero_runner.contracts.paths import Evidence, PathRunner, error_text, execution_row, law_row
+from gero_runner.contracts.paths import (
+    Evidence,
+    PathRunner,
+    compare_law,
+    error_text,
+    execution_row,
+    law_row,
+)
 from gero_runner.schema import CONTRACT_ISSUE, PASSED
 from gero_runner.storage.hashing import tensors_hash
 
@@ -73,8 +79,8 @@ def thread_rows(ctx: CaseContext, paths: list[PathResult],
         for j, name in enumerate(ctx.output_names):
             dtype = str(single[j].dtype)
             rtol, atol = ctx.tolerance(dtype)
-            res = laws.compare_law("threads", multi[j], single[j], rtol, atol,
-                                   actual_label=f"{many} threads", reference_label="1 thread")
+            res = compare_law(ctx, "threads", multi[j], single[j], rtol, atol,
+                              actual_label=f"{many} threads", reference_label="1 thread")
             rows.append(law_row(ctx, evidence, "contract:threads", runner.result_path, name,
                                 res, reference_label="law:1-thread", dtype=dtype,
                                 folder="contracts/threads",

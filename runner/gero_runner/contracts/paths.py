@@ -15,9 +15,10 @@ import numpy as np
 
 from gero_runner.backends import ort, reference
 from gero_runner.cases.base import Arrays
+from gero_runner.contracts import laws
 from gero_runner.contracts.laws import LawResult
 from gero_runner.schema import EXECUTION
-from gero_runner.storage.hashing import npy_bytes, sha256, tensor_hash
+from gero_runner.storage.hashing import npy_bytes, sha256
 
 if TYPE_CHECKING:
     from gero_runner.execution.evaluate import CaseContext, PathResult
@@ -91,13 +92,28 @@ class Evidence:
         self.ctx = ctx
         self._by_hash = {sha256(data): rel for rel, data in ctx.writer.files.items()
                          if rel.endswith(".npy")}
+        self._by_digest: dict[str, str] = {}
 
     def add(self, relpath: str, x: np.ndarray) -> str:
-        data = npy_bytes(np.asarray(x))
-        key = sha256(data)
-        if key not in self._by_hash:
-            self._by_hash[key] = self.ctx.writer.add_bytes(relpath, data)
-        return self._by_hash[key]
+        digest = self.ctx.digest(x)
+        if digest not in self._by_digest:
+            data = npy_bytes(x)
+            key = sha256(data)
+            if key not in self._by_hash:
+                self._by_hash[key] = self.ctx.writer.add_bytes(relpath, data)
+            self._by_digest[digest] = self._by_hash[key]
+        return self._by_digest[digest]
+
+
+def compare_law(ctx: CaseContext, law: str, actual: np.ndarray, reference: np.ndarray,
+                rtol: float, atol: float, *, actual_label: str = "actual",
+                reference_label: str = "reference") -> LawResult:
+    """``laws.compare_law``, once per distinct pair of sides in a case (see ctx.once)."""
+    key = ("law", law, ctx.digest(actual), ctx.digest(reference), rtol, atol, actual_label,
+           reference_label)
+    return ctx.once(key, lambda: laws.compare_law(law, actual, reference, rtol, atol,
+                                                  actual_label=actual_label,
+                                                  reference_label=reference_label))
 
 
 def law_row(ctx: CaseContext, evidence: Evidence, check: str, path: PathResult,
@@ -112,8 +128,8 @@ def law_row(ctx: CaseContext, evidence: Evidence, check: str, path: PathResult,
                    reference_name=reference_label, reference_version=path.version,
                    dtype=dtype, cmp=res.cmp, rtol=res.rtol, atol=res.atol,
                    result=res.result, reason=res.reason,
-                   actual_hash=tensor_hash(np.asarray(res.actual)),
-                   reference_hash=tensor_hash(np.asarray(res.reference)),
+                   actual_hash=ctx.digest(res.actual),
+                   reference_hash=ctx.digest(res.reference),
                    actual_file=actual_file, reference_file=reference_file, details=details)
 
 

@@ -16,8 +16,14 @@ import numpy as np
 import onnx
 
 from gero_runner.cases.base import Arrays, OpCase, Shape
-from gero_runner.contracts import laws
-from gero_runner.contracts.paths import Evidence, PathRunner, error_text, execution_row, law_row
+from gero_runner.contracts.paths import (
+    Evidence,
+    PathRunner,
+    compare_law,
+    error_text,
+    execution_row,
+    law_row,
+)
 from gero_runner.storage.hashing import tensor_hash
 
 if TYPE_CHECKING:
@@ -124,10 +130,10 @@ def rank_change_rows(ctx: CaseContext, paths: list[PathResult],
         for j, name in enumerate(ctx.output_names):
             dtype = str(path.outputs[j].dtype)
             rtol, atol = ctx.tolerance(dtype)
-            res = laws.compare_law("rank_change", out[j],
-                                   np.expand_dims(path.outputs[j], axis), rtol, atol,
-                                   actual_label=f"f(x with unit axis {axis})",
-                                   reference_label="f(x) with unit axis")
+            res = compare_law(ctx, "rank_change", out[j],
+                              np.expand_dims(path.outputs[j], axis), rtol, atol,
+                              actual_label=f"f(x with unit axis {axis})",
+                              reference_label="f(x) with unit axis")
             rows.append(law_row(ctx, evidence, "contract:rank_change", path, name, res,
                                 reference_label="law:unsqueezed-output", dtype=dtype,
                                 folder="contracts/rank_change", extra=figures))

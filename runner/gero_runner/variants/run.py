@@ -17,9 +17,7 @@ import numpy as np
 from gero_runner.classify import arbiter_side, classify
 from gero_runner.contracts.paths import Evidence, PathRunner, base_paths, error_text, execution_row
 from gero_runner.errors import GeroError
-from gero_runner.metrics.compare import compare
 from gero_runner.schema import DIVERGENCE
-from gero_runner.storage.hashing import tensor_hash
 from gero_runner.variants.builders import VARIANTS, VariantError, build_variant
 
 if TYPE_CHECKING:
@@ -76,14 +74,14 @@ def _run(ctx: CaseContext) -> list[dict[str, Any]]:
                 a, r = outputs[j], path.outputs[j]
                 dtype = str(r.dtype)
                 rtol, atol = ctx.tolerance(dtype)
-                cmp = compare(a, r, rtol, atol)
+                cmp = ctx.compare(a, r, rtol, atol)
                 result, reason = classify(cmp, rtol, atol)
                 arbiter = _arbiter(ctx, j, a, r) if result == DIVERGENCE else "-"
                 rows.append(ctx.row(
                     check=check, output_name=out_name, actual=path, reference_name=BASE_LABEL,
                     reference_version=path.version, dtype=dtype, cmp=cmp, rtol=rtol,
                     atol=atol, result=result, reason=f"variant {name}: {reason}",
-                    arbiter=arbiter, actual_hash=tensor_hash(a), reference_hash=tensor_hash(r),
+                    arbiter=arbiter, actual_hash=ctx.digest(a), reference_hash=ctx.digest(r),
                     actual_file=evidence.add(f"variants/{name}/{path.name}/output_{j}.npy", a),
                     reference_file=path.files[j] if j < len(path.files) else "",
                     reference_ms=math.nan,

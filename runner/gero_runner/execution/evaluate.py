@@ -107,7 +107,8 @@ class CaseContext:
     _comparisons: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
 
     def digest(self, x: np.ndarray) -> str:
-        """``tensor_hash`` of an array of this case, computed once per array."""
+        """``tensor_hash`` of an array of this case, computed once per array (a case's
+        outputs and law sides are never modified once made)."""
         hit = self._digests.get(id(x))
         if hit is None:  # the array is kept with its hash, so its id is not reused
             hit = self._digests[id(x)] = (x, tensor_hash(x))

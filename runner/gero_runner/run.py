@@ -158,11 +158,12 @@ def store_results(request: RunRequest, root: DataRoot, run_id: str, started: dat
     new: list[bool] = []  # ... and not yet stored in the data root
     seen: set[str] = set()
     counts = dict.fromkeys(RESULT_CLASSES, 0)
-    backend_seconds = evidence_seconds = 0.0
+    backend_seconds = evidence_seconds = case_seconds = 0.0
     for index in sorted(results):
         outcome = results[index]
         backend_seconds += outcome.result.backend_seconds
         evidence_seconds += outcome.result.evidence_seconds
+        case_seconds += outcome.result.total_seconds
         batch = batches.get(index) if batches else None
         parts.append(rows_to_batch(outcome.result.rows) if batch is None else batch)
         for row in outcome.result.rows:
@@ -193,7 +194,7 @@ def store_results(request: RunRequest, root: DataRoot, run_id: str, started: dat
         observation_count=sightings.num_rows, new_observation_count=observations.num_rows,
         counts=counts, wall_seconds=time.perf_counter() - wall_start,
         backend_seconds=backend_seconds, evidence_seconds=evidence_seconds,
-        store_seconds=time.perf_counter() - store_start,
+        store_seconds=time.perf_counter() - store_start, case_seconds=case_seconds,
     )
     root.write_run(record, observations, sightings)
     return record

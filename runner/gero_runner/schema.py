@@ -145,3 +145,5 @@ class RunRecord:
     """Summed over workers: writing evidence directories and hashing observation ids."""
     store_seconds: float = 0.0
     """In the parent: deduplicating and preparing the rows (before the Parquet write)."""
+    case_seconds: float = 0.0
+    """Summed over workers: evaluating cases, backends, checks and evidence together."""

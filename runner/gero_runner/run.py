@@ -20,7 +20,13 @@ from gero_runner.errors import GeroError
 from gero_runner.execution.evaluate import RunSettings
 from gero_runner.execution.pool import DEFAULT_TIMEOUT_S, Outcome, run_cases
 from gero_runner.schema import OBSERVATION_SCHEMA, RESULT_CLASSES, SIGHTING_SCHEMA, RunRecord
-from gero_runner.storage.store import DataRoot, new_run_id, rows_to_batch, with_constants
+from gero_runner.storage.store import (
+    DataRoot,
+    batch_from_bytes,
+    new_run_id,
+    rows_to_batch,
+    with_constants,
+)
 from gero_runner.tolerances import ToleranceTable
 
 # Suites by name: "module:function" returning the cases of a request (imported lazily).
@@ -122,19 +128,16 @@ def execute(request: RunRequest,
         checks=model_checks(request),
     )
     results: dict[int, Outcome] = {}
-    batches: dict[int, pa.RecordBatch] = {}
     status = "complete"
     try:
         for outcome in run_cases(cases, settings, jobs=request.jobs, timeout_s=request.timeout_s):
             results[outcome.index] = outcome
-            # Converted while the workers compute, not all at once after the last case.
-            batches[outcome.index] = rows_to_batch(outcome.result.rows)
             if progress is not None:
                 progress(len(results), len(cases))
     except KeyboardInterrupt:
         status = "interrupted"
     record = store_results(request, root, run_id, started, wall_start, status, cases, results,
-                           table, warn, batches)
+                           table, warn)
     if status == "interrupted":
         raise KeyboardInterrupt(record)
     return record
@@ -143,39 +146,37 @@ def execute(request: RunRequest,
 def store_results(request: RunRequest, root: DataRoot, run_id: str, started: datetime,
                   wall_start: float, status: str, cases: list[CaseInstance],
                   results: dict[int, Outcome], table: ToleranceTable,
-                  warn: Callable[[str], None] | None,
-                  batches: dict[int, pa.RecordBatch] | None = None) -> RunRecord:
+                  warn: Callable[[str], None] | None) -> RunRecord:
     """Deduplicate the outcomes' rows against the data root and write the run.
 
-    ``batches`` holds the outcomes' rows already in Arrow form (by case index), if any.
     Rows are taken in case order, so the stored tables do not depend on the worker count.
     """
     now = datetime.now(UTC)
     store_start = time.perf_counter()
     known = root.known_observation_ids(warn)
     parts: list[pa.RecordBatch] = []
+    backend_seconds = evidence_seconds = case_seconds = 0.0
+    for index in sorted(results):
+        result = results[index].result
+        backend_seconds += result.backend_seconds
+        evidence_seconds += result.evidence_seconds
+        case_seconds += result.total_seconds
+        parts.append(rows_to_batch(result.rows) if result.batch is None
+                     else batch_from_bytes(result.batch))
+    # One chunk: filtering 500 small chunks costs ~50 times more than one large one.
+    rows = pa.Table.from_batches(parts, schema=OBSERVATION_SCHEMA).combine_chunks()
     first: list[bool] = []  # per row, in case order: first sighting in this run
     new: list[bool] = []  # ... and not yet stored in the data root
     seen: set[str] = set()
     counts = dict.fromkeys(RESULT_CLASSES, 0)
-    backend_seconds = evidence_seconds = case_seconds = 0.0
-    for index in sorted(results):
-        outcome = results[index]
-        backend_seconds += outcome.result.backend_seconds
-        evidence_seconds += outcome.result.evidence_seconds
-        case_seconds += outcome.result.total_seconds
-        batch = batches.get(index) if batches else None
-        parts.append(rows_to_batch(outcome.result.rows) if batch is None else batch)
-        for row in outcome.result.rows:
-            oid = row["observation_id"]
-            is_first = oid not in seen
-            first.append(is_first)
-            new.append(is_first and oid not in known)
-            if is_first:
-                seen.add(oid)
-                counts[row["result"]] += 1
-    # One chunk: filtering 500 small chunks costs ~50 times more than one large one.
-    rows = pa.Table.from_batches(parts, schema=OBSERVATION_SCHEMA).combine_chunks()
+    for oid, result_class in zip(rows.column("observation_id").to_pylist(),
+                                 rows.column("result").to_pylist(), strict=True):
+        is_first = oid not in seen
+        first.append(is_first)
+        new.append(is_first and oid not in known)
+        if is_first:
+            seen.add(oid)
+            counts[result_class] += 1
     observations = with_constants(rows.filter(pa.array(new, pa.bool_())),
                                   run_id=run_id, created_at=now)
     sighted = rows.filter(pa.array(first, pa.bool_()))

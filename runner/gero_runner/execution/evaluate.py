@@ -88,6 +88,9 @@ class CaseResult:
     total_seconds: float
     evidence_seconds: float = 0.0
     """Writing the evidence directory and hashing the rows' ids (a part of the overhead)."""
+    batch: bytes | None = None
+    """The rows as an Arrow IPC record batch of the observation schema, when a worker made
+    it (``rows`` is then empty): the parent stores them without touching a dict."""
 
 
 @dataclass

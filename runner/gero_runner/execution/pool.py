@@ -11,6 +11,7 @@ in reserve goes back to the pending cases.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import faulthandler
 import multiprocessing as mp
 import pickle
@@ -26,6 +27,7 @@ from typing import Any
 from gero_runner.cases.base import CaseInstance
 from gero_runner.execution import evaluate
 from gero_runner.execution.evaluate import CaseResult, RunSettings
+from gero_runner.storage.store import batch_bytes
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -59,6 +61,8 @@ def _worker_main(conn: Connection, settings: RunSettings) -> None:
         try:
             # Looked up at call time so tests can substitute the evaluator before forking.
             result = evaluate.evaluate_case(case, settings)
+            # Arrow form made here, in parallel, not in the parent that serves every worker.
+            result = dataclasses.replace(result, rows=[], batch=batch_bytes(result.rows))
             conn.send((index, result, None))
         except Exception:  # an evaluator bug must not take the run down
             conn.send((index, None, traceback.format_exc(limit=8)))

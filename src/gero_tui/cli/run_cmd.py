@@ -6,11 +6,12 @@ import argparse
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from gero_runner.errors import GeroError
 from gero_runner.run import RunRequest, execute, suite_names
-from gero_runner.schema import FLOAT_DTYPES, RESULT_CLASSES, RESULT_LABELS
+from gero_runner.schema import FLOAT_DTYPES, RESULT_CLASSES, RESULT_LABELS, RunRecord
 from gero_runner.tolerances import parse_overrides
 from gero_tui.cli.common import add_data_dir, data_dir, split_list
 
@@ -65,6 +66,26 @@ def main(args: argparse.Namespace) -> int:
         command_line=shlex.join(["gero", *sys.argv[1:]]), limit=args.limit,
     )
     warn = lambda message: print(f"gero: warning: {message}", file=sys.stderr)  # noqa: E731
+    try:
+        record = _execute(request, warn)
+    except KeyboardInterrupt as e:
+        kept = e.args[0] if e.args and isinstance(e.args[0], RunRecord) else None
+        if kept is None:
+            raise
+        print(f"gero: interrupted; run {kept.run_id} keeps its {kept.case_count} finished "
+              f"cases ({kept.observation_count} observations) in {request.data_root}: "
+              f"gero summary --run {kept.run_id}", file=sys.stderr)
+        return 130
+    print(f"run {record.run_id}: {record.case_count} cases, {record.observation_count} "
+          f"observations ({record.new_observation_count} new) in {record.wall_seconds:.1f} s "
+          f"into {request.data_root}")
+    for result in RESULT_CLASSES:
+        print(f"  {RESULT_LABELS[result]:<24} {record.counts[result]:>7}")
+    return 0
+
+
+def _execute(request: RunRequest, warn: Callable[[str], None]) -> RunRecord:
+    """The run, with a progress bar when a person watches the terminal."""
     if sys.stderr.isatty():
         from rich.progress import (
             BarColumn,
@@ -78,13 +99,6 @@ def main(args: argparse.Namespace) -> int:
         with Progress(TextColumn("[bold]gero run[/]"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), TimeRemainingColumn(), transient=True) as bar:
             task = bar.add_task("cases", total=None)
-            record = execute(request, lambda done, total: bar.update(
+            return execute(request, lambda done, total: bar.update(
                 task, completed=done, total=total), warn)
-    else:
-        record = execute(request, warn=warn)
-    print(f"run {record.run_id}: {record.case_count} cases, {record.observation_count} "
-          f"observations ({record.new_observation_count} new) in {record.wall_seconds:.1f} s "
-          f"into {request.data_root}")
-    for result in RESULT_CLASSES:
-        print(f"  {RESULT_LABELS[result]:<24} {record.counts[result]:>7}")
-    return 0
+    return execute(request, warn=warn)

@@ -36,3 +36,24 @@ def test_a_small_run_reports_its_counts_quietly(tmp_path: Path,
     assert "Within contract" in out and "observations" in out
     # Not a terminal: no progress bar escape codes.
     assert "\x1b[" not in out
+
+
+def test_ctrl_c_says_what_the_run_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from gero_runner import run as run_module
+
+    real = run_module.run_cases
+
+    def interrupted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        for i, outcome in enumerate(real(*args, **kwargs)):
+            if i == 2:
+                raise KeyboardInterrupt
+            yield outcome
+
+    monkeypatch.setattr(run_module, "run_cases", interrupted)
+    code = main(["run", "--data-dir", str(tmp_path), "--ops", "Exp,Relu", "--dtypes",
+                 "float32", "--repeats", "1", "--no-contracts"])
+    err = capsys.readouterr().err
+    assert code == 130
+    assert "gero: interrupted; run " in err and "keeps its 2 finished cases" in err
+    assert "gero summary --run " in err and "Traceback" not in err

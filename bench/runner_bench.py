@@ -43,6 +43,17 @@ def measure(root: Path, jobs: int, ops: list[str], checks: tuple[str, ...]) -> d
             "store_s": round(record.store_seconds, 2), "counts": record.counts}
 
 
+def disk_probe(root: Path, count: int = 300) -> float:
+    """Microseconds to create one small file or directory here: evidence is ~8 of them per
+    case, and on a virtual machine this cost varies several-fold from hour to hour."""
+    probe = Path(tempfile.mkdtemp(prefix="probe-", dir=root))
+    start = time.perf_counter()
+    for i in range(count):
+        (probe / f"d{i}").mkdir()
+        (probe / f"d{i}" / "f").write_bytes(b"x" * 2048)
+    return round((time.perf_counter() - start) / (2 * count) * 1e6, 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", default="")
@@ -55,12 +66,15 @@ def main() -> None:
     # Interleave the job counts so that machine noise hits both alike.
     runs: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
     with tempfile.TemporaryDirectory(prefix="gero-bench-") as tmp:
+        disk = [disk_probe(Path(tmp))]
         for _ in range(args.repeats):
             for jobs in (1, 2):
                 runs[jobs].append(measure(Path(tmp), jobs, ops, checks))
+        disk.append(disk_probe(Path(tmp)))
     summary = {f"jobs_{j}": _median_run(r) for j, r in runs.items()}
     summary["walls_s"] = {f"jobs_{j}": [r["wall_s"] for r in rs] for j, rs in runs.items()}
     summary["speedup"] = round(summary["jobs_1"]["wall_s"] / summary["jobs_2"]["wall_s"], 2)
+    summary["disk_us_per_file_before_after"] = disk
     print(json.dumps(summary, indent=2))
 
 

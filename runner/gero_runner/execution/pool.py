@@ -128,6 +128,8 @@ def run_cases(cases: Sequence[CaseInstance], settings: RunSettings, jobs: int = 
 
     def fill(worker: _Worker) -> None:
         while pending:
+            if worker.queue and len(pending) < len(workers):
+                return  # near the end, a reserve would wait while another worker idles
             index, case, message = pending[0]
             if message is None:
                 message = pickle.dumps((index, case), protocol=pickle.HIGHEST_PROTOCOL)

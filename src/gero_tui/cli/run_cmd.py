@@ -76,12 +76,17 @@ def main(args: argparse.Namespace) -> int:
               f"cases ({kept.observation_count} observations) in {request.data_root}: "
               f"gero summary --run {kept.run_id}", file=sys.stderr)
         return 130
-    print(f"run {record.run_id}: {record.case_count} cases, {record.observation_count} "
-          f"observations ({record.new_observation_count} new) in {record.wall_seconds:.1f} s "
+    print(f"run {record.run_id}: {_count(record.case_count, 'case')}, "
+          f"{_count(record.observation_count, 'observation')} "
+          f"({record.new_observation_count} new) in {record.wall_seconds:.1f} s "
           f"into {request.data_root}")
     for result in RESULT_CLASSES:
         print(f"  {RESULT_LABELS[result]:<24} {record.counts[result]:>7}")
     return 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _execute(request: RunRequest, warn: Callable[[str], None]) -> RunRecord:

@@ -202,30 +202,29 @@ def _error_text(e: BaseException) -> str:
 def run_ort_level(case: CaseInstance, level: str, threads: int, repeats: int) -> PathResult:
     settings = ort.session_settings(level, threads)
     path = PathResult(f"ort-{level}", ort.BACKEND, ort.version(), level, threads, settings)
-    start = time.perf_counter()
-    try:
-        session = ort.make_session(case.model, settings)
-        runs, path.median_ms = ort.run_timed(session, case.inputs, repeats)
-        del session  # released here, so that its teardown is timed with the backend
-    except Exception as e:  # any ORT failure is an observation, not a crash of the run
-        path.error = _error_text(e)
-        return path
-    finally:
-        path.backend_seconds = time.perf_counter() - start
-    path.outputs, path.repeats = runs[0], len(runs)
-    path.deterministic = _identical(runs)
-    return path
+    # Any ORT failure is an observation, not a crash of the run.
+    return _run_path(path, lambda: ort.make_session(case.model, settings), ort.run_timed,
+                     case, repeats)
 
 
 def run_reference(case: CaseInstance, repeats: int) -> PathResult:
     path = PathResult("onnx-reference", reference.BACKEND, reference.version(), NOT_APPLICABLE,
                       0, {"evaluator": "onnx.reference.ReferenceEvaluator"})
+    # The reference may not support an operator or dtype: an observation too.
+    return _run_path(path, lambda: reference.make_evaluator(case.model), reference.run_timed,
+                     case, repeats)
+
+
+def _run_path(path: PathResult, make: Callable[[], Any],
+              run_timed: Callable[[Any, Any, int], tuple[list[list[np.ndarray]], float]],
+              case: CaseInstance, repeats: int) -> PathResult:
+    """Build the session, run it ``repeats`` times and release it, all timed as backend."""
     start = time.perf_counter()
     try:
-        evaluator = reference.make_evaluator(case.model)
-        runs, path.median_ms = reference.run_timed(evaluator, case.inputs, repeats)
-        del evaluator
-    except Exception as e:  # the reference may not support an operator or dtype
+        session = make()
+        runs, path.median_ms = run_timed(session, case.inputs, repeats)
+        del session  # released here, so that its teardown is timed with the backend
+    except Exception as e:
         path.error = _error_text(e)
         return path
     finally:

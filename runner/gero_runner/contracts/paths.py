@@ -7,7 +7,6 @@ Shared by the contract and the variant families.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -52,8 +51,7 @@ class PathRunner:
                                        median_ms=math.nan, repeats=1, outputs=None, files=[])
 
     def __call__(self, feeds: Arrays) -> list[np.ndarray]:
-        start = time.perf_counter()
-        try:
+        with self.ctx.backend_time():
             if self.path.backend == ort.BACKEND:
                 if self._session is None:
                     self._session = ort.make_session(self.model, self.settings)
@@ -61,15 +59,12 @@ class PathRunner:
             if self._session is None:
                 self._session = reference.make_evaluator(self.model)
             return [np.asarray(o) for o in self._session.run(None, feeds)]
-        finally:
-            self.ctx.backend_seconds += time.perf_counter() - start
 
     def close(self) -> None:
         """Release the session now: its teardown (arenas, pool threads) is backend time too."""
         if self._session is not None:
-            start = time.perf_counter()
-            self._session = None
-            self.ctx.backend_seconds += time.perf_counter() - start
+            with self.ctx.backend_time():
+                self._session = None
 
     def once(self, feeds: Arrays) -> list[np.ndarray]:
         """Run a single time and release the session."""

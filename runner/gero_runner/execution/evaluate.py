@@ -6,11 +6,12 @@ schema's columns, less run_id and created_at) so the parent only stores them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -108,6 +109,15 @@ class CaseContext:
     backend_seconds: float = 0.0
     _digests: dict[int, tuple[np.ndarray, str]] = field(default_factory=dict, repr=False)
     _comparisons: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
+
+    @contextlib.contextmanager
+    def backend_time(self) -> Iterator[None]:
+        """Time spent inside the block is backend time (building, running, releasing)."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.backend_seconds += time.perf_counter() - start
 
     def digest(self, x: np.ndarray) -> str:
         """``tensor_hash`` of an array of this case, computed once per array (a case's

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -85,10 +84,9 @@ class _Checker:
 
     def _noisy_runs(self, model: bytes, label: str) -> list[list[np.ndarray]]:
         """16 ORT ``all`` runs with 1e-7 relative noise on the float inputs."""
-        start = time.perf_counter()
-        session = ort.make_session(model, ort.session_settings("all",
-                                                                self.ctx.settings.threads))
-        self.ctx.backend_seconds += time.perf_counter() - start
+        with self.ctx.backend_time():
+            session = ort.make_session(model, ort.session_settings("all",
+                                                                    self.ctx.settings.threads))
         rng = np.random.default_rng([self.case.seed & 0xFFFFFFFF, len(label)])
         runs = []
         for _ in range(NOISE_RUNS):
@@ -98,9 +96,8 @@ class _Checker:
                     noise = 1.0 + NOISE_RELATIVE * rng.standard_normal(x.shape)
                     x = (x.astype(np.float64) * noise).astype(x.dtype)
                 feeds[k] = x
-            start = time.perf_counter()
-            runs.append(ort.run(session, feeds))
-            self.ctx.backend_seconds += time.perf_counter() - start
+            with self.ctx.backend_time():
+                runs.append(ort.run(session, feeds))
         return runs
 
     def _floors(self, base: list[np.ndarray], disabled: list[np.ndarray] | None,

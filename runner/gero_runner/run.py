@@ -136,16 +136,16 @@ def execute(request: RunRequest,
                 progress(len(results), len(cases))
     except KeyboardInterrupt:
         status = "interrupted"
-    record = store_results(request, root, run_id, started, wall_start, status, cases, results,
-                           table, warn)
+    record = store_results(request, root, run_id, started, wall_start, status, results, table,
+                           warn)
     if status == "interrupted":
         raise KeyboardInterrupt(record)
     return record
 
 
 def store_results(request: RunRequest, root: DataRoot, run_id: str, started: datetime,
-                  wall_start: float, status: str, cases: list[CaseInstance],
-                  results: dict[int, Outcome], table: ToleranceTable,
+                  wall_start: float, status: str, results: dict[int, Outcome],
+                  table: ToleranceTable,
                   warn: Callable[[str], None] | None) -> RunRecord:
     """Deduplicate the outcomes' rows against the data root and write the run.
 

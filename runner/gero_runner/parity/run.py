@@ -100,7 +100,7 @@ def run_parity(request: ParityRequest,
                                jobs=1, threads=request.threads, repeats=request.repeats,
                                command_line=request.command_line)
     record = store_results(store_request, root, run_id, started, wall_start, "complete",
-                    [], results, table, warn)
+                           results, table, warn)
     rows = [r for i in sorted(results) for r in results[i].result.rows]
     return ParityResult(record, rows)
 

@@ -72,7 +72,7 @@ def measure(checks: tuple[str, ...], scratch: Path) -> dict[str, Any]:
         for (owner, name), value in zip(patched, saved, strict=True):
             setattr(owner, name, value)
 
-    # The same evidence again, into a fresh root: only the bytes and the file system.
+    # The same evidence again, into a fresh root: packing, manifest and files, nothing else.
     root = Path(tempfile.mkdtemp(prefix="evidence-", dir=scratch))
     start = time.perf_counter()
     for writer in writers:

@@ -7,18 +7,17 @@ import platform
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 
 from gero_runner.cases.base import CaseInstance
 from gero_runner.errors import GeroError
 from gero_runner.execution.evaluate import RunSettings
-from gero_runner.execution.pool import DEFAULT_TIMEOUT_S, Outcome, run_cases
+from gero_runner.execution.pool import Outcome, run_cases
+from gero_runner.request import SUITES, ModelOptions, RunRequest, suite_names
 from gero_runner.schema import OBSERVATION_SCHEMA, RESULT_CLASSES, SIGHTING_SCHEMA, RunRecord
 from gero_runner.storage.store import (
     DataRoot,
@@ -29,45 +28,13 @@ from gero_runner.storage.store import (
 )
 from gero_runner.tolerances import ToleranceTable
 
-# Suites by name: "module:function" returning the cases of a request (imported lazily).
-SUITES: dict[str, str] = {
-    "synthetic": "gero_runner.cases.synthetic.registry:cases_for_request",
-    "onnx-backend": "gero_runner.cases.onnx_backend:cases_for_request",
-    "models": "gero_runner.cases.shipped_models:cases_for_request",
-}
-
-
-@dataclass
-class RunRequest:
-    """What the user asked for: which cases, where to store them, with which settings."""
-
-    suite: str = "synthetic"
-    data_root: Path = Path("data")
-    ops: list[str] = field(default_factory=list)
-    dtypes: list[str] = field(default_factory=list)
-    models: list[str] = field(default_factory=list)
-    model_options: dict[str, Any] = field(default_factory=dict)
-    run_id: str | None = None
-    jobs: int = 1
-    threads: int = 1
-    repeats: int = 5
-    seed: int = 0
-    tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    checks: tuple[str, ...] = ("contracts", "variants")
-    command_line: str = ""
-    limit: int | None = None
-    """Run only the first N cases (for quick looks and tests)."""
-
-
-def suite_names() -> list[str]:
-    return [*SUITES, "all"]
-
+# The request types live in a leaf module (the case modules import them); a run is asked for
+# from here.
+__all__ = ["ModelOptions", "RunRequest", "allocate_run_id", "collect_cases", "execute",
+           "store_results", "suite_names"]
 
 def collect_cases(request: RunRequest) -> list[CaseInstance]:
     """Every case of the requested suite(s) and user models, in a stable order."""
-    if request.suite not in suite_names():
-        raise GeroError(f"unknown suite {request.suite!r}; choose from {', '.join(suite_names())}")
     names = list(SUITES) if request.suite == "all" else [request.suite]
     if request.models and request.suite == "synthetic" and not request.ops:
         names = []  # `gero run --model X` runs the user's models only
@@ -108,16 +75,26 @@ def _version(package: str) -> str:
         return "not installed"
 
 
+def allocate_run_id(root: DataRoot, requested: str | None, started: datetime) -> str:
+    """The requested run id, or a new one from the start time; never one that exists."""
+    run_id = requested or new_run_id(started)
+    if run_id in root.run_ids():
+        raise GeroError(f"run {run_id!r} already exists in {root.path}; choose another --run-id")
+    return run_id
+
+
 def execute(request: RunRequest,
             progress: Callable[[int, int], None] | None = None,
             warn: Callable[[str], None] | None = None) -> RunRecord:
-    """Run the request into its data root; on Ctrl-C, keep what finished and re-raise."""
+    """Run the request into its data root and return its record.
+
+    Ctrl-C stops the run but keeps what finished: the record then has status
+    ``interrupted`` (and is returned like any other).
+    """
     started = datetime.now(UTC)
     wall_start = time.perf_counter()
     root = DataRoot(request.data_root)
-    run_id = request.run_id or new_run_id(started)
-    if run_id in root.run_ids():
-        raise GeroError(f"run {run_id!r} already exists in {root.path}; choose another --run-id")
+    run_id = allocate_run_id(root, request.run_id, started)
     cases = collect_cases(request)
     if not cases:
         raise GeroError("no cases selected: check --suite, --ops, --dtypes and --model")
@@ -136,16 +113,15 @@ def execute(request: RunRequest,
                 progress(len(results), len(cases))
     except KeyboardInterrupt:
         status = "interrupted"
-    record = store_results(request, root, run_id, started, wall_start, status, results, table,
-                           warn)
-    if status == "interrupted":
-        raise KeyboardInterrupt(record)
-    return record
+    return store_results(root, run_id, suite=request.suite, command_line=request.command_line,
+                         seed=request.seed, jobs=request.jobs, threads=request.threads,
+                         started=started, wall_start=wall_start, status=status,
+                         results=results, table=table, warn=warn)
 
 
-def store_results(request: RunRequest, root: DataRoot, run_id: str, started: datetime,
-                  wall_start: float, status: str, results: dict[int, Outcome],
-                  table: ToleranceTable,
+def store_results(root: DataRoot, run_id: str, *, suite: str, command_line: str, seed: int,
+                  jobs: int, threads: int, started: datetime, wall_start: float, status: str,
+                  results: dict[int, Outcome], table: ToleranceTable,
                   warn: Callable[[str], None] | None) -> RunRecord:
     """Deduplicate the outcomes' rows against the data root and write the run.
 
@@ -187,8 +163,8 @@ def store_results(request: RunRequest, root: DataRoot, run_id: str, started: dat
         run_id=run_id, seen_at=now)
     record = RunRecord(
         run_id=run_id, started_at=started.isoformat(), finished_at=now.isoformat(),
-        status=status, suite=request.suite, command_line=request.command_line,
-        seed=request.seed, jobs=request.jobs, threads=request.threads, cpu_model=cpu_model(),
+        status=status, suite=suite, command_line=command_line,
+        seed=seed, jobs=jobs, threads=threads, cpu_model=cpu_model(),
         python_version=sys.version.split()[0], numpy_version=_version("numpy"),
         onnx_version=_version("onnx"), onnxruntime_version=_version("onnxruntime"),
         tolerances=table.as_dict(), case_count=len(results),

@@ -20,7 +20,7 @@ def test_import_linter_contracts_hold() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("module", ["gero_tui.query.store", "gero_tui.query.summary",
+@pytest.mark.parametrize("module", ["gero_runner.storage.reader", "gero_tui.query.summary",
                                     "gero_tui.cli", "gero_runner.schema"])
 def test_headless_modules_do_not_load_textual_or_onnxruntime(module: str) -> None:
     code = (f"import sys, {module}; "

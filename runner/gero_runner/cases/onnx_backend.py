@@ -18,14 +18,12 @@ import io
 import re
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from gero_runner.cases.base import CaseInstance
-
-if TYPE_CHECKING:
-    from gero_runner.run import RunRequest
+from gero_runner.request import RunRequest
 
 SUITE = "onnx-backend"
 EXPECTED_LABEL = "onnx-expected"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
@@ -22,9 +21,7 @@ from gero_runner.cases.base import CaseInstance
 from gero_runner.cases.user_models import model_options
 from gero_runner.errors import GeroError
 from gero_runner.models.signature import graph_inputs
-
-if TYPE_CHECKING:
-    from gero_runner.run import RunRequest
+from gero_runner.request import RunRequest
 
 SUITE = "models"
 EXPECTED_LABEL = "onnx-shipped"

@@ -9,7 +9,7 @@ expected outputs. A shadow that cannot run is recorded as its own execution obse
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import onnx
@@ -19,9 +19,7 @@ from gero_runner.errors import GeroError
 from gero_runner.models import shadow, signature
 from gero_runner.models.check import DECISION_TASKS, OTHER_TASKS
 from gero_runner.models.variants import parse_variants
-
-if TYPE_CHECKING:
-    from gero_runner.run import RunRequest
+from gero_runner.request import RunRequest
 
 SUITE = "model"
 SHADOW_LABEL = "float64-shadow"
@@ -32,20 +30,20 @@ def model_options(request: RunRequest, output_names: list[str] | None,
     """--task, --variants and --output-kind, validated against the model's outputs."""
     from gero_runner.metrics.parity import parse_output_kinds
 
-    opts = request.model_options or {}
-    task = opts.get("task")
+    opts = request.model_options
+    task = opts.task
     if task is not None and task not in (*DECISION_TASKS, *OTHER_TASKS):
         raise GeroError(f"unknown --task {task!r}; choose from "
                         f"{', '.join((*DECISION_TASKS, *OTHER_TASKS))} (decisions: "
                         f"{', '.join(DECISION_TASKS)})")
-    kinds = parse_output_kinds(opts.get("output_kinds", []))
+    kinds = parse_output_kinds(list(opts.output_kinds))
     if output_names is not None:
         unknown = [k for k in kinds if k not in output_names]
         if unknown and request.models and len(request.models) == 1:
             raise GeroError(f"{source}: --output-kind names unknown output(s) "
                             f"{', '.join(unknown)}; outputs: {', '.join(output_names)}")
         kinds = {k: v for k, v in kinds.items() if k in output_names}
-    return {"task": task, "variants": parse_variants(list(opts.get("variants", []))),
+    return {"task": task, "variants": parse_variants(list(opts.variants)),
             "output_kinds": kinds}
 
 
@@ -71,7 +69,7 @@ def case_for_model(path: str, request: RunRequest) -> CaseInstance:
     model = signature.load_model(path)
     source = f"--model {path}"
     specs = signature.input_specs(model, source)
-    dims = signature.parse_dims((request.model_options or {}).get("dims", []))
+    dims = signature.parse_dims(list(request.model_options.dims))
     if len(request.models) == 1:
         signature.check_dim_names(specs, dims, source)
     name = Path(path).stem

@@ -27,9 +27,8 @@ from typing import Any
 from gero_runner.cases.base import CaseInstance
 from gero_runner.execution import evaluate
 from gero_runner.execution.evaluate import CaseResult, RunSettings
+from gero_runner.request import DEFAULT_TIMEOUT_S
 from gero_runner.storage.store import batch_bytes
-
-DEFAULT_TIMEOUT_S = 120.0
 
 
 @dataclass

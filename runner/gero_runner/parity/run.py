@@ -20,9 +20,9 @@ from gero_runner.parity.evaluate import SUITE, ParitySettings, evaluate_sample
 from gero_runner.parity.export import DEFAULT_OPSET, OPSETS
 from gero_runner.parity.module import InputSpec, load_module
 from gero_runner.parity.torch_support import require_torch
-from gero_runner.run import RunRequest, store_results
+from gero_runner.run import allocate_run_id, store_results
 from gero_runner.schema import RunRecord
-from gero_runner.storage.store import DataRoot, new_run_id
+from gero_runner.storage.store import DataRoot
 from gero_runner.tolerances import ToleranceTable
 
 
@@ -76,9 +76,7 @@ def run_parity(request: ParityRequest,
     started = datetime.now(UTC)
     wall_start = time.perf_counter()
     root = DataRoot(request.data_root)
-    run_id = request.run_id or new_run_id(started)
-    if run_id in root.run_ids():
-        raise GeroError(f"run {run_id!r} already exists in {root.path}; choose another --run-id")
+    run_id = allocate_run_id(root, request.run_id, started)
 
     torch = require_torch()
     torch.set_num_threads(request.threads)
@@ -96,11 +94,10 @@ def run_parity(request: ParityRequest,
                      if str(r["dtype"]).startswith("float")})
     table = ToleranceTable({d: (request.tolerances.rtol, request.tolerances.atol)
                             for d in dtypes})
-    store_request = RunRequest(suite=SUITE, data_root=request.data_root, seed=request.seed,
-                               jobs=1, threads=request.threads, repeats=request.repeats,
-                               command_line=request.command_line)
-    record = store_results(store_request, root, run_id, started, wall_start, "complete",
-                           results, table, warn)
+    record = store_results(root, run_id, suite=SUITE, command_line=request.command_line,
+                           seed=request.seed, jobs=1, threads=request.threads,
+                           started=started, wall_start=wall_start, status="complete",
+                           results=results, table=table, warn=warn)
     rows = [r for i in sorted(results) for r in results[i].result.rows]
     return ParityResult(record, rows)
 

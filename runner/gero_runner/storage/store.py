@@ -27,7 +27,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from gero_runner.errors import StoreError
 from gero_runner.schema import OBSERVATION_SCHEMA, SIGHTING_SCHEMA, RunRecord
 from gero_runner.storage.layout import (
     OBSERVATIONS_FILE,
@@ -36,6 +35,7 @@ from gero_runner.storage.layout import (
     SIGHTINGS_FILE,
     run_ids,
 )
+from gero_runner.storage.runs import read_record
 
 
 def default_data_root() -> Path:
@@ -116,6 +116,10 @@ class DataRoot:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
 
+    def __fspath__(self) -> str:
+        """A DataRoot stands for its path wherever one is expected (the reader's functions)."""
+        return str(self.path)
+
     @property
     def runs_dir(self) -> Path:
         return self.path / RUNS_DIR
@@ -128,12 +132,7 @@ class DataRoot:
         return run_ids(self.path)
 
     def read_run(self, run_id: str) -> dict[str, Any]:
-        path = self.run_dir(run_id) / RUN_FILE
-        try:
-            record: dict[str, Any] = json.loads(path.read_text())
-        except (OSError, ValueError) as e:
-            raise StoreError(f"{path}: cannot read run record ({e})") from e
-        return record
+        return read_record(self.path, run_id)
 
     def observation_files(self) -> list[Path]:
         return [self.run_dir(r) / OBSERVATIONS_FILE for r in self.run_ids()

@@ -21,10 +21,11 @@ from textual.message import Message
 from textual.screen import Screen
 
 from gero_runner.errors import GeroError, StoreError
+from gero_runner.storage.layout import run_ids
+from gero_runner.storage.runs import RunInfo, list_runs, read_info, resolve_run
 from gero_tui.app.prefetch import Opened, Prefetch
 from gero_tui.app.screens.evaluations import EvaluationsScreen
 from gero_tui.app.screens.overview import OverviewScreen
-from gero_tui.query.runs import RunInfo, list_runs, read_info, resolve, run_ids
 from gero_tui.query.source import RunSource, open_source
 from gero_tui.query.table import Page, TableFilter
 
@@ -69,7 +70,7 @@ class GeroApp(App[None]):
         """The open run, once its worker has opened it."""
         self.run_id: str | None = None
         # A bad --run prefix is a command-line error, reported before the UI starts.
-        self.run_id = resolve(self.data_root, run) if run_ids(self.data_root) else None
+        self.run_id = resolve_run(self.data_root, run) if run_ids(self.data_root) else None
         self._info: RunInfo | None = None
         self._prefetch = prefetch
         self.first_page: tuple[Page, int] | None = None

@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def main(args: argparse.Namespace) -> int:
     from gero_runner.evidence.bundle import create_bundle
-    from gero_tui.query.ids import resolve_observation
+    from gero_runner.storage.reader import resolve_observation
 
     root = DataRoot(data_dir(args))
     problems: list[str] = []

@@ -6,7 +6,6 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from gero_runner.storage.store import DataRoot
 from gero_tui.cli.common import add_data_dir, data_dir
 
 if TYPE_CHECKING:
@@ -49,7 +48,7 @@ def main(args: argparse.Namespace) -> int:
 
     from gero_tui.query.diff import KINDS, diff_runs
 
-    report = diff_runs(DataRoot(data_dir(args)), args.base, args.current, args.factor)
+    report = diff_runs(data_dir(args), args.base, args.current, args.factor)
     for problem in report.problems:
         print(f"gero: warning: {problem}", file=sys.stderr)
     code = 1 if report.has_regressions else 0

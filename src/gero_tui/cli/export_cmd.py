@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from gero_runner.storage.store import DataRoot
 from gero_tui.cli.common import add_data_dir, data_dir
 
 
@@ -32,16 +31,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def main(args: argparse.Namespace) -> int:
     from gero_runner.errors import GeroError
+    from gero_runner.storage.reader import open_run
     from gero_tui.query.export import FORMATS, export_rows
     from gero_tui.query.filters import parse_filter
-    from gero_tui.query.store import open_run
 
     fmt = args.format or args.output.suffix.lstrip(".").lower()
     if fmt not in FORMATS:
         raise GeroError(f"cannot tell the format from {args.output.name!r}; give --format "
                         f"{'|'.join(FORMATS)}")
     flt = parse_filter(args.where)  # validate before touching the data root
-    view = open_run(DataRoot(data_dir(args)), args.run)
+    view = open_run(data_dir(args), args.run)
     for problem in view.problems:
         print(f"gero: warning: {problem}", file=sys.stderr)
     result = export_rows(view, flt, fmt, args.output)

@@ -7,10 +7,8 @@ import os
 import shlex
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
-from gero_runner.errors import GeroError
-from gero_runner.run import RunRequest, execute, suite_names
+from gero_runner.run import ModelOptions, RunRequest, execute, suite_names
 from gero_runner.schema import FLOAT_DTYPES, RESULT_CLASSES, RESULT_LABELS, RunRecord
 from gero_runner.tolerances import parse_overrides
 from gero_tui.cli.common import add_data_dir, data_dir, split_list
@@ -45,36 +43,25 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def main(args: argparse.Namespace) -> int:
-    dtypes = split_list(args.dtypes)
-    bad = [d for d in dtypes if d not in FLOAT_DTYPES]
-    if bad:
-        raise GeroError(f"unknown dtype(s) {', '.join(bad)}; choose from {', '.join(FLOAT_DTYPES)}")
-    if args.jobs < 1 or args.threads < 1 or args.repeats < 1:
-        raise GeroError("--jobs, --threads and --repeats must be at least 1")
-    for model in args.model:
-        if not Path(model).is_file():
-            raise GeroError(f"--model {model}: no such file")
+    # The request checks every value (a GeroError names the bad one), for the CLI and for
+    # a script alike.
     request = RunRequest(
-        suite=args.suite, data_root=data_dir(args), ops=split_list(args.ops), dtypes=dtypes,
-        models=list(args.model),
-        model_options={"dims": list(args.dim), "task": args.task,
-                       "variants": split_list(args.variants),
-                       "output_kinds": list(args.output_kind)},
+        suite=args.suite, data_root=data_dir(args), ops=split_list(args.ops),
+        dtypes=split_list(args.dtypes), models=list(args.model),
+        model_options=ModelOptions(dims=tuple(args.dim), task=args.task,
+                                   variants=tuple(split_list(args.variants)),
+                                   output_kinds=tuple(args.output_kind)),
         run_id=args.run_id, jobs=args.jobs, threads=args.threads, repeats=args.repeats,
         seed=args.seed, tolerances=parse_overrides(args.rtol, args.atol),
         timeout_s=args.timeout, checks=() if args.no_contracts else ("contracts", "variants"),
         command_line=shlex.join(["gero", *sys.argv[1:]]), limit=args.limit,
     )
     warn = lambda message: print(f"gero: warning: {message}", file=sys.stderr)  # noqa: E731
-    try:
-        record = _execute(request, warn)
-    except KeyboardInterrupt as e:
-        kept = e.args[0] if e.args and isinstance(e.args[0], RunRecord) else None
-        if kept is None:
-            raise
-        print(f"gero: interrupted; run {kept.run_id} keeps its {kept.case_count} finished "
-              f"cases ({kept.observation_count} observations) in {request.data_root}: "
-              f"gero summary --run {kept.run_id}", file=sys.stderr)
+    record = _execute(request, warn)
+    if record.status == "interrupted":
+        print(f"gero: interrupted; run {record.run_id} keeps its {record.case_count} finished "
+              f"cases ({record.observation_count} observations) in {request.data_root}: "
+              f"gero summary --run {record.run_id}", file=sys.stderr)
         return 130
     print(f"run {record.run_id}: {_count(record.case_count, 'case')}, "
           f"{_count(record.observation_count, 'observation')} "

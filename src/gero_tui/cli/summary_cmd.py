@@ -8,7 +8,6 @@ import sys
 from typing import Any
 
 from gero_runner.schema import RESULT_CLASSES, RESULT_LABELS
-from gero_runner.storage.store import DataRoot
 from gero_tui.cli.common import add_data_dir, data_dir
 
 
@@ -27,10 +26,10 @@ def _ms(value: float | None) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gero_tui.query.store import open_run
+    from gero_runner.storage.reader import open_run
     from gero_tui.query.summary import summary_dict
 
-    view = open_run(DataRoot(data_dir(args)), args.run)
+    view = open_run(data_dir(args), args.run)
     for problem in view.problems:
         print(f"gero: warning: {problem}", file=sys.stderr)
     summary = summary_dict(view)

@@ -14,14 +14,14 @@ every last-place wobble into a regression). It is a fix when it did not pass and
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import duckdb
 
 from gero_runner.errors import GeroError
-from gero_runner.storage.store import DataRoot
-from gero_tui.query.store import open_run
+from gero_runner.storage.reader import open_run
 
 DEFAULT_FACTOR = 10.0
 SLOT = ("case_id", "check", "backend", "optimization", "output_name", "reference")
@@ -152,16 +152,16 @@ def _why(row: dict[str, Any], factor: float) -> str:
     return text
 
 
-def diff_runs(root: DataRoot, base: str, current: str,
+def diff_runs(data_root: str | os.PathLike[str], base: str, current: str,
               factor: float = DEFAULT_FACTOR) -> DiffReport:
     """Pair the observations of two runs (id prefixes) and classify every difference."""
     if not factor > 1:
         raise GeroError(f"error-growth factor must be greater than 1, got {factor}")
-    with duckdb.connect() as con:  # closed at once: see query.ids
+    with duckdb.connect() as con:  # closed at once: see storage.reader.resolve_observation
         problems: list[str] = []
         run_ids = []
         for name, run in (("base", base), ("cur", current)):
-            view = open_run(root, run, connection=con)
+            view = open_run(data_root, run, connection=con)
             problems += [p for p in view.problems if p not in problems]
             cols = ", ".join(f'"{c}"' for c in _COLUMNS)
             con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT {cols} FROM obs")

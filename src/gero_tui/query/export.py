@@ -22,9 +22,9 @@ import pyarrow.csv as pacsv
 
 from gero_runner.errors import GeroError
 from gero_runner.schema import COLUMN_NAMES, OBSERVATION_SCHEMA, RESULT_CLASSES, RESULT_LABELS
+from gero_runner.storage.reader import OpenRun, arrow_table
 from gero_runner.storage.store import atomic_write_bytes, atomic_write_table
 from gero_tui.query.filters import Filter, parse_filter
-from gero_tui.query.store import RunView
 from gero_tui.query.summary import class_counts, operations
 
 FORMATS = ("csv", "parquet", "json", "md")
@@ -47,7 +47,7 @@ def _as_filter(where: str | Filter | None) -> Filter:
     return where if isinstance(where, Filter) else parse_filter(where)
 
 
-def select_rows(view: RunView, where: str | Filter | None = None,
+def select_rows(view: OpenRun, where: str | Filter | None = None,
                 ids: Iterable[str] | None = None, cursor: duckdb.DuckDBPyConnection | None = None
                 ) -> pa.Table:
     """The run's observations matching ``where`` (and, if given, with these ids)."""
@@ -61,15 +61,6 @@ def select_rows(view: RunView, where: str | Filter | None = None,
     table = arrow_table(con, f"{sql} ORDER BY {_ORDER}", params)
     if table.column_names == list(COLUMN_NAMES):
         table = table.cast(OBSERVATION_SCHEMA)
-    return table
-
-
-def arrow_table(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> pa.Table:
-    """A query's result as Arrow, without the extra copy of the DB-API path."""
-    relation = con.sql(sql, params=params)
-    # duckdb 2 names it to_arrow_table, duckdb 1 arrow(); both majors are allowed.
-    fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
-    table: pa.Table = fetch()
     return table
 
 
@@ -92,7 +83,7 @@ def _csv_bytes(table: pa.Table) -> bytes:
     return buffer.getvalue()
 
 
-def export_rows(view: RunView, where: str | Filter | None, fmt: str, path: Path | str,
+def export_rows(view: OpenRun, where: str | Filter | None, fmt: str, path: Path | str,
                 ids: Sequence[str] | None = None,
                 cursor: duckdb.DuckDBPyConnection | None = None) -> ExportResult:
     """Write the matching rows to ``path`` in ``fmt`` (atomically: all or nothing)."""
@@ -162,18 +153,21 @@ def _model_metrics_section(con: duckdb.DuckDBPyConnection) -> list[str]:
                     table)]
 
 
-def markdown_report(view: RunView, table: pa.Table, flt: Filter,
+def markdown_report(view: OpenRun, table: pa.Table, flt: Filter,
                     ids: Sequence[str] | None = None) -> str:
     """A Markdown report over exactly the exported rows."""
-    with duckdb.connect() as con:  # closed at once: see query.ids
-        con.register("obs", table)
-        return _report(view, RunView(view.root, view.run_id, con), table, flt, ids)
+    with duckdb.connect() as con:  # closed at once: see storage.reader.resolve_observation
+        # A table, not a registered Arrow object: those are invisible to the cursors that
+        # the summary queries run on.
+        con.register("exported", table)
+        con.execute("CREATE TABLE obs AS SELECT * FROM exported")
+        return _report(view, OpenRun(view.data_root, view.run_id, con), table, flt, ids)
 
 
-def _report(view: RunView, sub: RunView, table: pa.Table, flt: Filter,
+def _report(view: OpenRun, sub: OpenRun, table: pa.Table, flt: Filter,
             ids: Sequence[str] | None) -> str:
     con = sub.connection
-    record = view.root.read_run(view.run_id)
+    record = view.record()
     scope = "all observations of the run"
     if flt.sql != "TRUE":
         scope = f"observations matching `{flt.sql}` with parameters {list(flt.params)}"

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from gero_runner.schema import RESULT_CLASSES
-from gero_tui.query.store import RunView
+from gero_runner.storage.reader import OpenRun
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class OperationSummary:
     max_abs_error: float | None
 
 
-def class_counts(view: RunView) -> dict[str, int]:
+def class_counts(view: OpenRun) -> dict[str, int]:
     counts = dict.fromkeys(RESULT_CLASSES, 0)
     for result, n in view.query("SELECT result, count(*) FROM obs GROUP BY result"):
         counts[result] = n
@@ -61,11 +61,11 @@ ORDER BY o.op_type
 """
 
 
-def operations(view: RunView) -> list[OperationSummary]:
+def operations(view: OpenRun) -> list[OperationSummary]:
     return [OperationSummary(*row) for row in view.query(_OPERATIONS_SQL)]
 
 
-def check_outcomes(view: RunView) -> list[tuple[str, str, int, int]]:
+def check_outcomes(view: OpenRun) -> list[tuple[str, str, int, int]]:
     """Per operator and contract/variant check: (op_type, check, passed, not passed)."""
     rows = view.query(
         """SELECT op_type, "check", count(*) FILTER (WHERE result = 'passed'),
@@ -76,8 +76,8 @@ def check_outcomes(view: RunView) -> list[tuple[str, str, int, int]]:
     return [(str(a), str(b), int(c), int(d)) for a, b, c, d in rows]
 
 
-def summary_dict(view: RunView) -> dict[str, Any]:
-    record = view.root.read_run(view.run_id)
+def summary_dict(view: OpenRun) -> dict[str, Any]:
+    record = view.record()
     return {
         "run": record,
         "counts": class_counts(view),

@@ -18,7 +18,7 @@ from typing import Any
 
 import duckdb
 
-from gero_tui.query.source import RunSource
+from gero_tui.query.source import TABLE_RELATION, RunSource
 
 # The result classes of gero_runner.schema, restated because importing the schema module
 # imports pyarrow (tests hold the two in step).
@@ -256,16 +256,15 @@ class TableQuery:
 
     def count(self, table_filter: TableFilter) -> int:
         where, params = table_filter.where()
-        sql = f"SELECT count(*) FROM {self.source.relation} WHERE {where}"
+        sql = f"SELECT count(*) FROM {TABLE_RELATION} WHERE {where}"
         row = self.cursor.execute(sql, params).fetchone()
         return int(row[0]) if row else 0
 
     def page(self, table_filter: TableFilter, sort: TableSort, offset: int, limit: int,
              selection: Selection | None = None) -> Page:
         where, params = table_filter.where()
-        relation = self.source.relation
         numbers = [r[0] for r in self.cursor.execute(
-            f"SELECT rn FROM {relation} WHERE {where} {sort.order_by()} LIMIT ? OFFSET ?",
+            f"SELECT rn FROM {TABLE_RELATION} WHERE {where} {sort.order_by()} LIMIT ? OFFSET ?",
             [*params, limit, offset]).fetchall()]
         if not numbers:
             return Page(offset, [])
@@ -273,7 +272,7 @@ class TableQuery:
         columns = ", ".join(c.sql for c in COLUMNS)
         fetched = self.cursor.execute(
             f"SELECT rn, observation_id, coalesce({selected}, false), {columns} "
-            f"FROM {relation} WHERE rn IN (SELECT unnest(?::BIGINT[]))",
+            f"FROM {TABLE_RELATION} WHERE rn IN (SELECT unnest(?::BIGINT[]))",
             [*selected_params, numbers]).fetchall()
         by_number = {row[0]: row[1:] for row in fetched}
         return Page(offset, [by_number[n] for n in numbers], numbers)
@@ -281,14 +280,14 @@ class TableQuery:
     def selected_count(self, selection: Selection) -> int:
         where, params = selection.where()
         row = self.cursor.execute(
-            f"SELECT count(*) FROM {self.source.relation} WHERE {where}", params).fetchone()
+            f"SELECT count(*) FROM {TABLE_RELATION} WHERE {where}", params).fetchone()
         return int(row[0]) if row else 0
 
     def selected_ids(self, selection: Selection) -> list[str]:
         """Every selected observation id (one Python string per row: mind the size)."""
         where, params = selection.where()
         rows = self.cursor.execute(
-            f"SELECT observation_id FROM {self.source.relation} WHERE {where} "
+            f"SELECT observation_id FROM {TABLE_RELATION} WHERE {where} "
             "ORDER BY observation_id", params).fetchall()
         return [r[0] for r in rows]
 
@@ -299,7 +298,7 @@ class TableQuery:
         column = _ident(VALUE_FILTERS[key][0])
         where, params = (table_filter or TableFilter()).where()
         rows = self.cursor.execute(
-            f"SELECT {column}, count(*) FROM {self.source.relation} WHERE {where} "
+            f"SELECT {column}, count(*) FROM {TABLE_RELATION} WHERE {where} "
             f"GROUP BY {column} ORDER BY {column}", params).fetchall()
         return [(str(v), int(n)) for v, n in rows if v is not None]
 

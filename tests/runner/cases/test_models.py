@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from gero_runner.errors import GeroError
 from gero_runner.metrics import parity
-from gero_runner.run import RunRequest, execute
+from gero_runner.run import ModelOptions, RunRequest, execute
 from gero_runner.storage.artifacts import load_array
 from gero_runner.storage.store import DataRoot
 
@@ -86,7 +86,7 @@ def test_batch_mixing_user_model_is_a_contract_issue(tmp_path: Path) -> None:
     good = _classifier(tmp_path / "good.onnx")
     bad = _classifier(tmp_path / "mixing.onnx", mixes_batch=True)
     record = execute(RunRequest(models=[good, bad], data_root=tmp_path / "data", repeats=1,
-                                jobs=1, model_options={"dims": ["batch=4"]}))
+                                jobs=1, model_options=ModelOptions(dims=("batch=4",))))
     rows = _rows(tmp_path / "data", record.run_id)
     partition = {(r["op_type"], r["result"]) for r in rows if r["check"] == "contract:partition"}
     assert partition == {("good", "passed"), ("mixing", "contract_issue")}
@@ -100,8 +100,8 @@ def test_int8_and_fp16_variants_pass_their_gates(tmp_path: Path) -> None:
     path = _classifier(tmp_path / "small.onnx")
     record = execute(RunRequest(
         models=[path], data_root=tmp_path / "data", repeats=1, jobs=1, checks=(),
-        model_options={"dims": ["batch=8"], "task": "classifier",
-                       "variants": ["int8-dynamic", "int8-static", "fp16"]}))
+        model_options=ModelOptions(dims=("batch=8",), task="classifier",
+                                   variants=("int8-dynamic", "int8-static", "fp16"))))
     rows = _rows(tmp_path / "data", record.run_id)
     gates = [r for r in rows if r["check"].startswith("model:int8") or
              r["check"].startswith("model:fp16")]
@@ -146,8 +146,8 @@ def test_output_kinds_apply_the_parity_metrics(tmp_path: Path) -> None:
                   helper.make_tensor_value_info("conf", f, ["batch", 8])], [half])
     kinds = {"R": "rotation", "t": "translation", "kp": "keypoints", "conf": "confidence"}
     record = execute(RunRequest(models=[path], data_root=tmp_path / "data", repeats=1, jobs=1,
-                                checks=(), model_options={
-                                    "output_kinds": [f"{k}={v}" for k, v in kinds.items()]}))
+                                checks=(), model_options=ModelOptions(
+                                    output_kinds=tuple(f"{k}={v}" for k, v in kinds.items()))))
     rows = [r for r in _rows(tmp_path / "data", record.run_id)
             if r["check"].startswith("parity:")]
     assert {(r["output_name"], r["check"]) for r in rows} == {
@@ -186,4 +186,4 @@ def test_unknown_dim_names_the_known_ones(tmp_path: Path) -> None:
     path = _classifier(tmp_path / "m.onnx")
     with pytest.raises(GeroError, match="known: batch"):
         execute(RunRequest(models=[path], data_root=tmp_path / "data",
-                           model_options={"dims": ["seq=4"]}))
+                           model_options=ModelOptions(dims=("seq=4",))))

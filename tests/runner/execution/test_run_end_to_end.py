@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 from gero_runner import run as run_module
+from gero_runner.errors import GeroError
 from gero_runner.execution import evaluate
 from gero_runner.run import RunRequest, execute
 from gero_runner.storage.store import DataRoot
@@ -114,9 +115,30 @@ def test_ctrl_c_keeps_finished_cases(tmp_path: Path, monkeypatch: pytest.MonkeyP
             yield outcome
 
     monkeypatch.setattr(run_module, "run_cases", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        execute(_request(tmp_path))
+    # Ctrl-C is a status of the returned record, not an exception carrying it.
+    kept = execute(_request(tmp_path))
+    assert kept.status == "interrupted" and kept.case_count == 2
     root = DataRoot(tmp_path)
     (run_id,) = root.run_ids()
     record = root.read_run(run_id)
+    assert run_id == kept.run_id
     assert record["status"] == "interrupted" and record["case_count"] == 2
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"threads": 0}, "threads (--threads) must be a whole number of at least 1, got 0"),
+    ({"jobs": -1}, "jobs (--jobs) must be"),
+    ({"repeats": 1.5}, "repeats (--repeats) must be"),
+    ({"limit": -1}, "limit (--limit) must be at least 1"),
+    ({"timeout_s": float("nan")}, "timeout (--timeout) must be a positive number"),
+    ({"dtypes": ["bfloat16"]}, "unknown dtype(s) bfloat16"),
+    ({"suite": "nope"}, "unknown suite 'nope'"),
+    ({"run_id": "a/b"}, "must be a plain name"),
+])
+def test_the_request_refuses_bad_values_from_python_too(
+        tmp_path: Path, change: dict[str, object], message: str) -> None:
+    # Before, only the CLI checked: threads=0 from Python ran and was recorded as 0.
+    with pytest.raises(GeroError) as info:
+        _request(tmp_path, **change)
+    assert message in str(info.value)
+    assert not (tmp_path / "runs").exists()

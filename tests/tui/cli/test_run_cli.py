@@ -14,10 +14,14 @@ from gero_tui.cli import main
     (["--dtypes", "bfloat16"], "unknown dtype(s) bfloat16"),
     (["--rtol", "float16"], "bad tolerance 'float16'"),
     (["--atol", "float32=-1"], "non-negative"),
-    (["--jobs", "0"], "at least 1"),
+    (["--jobs", "0"], "jobs (--jobs) must be a whole number of at least 1, got 0"),
+    (["--threads", "0"], "threads (--threads) must be"),
+    (["--repeats", "-2"], "repeats (--repeats) must be"),
     (["--model", "/nonexistent.onnx"], "no such file"),
-    (["--suite", "synthetic", "--ops", "Exp", "--dtypes", "float32", "--limit", "0"],
-     "no cases selected"),
+    (["--limit", "0"], "limit (--limit) must be at least 1, got 0"),
+    (["--timeout", "inf"], "timeout (--timeout) must be a positive number"),
+    (["--timeout", "0"], "timeout (--timeout) must be a positive number"),
+    (["--run-id", "../escaped"], "must be a plain name"),
 ])
 def test_bad_input_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                       args: list[str], message: str) -> None:

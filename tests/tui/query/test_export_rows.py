@@ -11,10 +11,10 @@ import pytest
 from query_helpers import small_run
 
 from gero_runner.errors import GeroError
+from gero_runner.storage.reader import open_run
 from gero_runner.storage.store import DataRoot
 from gero_tui.cli import main as gero
 from gero_tui.query.export import export_rows, select_rows
-from gero_tui.query.store import open_run
 
 WHERE = "dtype = 'float32' AND \"check\" = 'agreement'"
 
@@ -84,6 +84,11 @@ def test_corrupt_parquet_is_named_and_skipped(tmp_path: Path,
     broken = root.run_dir("other") / "observations.parquet"
     broken.write_bytes(broken.read_bytes()[:100])  # truncated
     out = tmp_path / "x.json"
+    # The good run reads its own file alone: the broken one is not needed, nor named.
     assert gero(["export", "--data-dir", str(root.path), "--run", "good", "-o", str(out)]) == 0
-    assert str(broken) in capsys.readouterr().err
+    assert str(broken) not in capsys.readouterr().err
     assert json.loads(out.read_text())
+    # The broken run falls back to the other runs' files, and says which file it skipped.
+    assert gero(["export", "--data-dir", str(root.path), "--run", "other", "-o", str(out)]) == 0
+    assert str(broken) in capsys.readouterr().err
+    assert isinstance(json.loads(out.read_text()), list)

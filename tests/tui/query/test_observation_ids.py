@@ -9,10 +9,10 @@ import pytest
 from query_helpers import small_run
 
 from gero_runner.errors import StoreError
+from gero_runner.storage import reader as ids
+from gero_runner.storage.reader import resolve_observation
+from gero_runner.storage.runs import resolve_run
 from gero_runner.storage.store import DataRoot
-from gero_tui.query import ids
-from gero_tui.query.ids import resolve_observation
-from gero_tui.query.store import resolve_run
 
 
 @pytest.fixture(scope="module")

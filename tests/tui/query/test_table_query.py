@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from gero_runner import schema
-from gero_runner.storage import store
-from gero_tui.query import runs, source, table
+from gero_runner.storage.reader import open_run
+from gero_tui.query import source, table
 from gero_tui.query.source import open_source
 from gero_tui.query.table import Selection, TableFilter, TableQuery, TableSort
 
@@ -43,17 +43,18 @@ def ids(page: table.Page) -> list[str]:
     return [r[0] for r in page.rows]
 
 
-def test_layout_constants_match_the_runner() -> None:
-    assert runs.RUNS_DIR == store.RUNS_DIR and runs.RUN_FILE == store.RUN_FILE
-    assert runs.OBSERVATIONS_FILE == store.OBSERVATIONS_FILE
-    assert runs.SIGHTINGS_FILE == store.SIGHTINGS_FILE
+def test_constants_match_the_runner(tmp_path: Path) -> None:
     assert table.RESULT_CLASSES == schema.RESULT_CLASSES
+    assert set(source.TABLE_COLUMNS) <= set(schema.COLUMN_NAMES)
+    # A run without observation files still has every column, typed as the schema says.
+    (tmp_path / "runs" / "20260101-000000-aaaaaa").mkdir(parents=True)
+    (tmp_path / "runs" / "20260101-000000-aaaaaa" / "run.json").write_text("{}")
     con = duckdb.connect()
     con.register("empty", pa.Table.from_pylist([], schema=schema.OBSERVATION_SCHEMA))
-    types = {row[0]: row[1] for row in con.execute("DESCRIBE SELECT * FROM empty").fetchall()}
-    for name, duck_type in source.EXPLORER_COLUMNS:
-        assert types[name] == duck_type, name
-    assert set(source.TABLE_COLUMNS) <= {n for n, _ in source.EXPLORER_COLUMNS}
+    expected = con.execute("DESCRIBE SELECT * FROM empty").fetchall()
+    with open_run(tmp_path) as run:
+        assert run.query("DESCRIBE obs") == expected
+        assert run.query("SELECT count(*) FROM obs") == [(0,)]
 
 
 @pytest.mark.parametrize(("table_filter", "expected"), [

@@ -42,9 +42,8 @@ class ExportScope:
 
 
 def data_root_of(source: Any) -> Path:
-    """The data root of the app's run source (a query.source.RunSource or query.store.RunView)."""
-    root = getattr(source, "data_root", None)
-    return Path(root) if root is not None else Path(source.root.path)
+    """The data root of the app's run source (an open run: ``storage.reader.OpenRun``)."""
+    return Path(source.data_root)
 
 
 def default_export_path(run_id: str, fmt: str, directory: Path | None = None) -> Path:
@@ -57,13 +56,12 @@ def default_bundle_path(observation_id: str, directory: Path | None = None) -> P
 
 def export_scope(source: Any, scope: ExportScope, fmt: str, path: Path) -> tuple[Path, int]:
     """Write the scope's rows; returns the absolute path and the row count (blocking)."""
-    from gero_runner.storage.store import DataRoot
+    from gero_runner.storage.reader import OpenRun
     from gero_tui.query.export import export_rows
     from gero_tui.query.filters import Filter
-    from gero_tui.query.store import RunView
 
     cursor = source.cursor()
-    view = RunView(DataRoot(data_root_of(source)), source.run_id, cursor,
+    view = OpenRun(data_root_of(source), source.run_id, cursor,
                    list(getattr(source, "problems", [])))
     result = export_rows(view, Filter(scope.sql, tuple(scope.params)), fmt, path, cursor=cursor)
     return result.path.resolve(), result.rows

@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
-from gero_tui.query.runs import RunInfo
+from gero_runner.storage.runs import RunInfo
 
 
 class RunPickerScreen(ModalScreen[str | None]):

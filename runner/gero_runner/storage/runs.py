@@ -7,33 +7,29 @@ runner's store module) costs about 0.2 s to import.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gero_runner.errors import StoreError
-from gero_runner.storage.layout import (  # noqa: F401  (re-exported for the explorer)
-    OBSERVATIONS_FILE,
-    RUN_FILE,
-    RUNS_DIR,
-    SIGHTINGS_FILE,
-)
-from gero_runner.storage.layout import run_ids as _layout_run_ids
+from gero_runner.storage.layout import RUN_FILE, RUNS_DIR, run_ids
 
 
 @dataclass(frozen=True)
 class RunInfo:
-    """One run as the run picker shows it."""
+    """One run as a listing shows it (the run picker, ``Results.runs()``)."""
 
     run_id: str
     started_at: str
     status: str
+    """complete | interrupted | unreadable"""
     suite: str
     onnxruntime_version: str
     onnx_version: str
     observation_count: int
     new_observation_count: int
-    counts: dict[str, int]
+    counts: dict[str, int] = field(default_factory=dict)
     problem: str | None = None
     """Why the record could not be read, when it could not."""
 
@@ -45,13 +41,9 @@ class RunInfo:
         return self.run_id[:8]
 
 
-def run_ids(data_root: Path) -> list[str]:
-    """Runs with a record, oldest first (ids sort by time)."""
-    return _layout_run_ids(data_root)
-
-
-def resolve(data_root: Path, prefix: str | None) -> str:
+def resolve_run(data_root: str | os.PathLike[str], prefix: str | None) -> str:
     """The newest run, or the one run whose id starts with ``prefix`` (like git)."""
+    data_root = Path(data_root)
     runs = run_ids(data_root)
     if not runs:
         raise StoreError(
@@ -67,20 +59,28 @@ def resolve(data_root: Path, prefix: str | None) -> str:
     raise StoreError(f"run prefix {prefix!r} is ambiguous: {', '.join(matches)}")
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
-
-
-def read_info(data_root: Path, run_id: str) -> RunInfo:
-    """A run's record; an unreadable one comes back with ``problem`` set, never raises."""
-    path = data_root / RUNS_DIR / run_id / RUN_FILE
+def read_record(data_root: str | os.PathLike[str], run_id: str) -> dict[str, Any]:
+    """A run's ``run.json`` as a dict; a StoreError naming the file when it cannot be read."""
+    path = Path(data_root) / RUNS_DIR / run_id / RUN_FILE
     try:
         record = json.loads(path.read_text())
         if not isinstance(record, dict):
             raise ValueError("not a JSON object")
     except (OSError, ValueError) as e:
-        return RunInfo(run_id, "", "unreadable", "?", "?", "?", 0, 0, {},
-                       problem=f"{path}: cannot read run record ({e})")
+        raise StoreError(f"{path}: cannot read run record ({e})") from e
+    return record
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def read_info(data_root: str | os.PathLike[str], run_id: str) -> RunInfo:
+    """A run's record; an unreadable one comes back with ``problem`` set, never raises."""
+    try:
+        record = read_record(data_root, run_id)
+    except StoreError as e:
+        return RunInfo(run_id, "", "unreadable", "?", "?", "?", 0, 0, {}, problem=str(e))
     counts = record.get("counts")
     return RunInfo(
         run_id=run_id,
@@ -95,6 +95,6 @@ def read_info(data_root: Path, run_id: str) -> RunInfo:
     )
 
 
-def list_runs(data_root: Path) -> list[RunInfo]:
+def list_runs(data_root: str | os.PathLike[str]) -> list[RunInfo]:
     """Every run, newest first (the order the picker shows)."""
-    return [read_info(data_root, r) for r in reversed(run_ids(data_root))]
+    return [read_info(data_root, r) for r in reversed(run_ids(Path(data_root)))]

@@ -1,0 +1,94 @@
+"""What a run is asked to do, checked when it is made: a leaf every layer may import.
+
+The CLI builds a ``RunRequest`` from its flags; a script builds one directly. Either way a
+bad value is refused here with one sentence naming it, so ``threads=0`` from Python is
+the same error as ``--threads 0``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gero_runner.errors import GeroError
+from gero_runner.schema import FLOAT_DTYPES
+
+DEFAULT_TIMEOUT_S = 120.0
+# Suites by name: "module:function" returning the cases of a request (imported lazily).
+SUITES: dict[str, str] = {
+    "synthetic": "gero_runner.cases.synthetic.registry:cases_for_request",
+    "onnx-backend": "gero_runner.cases.onnx_backend:cases_for_request",
+    "models": "gero_runner.cases.shipped_models:cases_for_request",
+}
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def suite_names() -> list[str]:
+    return [*SUITES, "all"]
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """How to feed and judge a model (``--dim``, ``--task``, ``--variants``, ``--output-kind``)."""
+
+    dims: tuple[str, ...] = ()
+    """Values of dynamic input dimensions, ``NAME=VALUE``."""
+    task: str | None = None
+    """e.g. ``classifier``: adds the decision metric."""
+    variants: tuple[str, ...] = ()
+    """Variants to build and gate: int8-dynamic, int8-static, fp16."""
+    output_kinds: tuple[str, ...] = ()
+    """``NAME=KIND`` per output: dense | confidence | rotation | translation | keypoints."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What the user asked for: which cases, where to store them, with which settings."""
+
+    suite: str = "synthetic"
+    data_root: Path = Path("data")
+    ops: list[str] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    model_options: ModelOptions = ModelOptions()
+    run_id: str | None = None
+    jobs: int = 1
+    threads: int = 1
+    """ONNX Runtime intra-op threads (at least 1: the rows record it as the path's setting)."""
+    repeats: int = 5
+    seed: int = 0
+    tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    checks: tuple[str, ...] = ("contracts", "variants")
+    command_line: str = ""
+    limit: int | None = None
+    """Run only the first N cases (for quick looks and tests)."""
+
+    def __post_init__(self) -> None:
+        if self.suite not in suite_names():
+            raise GeroError(f"unknown suite {self.suite!r}; choose from "
+                            f"{', '.join(suite_names())}")
+        bad = [d for d in self.dtypes if d not in FLOAT_DTYPES]
+        if bad:
+            raise GeroError(f"unknown dtype(s) {', '.join(bad)}; choose from "
+                            f"{', '.join(FLOAT_DTYPES)}")
+        for name in ("jobs", "threads", "repeats"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise GeroError(f"{name} (--{name}) must be a whole number of at least 1, "
+                                f"got {value!r}")
+        if self.limit is not None and (isinstance(self.limit, bool) or self.limit < 1):
+            raise GeroError(f"limit (--limit) must be at least 1, got {self.limit!r}")
+        if not (isinstance(self.timeout_s, int | float) and math.isfinite(self.timeout_s)
+                and self.timeout_s > 0):
+            raise GeroError(f"timeout (--timeout) must be a positive number of seconds, "
+                            f"got {self.timeout_s!r}")
+        if self.run_id is not None and (not _RUN_ID.fullmatch(self.run_id)
+                                        or self.run_id in (".", "..")):
+            raise GeroError(f"run id {self.run_id!r} must be a plain name: letters, digits, "
+                            "'.', '_' and '-', not starting with '.', '_' or '-'")
+        for model in self.models:
+            if not Path(model).is_file():
+                raise GeroError(f"--model {model}: no such file")

@@ -1,0 +1,257 @@
+"""Reading a data root without a UI: list runs, open one as a DuckDB ``obs`` view, find rows.
+
+The one way to open a run: the CLI (summary, export, diff), the explorer and any script
+read observations through ``open_run`` (or ``Results``, its sqlite-utils-like front).
+``obs`` holds every observation the run made, with that run's timings. A corrupt or
+truncated Parquet file is named in ``problems`` and left out; it never stops a query.
+Every value that comes from a user goes in as a parameter, never into the SQL text.
+
+Neither pyarrow nor the runner's store is imported here (0.2 s the explorer cannot spend
+before its first paint); DuckDB reads the Parquet files in place.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from gero_runner.errors import StoreError
+from gero_runner.storage.layout import OBSERVATIONS_FILE, RUNS_DIR, SIGHTINGS_FILE, run_ids
+from gero_runner.storage.runs import RunInfo, list_runs, read_record, resolve_run
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+TIMING_COLUMNS = ("actual_median_ms", "reference_median_ms")
+"""Columns a run's sighting overrides: each run has its own timings of a shared observation."""
+MIN_PREFIX = 4
+"""Hex digits an observation id prefix needs at least."""
+_HEX = re.compile(r"[0-9a-f]+")
+
+
+def quote_path(path: Path) -> str:
+    """A path of ours (listed from the data root) as an SQL string literal; never user text."""
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def quoted_list(paths: list[Path] | tuple[Path, ...]) -> str:
+    return "[" + ", ".join(quote_path(p) for p in paths) + "]"
+
+
+@dataclass
+class OpenRun:
+    """An open DuckDB database with an ``obs`` view over one run's observations."""
+
+    data_root: Path
+    run_id: str
+    connection: duckdb.DuckDBPyConnection
+    problems: list[str] = field(default_factory=list)
+    """One line per file that could not be read and was left out."""
+    files: tuple[Path, ...] = ()
+    """The observation files ``obs`` reads."""
+    sightings: Path | None = None
+    """The run's sightings file, when ``obs`` joins the files with it."""
+    direct: bool = False
+    """Whether ``obs`` reads the run's own observation file without a join."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A connection to the same database for one thread (cursors are not shared)."""
+        with self._lock:
+            return self.connection.cursor()
+
+    def query(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+        """Rows of a query, run on a fresh cursor, so that any thread may call it."""
+        cur = self.cursor()
+        try:
+            return cur.execute(sql, params or []).fetchall()
+        finally:
+            cur.close()
+
+    def arrow(self, sql: str = "SELECT * FROM obs", params: list[Any] | None = None,
+              cursor: duckdb.DuckDBPyConnection | None = None) -> pa.Table:
+        """A query's result as an Arrow table (every observation by default)."""
+        return arrow_table(cursor or self.connection, sql, params or [])
+
+    def relation(self) -> duckdb.DuckDBPyRelation:
+        """The observations as a lazy DuckDB relation (filter, aggregate, then fetch)."""
+        return self.connection.sql("SELECT * FROM obs")
+
+    def record(self) -> dict[str, Any]:
+        """The run's ``run.json``: versions, settings, status, counts."""
+        return read_record(self.data_root, self.run_id)
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def __enter__(self) -> OpenRun:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()
+
+
+def arrow_table(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> pa.Table:
+    """A query's result as Arrow, without the extra copy of the DB-API path."""
+    relation = con.sql(sql, params=params or None)
+    # duckdb 2 names it to_arrow_table, duckdb 1 arrow(); both majors are allowed.
+    fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
+    table: pa.Table = fetch()
+    return table
+
+
+def row_count(con: duckdb.DuckDBPyConnection, path: Path, problems: list[str]) -> int | None:
+    """Rows in a Parquet file from its footer, or None (and a problem) when it is unreadable."""
+    try:
+        row = con.execute("SELECT num_rows FROM parquet_file_metadata(?)", [str(path)]).fetchone()
+    except duckdb.Error as e:
+        problems.append(f"{path}: unreadable Parquet file, skipped ({e})")
+        return None
+    return int(row[0]) if row else 0
+
+
+def observation_files(data_root: Path, con: duckdb.DuckDBPyConnection,
+                      problems: list[str]) -> list[Path]:
+    """Every run's observation file whose footer reads, oldest run first."""
+    files = []
+    for rid in run_ids(data_root):
+        path = data_root / RUNS_DIR / rid / OBSERVATIONS_FILE
+        if path.is_file() and row_count(con, path, problems) is not None:
+            files.append(path)
+    return files
+
+
+def _empty_columns() -> str:
+    """Every observation column as a typed NULL (a view with no rows but the full schema)."""
+    # Deferred: the schema imports pyarrow (~0.15 s); only a run without observations needs it.
+    from gero_runner.schema import OBSERVATION_COLUMNS
+
+    names = {"string": "VARCHAR", "double": "DOUBLE", "int32": "INTEGER", "int64": "BIGINT",
+             "bool": "BOOLEAN"}
+    return ", ".join(f'NULL::{names.get(str(c.type), "TIMESTAMPTZ")} AS "{c.name}"'
+                     for c in OBSERVATION_COLUMNS)
+
+
+def open_run(data_root: str | os.PathLike[str], run: str | None = None,
+             connection: duckdb.DuckDBPyConnection | None = None) -> OpenRun:
+    """Open a run (the newest, or a unique id prefix): ``obs`` has every observation it made.
+
+    The run's own observation file is read directly, with no join, when it holds every
+    observation the run sighted (always so for a first run); otherwise every run's file is
+    read (``union_by_name``: older files may lack newer columns) and joined with the run's
+    sightings, which also give this run's timings.
+    """
+    root = Path(data_root)
+    run_id = resolve_run(root, run)
+    con = connection or duckdb.connect()
+    # Parquet files written with float min/max statistics (pyarrow's default, older runs)
+    # leave NaN out of them; DuckDB 2.0 then folds isnan(max_abs_error) to false, even in
+    # a sort key. Without statistics propagation it looks at the values.
+    con.execute("SET GLOBAL disabled_optimizers = 'statistics_propagation'")
+    problems: list[str] = []
+    run_dir = root / RUNS_DIR / run_id
+    own = run_dir / OBSERVATIONS_FILE
+    sightings = run_dir / SIGHTINGS_FILE
+    own_rows = row_count(con, own, problems) if own.is_file() else None
+    sighted = row_count(con, sightings, problems) if sightings.is_file() else None
+    if own_rows is not None and (sighted is None or sighted == own_rows):
+        # The run's own file holds only observations it sighted; as many rows as sightings
+        # means all of them, each with this run's timings.
+        con.execute(f"CREATE OR REPLACE VIEW obs AS SELECT * FROM read_parquet({quote_path(own)})")
+        return OpenRun(root, run_id, con, problems, files=(own,), direct=True)
+    files: list[Path] = []
+    for rid in run_ids(root):
+        path = root / RUNS_DIR / rid / OBSERVATIONS_FILE
+        if path == own:
+            if own_rows is not None:
+                files.append(path)
+        elif path.is_file() and row_count(con, path, problems) is not None:
+            files.append(path)
+    if files and sighted is not None:
+        timings = ", ".join(f"s.{c} AS {c}" for c in TIMING_COLUMNS)
+        con.execute(
+            f"CREATE OR REPLACE VIEW obs AS SELECT o.* REPLACE ({timings}) "
+            f"FROM read_parquet({quoted_list(files)}, union_by_name = true) o "
+            f"JOIN read_parquet({quote_path(sightings)}) s USING (observation_id)")
+        return OpenRun(root, run_id, con, problems, files=tuple(files), sightings=sightings)
+    con.execute(f"CREATE OR REPLACE VIEW obs AS SELECT {_empty_columns()} WHERE false")
+    return OpenRun(root, run_id, con, problems)
+
+
+def resolve_observation(data_root: str | os.PathLike[str], prefix: str,
+                        problems: list[str] | None = None) -> dict[str, Any]:
+    """The one observation row (from any run) whose id starts with ``prefix``, like git."""
+    root = Path(data_root)
+    prefix = prefix.strip().lower()
+    if len(prefix) < MIN_PREFIX or not _HEX.fullmatch(prefix):
+        raise StoreError(f"bad observation id {prefix!r}: give at least {MIN_PREFIX} hex "
+                         "digits of an observation_id (see `gero export` or the explorer)")
+    problems = [] if problems is None else problems
+    # Closed at once: an open DuckDB leaves threads that a later fork (the runner's worker
+    # pool, in the same process) would inherit.
+    with duckdb.connect() as con:
+        files = observation_files(root, con, problems)
+        if not files:
+            raise StoreError(f"no observations in {root}: create a run with "
+                             f"`gero run --data-dir {root}`")
+        cursor = con.execute(
+            f"SELECT * FROM read_parquet({quoted_list(files)}, union_by_name = true) "
+            "WHERE starts_with(observation_id, ?) ORDER BY observation_id LIMIT 11", [prefix])
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    ids = sorted({r["observation_id"] for r in rows})
+    if not ids:
+        raise StoreError(f"no observation id starts with {prefix!r} in {root}")
+    if len(ids) > 1:
+        listed = "\n".join(f"  {r['observation_id'][:16]}  {r['case_id']}  {r['check']}  "
+                           f"{r['backend']} {r['optimization']}  {r['result']}"
+                           for r in rows[:10])
+        more = " (first 10)" if len(rows) > 10 else ""
+        raise StoreError(f"observation prefix {prefix!r} is ambiguous; candidates{more}:\n"
+                         f"{listed}")
+    return rows[0]
+
+
+class Results:
+    """A data root opened for reading, in the spirit of sqlite-utils' ``Database``::
+
+        results = Results("data")
+        results.runs()                         # newest first, with status and counts
+        with results.open_run() as run:        # the newest run, or an id prefix
+            table = run.arrow()                # every observation as Arrow
+            worst = run.relation().filter("result <> 'passed'")
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"Results({str(self.path)!r})"
+
+    def runs(self) -> list[RunInfo]:
+        """Every run, newest first; an unreadable record has ``problem`` set."""
+        return list_runs(self.path)
+
+    def resolve(self, prefix: str | None = None) -> str:
+        """The full id of the newest run, or of the one run whose id starts with ``prefix``."""
+        return resolve_run(self.path, prefix)
+
+    def open_run(self, run: str | None = None) -> OpenRun:
+        """A run's observations as a DuckDB ``obs`` view (see ``open_run``)."""
+        return open_run(self.path, run)
+
+    def record(self, run: str | None = None) -> dict[str, Any]:
+        """A run's ``run.json``."""
+        return read_record(self.path, self.resolve(run))
+
+    def observation(self, prefix: str) -> dict[str, Any]:
+        """The observation (from any run) whose id starts with ``prefix``."""
+        return resolve_observation(self.path, prefix)

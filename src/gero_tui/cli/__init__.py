@@ -15,7 +15,8 @@ from types import ModuleType
 
 from gero_runner.errors import GeroError
 
-COMMANDS = ("run", "tui", "summary", "export", "replay", "bundle", "diff", "parity")
+COMMANDS = ("run", "tui", "summary", "findings", "blame", "export", "replay", "bundle", "diff",
+            "parity")
 
 
 def _available(only: str | None = None) -> list[ModuleType]:

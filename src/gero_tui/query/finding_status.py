@@ -1,0 +1,100 @@
+"""Findings across runs: each is ``new`` or ``still`` against a baseline, or ``gone`` from it.
+
+A baseline finding is ``gone`` only when every case that showed it ran again and none of
+them shows it any more (its rows passed, or a differently named cause took their place,
+which is then ``new``). A case that did not run (a run with fewer operators or dtypes)
+never makes a finding gone: such baseline findings are listed as unresolved, so nothing
+silently disappears.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from gero_tui.query.findings import (
+    MEMBERS_TABLE,
+    Finding,
+    FindingsReport,
+    Queryable,
+    compute_findings,
+    non_passed_count,
+)
+from gero_tui.query.runs import read_info, resolve, run_ids
+from gero_tui.query.source import open_source
+
+NEW = "new"
+STILL = "still"
+GONE = "gone"
+
+
+def previous_run(data_root: Path, run_id: str) -> str | None:
+    """The newest run of the same suite before ``run_id``, or None."""
+    suite = read_info(data_root, run_id).suite
+    ids = run_ids(data_root)
+    earlier = ids[:ids.index(run_id)] if run_id in ids else []
+    for rid in reversed(earlier):
+        if read_info(data_root, rid).suite == suite:
+            return rid
+    return None
+
+
+def _cases_of(source: Queryable, finding_ids: list[str]) -> dict[str, list[str]]:
+    rows = source.query(f"SELECT finding_id, list(DISTINCT case_id) FROM {MEMBERS_TABLE} "
+                        "WHERE finding_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY 1",
+                        [finding_ids])
+    return {str(a): list(b) for a, b in rows}
+
+
+def _ran(source: Queryable, cases: list[str]) -> set[str]:
+    """Of ``cases``, those the run made observations for."""
+    return {str(r[0]) for r in source.query(
+        "SELECT DISTINCT case_id FROM obs WHERE case_id IN (SELECT unnest(?::VARCHAR[]))",
+        [cases])}
+
+
+def compare(current: Queryable, current_findings: list[Finding], baseline: Queryable,
+            baseline_findings: list[Finding]) -> tuple[list[Finding], list[Finding],
+                                                       list[Finding]]:
+    """(current findings with status, gone baseline findings, unresolved baseline findings).
+
+    Both sources must hold their members table (``compute_findings`` writes it)."""
+    before = {f.finding_id for f in baseline_findings}
+    now = {f.finding_id for f in current_findings}
+    marked = [replace(f, status=STILL if f.finding_id in before else NEW)
+              for f in current_findings]
+    absent = [f for f in baseline_findings if f.finding_id not in now]
+    if not absent:
+        return marked, [], []
+    cases = _cases_of(baseline, [f.finding_id for f in absent])
+    ran = _ran(current, sorted({c for cs in cases.values() for c in cs}))
+    gone: list[Finding] = []
+    unresolved: list[Finding] = []
+    for f in absent:
+        its = cases.get(f.finding_id, [])
+        passed = bool(its) and all(c in ran for c in its)
+        (gone if passed else unresolved).append(replace(f, status=GONE if passed else ""))
+    return marked, gone, unresolved
+
+
+def findings_report(data_root: Path, run: str | None = None,
+                    baseline: str | None = None) -> FindingsReport:
+    """A run's findings, with status against ``baseline`` (default: the previous run of the
+    same suite; none when there is no such run)."""
+    current = open_source(data_root, run)
+    try:
+        findings = compute_findings(current)
+        base_id = resolve(data_root, baseline) if baseline else previous_run(data_root,
+                                                                             current.run_id)
+        if base_id is None or base_id == current.run_id:
+            return FindingsReport(current.run_id, findings, None,
+                                  non_passed=non_passed_count(current))
+        base = open_source(data_root, base_id)
+        try:
+            marked, gone, unresolved = compare(current, findings, base, compute_findings(base))
+        finally:
+            base.close()
+        return FindingsReport(current.run_id, marked, base_id, gone, unresolved,
+                              non_passed=non_passed_count(current))
+    finally:
+        current.close()

@@ -1,0 +1,153 @@
+"""Findings: non-passed observations grouped by cause, on small real runs and fixed rows."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from gero_runner.run import RunRequest, execute
+from gero_runner.schema import SIGHTING_SCHEMA
+from gero_runner.storage.store import rows_to_table
+from gero_tui.query.finding_status import GONE, NEW, STILL, findings_report
+from gero_tui.query.findings import MEMBERS_TABLE, compute_findings, non_passed_count
+from gero_tui.query.source import open_source
+
+OPS = ["Elu", "Softsign", "Max", "LayerNormalization"]
+
+
+def _run(root: Path, run_id: str, ops: list[str] = OPS, **kw: Any) -> None:
+    execute(RunRequest(data_root=root, ops=ops, dtypes=["float16", "float64"], repeats=1,
+                       run_id=run_id, **kw))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """base; tight (float16 rtol tightened); again (the base's tolerances); fewer (one op)."""
+    root = tmp_path_factory.mktemp("findings")
+    _run(root, "20260101-000001-aaaaaa")
+    _run(root, "20260101-000002-bbbbbb", tolerances={"float16": (1e-6, 1e-7)})
+    _run(root, "20260101-000003-cccccc")
+    _run(root, "20260101-000004-dddddd", ops=["Max"])
+    return root
+
+
+def test_every_non_passed_observation_is_in_exactly_one_finding(runs: Path) -> None:
+    source = open_source(runs, "20260101-000001")
+    findings = compute_findings(source)
+    assert sum(f.observations for f in findings) == non_passed_count(source) > 0
+    dup = source.query(f"SELECT count(*) - count(DISTINCT observation_id) FROM {MEMBERS_TABLE}")
+    assert dup[0][0] == 0
+    missing = source.query(f"""SELECT count(*) FROM obs WHERE result <> 'passed'
+                               AND observation_id NOT IN (SELECT observation_id FROM
+                               {MEMBERS_TABLE})""")
+    assert missing[0][0] == 0
+
+
+def test_a_missing_kernel_is_one_finding_across_operators_and_levels(runs: Path) -> None:
+    findings = compute_findings(open_source(runs, "20260101-000001"))
+    execution = [f for f in findings if f.result == "execution"]
+    assert len(execution) == 1
+    f = execution[0]
+    assert f.operators == ("Elu", "Softsign") and f.dtypes == ("float64",)
+    assert f.levels == ("disable_all", "basic", "extended", "all")
+    assert f.outlier == "onnxruntime" and "no float64 kernel" in f.title
+    assert f.representative.result == "execution"
+
+
+def test_the_outlier_path_merges_agreement_and_analytic_rows(runs: Path) -> None:
+    """The ReferenceEvaluator's float16 LayerNorm is off and ORT agrees with float64: its
+    analytic rows and the ORT agreement rows of the same cases are one finding."""
+    findings = compute_findings(open_source(runs, "20260101-000001"))
+    reference_off = [f for f in findings if f.family == "numeric"
+                     and f.outlier == "onnx-reference" and f.operators == ("LayerNormalization",)]
+    assert len(reference_off) == 1
+    f = reference_off[0]
+    assert f.dtypes == ("float16",)
+    assert set(f.levels) == {"disable_all", "basic", "extended", "all"}
+    assert "ReferenceEvaluator" in f.title
+
+
+def test_finding_ids_are_the_same_in_every_run(runs: Path) -> None:
+    first = {f.finding_id: f.title for f in compute_findings(open_source(runs, "20260101-000001"))}
+    again = {f.finding_id: f.title for f in compute_findings(open_source(runs, "20260101-000003"))}
+    assert first == again
+
+
+def test_tightened_tolerance_shows_new_and_restoring_it_shows_them_gone(runs: Path) -> None:
+    tight = findings_report(runs, "20260101-000002", "20260101-000001")
+    new = [f for f in tight.findings if f.status == NEW]
+    assert new and all(f.status in (NEW, STILL) for f in tight.findings)
+    again = findings_report(runs, "20260101-000003")  # baseline: the previous run, "tight"
+    assert again.baseline_run_id == "20260101-000002-bbbbbb"
+    gone = {f.finding_id for f in again.gone}
+    assert {f.finding_id for f in new} <= gone
+    assert all(f.status == GONE for f in again.gone)
+    base = findings_report(runs, "20260101-000001")
+    assert {f.finding_id for f in again.findings} == {f.finding_id for f in base.findings}
+
+
+def test_cases_that_did_not_run_make_no_finding_gone(runs: Path) -> None:
+    fewer = findings_report(runs, "20260101-000004", "20260101-000003")
+    assert fewer.gone == []
+    assert {op for f in fewer.unresolved for op in f.operators} == {
+        "Elu", "Softsign", "LayerNormalization"}
+    assert all(f.status == STILL for f in fewer.findings)
+
+
+# Fixed rows: the arbiter decides where no float64 row failed --------------------------------
+
+def _row(case: str, check: str, backend: str, level: str, result: str, reason: str,
+         arbiter: str = "-") -> dict[str, Any]:
+    key = f"{case}/{check}/{backend}/{level}"
+    return {"observation_id": hashlib.sha256(key.encode()).hexdigest(), "run_id": "R",
+            "suite": "synthetic", "case_id": f"synthetic/Op/{case}/float32", "op_type": "Op",
+            "case_name": case, "check": check, "dtype": "float32", "input_shapes": "[2]",
+            "output_name": "y", "backend": backend, "optimization": level,
+            "reference": "onnx-reference" if check == "agreement" else "numpy-float64",
+            "rtol": 1e-5, "atol": 1e-6, "max_abs_error": 1e-3, "result": result,
+            "reason": reason, "arbiter": arbiter}
+
+
+def _write(root: Path, rows: list[dict[str, Any]]) -> None:
+    run_id = "20260102-000000-eeeeee"
+    directory = root / "runs" / run_id
+    directory.mkdir(parents=True)
+    for r in rows:
+        r["run_id"] = run_id
+    pq.write_table(rows_to_table(rows), directory / "observations.parquet")
+    sightings = [{"run_id": run_id, "observation_id": r["observation_id"]} for r in rows]
+    pq.write_table(pa.Table.from_pylist(sightings, schema=SIGHTING_SCHEMA),
+                   directory / "sightings.parquet")
+    (directory / "run.json").write_text(json.dumps({"run_id": run_id, "suite": "synthetic"}))
+
+
+def test_agreement_rows_blame_the_side_float64_does_not_side_with(tmp_path: Path) -> None:
+    bad = "3 of 8 elements outside atol=1e-06 + rtol=1e-05·|r|; max |a−r| = 0.001"
+    rows = []
+    for case, arbiter in (("a", "actual"), ("b", "actual"), ("c", "reference")):
+        for level in ("disable_all", "basic", "extended", "all"):
+            rows.append(_row(case, "agreement", "onnxruntime", level, "divergence", bad, arbiter))
+    _write(tmp_path, rows)
+    findings = compute_findings(open_source(tmp_path))
+    by_outlier = {f.outlier: f.cases for f in findings}
+    assert by_outlier == {"onnx-reference": 2, "onnxruntime": 1}
+
+
+def test_some_levels_failing_name_those_levels(tmp_path: Path) -> None:
+    bad = "3 of 8 elements outside atol=1e-06 + rtol=1e-05·|r|; max |a−r| = 0.001"
+    rows = [_row("a", "analytic", "onnxruntime", level,
+                 "divergence" if level in ("extended", "all") else "passed",
+                 bad if level in ("extended", "all") else "bit-exact")
+            for level in ("disable_all", "basic", "extended", "all")]
+    rows.append(_row("a", "analytic", "onnx-reference", "-", "passed", "bit-exact"))
+    _write(tmp_path, rows)
+    (f,) = compute_findings(open_source(tmp_path))
+    assert f.outlier == "onnxruntime@extended,all"
+    assert f.levels == ("extended", "all")
+    assert "ONNX Runtime at extended, all" in f.title

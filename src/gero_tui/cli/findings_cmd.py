@@ -41,11 +41,11 @@ def main(args: argparse.Namespace) -> int:
     report = findings_report(root, args.run, args.baseline)
     whatif = None
     if overrides:
+        from gero_runner.storage.reader import open_run
         from gero_tui.query.findings import compute_findings
-        from gero_tui.query.source import open_source
         from gero_tui.query.whatif import prepare, what_if
 
-        source = open_source(root, report.run_id)
+        source = open_run(root, report.run_id)
         try:
             compute_findings(source)
             prepare(source)

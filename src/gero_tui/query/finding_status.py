@@ -12,6 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from gero_runner.storage.layout import run_ids
+from gero_runner.storage.reader import open_run
+from gero_runner.storage.runs import read_info, resolve_run
 from gero_tui.query.findings import (
     MEMBERS_TABLE,
     Finding,
@@ -20,8 +23,6 @@ from gero_tui.query.findings import (
     compute_findings,
     non_passed_count,
 )
-from gero_tui.query.runs import read_info, resolve, run_ids
-from gero_tui.query.source import open_source
 
 NEW = "new"
 STILL = "still"
@@ -81,15 +82,15 @@ def findings_report(data_root: Path, run: str | None = None,
                     baseline: str | None = None) -> FindingsReport:
     """A run's findings, with status against ``baseline`` (default: the previous run of the
     same suite; none when there is no such run)."""
-    current = open_source(data_root, run)
+    current = open_run(data_root, run)
     try:
         findings = compute_findings(current)
-        base_id = resolve(data_root, baseline) if baseline else previous_run(data_root,
+        base_id = resolve_run(data_root, baseline) if baseline else previous_run(data_root,
                                                                              current.run_id)
         if base_id is None or base_id == current.run_id:
             return FindingsReport(current.run_id, findings, None,
                                   non_passed=non_passed_count(current))
-        base = open_source(data_root, base_id)
+        base = open_run(data_root, base_id)
         try:
             marked, gone, unresolved = compare(current, findings, base, compute_findings(base))
         finally:

@@ -31,7 +31,8 @@ def suite_names() -> list[str]:
 
 @dataclass(frozen=True)
 class ModelOptions:
-    """How to feed and judge a model (``--dim``, ``--task``, ``--variants``, ``--output-kind``)."""
+    """How to feed and judge a model (``--dim``, ``--input*``, ``--task``, ``--variants``,
+    ``--output-kind``); each item's syntax is checked by ``models.inputs`` against the model."""
 
     dims: tuple[str, ...] = ()
     """Values of dynamic input dimensions, ``NAME=VALUE``."""
@@ -41,6 +42,18 @@ class ModelOptions:
     """Variants to build and gate: int8-dynamic, int8-static, fp16."""
     output_kinds: tuple[str, ...] = ()
     """``NAME=KIND`` per output: dense | confidence | rotation | translation | keypoints."""
+    input_shapes: tuple[str, ...] = ()
+    """``NAME=SHAPE`` per input (``--input``): the whole shape, ``NAME=`` for a scalar."""
+    input_ranges: tuple[str, ...] = ()
+    """``NAME=LO,HI`` per input (``--input-range``): uniform draws in [LO, HI]."""
+    input_values: tuple[str, ...] = ()
+    """``NAME=V`` per input (``--input-value``): a constant."""
+    inputs_file: str | None = None
+    """An ``.npz`` of real arrays by input name (``--inputs``)."""
+
+    def __post_init__(self) -> None:
+        if self.inputs_file is not None and not Path(self.inputs_file).is_file():
+            raise GeroError(f"--inputs {self.inputs_file}: no such file")
 
 
 @dataclass(frozen=True)
@@ -92,3 +105,10 @@ class RunRequest:
         for model in self.models:
             if not Path(model).is_file():
                 raise GeroError(f"--model {model}: no such file")
+        o = self.model_options
+        given = [flag for flag, v in (("--input", o.input_shapes), ("--input-range",
+                                      o.input_ranges), ("--input-value", o.input_values),
+                                      ("--inputs", o.inputs_file), ("--dim", o.dims)) if v]
+        if given and not self.models:
+            raise GeroError(f"{', '.join(given)} set the inputs of --model PATH; no --model "
+                            "given")

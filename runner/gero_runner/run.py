@@ -51,6 +51,16 @@ def collect_cases(request: RunRequest) -> list[CaseInstance]:
     return cases
 
 
+def recorded_suite(request: RunRequest) -> str:
+    """The suite a run record names: ``model`` when only the user's models ran, a suite
+    and ``model`` joined by '+' when both did."""
+    if not request.models:
+        return request.suite
+    if request.suite == "synthetic" and not request.ops:
+        return "model"
+    return f"{request.suite}+model"
+
+
 def model_checks(request: RunRequest) -> tuple[str, ...]:
     """The request's check families, plus the model-level family for model suites."""
     if (request.suite in ("models", "all") or request.models) and "model" not in request.checks:
@@ -98,6 +108,10 @@ def execute(request: RunRequest,
     cases = collect_cases(request)
     if not cases:
         raise GeroError("no cases selected: check --suite, --ops, --dtypes and --model")
+    if warn is not None:
+        for case in cases:
+            for message in case.metadata.get("warnings", []):
+                warn(message)
     table = ToleranceTable(request.tolerances)
     settings = RunSettings(
         data_root=str(request.data_root), threads=request.threads, repeats=request.repeats,
@@ -113,16 +127,19 @@ def execute(request: RunRequest,
                 progress(len(results), len(cases))
     except KeyboardInterrupt:
         status = "interrupted"
-    return store_results(root, run_id, suite=request.suite, command_line=request.command_line,
+    return store_results(root, run_id, suite=recorded_suite(request),
+                         command_line=request.command_line,
                          seed=request.seed, jobs=request.jobs, threads=request.threads,
                          started=started, wall_start=wall_start, status=status,
-                         results=results, table=table, warn=warn)
+                         results=results, table=table, warn=warn,
+                         models=[str(Path(m).resolve()) for m in request.models])
 
 
 def store_results(root: DataRoot, run_id: str, *, suite: str, command_line: str, seed: int,
                   jobs: int, threads: int, started: datetime, wall_start: float, status: str,
                   results: dict[int, Outcome], table: ToleranceTable,
-                  warn: Callable[[str], None] | None) -> RunRecord:
+                  warn: Callable[[str], None] | None,
+                  models: list[str] | None = None) -> RunRecord:
     """Deduplicate the outcomes' rows against the data root and write the run.
 
     Rows are taken in case order, so the stored tables do not depend on the worker count.
@@ -172,6 +189,7 @@ def store_results(root: DataRoot, run_id: str, *, suite: str, command_line: str,
         counts=counts, wall_seconds=time.perf_counter() - wall_start,
         backend_seconds=backend_seconds, evidence_seconds=evidence_seconds,
         store_seconds=time.perf_counter() - store_start, case_seconds=case_seconds,
+        models=list(models or []),
     )
     root.write_run(record, observations, sightings)
     return record

@@ -6,7 +6,7 @@ them. Adding a column means adding it here, with its type and a one-line meaning
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import pyarrow as pa
@@ -147,3 +147,5 @@ class RunRecord:
     """In the parent: deduplicating and preparing the rows (before the Parquet write)."""
     case_seconds: float = 0.0
     """Summed over workers: evaluating cases, backends, checks and evidence together."""
+    models: list[str] = field(default_factory=list)
+    """The model files of a ``--model`` run (absolute paths)."""

@@ -1,9 +1,15 @@
-"""Models the user brings (``--model PATH``): seeded inputs from the input signature, a
-float64 shadow execution as the arbiter, batch contracts on a dynamic leading dimension.
+"""Models the user brings (``--model PATH``): inputs from the input signature and the user's
+input options, a float64 shadow execution as the arbiter, batch contracts on a dynamic
+leading dimension.
 
 The shadow (every float tensor widened to float64, run on the ReferenceEvaluator) is
 computed here, in the parent, because the comparison of every path needs it as the case's
 expected outputs. A shadow that cannot run is recorded as its own execution observation.
+The same run looks for signs that the inputs, not the model, decide the verdict (an empty
+intermediate tensor, an all-NaN or constant output) and warns about them.
+
+Outputs that are not tensors (a ZipMap's sequence of maps) are taken out of the graph that
+the paths run; each gets one execution row naming it and its type.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import onnx
 
 from gero_runner.cases.base import BATCH_INDEPENDENT, BATCH_NONE, CaseInstance, stable_seed
 from gero_runner.errors import GeroError
+from gero_runner.models import inputs as model_inputs
 from gero_runner.models import shadow, signature
 from gero_runner.models.check import DECISION_TASKS, OTHER_TASKS
 from gero_runner.models.variants import parse_variants
@@ -47,44 +54,172 @@ def model_options(request: RunRequest, output_names: list[str] | None,
             "output_kinds": kinds}
 
 
-def _shadow(model: onnx.ModelProto, inputs: dict[str, np.ndarray]
-            ) -> tuple[dict[str, np.ndarray] | None, dict[str, np.ndarray] | None, str]:
+def type_text(tp: onnx.TypeProto) -> str:
+    """An ONNX type as ONNX writes it: tensor(float), seq(map(int64,tensor(float)))."""
+    kind = tp.WhichOneof("value")
+    if kind == "tensor_type":
+        return f"tensor({onnx.helper.tensor_dtype_to_np_dtype(tp.tensor_type.elem_type)})" \
+            if tp.tensor_type.elem_type else "tensor"
+    if kind == "sequence_type":
+        return f"seq({type_text(tp.sequence_type.elem_type)})"
+    if kind == "optional_type":
+        return f"optional({type_text(tp.optional_type.elem_type)})"
+    if kind == "map_type":
+        key = onnx.helper.tensor_dtype_to_np_dtype(tp.map_type.key_type)
+        return f"map({key},{type_text(tp.map_type.value_type)})"
+    return str(kind)
+
+
+def _names_used(graph: onnx.GraphProto) -> set[str]:
+    """Every name a graph's nodes read, subgraphs included (they may read outer names)."""
+    used: set[str] = set()
+    for node in graph.node:
+        used.update(node.input)
+        for attr in node.attribute:
+            for g in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                used |= _names_used(g)
+    return used
+
+
+def tensor_outputs_only(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, str]]:
+    """The model without its non-tensor outputs (and the nodes only they needed), and those
+    outputs' types by name."""
+    dropped = {o.name: type_text(o.type) for o in model.graph.output
+               if o.type.WhichOneof("value") != "tensor_type"}
+    if not dropped:
+        return model, {}
+    pruned = onnx.ModelProto()
+    pruned.CopyFrom(model)
+    keep = [o for o in pruned.graph.output if o.name not in dropped]
+    del pruned.graph.output[:]
+    pruned.graph.output.extend(keep)
+    needed = {o.name for o in keep}
+    nodes: list[onnx.NodeProto] = []
+    for node in reversed(list(pruned.graph.node)):  # producers come before consumers
+        if needed & set(node.output):
+            nodes.append(node)
+            single = onnx.GraphProto(node=[node])
+            needed |= _names_used(single)
+    kept = list(reversed(nodes))
+    copies = [onnx.NodeProto() for _ in kept]
+    for c, n in zip(copies, kept, strict=True):
+        c.CopyFrom(n)
+    del pruned.graph.node[:]
+    pruned.graph.node.extend(copies)
+    return pruned, dropped
+
+
+def _warnings(model: onnx.ModelProto, values: dict[str, Any], outputs: list[str],
+              name: str) -> list[str]:
+    """Signs that the inputs decide the verdict: an empty intermediate tensor, an all-NaN
+    or a constant output (first of each, named)."""
+    hint = "; set the inputs with --input NAME=SHAPE, --input-range, --input-value or --inputs"
+    found: list[str] = []
+    producers = {o: n for n in model.graph.node for o in n.output}
+    for tensor, node in producers.items():
+        x = values.get(tensor)
+        if node.op_type == "Constant" or not isinstance(x, np.ndarray):
+            continue
+        if x.ndim >= 2 and x.size == 0 and x.dtype.kind == "f":
+            found.append(f"{name}: intermediate tensor {tensor!r} ({node.op_type} "
+                         f"{node.name or ''}) is empty, shape {list(x.shape)}{hint}")
+            break
+    for out in outputs:
+        x = values.get(out)
+        if not isinstance(x, np.ndarray) or x.dtype.kind != "f" or x.size == 0:
+            continue
+        if bool(np.isnan(x).all()):
+            found.append(f"{name}: output {out!r} is NaN everywhere{hint}")
+        elif x.size > 1 and bool(np.all(x == x.reshape(-1)[0])):
+            found.append(f"{name}: output {out!r} is constant ({float(x.reshape(-1)[0]):g} "
+                         f"at all {x.size} elements){hint}")
+    return found
+
+
+def _shadow(model: onnx.ModelProto, inputs: dict[str, np.ndarray], name: str
+            ) -> tuple[dict[str, np.ndarray] | None, dict[str, np.ndarray] | None, str,
+                       list[str]]:
     names = [o.name for o in model.graph.output]
     try:
-        outs = shadow.run_shadow(model, inputs)
+        values = shadow.run_shadow_traced(model, inputs)
     except Exception as e:  # the evaluator may lack an operator: the run goes on without it
-        return None, None, f"{type(e).__name__}: {str(e)[:500]}"
-    if len(outs) != len(names):
-        return None, None, f"the shadow gave {len(outs)} outputs for {len(names)} graph outputs"
+        return None, None, f"{type(e).__name__}: {str(e)[:500]}", []
+    missing = [n for n in names if n not in values]
+    if missing:
+        return None, None, f"the shadow gave no value for output(s) {', '.join(missing)}", []
     exact, rounded = {}, {}
-    for o, name in zip(model.graph.output, outs, strict=True):
+    for o in model.graph.output:
+        value = np.asarray(values[o.name])
         elem = o.type.tensor_type.elem_type
-        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem)) if elem else name.dtype
-        exact[o.name] = name
-        rounded[o.name] = name.astype(dtype) if name.dtype.kind == "f" else name
-    return rounded, exact, ""
+        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem)) if elem else value.dtype
+        exact[o.name] = value
+        rounded[o.name] = value.astype(dtype) if value.dtype.kind == "f" else value
+    return rounded, exact, "", _warnings(model, values, names, name)
 
 
-def case_for_model(path: str, request: RunRequest) -> CaseInstance:
-    model = signature.load_model(path)
+def _check_task(task: str | None, model: onnx.ModelProto,
+                outputs: dict[str, np.ndarray] | None, source: str) -> None:
+    """A decision task needs a float output with a class axis (rank ≥ 2, last axis > 1)."""
+    if task not in DECISION_TASKS:
+        return
+    shapes: list[tuple[str, list[int | str]]] = []
+    for o in model.graph.output:
+        tt = o.type.tensor_type
+        if tt.elem_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
+                                onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16):
+            continue
+        if outputs is not None and o.name in outputs:
+            shapes.append((o.name, list(outputs[o.name].shape)))
+        elif tt.HasField("shape"):
+            shapes.append((o.name, [d.dim_value if d.dim_value > 0 else "?"
+                                    for d in tt.shape.dim]))
+        else:
+            return  # a rank nobody knows: the run will tell
+    if any(len(s) >= 2 and s[-1] != 1 for _, s in shapes):
+        return
+    listed = ", ".join(f"{n} {s}" for n, s in shapes) or "none with a float type"
+    raise GeroError(f"{source}: --task {task} compares decisions (the argmax over a class "
+                    f"axis), but no float output has one (outputs: {listed}); use --task "
+                    f"regressor or leave --task out")
+
+
+def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOptions,
+                   original: onnx.ModelProto | None = None) -> CaseInstance:
+    if original is None:
+        original = signature.load_model(path)
     source = f"--model {path}"
+    model, dropped = tensor_outputs_only(original)
     specs = signature.input_specs(model, source)
-    dims = signature.parse_dims(list(request.model_options.dims))
-    if len(request.models) == 1:
-        signature.check_dim_names(specs, dims, source)
     name = Path(path).stem
-    label = signature.dims_label(specs, dims)
+    # The case id names the shapes fed, and the seed of record derives from the case id:
+    # a first build finds the shapes, the second draws the values with that seed.
+    inputs, _ = model_inputs.build_inputs(model, specs, options, request.seed, source)
+    label = signature.dims_label(specs, {k: v.shape for k, v in inputs.items()})
+    if options.arrays_file and set(options.arrays) & {s.name for s in specs}:
+        label += f",inputs={Path(options.arrays_file).name}"
     case_id = f"{SUITE}/{name}/{label}"
     seed = stable_seed(request.seed, case_id)
-    inputs = signature.make_inputs(model, specs, dims, seed)
-    expected, exact, error = _shadow(model, inputs)
+    inputs, choices = model_inputs.build_inputs(model, specs, options, seed, source)
     outputs = [o.name for o in model.graph.output]
-    first = next((x for x in inputs.values() if x.dtype.kind == "f"), next(iter(inputs.values())))
+    opts = model_options(request, outputs, source)
     metadata: dict[str, Any] = {"path": str(Path(path).resolve()), "dims": label,
-                                "model": model_options(request, outputs, source),
-                                "reference_repeats": 1}
-    if error:
-        metadata["shadow_error"] = error
+                                "model": opts, "reference_repeats": 1, "inputs": choices,
+                                "inputs_text": model_inputs.describe(choices)}
+    if dropped:
+        metadata["non_tensor_outputs"] = dropped
+    if not outputs:
+        metadata["unsupported"] = (
+            "no tensor output to compare: " + ", ".join(f"output {n!r} is {t}"
+                                                        for n, t in dropped.items()))
+        expected = exact = None
+    else:
+        expected, exact, error, warnings = _shadow(model, inputs, name)
+        if error:
+            metadata["shadow_error"] = error
+        if warnings:
+            metadata["warnings"] = warnings
+        _check_task(opts["task"], model, exact, source)
+    first = next((x for x in inputs.values() if x.dtype.kind == "f"), next(iter(inputs.values())))
     try:
         data = model.SerializeToString()
     except ValueError as e:  # protobuf refuses > 2 GiB
@@ -100,4 +235,9 @@ def case_for_model(path: str, request: RunRequest) -> CaseInstance:
 
 
 def cases_for_request(request: RunRequest) -> list[CaseInstance]:
-    return [case_for_model(p, request) for p in request.models]
+    options = model_inputs.parse_options(request.model_options)
+    models = {p: signature.load_model(p) for p in request.models}
+    specs = {p: signature.input_specs(tensor_outputs_only(m)[0], f"--model {p}")
+             for p, m in models.items()}
+    model_inputs.check_names(options, specs)
+    return [case_for_model(p, request, options, models[p]) for p in request.models]

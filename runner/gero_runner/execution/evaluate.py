@@ -161,6 +161,9 @@ class CaseContext:
             details: dict[str, Any] | None = None) -> dict[str, Any]:
         """An observation row with the schema's columns (ids added by ``finish_row``)."""
         c = self.case
+        inputs_text = c.metadata.get("inputs_text")
+        if inputs_text:  # what a user model was fed, and why (models.inputs)
+            details = {**(details or {}), "inputs": inputs_text}
         row: dict[str, Any] = {
             "suite": c.suite, "case_id": c.case_id, "op_type": c.op_type,
             "case_name": c.case_name, "check": check, "dtype": dtype,
@@ -358,8 +361,17 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
     rows: list[dict[str, Any]] = []
     ort_paths = [paths[f"ort-{level}"] for level in settings.levels]
     # ONNX Runtime against the ReferenceEvaluator; both against the case's expected outputs.
-    for p in ort_paths:
-        rows += compare_paths(ctx, "agreement", p, ref)
+    if ref.ok:
+        for p in ort_paths:
+            rows += compare_paths(ctx, "agreement", p, ref)
+    else:
+        # The reference's failure is its own row under the reference (under `expected`
+        # when the case has expected outputs), not one per ORT level under onnxruntime.
+        for p in ort_paths:
+            if not p.ok:
+                rows += compare_paths(ctx, "agreement", p, ref)
+        if expected is None:
+            rows += compare_paths(ctx, "agreement", ref, paths[f"ort-{settings.levels[-1]}"])
     if expected is not None:
         check = "analytic" if case.expected_label == "numpy-float64" else "expected"
         for p in [*ort_paths, ref]:

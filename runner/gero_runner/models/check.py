@@ -170,7 +170,8 @@ class _Checker:
                               f"shape {list(a.shape)} differs from {label} {list(r.shape)}", {})
                     continue
                 stats = ml.output_stats(a, r, decision=self.decision)
-                gate = ml.fp32_gate(stats, floors.get(j), self.decision)
+                gate = ml.fp32_gate(stats, floors.get(j), self.decision,
+                                    ml.scaled_limit(a.dtype))
                 result = PASSED if gate.passed else (CONTRACT_ISSUE if not stats.finite
                                                      else DIVERGENCE)
                 self._row("model:fp32", name, path, label, version, a,
@@ -258,22 +259,49 @@ class _Checker:
                 self._fail(f"model:{name}", p, f"{name}:onnxruntime:all",
                            f"{p.name} failed: {p.error}")
         others = [p for p in others if p.ok]
-        if name == var.FP16:
-            self._fp16_rows(base, others, fp32)
-        else:
-            self._int8_rows(name, model, base, runs.get("ort-disable_all"), others, fp32)
-
-    def _int8_rows(self, name: str, model: bytes, base: PathResult,
-                   disabled: PathResult | None, others: list[PathResult],
-                   fp32: PathResult) -> None:
-        assert base.outputs is not None
         try:
             noisy = self._noisy_runs(model, name)
         except Exception as e:
-            self._fail(f"model:{name}:cosine", base, "onnxruntime-noise", _error(e))
+            self._fail(f"model:{name}:vs-model", base, "onnxruntime-noise", _error(e))
             return
+        disabled = runs.get("ort-disable_all")
         dis = disabled.outputs if disabled is not None and disabled.ok else None
         floors = self._floors(base.outputs, dis, noisy)
+        self._vs_model_rows(name, base, fp32, floors)
+        if name == var.FP16:
+            self._fp16_rows(base, others, fp32)
+        else:
+            self._int8_rows(name, base, others, fp32, floors)
+
+    def _vs_model_rows(self, name: str, base: PathResult, fp32: PathResult,
+                       floors: dict[int, tuple[ml.Floor, list[dict[str, Any]]]]) -> None:
+        """The variant (ORT ``all`` on it) against the fp32 model it replaces (ORT ``all``
+        on the original), on the same inputs: what a user ships instead of the model."""
+        assert base.outputs is not None and fp32.outputs is not None
+        check = f"model:{name}:vs-model"
+        for j, (floor, _) in floors.items():
+            out = self.ctx.output_names[j]
+            a = base.outputs[j]
+            if j >= len(fp32.outputs):
+                continue
+            r = fp32.outputs[j]
+            if a.shape != r.shape:
+                self._row(check, out, base, "fp32:onnxruntime:all", fp32.version, a, None,
+                          DIVERGENCE, f"shape {list(a.shape)} differs from the fp32 model's "
+                          f"{list(r.shape)}", {})
+                continue
+            stats = ml.output_stats(a, r, decision=self.decision)
+            gate = ml.variant_gate(stats, floor, self.decision)
+            self._row(check, out, base, "fp32:onnxruntime:all", fp32.version, a,
+                      r.astype(a.dtype) if r.dtype != a.dtype else r, _gate_class(gate, stats),
+                      gate.reason, {**gate.figures, "variant": name,
+                                    "variant_vs_fp32": stats.as_dict()},
+                      (base.files[j], fp32.files[j] if j < len(fp32.files) else ""))
+
+    def _int8_rows(self, name: str, base: PathResult, others: list[PathResult],
+                   fp32: PathResult,
+                   floors: dict[int, tuple[ml.Floor, list[dict[str, Any]]]]) -> None:
+        assert base.outputs is not None
         ref_label = f"{name}:onnxruntime:all"
         for j, (floor, _) in floors.items():
             out = self.ctx.output_names[j]
@@ -349,13 +377,24 @@ def run_model_checks(ctx: CaseContext) -> list[dict[str, Any]]:
     if ctx.case.suite not in MODEL_SUITES:
         return []
     base = ctx.paths.get("ort-all")
-    if base is None or not base.ok:
-        return []  # ORT `all` failed: its execution rows already say why
+    if base is None:
+        return []
     checker = _Checker(ctx)
+    for name, kind in dict(ctx.case.metadata.get("non_tensor_outputs", {})).items():
+        checker._fail("model:outputs", base, "-", f"output {name!r} is {kind}, not a tensor: "
+                      "gero compares tensor outputs only, so this one is not compared", name)
     shadow_error = ctx.case.metadata.get("shadow_error")
     if shadow_error:
-        checker._fail("model:float64-shadow", base, "float64-shadow",
+        from gero_runner.execution.evaluate import NOT_APPLICABLE, PathResult
+
+        shadow = PathResult(ctx.case.expected_label, ctx.case.expected_label,
+                            ctx.case.expected_version, NOT_APPLICABLE, 0,
+                            {"evaluator": "onnx.reference.ReferenceEvaluator",
+                             "widened": "float64"})
+        checker._fail("model:float64-shadow", shadow, "-",
                       f"the float64 shadow could not run: {shadow_error}")
+    if not base.ok:
+        return checker.rows  # ORT `all` failed: its execution rows already say why
     floors = checker.noise_floor_rows()
     checker.fp32_rows(floors)
     checker.parity_rows()

@@ -78,3 +78,15 @@ def run_shadow(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list[np
     evaluator: Any = ReferenceEvaluator(widen(model))
     with np.errstate(all="ignore"):
         return [np.asarray(o) for o in evaluator.run(None, widen_inputs(inputs))]
+
+
+def run_shadow_traced(model: onnx.ModelProto, inputs: dict[str, np.ndarray]
+                      ) -> dict[str, Any]:
+    """Every value of the float64 shadow's run by name (inputs, intermediates, outputs), so
+    that a degenerate intermediate can be named (raises what the evaluator raises)."""
+    from onnx.reference import ReferenceEvaluator
+
+    evaluator: Any = ReferenceEvaluator(widen(model))
+    with np.errstate(all="ignore"):
+        values: dict[str, Any] = evaluator.run(None, widen_inputs(inputs), intermediate=True)
+    return values

@@ -1,8 +1,11 @@
 """A model's input signature and seeded inputs for it.
 
 Dimensions: fixed sizes are kept; a symbolic or unknown dimension takes the value given by
-``--dim NAME=VALUE`` (NAME is the dimension's ``dim_param``), else a default: 2 for the
-leading (batch) axis, so batch contracts have two examples, and 16 for any other axis.
+``--dim NAME=VALUE`` (NAME is the dimension's ``dim_param``, or ``INPUT[AXIS]`` for one
+without a name), and one name has one value at every input and axis it appears on. Else a
+default: 2 for a name that leads any input (the batch, so batch contracts have two
+examples); for the spatial axes of inputs that feed convolutions and pools, what the graph's
+downsampling needs (:func:`spatial_defaults`); 16 for any other axis.
 
 Values (seeded, reproducible from the case seed):
 - float inputs: standard normal;
@@ -11,10 +14,14 @@ Values (seeded, reproducible from the case seed):
   [0, V) where V is the row count of the initializer they index through a Gather (the
   embedding table), else in [0, 100);
 - bool inputs: all true when named like a mask, else fair coin flips.
+
+``models.inputs`` lets the user override any of this per input (shape, range, constant,
+real arrays).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +44,8 @@ class InputSpec:
     dtype: np.dtype[Any]
     dims: tuple[int | str | None, ...]
     """Each dimension: a fixed size, a dim_param name, or None (unknown)."""
+    ranked: bool = True
+    """The model declares the input's rank (else its shape must be given)."""
 
 
 def load_model(path: str | Path) -> onnx.ModelProto:
@@ -80,7 +89,8 @@ def input_specs(model: onnx.ModelProto, source: str = "model") -> list[InputSpec
                             f"{helper.tensor_dtype_to_string(tt.elem_type)}, which gero "
                             "cannot generate")
         if not tt.HasField("shape"):
-            raise GeroError(f"{source}: input {vi.name!r} has no shape; gero needs its rank")
+            specs.append(InputSpec(vi.name, dtype, (), ranked=False))
+            continue
         dims: list[int | str | None] = []
         for d in tt.shape.dim:
             if d.HasField("dim_value") and d.dim_value > 0:
@@ -110,8 +120,17 @@ def parse_dims(items: Iterable[str]) -> dict[str, int]:
     return dims
 
 
+def dim_key(spec: InputSpec, axis: int) -> str:
+    """How a dynamic dimension is named: its dim_param, or ``INPUT[AXIS]`` when it has none."""
+    d = spec.dims[axis]
+    return d if isinstance(d, str) else f"{spec.name}[{axis}]"
+
+
 def dynamic_dims(specs: list[InputSpec]) -> list[str]:
-    return sorted({d for s in specs for d in s.dims if isinstance(d, str)})
+    """Named dynamic dimensions, then unnamed ones as ``INPUT[AXIS]`` (both settable)."""
+    named = sorted({d for s in specs for d in s.dims if isinstance(d, str)})
+    unnamed = [dim_key(s, a) for s in specs for a, d in enumerate(s.dims) if d is None]
+    return named + unnamed
 
 
 def has_dynamic_batch(specs: list[InputSpec]) -> bool:
@@ -120,16 +139,58 @@ def has_dynamic_batch(specs: list[InputSpec]) -> bool:
     return bool(ranked) and all(not isinstance(s.dims[0], int) for s in ranked)
 
 
-def resolve_shape(spec: InputSpec, dims: Mapping[str, int]) -> tuple[int, ...]:
-    shape = []
-    for axis, d in enumerate(spec.dims):
-        if isinstance(d, int):
-            shape.append(d)
-        elif isinstance(d, str) and d in dims:
-            shape.append(dims[d])
-        else:
-            shape.append(BATCH_DEFAULT if axis == 0 else OTHER_DEFAULT)
-    return tuple(shape)
+@dataclass(frozen=True)
+class DimChoice:
+    """The value of one dynamic dimension and where it came from."""
+
+    value: int
+    source: str
+    """'--dim', 'default: batch', 'default: spatial (graph downsamples by 32)', ..."""
+
+
+def choose_dims(specs: list[InputSpec], dims: Mapping[str, int],
+                spatial: Mapping[str, int] | None = None) -> dict[str, DimChoice]:
+    """One value per dynamic dimension, the same at every input and axis it appears on.
+
+    A name given with ``--dim`` takes that value; a name that leads any input is the batch
+    (2, so batch contracts have two examples); a spatial axis takes what the graph needs
+    (``spatial``, from :func:`spatial_defaults`); any other takes 16.
+    """
+    spatial = spatial or {}
+    chosen: dict[str, DimChoice] = {}
+    for spec in specs:
+        for axis, d in enumerate(spec.dims):
+            if isinstance(d, int):
+                continue
+            key = dim_key(spec, axis)
+            if key in dims:
+                choice = DimChoice(dims[key], "--dim")
+            elif axis == 0:
+                choice = DimChoice(BATCH_DEFAULT, "default: batch")
+            elif key in spatial:
+                choice = DimChoice(spatial[key], "default: what the graph's "
+                                   "downsampling needs")
+            else:
+                choice = DimChoice(OTHER_DEFAULT, "default")
+            old = chosen.get(key)
+            if old is None or _ranks_higher(choice, old):
+                chosen[key] = choice
+    return chosen
+
+
+def _ranks_higher(new: DimChoice, old: DimChoice) -> bool:
+    """A name seen at several axes: --dim wins, then batch, then the larger default."""
+    order = ("--dim", "default: batch")
+    rank = {s: i for i, s in enumerate(order)}
+    a, b = rank.get(new.source, len(order)), rank.get(old.source, len(order))
+    return a < b or (a == b == len(order) and new.value > old.value)
+
+
+def resolve_shape(spec: InputSpec, dims: Mapping[str, int],
+                  chosen: Mapping[str, DimChoice] | None = None) -> tuple[int, ...]:
+    chosen = chosen if chosen is not None else choose_dims([spec], dims)
+    return tuple(d if isinstance(d, int) else chosen[dim_key(spec, axis)].value
+                 for axis, d in enumerate(spec.dims))
 
 
 def check_dim_names(specs: list[InputSpec], dims: Mapping[str, int], source: str) -> None:
@@ -137,7 +198,87 @@ def check_dim_names(specs: list[InputSpec], dims: Mapping[str, int], source: str
     unknown = [n for n in dims if n not in known]
     if unknown:
         raise GeroError(f"{source}: --dim {', '.join(unknown)} is not a dynamic dimension of "
-                        f"its inputs; known: {', '.join(known) or 'none (all sizes fixed)'}")
+                        f"its inputs; dimensions that can be set: "
+                        f"{', '.join(known) or 'none (every size is fixed)'}")
+
+
+_DOWNSAMPLERS = ("Conv", "MaxPool", "AveragePool", "LpPool", "ConvInteger", "QLinearConv")
+
+
+def _ints(node: onnx.NodeProto, name: str) -> list[int]:
+    for a in node.attribute:
+        if a.name == name:
+            return [int(x) for x in a.ints]
+    return []
+
+
+def _constant_values(model: onnx.ModelProto) -> dict[str, np.ndarray]:
+    from onnx import numpy_helper
+
+    values = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.output:
+            for a in node.attribute:
+                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                    values[node.output[0]] = numpy_helper.to_array(a.t)
+    return values
+
+
+def spatial_defaults(model: onnx.ModelProto, specs: list[InputSpec]) -> dict[str, int]:
+    """Sizes for the dynamic spatial axes (axis ≥ 2) of inputs that feed convolutions and
+    pools, so that no feature map shrinks to nothing: at least 16, at least twice the
+    total downsampling of the graph (strides of Conv and pools, Resize by a constant scale
+    below 1), at least each kernel's extent at its resolution, and a multiple of the
+    downsampling. Only axes the graph says something about get a value here."""
+    consts = _constant_values(model)
+    wanted = {s.name: len(s.dims) - 2 for s in specs if len(s.dims) >= 3}
+    factor: dict[str, tuple[float, ...]] = {n: (1.0,) * k for n, k in wanted.items()}
+    need: dict[str, list[float]] = {n: [0.0] * k for n, k in wanted.items()}
+    most: dict[str, list[float]] = {n: [1.0] * k for n, k in wanted.items()}
+    origin: dict[str, str] = {n: n for n in wanted}
+    for node in model.graph.node:
+        sources = [i for i in node.input if i in factor]
+        if not sources:
+            continue
+        src = max(sources, key=lambda i: max(factor[i]))
+        f, root = factor[src], origin[src]
+        k = len(f)
+        out = list(f)
+        if node.op_type in _DOWNSAMPLERS:
+            kernel = _ints(node, "kernel_shape")
+            if not kernel and len(node.input) > 1 and node.input[1] in consts:
+                kernel = list(consts[node.input[1]].shape[2:])
+            strides = _ints(node, "strides") or [1] * k
+            dil = _ints(node, "dilations") or [1] * k
+            pads = _ints(node, "pads") or [0] * (2 * k)
+            if len(kernel) == k and len(strides) == k:
+                for a in range(k):
+                    extent = dil[a] * (kernel[a] - 1) + 1 - pads[a] - pads[a + k]
+                    need[root][a] = max(need[root][a], f[a] * max(extent, 1))
+                    out[a] = f[a] * strides[a]
+        elif node.op_type == "Resize" and len(node.input) > 2 and node.input[2] in consts:
+            scales = consts[node.input[2]].astype(float).reshape(-1)
+            if scales.size == k + 2 and all(scales > 0):
+                out = [f[a] / float(scales[a + 2]) for a in range(k)]
+        elif node.op_type in ("GlobalAveragePool", "GlobalMaxPool", "Flatten"):
+            continue  # the spatial axes end here
+        for a in range(k):
+            most[root][a] = max(most[root][a], out[a])
+        for o in node.output:
+            factor[o], origin[o] = tuple(out), root
+    sizes: dict[str, int] = {}
+    for spec in specs:
+        if spec.name not in wanted:
+            continue
+        for a in range(wanted[spec.name]):
+            axis = a + 2
+            if isinstance(spec.dims[axis], int) or (most[spec.name][a] <= 1 and
+                                                    need[spec.name][a] <= 1):
+                continue
+            step = max(1, math.ceil(most[spec.name][a]))
+            size = max(OTHER_DEFAULT, 2 * step, math.ceil(need[spec.name][a]))
+            sizes[dim_key(spec, axis)] = math.ceil(size / step) * step
+    return sizes
 
 
 def _token_range(model: onnx.ModelProto, name: str) -> int:
@@ -150,40 +291,53 @@ def _token_range(model: onnx.ModelProto, name: str) -> int:
     return TOKEN_RANGE_DEFAULT
 
 
+def default_values(model: onnx.ModelProto, spec: InputSpec, shape: tuple[int, ...],
+                   rng: np.random.Generator) -> tuple[np.ndarray, str]:
+    """Seeded values for one input (see the module docstring) and a phrase saying which."""
+    lname = spec.name.lower()
+    if spec.dtype.kind == "f":
+        return rng.standard_normal(shape).astype(spec.dtype), "standard normal"
+    if spec.dtype.kind == "b":
+        if "mask" in lname:
+            return np.ones(shape, dtype=bool), "all true (named like a mask)"
+        return rng.integers(0, 2, size=shape).astype(bool), "fair coin flips"
+    if "mask" in lname:
+        return np.ones(shape, dtype=spec.dtype), "ones (named like a mask)"
+    if "token_type" in lname or "segment" in lname:
+        return np.zeros(shape, dtype=spec.dtype), "zeros (named like segment ids)"
+    if "position" in lname and shape:
+        x = np.broadcast_to(np.arange(shape[-1]), shape).astype(spec.dtype)
+        return x, "counting along the last axis (named like position ids)"
+    high = _token_range(model, spec.name)
+    if spec.dtype.kind == "u" or np.iinfo(spec.dtype).max < high:
+        high = min(high, int(np.iinfo(spec.dtype).max) + 1)
+    return (rng.integers(0, high, size=shape).astype(spec.dtype),
+            f"uniform integers in [0, {high - 1}]")
+
+
 def make_inputs(model: onnx.ModelProto, specs: list[InputSpec], dims: Mapping[str, int],
                 seed: int) -> dict[str, np.ndarray]:
     """Seeded inputs for every spec (see the module docstring for the rules)."""
     rng = np.random.default_rng(seed)
+    chosen = choose_dims(specs, dims, spatial_defaults(model, specs))
     feeds: dict[str, np.ndarray] = {}
     for spec in specs:
-        shape = resolve_shape(spec, dims)
-        lname = spec.name.lower()
-        if spec.dtype.kind == "f":
-            x: np.ndarray = rng.standard_normal(shape).astype(spec.dtype)
-        elif spec.dtype.kind == "b":
-            x = (np.ones(shape, dtype=bool) if "mask" in lname
-                 else rng.integers(0, 2, size=shape).astype(bool))
-        elif "mask" in lname:
-            x = np.ones(shape, dtype=spec.dtype)
-        elif "token_type" in lname or "segment" in lname:
-            x = np.zeros(shape, dtype=spec.dtype)
-        elif "position" in lname and shape:
-            x = np.broadcast_to(np.arange(shape[-1]), shape).astype(spec.dtype)
-        else:
-            high = _token_range(model, spec.name)
-            if spec.dtype.kind == "u" or np.iinfo(spec.dtype).max < high:
-                high = min(high, int(np.iinfo(spec.dtype).max) + 1)
-            x = rng.integers(0, high, size=shape).astype(spec.dtype)
-        feeds[spec.name] = np.ascontiguousarray(x)
+        x, _ = default_values(model, spec, resolve_shape(spec, dims, chosen), rng)
+        # np.ascontiguousarray would make a rank-0 scalar [1]: copy in C order instead
+        feeds[spec.name] = np.array(x, order="C", copy=True)
     return feeds
 
 
-def dims_label(specs: list[InputSpec], dims: Mapping[str, int]) -> str:
-    """'batch=2,seq=16' for the dynamic dimensions actually used (or 'static')."""
-    used: dict[str, int] = {}
+def dims_label(specs: list[InputSpec], shapes: Mapping[str, tuple[int, ...]]) -> str:
+    """'batch=2,seq=16' for the dynamic dimensions as fed (or 'static'); an input whose
+    rank the model does not declare is named with its whole shape."""
+    used: dict[str, str] = {}
     for spec in specs:
-        for axis, (d, size) in enumerate(zip(spec.dims, resolve_shape(spec, dims),
-                                             strict=True)):
+        shape = shapes[spec.name]
+        if not spec.ranked:
+            used[spec.name] = "x".join(map(str, shape)) or "scalar"
+            continue
+        for axis, d in enumerate(spec.dims):
             if not isinstance(d, int):
-                used[d if isinstance(d, str) else f"{spec.name}[{axis}]"] = size
+                used.setdefault(dim_key(spec, axis), str(shape[axis]))
     return ",".join(f"{k}={v}" for k, v in used.items()) or "static"

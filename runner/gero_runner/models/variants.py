@@ -2,6 +2,9 @@
 
 - ``int8-dynamic``: ``quantize_dynamic``, int8 weights per channel, activations quantized
   at run time.
+
+Before quantising, weights that an exporter wrote as Constant nodes become initializers
+(the quantizer only finds weights there).
 - ``int8-static``: ``quantize_static``, QDQ format, int8 weights per channel and int8
   activations, MinMax calibration over seeded synthetic inputs (the case's float inputs
   redrawn from a normal field with the same shape). They exercise the quantized kernels;
@@ -104,6 +107,29 @@ def toposort(graph: onnx.GraphProto) -> None:
     graph.node.extend(copies)
 
 
+def constants_to_initializers(model: bytes) -> bytes:
+    """Constant nodes of the main graph (a tensor ``value``) as initializers of the same name.
+
+    Some exporters (Paddle) write every weight as a Constant node; ONNX Runtime's quantizer
+    looks for weights among the initializers and stops ("Expected conv2d_394.w_0 to be an
+    initializer") without this."""
+    proto = onnx.load_from_string(model)
+    constants = [n for n in proto.graph.node if n.op_type == "Constant" and n.domain in
+                 ("", "ai.onnx") and len(n.attribute) == 1 and n.attribute[0].name == "value"]
+    if not constants:
+        return model
+    outputs = {o.name for o in proto.graph.output}
+    for node in constants:
+        if node.output[0] in outputs:  # a graph output must stay a node's output
+            continue
+        tensor = onnx.TensorProto()
+        tensor.CopyFrom(node.attribute[0].t)
+        tensor.name = node.output[0]
+        proto.graph.initializer.append(tensor)
+        proto.graph.node.remove(node)
+    return bytes(proto.SerializeToString())
+
+
 def build(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int) -> bytes:
     """The variant's serialised model (raises on failure; the caller records it)."""
     if name == FP16:
@@ -135,7 +161,7 @@ def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int)
         src, dst = Path(tmp) / "model.onnx", Path(tmp) / f"{name}.onnx"
         if name == INT8_STATIC:
             model = _at_least_opset(model, QDQ_OPSET)
-        src.write_bytes(model)
+        src.write_bytes(constants_to_initializers(model))
         if name == INT8_DYNAMIC:
             quantize_dynamic(src, dst, per_channel=True, weight_type=QuantType.QInt8)
         elif name == INT8_STATIC:

@@ -33,7 +33,9 @@ def tensors_hash(xs: Iterable[np.ndarray]) -> str:
 
 def npy_bytes(x: np.ndarray) -> bytes:
     """The .npy serialisation of a tensor, without pickles (byte-identical to ``np.save``)."""
-    x = np.ascontiguousarray(x)
+    x = np.asarray(x)
+    if not x.flags.c_contiguous:  # not np.ascontiguousarray: it stores a scalar as [1]
+        x = x.copy(order="C")
     if x.dtype.hasobject:
         raise ValueError("object arrays cannot be stored without pickles")
     return _npy_header(x.dtype.str, x.shape) + x.tobytes()

@@ -20,7 +20,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--model", action="append", default=[], metavar="PATH",
                    help="an ONNX model to test (repeatable)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
-                   help="value of a dynamic dimension of --model inputs (repeatable)")
+                   help="value of a dynamic dimension of --model inputs, by dim_param or "
+                   "INPUT[AXIS] (repeatable)")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=SHAPE",
+                   help="whole shape of a --model input, e.g. x=1,3,48,192; 'sr=' feeds a "
+                   "scalar (repeatable)")
+    p.add_argument("--input-range", action="append", default=[], metavar="NAME=LO,HI",
+                   help="draw a --model input uniformly in [LO, HI] (repeatable)")
+    p.add_argument("--input-value", action="append", default=[], metavar="NAME=V",
+                   help="fill a --model input with the constant V (repeatable)")
+    p.add_argument("--inputs", default=None, metavar="FILE.npz",
+                   help="real arrays for --model inputs, by input name")
     p.add_argument("--task", default=None, help="model task, e.g. classifier (decision metric)")
     p.add_argument("--variants", default="", help="model variants: int8-dynamic,int8-static,fp16")
     p.add_argument("--output-kind", action="append", default=[], metavar="NAME=KIND",
@@ -50,7 +60,11 @@ def main(args: argparse.Namespace) -> int:
         dtypes=split_list(args.dtypes), models=list(args.model),
         model_options=ModelOptions(dims=tuple(args.dim), task=args.task,
                                    variants=tuple(split_list(args.variants)),
-                                   output_kinds=tuple(args.output_kind)),
+                                   output_kinds=tuple(args.output_kind),
+                                   input_shapes=tuple(args.input),
+                                   input_ranges=tuple(args.input_range),
+                                   input_values=tuple(args.input_value),
+                                   inputs_file=args.inputs),
         run_id=args.run_id, jobs=args.jobs, threads=args.threads, repeats=args.repeats,
         seed=args.seed, tolerances=parse_overrides(args.rtol, args.atol),
         timeout_s=args.timeout, checks=() if args.no_contracts else ("contracts", "variants"),

@@ -39,6 +39,8 @@ def main(args: argparse.Namespace) -> int:
     run = summary["run"]
     print(f"run {run['run_id']} ({run['status']}), suite {run['suite']}, "
           f"{run['case_count']} cases, {sum(summary['counts'].values())} observations")
+    if run.get("models"):
+        print(f"model{'s' if len(run['models']) > 1 else ''}: {', '.join(run['models'])}")
     print(f"onnxruntime {run['onnxruntime_version']}, onnx {run['onnx_version']}, "
           f"numpy {run['numpy_version']}, python {run['python_version']}; {run['cpu_model']}")
     for result in RESULT_CLASSES:
@@ -60,21 +62,26 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _print_checks(checks: list[dict[str, Any]], everything: bool) -> None:
-    """Contract and variant outcomes per operator: the violated ones, or all of them."""
+    """Contract, variant and model-gate outcomes per operator or model: the violated ones,
+    or all of them."""
     laws: dict[str, list[int]] = {}
     for item in checks:
         totals = laws.setdefault(item["check"], [0, 0])
         totals[0] += item["passed"]
         totals[1] += item["not_passed"]
-    print("\ncontracts and variants (passed / not passed):")
+    print("\ncontracts, variants and model gates (passed / not passed):")
+    width = max(40, *(len(law) + 2 for law in laws))
     for law, (passed, failed) in sorted(laws.items()):
-        print(f"  {law:<40}{passed:>8}{failed:>8}")
+        print(f"  {law:<{width}}{passed:>8}{failed:>8}")
     shown = checks if everything else [c for c in checks if c["not_passed"]]
     if not shown:
         print("every law held for every operator")
         return
-    title = "per operator" if everything else "operators that violate a law"
+    title = "per operator or model" if everything else "operators or models that fail a check"
     print(f"\n{title} (passed / not passed; --all-checks lists every one):")
+    # Names as long as a model's file or a variant's check keep a gap between columns.
+    op_width = max(28, *(len(str(c["op_type"])) + 2 for c in shown))
+    check_width = max(36, *(len(str(c["check"])) + 2 for c in shown))
     for item in shown:
-        print(f"  {item['op_type']:<28}{item['check']:<36}{item['passed']:>6}"
-              f"{item['not_passed']:>6}")
+        print(f"  {item['op_type']:<{op_width}}{item['check']:<{check_width}}"
+              f"{item['passed']:>6}{item['not_passed']:>6}")

@@ -60,9 +60,16 @@ class Observation:
         return value if isinstance(value, dict) else {}
 
     def sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
-        """(section, [(column, shown value)]) in display order."""
-        return [(title, [(c, format_value(c, self.fields.get(c))) for c in columns])
-                for title, columns in SECTIONS]
+        """(section, [(column, shown value)]) in display order; a user model's rows also
+        say what its inputs were and why (shape, values, where each came from)."""
+        shown = [(title, [(c, format_value(c, self.fields.get(c))) for c in columns])
+                 for title, columns in SECTIONS]
+        fed = self.json_field("details").get("inputs")
+        if isinstance(fed, str) and fed:
+            evaluation = shown[0][1]
+            at = next(i for i, (c, _) in enumerate(evaluation) if c == "input_shapes") + 1
+            evaluation.insert(at, ("inputs fed", fed))
+        return shown
 
 
 def fetch_observation(connection: duckdb.DuckDBPyConnection, observation_id: str,

@@ -66,11 +66,13 @@ def operations(view: OpenRun) -> list[OperationSummary]:
 
 
 def check_outcomes(view: OpenRun) -> list[tuple[str, str, int, int]]:
-    """Per operator and contract/variant check: (op_type, check, passed, not passed)."""
+    """Per operator (or model) and contract, variant or model-level check:
+    (op_type, check, passed, not passed)."""
     rows = view.query(
         """SELECT op_type, "check", count(*) FILTER (WHERE result = 'passed'),
                   count(*) FILTER (WHERE result <> 'passed')
            FROM obs WHERE "check" LIKE 'contract:%' OR "check" LIKE 'variant:%'
+                       OR "check" LIKE 'model:%' OR "check" LIKE 'parity:%'
            GROUP BY ALL ORDER BY op_type, "check" """
     )
     return [(str(a), str(b), int(c), int(d)) for a, b, c, d in rows]

@@ -1,0 +1,176 @@
+"""User models: variants judged against the fp32 model, dtype-aware gates, Constant-node
+weights, non-tensor outputs, and a record that says what ran."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from tests.runner.models.test_user_inputs import opts, rows_of, save
+
+from gero_runner.cases.user_models import cases_for_request
+from gero_runner.errors import GeroError
+from gero_runner.run import RunRequest, execute
+from gero_runner.storage.store import DataRoot
+from gero_tui.cli import main as cli_main
+
+F, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
+
+
+def dense(tmp: Path, name: str, *, broken_fp16: bool = False,
+          constant_weights: bool = False) -> str:
+    """x[batch, 8] -> x·W -> ·scale -> logits[batch, 4]. Broken for float16 on purpose:
+    columns 0 and 1 of W are 1e-6 of the others and their scale is 1e6, which float16
+    clamps to 65504, so those logits shrink 15-fold in the fp16 variant."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((8, 4)).astype(np.float32)
+    scale = np.ones(4, dtype=np.float32)
+    if broken_fp16:
+        w[:, :2] *= 1e-6
+        scale[:2] = 1e6
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h"]),
+             helper.make_node("Mul", ["h", "scale"], ["logits"])]
+    inits = [numpy_helper.from_array(scale, "scale")]
+    if constant_weights:  # as Paddle exports: the weight is a Constant node's value
+        nodes.insert(0, helper.make_node("Constant", [], ["W"],
+                                         value=numpy_helper.from_array(w, "W")))
+    else:
+        inits.append(numpy_helper.from_array(w, "W"))
+    return save(tmp / f"{name}.onnx", nodes,
+                [helper.make_tensor_value_info("x", F, ["batch", 8])],
+                [helper.make_tensor_value_info("logits", F, ["batch", 4])], inits)
+
+
+def run(tmp: Path, path: str, **options: object) -> list[dict[str, object]]:
+    record = execute(RunRequest(models=[path], data_root=tmp / "d", repeats=1, jobs=1,
+                                checks=(), model_options=opts(**options)))
+    return rows_of(tmp / "d", record.run_id)
+
+
+def test_a_broken_fp16_variant_fails_against_the_fp32_model(tmp_path: Path) -> None:
+    rows = run(tmp_path, dense(tmp_path, "broken", broken_fp16=True), dims=["batch=16"],
+               task="classifier", variants=["fp16"])
+    vs = [r for r in rows if r["check"] == "model:fp16:vs-model"]
+    assert len(vs) == 1 and vs[0]["result"] == "divergence", vs
+    assert vs[0]["backend"] == "onnxruntime" and vs[0]["reference"] == "fp32:onnxruntime:all"
+    assert "row cosine" in str(vs[0]["reason"]) and "argmax agrees" in str(vs[0]["reason"])
+    # Engines agree with each other on the broken file: only the new gate sees the damage.
+    same_file = [r for r in rows if r["check"] == "model:fp16:scaled"
+                 and r["backend"] == "onnxruntime"]
+    assert same_file and all(r["result"] == "passed" for r in same_file)
+
+
+def test_a_clean_variant_passes_against_the_fp32_model(tmp_path: Path) -> None:
+    rows = run(tmp_path, dense(tmp_path, "clean"), dims=["batch=16"], task="classifier",
+               variants=["fp16", "int8-dynamic"])
+    vs = [r for r in rows if r["check"].endswith(":vs-model")]  # type: ignore[union-attr]
+    assert {r["check"] for r in vs} == {"model:fp16:vs-model", "model:int8-dynamic:vs-model"}
+    assert all(r["result"] == "passed" for r in vs), [r["reason"] for r in vs]
+    figures = json.loads(str(vs[0]["details"]))
+    assert figures["floor"]["samples"] == 17 and "variant_vs_fp32" in figures
+
+
+def test_int8_dynamic_takes_weights_from_constant_nodes(tmp_path: Path) -> None:
+    rows = run(tmp_path, dense(tmp_path, "paddle", constant_weights=True), dims=["batch=4"],
+               variants=["int8-dynamic"])
+    failed = [r["reason"] for r in rows if r["check"] == "model:int8-dynamic"]
+    assert not failed
+    assert any(r["check"] == "model:int8-dynamic:vs-model" for r in rows)
+
+
+def test_a_clean_fp16_model_passes_its_fp32_gate(tmp_path: Path) -> None:
+    """fp16 MatMul then Relu·1.5: rounding to float16 is its only error (≈ 2^-11 scaled)."""
+    rng = np.random.default_rng(1)
+    w = numpy_helper.from_array(rng.standard_normal((16, 16)).astype(np.float16), "W")
+    k = numpy_helper.from_array(np.array(1.5, dtype=np.float16), "k")
+    path = save(tmp_path / "half.onnx",
+                [helper.make_node("MatMul", ["x", "W"], ["h"]),
+                 helper.make_node("Relu", ["h"], ["r"]),
+                 helper.make_node("Mul", ["r", "k"], ["y"])],
+                [helper.make_tensor_value_info("x", F16, ["batch", 16])],
+                [helper.make_tensor_value_info("y", F16, ["batch", 16])], [w, k])
+    rows = run(tmp_path, path)
+    gates = [r for r in rows if r["check"] == "model:fp32"]
+    assert gates and all(r["result"] == "passed" for r in gates), [r["reason"] for r in gates]
+    assert all("≤ 0.004" in str(r["reason"]) for r in gates)
+    assert all(json.loads(str(r["details"]))["scaled_error"] > 1e-4 for r in gates)
+
+
+def zipmap_classifier(tmp: Path) -> str:
+    """LinearClassifier -> label (int64 tensor) and a ZipMap of the probabilities."""
+    ml = "ai.onnx.ml"
+    nodes = [helper.make_node("LinearClassifier", ["x"], ["label", "scores"], domain=ml,
+                              classlabels_ints=[0, 1, 2],
+                              coefficients=[0.5, -1.0, 1.0, 0.2, -0.3, 0.8],
+                              intercepts=[0.1, 0.0, -0.1], post_transform="SOFTMAX"),
+             helper.make_node("ZipMap", ["scores"], ["probabilities"], domain=ml,
+                              classlabels_int64s=[0, 1, 2])]
+    seq = helper.make_sequence_type_proto(
+        helper.make_map_type_proto(TensorProto.INT64, helper.make_tensor_type_proto(F, [])))
+    return save(tmp / "zipmap.onnx", nodes,
+                [helper.make_tensor_value_info("x", F, ["batch", 2])],
+                [helper.make_tensor_value_info("label", TensorProto.INT64, ["batch"]),
+                 helper.make_value_info("probabilities", seq)], opsets={"": 17, ml: 1})
+
+
+def test_a_zipmap_output_is_one_named_row_and_the_label_is_compared(tmp_path: Path) -> None:
+    rows = run(tmp_path, zipmap_classifier(tmp_path), dims=["batch=4"])
+    outputs = [r for r in rows if r["check"] == "model:outputs"]
+    assert len(outputs) == 1 and outputs[0]["result"] == "execution"
+    assert outputs[0]["output_name"] == "probabilities"
+    assert "seq(map(int64,tensor(float32)))" in str(outputs[0]["reason"])
+    label = [r for r in rows if r["output_name"] == "label" and r["check"] == "agreement"]
+    assert len(label) == 4 and all(r["result"] == "passed" for r in label)
+    assert not any("pickle" in str(r["reason"]) for r in rows)
+
+
+def test_a_decision_task_on_a_regressor_is_refused(tmp_path: Path) -> None:
+    nodes = [helper.make_node("ReduceSum", ["x", "ax"], ["y"], keepdims=1)]
+    ax = numpy_helper.from_array(np.array([1], dtype=np.int64), "ax")
+    path = save(tmp_path / "reg.onnx", nodes,
+                [helper.make_tensor_value_info("x", F, ["batch", 3])],
+                [helper.make_tensor_value_info("y", F, ["batch", 1])], [ax])
+    with pytest.raises(GeroError, match=r"no float output has one .*y \[2, 1\]"):
+        cases_for_request(RunRequest(models=[path], model_options=opts(task="classifier")))
+
+
+def test_a_reference_failure_is_a_row_under_the_reference(tmp_path: Path) -> None:
+    """com.microsoft Gelu: ONNX Runtime runs it, the ReferenceEvaluator has no kernel."""
+    path = save(tmp_path / "gelu.onnx",
+                [helper.make_node("Gelu", ["x"], ["y"], domain="com.microsoft")],
+                [helper.make_tensor_value_info("x", F, ["batch", 3])],
+                [helper.make_tensor_value_info("y", F, ["batch", 3])],
+                opsets={"": 17, "com.microsoft": 1})
+    rows = run(tmp_path, path)
+    failing = [(r["check"], r["backend"]) for r in rows if r["result"] == "execution"]
+    assert ("agreement", "onnx-reference") in failing
+    assert ("model:float64-shadow", "float64-shadow") in failing
+    assert not any(backend == "onnxruntime" for _, backend in failing), failing
+    assert sum(r["check"] == "agreement" for r in rows) == 1
+
+
+def test_the_run_record_names_the_model_suite_and_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = dense(tmp_path, "named")
+    record = execute(RunRequest(models=[path], data_root=tmp_path / "d", repeats=1, jobs=1,
+                                checks=()))
+    stored = DataRoot(tmp_path / "d").read_run(record.run_id)
+    assert stored["suite"] == "model" and stored["models"] == [str(Path(path).resolve())]
+    assert cli_main(["summary", "--data-dir", str(tmp_path / "d")]) == 0
+    out = capsys.readouterr().out
+    assert "suite model" in out and f"model: {Path(path).resolve()}" in out
+
+
+def test_the_summary_keeps_long_case_and_check_names_apart(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = dense(tmp_path / "", "a_model_name_longer_than_twenty_eight_characters",
+                 broken_fp16=True)
+    execute(RunRequest(models=[path], data_root=tmp_path / "d", repeats=1, jobs=1, checks=(),
+                       model_options=opts(dims=["batch=16"], variants=["fp16"])))
+    assert cli_main(["summary", "--data-dir", str(tmp_path / "d")]) == 0
+    line = next(t for t in capsys.readouterr().out.splitlines()
+                if "model:fp16:vs-model" in t and "a_model_name" in t)
+    assert "characters model:fp16:vs-model" in " ".join(line.split())

@@ -1,0 +1,244 @@
+"""User models: what to feed (--input, --input-range, --input-value, --inputs, --dim), one
+value per dimension name, defaults that do not degenerate, and warnings that say so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from gero_runner.cases.user_models import cases_for_request
+from gero_runner.errors import GeroError
+from gero_runner.models import signature
+from gero_runner.run import ModelOptions, RunRequest, execute
+from gero_runner.storage.artifacts import load_array
+from gero_runner.storage.store import DataRoot
+
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def rows_of(root: Path, run_id: str) -> list[dict[str, Any]]:
+    path = DataRoot(root).run_dir(run_id) / "observations.parquet"
+    rel = duckdb.sql(f"SELECT * FROM read_parquet('{path}')")
+    return [dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()]
+
+
+def save(path: Path, nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
+         outputs: list[onnx.ValueInfoProto], inits: list[onnx.TensorProto] | None = None,
+         opsets: dict[str, int] | None = None) -> str:
+    imports = [helper.make_opsetid(d, v) for d, v in (opsets or {"": 17}).items()]
+    model = helper.make_model(helper.make_graph(nodes, path.stem, inputs, outputs, inits or []),
+                              opset_imports=imports)
+    model.ir_version = 9
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def opts(**options: Any) -> ModelOptions:
+    """ModelOptions from lists, as a script would write them."""
+    return ModelOptions(**{k: tuple(v) if isinstance(v, list) else v
+                           for k, v in options.items()})
+
+
+def request(path: str, **options: Any) -> RunRequest:
+    return RunRequest(models=[path], model_options=opts(**options))
+
+
+def shared_dim_model(tmp: Path) -> str:
+    """input[batch, sequence] and state[2, batch, 4]: silero's layout (batch at axes 0 and 1)."""
+    nodes = [helper.make_node("ReduceSum", ["input", "one"], ["s"], keepdims=1),
+             helper.make_node("Identity", ["state"], ["stateN"])]
+    one = numpy_helper.from_array(np.array([1], dtype=np.int64), "one")
+    return save(tmp / "shared.onnx", nodes,
+                [helper.make_tensor_value_info("input", F, ["batch", "sequence"]),
+                 helper.make_tensor_value_info("state", F, [2, "batch", 4])],
+                [helper.make_tensor_value_info("s", F, ["batch", 1]),
+                 helper.make_tensor_value_info("stateN", F, [2, "batch", 4])], [one])
+
+
+def test_one_dimension_name_has_one_value_at_every_axis(tmp_path: Path) -> None:
+    path = shared_dim_model(tmp_path)
+    (case,) = cases_for_request(request(path, dims=["sequence=512"]))
+    assert case.inputs["input"].shape == (2, 512)
+    assert case.inputs["state"].shape == (2, 2, 4)  # batch 2 at axis 1 too, not 16
+    (case,) = cases_for_request(request(path, dims=["batch=3"]))
+    assert case.inputs["input"].shape[0] == case.inputs["state"].shape[1] == 3
+
+
+def test_a_given_shape_sets_its_dimension_names_everywhere(tmp_path: Path) -> None:
+    path = shared_dim_model(tmp_path)
+    (case,) = cases_for_request(request(path, input_shapes=["input=1,576"],
+                                        input_values=["state=0"]))
+    assert case.inputs["input"].shape == (1, 576) and case.inputs["state"].shape == (2, 1, 4)
+    assert not case.inputs["state"].any()
+    state = next(c for c in case.metadata["inputs"] if c["name"] == "state")
+    assert state["values"] == "constant 0 (--input-value)"
+    assert state["dims"] == {"batch": "1 (--input (input axis 0))"}
+    with pytest.raises(GeroError, match="'batch' is 3 from --dim but 1 from --input"):
+        cases_for_request(request(path, input_shapes=["input=1,576"], dims=["batch=3"]))
+
+
+def unnamed_batch_model(tmp: Path) -> str:
+    return save(tmp / "unnamed.onnx", [helper.make_node("Relu", ["x"], ["y"])],
+                [helper.make_tensor_value_info("x", F, [None, 3])],
+                [helper.make_tensor_value_info("y", F, [None, 3])])
+
+
+def test_unnamed_dims_can_be_set_and_are_listed(tmp_path: Path) -> None:
+    path = unnamed_batch_model(tmp_path)
+    with pytest.raises(GeroError, match=r"can be set: x\[0\]"):
+        cases_for_request(request(path, dims=["batch=4"]))
+    (case,) = cases_for_request(request(path, dims=["x[0]=4"]))
+    assert case.inputs["x"].shape == (4, 3)
+    (case,) = cases_for_request(request(path, input_shapes=["x=5,3"]))
+    assert case.inputs["x"].shape == (5, 3)
+    with pytest.raises(GeroError, match="fixes it at 3"):
+        cases_for_request(request(path, input_shapes=["x=5,4"]))
+    with pytest.raises(GeroError, match="declares rank 2"):
+        cases_for_request(request(path, input_shapes=["x=5"]))
+    with pytest.raises(GeroError, match="unknown input"):
+        cases_for_request(request(path, input_values=["y=1"]))
+
+
+def if_model(tmp: Path, *, sr_shape: list[int] | None) -> str:
+    """sr (int64 scalar) == 16000 selects y = 2x, else y = 3x."""
+    def branch(name: str, factor: float) -> onnx.GraphProto:
+        k = numpy_helper.from_array(np.array(factor, dtype=np.float32), f"k_{name}")
+        return helper.make_graph([helper.make_node("Mul", ["x", f"k_{name}"], [f"y_{name}"])],
+                                 name, [], [helper.make_tensor_value_info(f"y_{name}", F, None)],
+                                 [k])
+    rate = numpy_helper.from_array(np.array(16000, dtype=np.int64), "rate")
+    nodes = [helper.make_node("Equal", ["sr", "rate"], ["is16k"]),
+             helper.make_node("If", ["is16k"], ["y"], then_branch=branch("then", 2.0),
+                              else_branch=branch("else", 3.0))]
+    sr = helper.make_tensor_value_info("sr", I64, sr_shape) if sr_shape is not None else \
+        helper.make_tensor_value_info("sr", I64, None)
+    return save(tmp / "branch.onnx", nodes,
+                [helper.make_tensor_value_info("x", F, ["batch", 4]), sr],
+                [helper.make_tensor_value_info("y", F, ["batch", 4])], [rate])
+
+
+def test_a_scalar_input_value_selects_the_if_branch(tmp_path: Path) -> None:
+    path = if_model(tmp_path, sr_shape=[])
+    record = execute(RunRequest(models=[path], data_root=tmp_path / "d", repeats=1, jobs=1,
+                                checks=(), model_options=opts(input_values=["sr=16000"],
+                                                               input_ranges=["x=-1,1"])))
+    rows = rows_of(tmp_path / "d", record.run_id)
+    row = next(r for r in rows if r["check"] == "agreement" and r["optimization"] == "all")
+    art = tmp_path / "d" / row["artifact_path"]
+    x = load_array(art, "inputs/input_0.npy")
+    sr = load_array(art, "inputs/input_1.npy")
+    assert sr.shape == () and sr.dtype == np.int64 and int(sr) == 16000  # rank 0, not [1]
+    assert x.min() >= -1 and x.max() <= 1
+    assert np.array_equal(load_array(art, row["actual_file"]), x * np.float32(2))
+    fed = json.loads(row["details"])["inputs"]
+    assert "sr int64 []: constant 16000 (--input-value)" in fed
+    assert "uniform in [-1, 1] (--input-range)" in fed
+    assert all(r["result"] == "passed" for r in rows), [r["reason"] for r in rows]
+
+
+def test_a_scalar_is_given_as_an_empty_shape(tmp_path: Path) -> None:
+    path = if_model(tmp_path, sr_shape=[])
+    (case,) = cases_for_request(request(path, input_shapes=["sr="], input_values=["sr=8000"]))
+    assert case.inputs["sr"].shape == () and int(case.inputs["sr"]) == 8000
+    with pytest.raises(GeroError, match="declares rank 0"):
+        cases_for_request(request(path, input_shapes=["sr=1"]))
+
+
+def test_integer_ranges_are_inclusive_and_checked(tmp_path: Path) -> None:
+    path = if_model(tmp_path, sr_shape=[])
+    (case,) = cases_for_request(request(path, input_ranges=["sr=7,8"]))
+    assert int(case.inputs["sr"]) in (7, 8)
+    with pytest.raises(GeroError, match="not an integer"):
+        cases_for_request(request(path, input_values=["sr=1.5"]))
+    with pytest.raises(GeroError, match="holds no integer"):
+        cases_for_request(request(path, input_ranges=["sr=0.2,0.8"]))
+    with pytest.raises(GeroError, match="LO ≤ HI"):
+        cases_for_request(request(path, input_ranges=["x=2,1"]))
+
+
+def test_real_arrays_from_an_npz_feed_the_model_and_its_batches(tmp_path: Path) -> None:
+    path = unnamed_batch_model(tmp_path)
+    rows = np.arange(12, dtype=np.float64).reshape(4, 3) - 5
+    npz = tmp_path / "rows.npz"
+    np.savez(npz, x=rows)
+    record = execute(RunRequest(models=[path], data_root=tmp_path / "d", repeats=1, jobs=1,
+                                model_options=opts(inputs_file=str(npz))))
+    out = rows_of(tmp_path / "d", record.run_id)
+    art = tmp_path / "d" / out[0]["artifact_path"]
+    assert np.array_equal(load_array(art, "inputs/input_0.npy"), rows.astype(np.float32))
+    assert "array 'x' of" in json.loads(out[0]["details"])["inputs"]
+    assert "(cast from float64)" in json.loads(out[0]["details"])["inputs"]
+    partition = [r for r in out if r["check"] == "contract:partition"]
+    assert partition and all(r["result"] == "passed" for r in partition)
+    np.savez(npz, x=rows.astype(np.int64))
+    with pytest.raises(GeroError, match="is int64; the model takes float32"):
+        cases_for_request(request(path, inputs_file=str(npz)))
+    np.savez(npz, z=rows)
+    with pytest.raises(GeroError, match="has unknown input"):
+        cases_for_request(request(path, inputs_file=str(npz)))
+    np.save(tmp_path / "one.npy", rows)
+    with pytest.raises(GeroError, match=r"not an \.npz"):
+        cases_for_request(request(path, inputs_file=str(tmp_path / "one.npy")))
+
+
+def conv_chain(tmp: Path, stages: int) -> str:
+    """x[batch, 3, ?, ?] through ``stages`` stride-2 3×3 convolutions and a 2×2 max pool."""
+    rng = np.random.default_rng(0)
+    nodes, inits, prev, ch = [], [], "x", 3
+    for i in range(stages):
+        w = numpy_helper.from_array(rng.standard_normal((4, ch, 3, 3)).astype(np.float32),
+                                    f"w{i}")
+        inits.append(w)
+        nodes.append(helper.make_node("Conv", [prev, f"w{i}"], [f"c{i}"], strides=[2, 2],
+                                      pads=[1, 1, 1, 1]))
+        prev, ch = f"c{i}", 4
+    nodes.append(helper.make_node("MaxPool", [prev], ["y"], kernel_shape=[2, 2],
+                                  strides=[2, 2]))
+    return save(tmp / "convs.onnx", nodes,
+                [helper.make_tensor_value_info("x", F, ["batch", 3, None, None])],
+                [helper.make_tensor_value_info("y", F, ["batch", 4, None, None])], inits)
+
+
+def test_spatial_defaults_follow_the_graphs_downsampling(tmp_path: Path) -> None:
+    path = conv_chain(tmp_path, stages=5)
+    model = onnx.load(path)
+    specs = signature.input_specs(model)
+    sizes = signature.spatial_defaults(model, specs)
+    # 5 stride-2 convolutions and a stride-2 pool: 64×; the pool needs 2 at 32×
+    assert sizes == {"x[2]": 128, "x[3]": 128}
+    (case,) = cases_for_request(request(path))
+    assert case.inputs["x"].shape == (2, 3, 128, 128)
+    assert "warnings" not in case.metadata
+    assert next(iter(case.expected.values())).shape == (2, 4, 2, 2)  # type: ignore[union-attr]
+
+
+def test_an_empty_intermediate_and_a_constant_output_are_warned_about(tmp_path: Path) -> None:
+    """x[:, 5:] of a 4-wide input is empty, and its sum is a constant 0."""
+    starts = numpy_helper.from_array(np.array([5], dtype=np.int64), "starts")
+    ends = numpy_helper.from_array(np.array([100], dtype=np.int64), "ends")
+    axes = numpy_helper.from_array(np.array([1], dtype=np.int64), "axes")
+    nodes = [helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["tail"]),
+             helper.make_node("ReduceSum", ["tail", "axes"], ["y"], keepdims=0)]
+    path = save(tmp_path / "empty.onnx", nodes,
+                [helper.make_tensor_value_info("x", F, ["batch", "width"])],
+                [helper.make_tensor_value_info("y", F, ["batch"])], [starts, ends, axes])
+    warnings: list[str] = []
+    record = execute(RunRequest(models=[path], data_root=tmp_path / "d", repeats=1, jobs=1,
+                                checks=(), model_options=opts(dims=["width=4"])),
+                     warn=warnings.append)
+    assert record.case_count == 1
+    assert any("intermediate tensor 'tail'" in w and "shape [2, 0]" in w and "--input" in w
+               for w in warnings), warnings
+    assert any("output 'y' is constant" in w for w in warnings), warnings
+    warnings.clear()
+    execute(RunRequest(models=[path], data_root=tmp_path / "d", repeats=1, jobs=1, checks=(),
+                       model_options=opts(dims=["width=8"])), warn=warnings.append)
+    assert warnings == []

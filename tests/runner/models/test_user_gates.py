@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from model_helpers import opts, rows_of, save
 from onnx import TensorProto, helper, numpy_helper
-from tests.runner.models.test_user_inputs import opts, rows_of, save
 
 from gero_runner.cases.user_models import cases_for_request
 from gero_runner.errors import GeroError

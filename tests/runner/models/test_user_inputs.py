@@ -5,50 +5,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import duckdb
 import numpy as np
 import onnx
 import pytest
+from model_helpers import opts, request, rows_of, save
 from onnx import TensorProto, helper, numpy_helper
 
 from gero_runner.cases.user_models import cases_for_request
 from gero_runner.errors import GeroError
 from gero_runner.models import signature
-from gero_runner.run import ModelOptions, RunRequest, execute
+from gero_runner.run import RunRequest, execute
 from gero_runner.storage.artifacts import load_array
-from gero_runner.storage.store import DataRoot
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
-
-
-def rows_of(root: Path, run_id: str) -> list[dict[str, Any]]:
-    path = DataRoot(root).run_dir(run_id) / "observations.parquet"
-    rel = duckdb.sql(f"SELECT * FROM read_parquet('{path}')")
-    return [dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()]
-
-
-def save(path: Path, nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
-         outputs: list[onnx.ValueInfoProto], inits: list[onnx.TensorProto] | None = None,
-         opsets: dict[str, int] | None = None) -> str:
-    imports = [helper.make_opsetid(d, v) for d, v in (opsets or {"": 17}).items()]
-    model = helper.make_model(helper.make_graph(nodes, path.stem, inputs, outputs, inits or []),
-                              opset_imports=imports)
-    model.ir_version = 9
-    onnx.checker.check_model(model)
-    onnx.save(model, str(path))
-    return str(path)
-
-
-def opts(**options: Any) -> ModelOptions:
-    """ModelOptions from lists, as a script would write them."""
-    return ModelOptions(**{k: tuple(v) if isinstance(v, list) else v
-                           for k, v in options.items()})
-
-
-def request(path: str, **options: Any) -> RunRequest:
-    return RunRequest(models=[path], model_options=opts(**options))
 
 
 def shared_dim_model(tmp: Path) -> str:

@@ -22,9 +22,12 @@ from gero_runner.storage.hashing import load_npy, npy_bytes
 ])
 def test_same_bytes_as_np_save(x: np.ndarray) -> None:
     buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(x), allow_pickle=False)
+    # C order, rank kept (np.ascontiguousarray would save a scalar as [1])
+    np.save(buffer, np.array(x, order="C"), allow_pickle=False)
     assert npy_bytes(x) == buffer.getvalue()
-    np.testing.assert_array_equal(load_npy(npy_bytes(x)), x)
+    back = load_npy(npy_bytes(x))
+    assert back.shape == x.shape
+    np.testing.assert_array_equal(back, x)
 
 
 def test_object_arrays_are_refused() -> None:

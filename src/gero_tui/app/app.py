@@ -8,10 +8,11 @@ files in place (see ``gero_tui.query.source``): nothing is copied into memory.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import duckdb
 from textual import work
@@ -29,7 +30,10 @@ from gero_tui.app.screens.overview import OverviewScreen
 from gero_tui.query.source import RunSource, open_source
 from gero_tui.query.table import Page, TableFilter
 
-SCREENS = ("overview", "evaluations")
+if TYPE_CHECKING:
+    from gero_tui.query.findings import FindingsReport
+
+SCREENS = ("overview", "evaluations", "findings")
 PRELOAD_DELAY_S = 0.5
 """After start, when the detail modules are imported in the background (the first paint
 has happened by then; importing sooner would compete with it for the interpreter)."""
@@ -47,6 +51,8 @@ class GeroApp(App[None]):
         Binding("q", "quit", "Quit", tooltip="Leave the explorer"),
         Binding("question_mark", "help", "Help", tooltip="Every key of this screen"),
         Binding("p", "pick_run", "Runs", tooltip="Switch to another run of the data root"),
+        Binding("F", "findings", "Findings",
+                tooltip="The causes behind the run's non-passed observations"),
     ]
 
     class SourceOpened(Message):
@@ -75,6 +81,8 @@ class GeroApp(App[None]):
         self._prefetch = prefetch
         self.first_page: tuple[Page, int] | None = None
         """The unfiltered table's first page and row count, read ahead; taken once."""
+        self._findings: tuple[object, FindingsReport] | None = None
+        self._findings_lock = threading.Lock()
 
     # -- run and source ----------------------------------------------------------------
 
@@ -101,8 +109,14 @@ class GeroApp(App[None]):
             opened = prefetch.take(self.run_id)
             if opened is not None:
                 self._adopt(opened)
-        self.push_screen(EvaluationsScreen() if self.start_screen == "evaluations"
-                         else OverviewScreen())
+        if self.start_screen == "findings":
+            from gero_tui.app.screens.findings import FindingsScreen
+
+            self.push_screen(OverviewScreen())
+            self.push_screen(FindingsScreen())
+        else:
+            self.push_screen(EvaluationsScreen() if self.start_screen == "evaluations"
+                             else OverviewScreen())
         if self.source is None:
             self._open(self.run_id)
 
@@ -124,6 +138,18 @@ class GeroApp(App[None]):
             return "gero"
         return (f"gero · run {info.run_id} · {info.date} · {info.suite} · "
                 f"onnxruntime {info.onnxruntime_version} · onnx {info.onnx_version}")
+
+    def findings(self, source: RunSource) -> FindingsReport:
+        """The open run's findings, computed once per source (from any worker thread).
+
+        Computing them writes the members table the evaluations filter reads; the lock keeps
+        two screens from writing it at once."""
+        from gero_tui.query.finding_status import report_for
+
+        with self._findings_lock:
+            if self._findings is None or self._findings[0] is not source:
+                self._findings = (source, report_for(source, self.data_root, source.run_id))
+            return self._findings[1]
 
     def require_source(self) -> RunSource:
         if self.source is None:
@@ -156,8 +182,10 @@ class GeroApp(App[None]):
         self._info = read_info(self.data_root, self.run_id)
         for problem in message.source.problems:
             self.notify(problem, title="Skipped a file", severity="warning", timeout=15)
+        from gero_tui.app.screens.findings import FindingsScreen
+
         for screen in self.screen_stack:
-            if isinstance(screen, OverviewScreen | EvaluationsScreen):
+            if isinstance(screen, OverviewScreen | EvaluationsScreen | FindingsScreen):
                 screen.source_changed()
         if old is not None:
             old.close()
@@ -184,6 +212,17 @@ class GeroApp(App[None]):
             return
         while len(self.screen_stack) > 2 and not isinstance(self.screen, OverviewScreen):
             self.pop_screen()
+
+    def action_findings(self) -> None:
+        """``F``: the findings (the open one, or a new one over the current screen)."""
+        from gero_tui.app.screens.findings import FindingsScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, FindingsScreen):
+                while self.screen is not screen:
+                    self.pop_screen()
+                return
+        self.push_screen(FindingsScreen())
 
     def action_help(self) -> None:
         """Show every key of the current screen."""

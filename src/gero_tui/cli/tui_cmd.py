@@ -12,7 +12,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p = sub.add_parser("tui", help="open the explorer on a run (the newest by default)")
     add_data_dir(p)
     p.add_argument("--run", default=None, help="run id or unique prefix")
-    p.add_argument("--screen", default="overview", choices=("overview", "evaluations"),
+    p.add_argument("--screen", default="overview", choices=("overview", "evaluations", "findings"),
                    help="screen to open on (escape goes back to the overview)")
     p.set_defaults(handler=main)
 

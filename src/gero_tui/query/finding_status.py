@@ -78,24 +78,22 @@ def compare(current: Queryable, current_findings: list[Finding], baseline: Query
     return marked, gone, unresolved
 
 
+def report_for(current: Queryable, data_root: Path, run_id: str,
+               baseline: str | None = None) -> FindingsReport:
+    """The findings of an open run (its members table written into it), with status
+    against ``baseline`` (default: the previous run of the same suite, if any)."""
+    findings = compute_findings(current)
+    non_passed = non_passed_count(current)
+    base_id = resolve_run(data_root, baseline) if baseline else previous_run(data_root, run_id)
+    if base_id is None or base_id == run_id:
+        return FindingsReport(run_id, findings, None, non_passed=non_passed)
+    with open_run(data_root, base_id) as base:
+        marked, gone, unresolved = compare(current, findings, base, compute_findings(base))
+    return FindingsReport(run_id, marked, base_id, gone, unresolved, non_passed=non_passed)
+
+
 def findings_report(data_root: Path, run: str | None = None,
                     baseline: str | None = None) -> FindingsReport:
-    """A run's findings, with status against ``baseline`` (default: the previous run of the
-    same suite; none when there is no such run)."""
-    current = open_run(data_root, run)
-    try:
-        findings = compute_findings(current)
-        base_id = resolve_run(data_root, baseline) if baseline else previous_run(data_root,
-                                                                             current.run_id)
-        if base_id is None or base_id == current.run_id:
-            return FindingsReport(current.run_id, findings, None,
-                                  non_passed=non_passed_count(current))
-        base = open_run(data_root, base_id)
-        try:
-            marked, gone, unresolved = compare(current, findings, base, compute_findings(base))
-        finally:
-            base.close()
-        return FindingsReport(current.run_id, marked, base_id, gone, unresolved,
-                              non_passed=non_passed_count(current))
-    finally:
-        current.close()
+    """A run's findings (the newest run by default), with status against ``baseline``."""
+    with open_run(data_root, run) as current:
+        return report_for(current, data_root, current.run_id, baseline)

@@ -100,6 +100,9 @@ class TableFilter:
     optimizations: frozenset[str] = frozenset()
     suites: frozenset[str] = frozenset()
     checks: frozenset[str] = frozenset()
+    finding: str = ""
+    """A finding id: only its observations (the run's findings members table must exist)."""
+    finding_title: str = ""
 
     def toggle_class(self, result: str) -> TableFilter:
         if result not in RESULT_CLASSES:
@@ -133,6 +136,10 @@ class TableFilter:
             if values:
                 parts.append(f"{_ident(column)} IN ({', '.join('?' * len(values))})")
                 params.extend(values)
+        if self.finding:
+            parts.append("observation_id IN (SELECT observation_id FROM finding_members "
+                         "WHERE finding_id = ?)")
+            params.append(self.finding)
         if self.text.strip():
             # A literal, case-blind substring per column: contains() needs no escaping of
             # % _ and \, and DuckDB evaluates it on Parquet's dictionaries (ILIKE with an
@@ -154,6 +161,8 @@ class TableFilter:
                 out.append(f"{label}: {shown}")
         if self.text.strip():
             out.append(f"text: {self.text.strip()!r}")
+        if self.finding:
+            out.append(f"finding: {self.finding_title or self.finding}")
         return out
 
 

@@ -14,6 +14,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Label, OptionList, Static
 
+from gero_runner.errors import GeroError
 from gero_tui.app.widgets.class_counts import ClassCounts
 from gero_tui.app.widgets.key_bar import KeyBar
 from gero_tui.app.widgets.operation_bars import SEGMENTS, OperationBars
@@ -49,6 +50,7 @@ class OverviewScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open_operation", "Open operation", show=False),
+        Binding("f", "app.findings", "Findings"),
         Binding("v", "open_all", "Evaluations"),
         Binding("g", "op_histogram", "Per-op histogram"),
         Binding("1", "open_class('passed')", "Passed", show=False),
@@ -64,6 +66,12 @@ class OverviewScreen(Screen[None]):
             self.operations = operations
             super().__init__()
 
+    class FindingsCounted(Message):
+        def __init__(self, findings: int, non_passed: int) -> None:
+            self.findings = findings
+            self.non_passed = non_passed
+            super().__init__()
+
     class Failed(Message):
         def __init__(self, error: str) -> None:
             self.error = error
@@ -72,6 +80,7 @@ class OverviewScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="title")
         yield ClassCounts(id="counts")
+        yield Static("findings: …", id="findings-count")
         yield Static(id="problems")
         with Horizontal(id="panes"):
             with Vertical(id="precision"):
@@ -125,8 +134,16 @@ class OverviewScreen(Screen[None]):
 
         try:
             self.post_message(self.Loaded(class_counts(source), operations(source)))
-        except duckdb.Error as e:
+            report = self.app.findings(source)
+            self.post_message(self.FindingsCounted(len(report.findings), report.non_passed))
+        except (duckdb.Error, GeroError) as e:
             self.post_message(self.Failed(str(e)))
+
+    def on_overview_screen_findings_counted(self, message: FindingsCounted) -> None:
+        self.query_one("#findings-count", Static).update(Text.assemble(
+            (f"{message.findings} findings", "bold"),
+            f" behind {message.non_passed:,} non-passed observations  ",
+            ("f: triage them by cause", "dim")))
 
     def on_overview_screen_loaded(self, message: Loaded) -> None:
         self.query_one(ClassCounts).counts = message.counts

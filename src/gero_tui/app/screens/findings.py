@@ -1,0 +1,170 @@
+"""The findings: a run's non-passed observations grouped by cause, worst first.
+
+`F` from anywhere. The findings are computed in DuckDB off the UI thread (the members
+table stays in the run's database, so ``enter`` opens the evaluations table filtered to
+the highlighted finding); each row says its class, how many observations and cases it
+covers, whether it is new since the previous run of the suite, and the cause in words.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import duckdb
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Static
+
+from gero_runner.errors import GeroError
+from gero_tui.app.widgets.key_bar import KeyBar
+from gero_tui.app.widgets.palette import CLASS_COLORS
+from gero_tui.query.table import TableFilter
+
+if TYPE_CHECKING:
+    from gero_tui.app.app import GeroApp
+    from gero_tui.query.findings import Finding, FindingsReport
+
+CLASS_SHORT = {"contract_issue": "contract", "divergence": "diverg.", "execution": "exec."}
+STATUS_STYLE = {"new": "bold #f4005f", "still": "dim", "gone": "#98e024"}
+
+
+def summary_line(report: FindingsReport) -> Text:
+    """How many findings cover how many observations, and what changed since the baseline."""
+    text = Text.assemble((f"{len(report.findings)} findings", "bold"),
+                         f" cover {report.non_passed:,} non-passed observations")
+    if report.baseline_run_id is None:
+        text.append("  (no earlier run of this suite)", style="dim")
+        return text
+    new = sum(f.status == "new" for f in report.findings)
+    text.append(f" · since {report.baseline_run_id}: ")
+    text.append(f"{new} new", style=STATUS_STYLE["new"] if new else "")
+    text.append(f", {len(report.findings) - new} still, ")
+    text.append(f"{len(report.gone)} gone", style=STATUS_STYLE["gone"] if report.gone else "")
+    if report.unresolved:
+        text.append(f", {len(report.unresolved)} not rerun", style="dim")
+    return text
+
+
+class FindingsScreen(Screen[None]):
+    """Every cause behind the run's non-passed observations; `enter` shows its rows."""
+
+    app: GeroApp  # type: ignore[assignment]
+
+    CSS_PATH = "findings.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open_finding", "Its evaluations"),
+        Binding("escape", "back", "Back"),
+        Binding("v", "open_all", "Evaluations"),
+    ]
+
+    class Loaded(Message):
+        def __init__(self, report: FindingsReport) -> None:
+            self.report = report
+            super().__init__()
+
+    class Failed(Message):
+        def __init__(self, error: str) -> None:
+            self.error = error
+            super().__init__()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.report: FindingsReport | None = None
+        """The findings shown, once computed."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="title")
+        yield Static("computing findings…", id="summary")
+        table: DataTable[Any] = DataTable(id="findings", cursor_type="row", zebra_stripes=True)
+        yield table
+        yield Static(id="finding-detail")
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_column("class", key="class", width=8)
+        table.add_column("obs", key="obs", width=6)
+        table.add_column("cases", key="cases", width=5)
+        table.add_column("status", key="status", width=6)
+        table.add_column("finding", key="title")
+        table.focus()
+        self.source_changed()
+
+    def source_changed(self) -> None:
+        """The app opened (another) run: compute its findings."""
+        source = self.app.source
+        self.query_one("#title", Static).update(self.app.title_line())
+        if source is not None:
+            self._load(source)
+
+    @work(thread=True, exclusive=True, group="findings")
+    def _load(self, source: Any) -> None:
+        try:
+            self.post_message(self.Loaded(self.app.findings(source)))
+        except (duckdb.Error, GeroError) as e:
+            self.post_message(self.Failed(str(e)))
+
+    def on_findings_screen_loaded(self, message: Loaded) -> None:
+        self.report = message.report
+        self.query_one("#summary", Static).update(summary_line(message.report))
+        table = self.query_one(DataTable)
+        table.clear()
+        for f in message.report.findings:
+            color = CLASS_COLORS.get(f.result, "")
+            table.add_row(Text(CLASS_SHORT.get(f.result, f.result), style=color),
+                          Text(f"{f.observations:,}", justify="right"),
+                          Text(f"{f.cases:,}", justify="right"),
+                          Text(f.status or "—", style=STATUS_STYLE.get(f.status, "dim")),
+                          f.title, key=f.finding_id)
+        self._show_detail()
+
+    def on_findings_screen_failed(self, message: Failed) -> None:
+        self.query_one("#summary", Static).update(f"cannot compute findings: {message.error}")
+        self.notify(message.error, title="Findings failed", severity="error", timeout=10)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open_finding()
+
+    def highlighted(self) -> Finding | None:
+        table = self.query_one(DataTable)
+        if self.report is None or not self.report.findings or table.cursor_row < 0:
+            return None
+        return self.report.findings[min(table.cursor_row, len(self.report.findings) - 1)]
+
+    def _show_detail(self) -> None:
+        f = self.highlighted()
+        detail = self.query_one("#finding-detail", Static)
+        if f is None:
+            detail.update("")
+            return
+        r = f.representative
+        detail.update(Text.assemble(
+            (f.finding_id, "bold"), f" · outlier {f.outlier} · ",
+            f"{len(f.operators)} op(s): {', '.join(f.operators[:6])}"
+            f"{' …' if len(f.operators) > 6 else ''} · {', '.join(f.dtypes)} · "
+            f"levels {', '.join(f.levels) or '—'}\n",
+            ("worst: ", "dim"), f"{r.case_id} {r.check} {r.backend} {r.optimization}: ",
+            (r.reason, "dim")))
+
+    def action_open_finding(self) -> None:
+        """The highlighted finding's observations in the evaluations table."""
+        f = self.highlighted()
+        if f is not None:
+            self.app.show_evaluations(TableFilter(finding=f.finding_id,
+                                                  finding_title=f.title[:60]))
+
+    def action_open_all(self) -> None:
+        self.app.show_evaluations(TableFilter())
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+        else:
+            self.app.show_overview()

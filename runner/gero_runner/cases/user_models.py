@@ -216,6 +216,10 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
         expected, exact, error, warnings = _shadow(model, inputs, name)
         if error:
             metadata["shadow_error"] = error
+            if any(c["values"].endswith("(default)") for c in choices):
+                warnings.append(f"{name}: the seeded run failed ({error[:200]}); the default "
+                                "inputs may not suit the model: set them with --input "
+                                "NAME=SHAPE, --input-range, --input-value or --inputs")
         if warnings:
             metadata["warnings"] = warnings
         _check_task(opts["task"], model, exact, source)

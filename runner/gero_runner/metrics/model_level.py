@@ -284,23 +284,45 @@ def fp32_gate(stats: OutputStats, floor: Floor | None, decision: bool,
     return Gate(True, text, figures)
 
 
-def variant_gate(stats: OutputStats, floor: Floor, decision: bool) -> Gate:
+INT8_SCALED_LIMIT = ROUNDINGS * 0.5 / 127
+"""8 roundings of a symmetric int8 quantisation (half a step of 1/127 of the range)."""
+
+
+def variant_scaled_limit(variant: str) -> float:
+    """Scaled-error bound for a variant's outputs whose rows hold one element (a cosine of
+    one number says only its sign): 8 roundings of the variant's own precision."""
+    return scaled_limit("float16") if variant == "fp16" else INT8_SCALED_LIMIT
+
+
+def variant_gate(stats: OutputStats, floor: Floor, decision: bool,
+                 single_limit: float | None = None) -> Gate:
     """A variant (int8, fp16) against the fp32 model it replaces, on the same inputs: the
     seed-002 metric (row cosine, and mean-pooled cosine at rank ≥ 3, at least min(0.99,
     floor); with a decision task, argmax agreement as :func:`decision_gate`), the floor
     being ONNX Runtime's own sensitivity on the variant. Scaled and floored relative error
-    are reported, not gated (seed 002)."""
+    are reported, not gated (seed 002), except for outputs whose rows hold one element
+    (``single_limit``: a regressor's [N, 1]), where the scaled error is the gate."""
     cosine = int8_cosine_gate(stats, floor)
     figures = {**cosine.figures, "floored_rel_error": stats.floored_rel_error,
                "decisions_agree": stats.decisions_agree, "decisions": stats.decisions}
     failures = [] if cosine.passed else [cosine.reason]
     texts = [cosine.reason] if cosine.passed else []
+    if single_limit is not None and stats.finite:
+        # Rows of one element: the cosine only compares signs, the scaled error is gated.
+        limit = max(single_limit, floor.scaled_error)
+        figures.update(scaled_limit=limit)
+        text = (f"scaled error {stats.scaled_error:.3g} "
+                f"{'≤' if stats.scaled_error <= limit else '>'} {limit:.3g} (rows of one "
+                "element: a cosine only compares their signs)")
+        (texts if stats.scaled_error <= limit else failures).append(text)
     if decision:
         gate = decision_gate(stats, floor)
         figures.update(floor_agree=gate.figures["floor_agree"])
         (texts if gate.passed else failures).append(gate.reason)
     tail = (f" (scaled error {stats.scaled_error:.3g}, floored relative error "
             f"{stats.floored_rel_error:.3g}, not gated)") if stats.finite else ""
+    if single_limit is not None and stats.finite:
+        tail = f" (floored relative error {stats.floored_rel_error:.3g}, not gated)"
     if failures:
         return Gate(False, "; ".join(failures) + tail, figures)
     return Gate(True, "; ".join(texts) + tail, figures)

@@ -33,6 +33,9 @@ from onnx import helper
 
 from gero_runner.errors import GeroError
 
+_UNNAMED = ("", "?", "-1", "None", "none")
+"""dim_param values that name nothing: some exporters (Paddle) write '?' at every dynamic
+axis, which would otherwise tie a height to a width."""
 BATCH_DEFAULT = 2
 OTHER_DEFAULT = 16
 TOKEN_RANGE_DEFAULT = 100
@@ -95,7 +98,7 @@ def input_specs(model: onnx.ModelProto, source: str = "model") -> list[InputSpec
         for d in tt.shape.dim:
             if d.HasField("dim_value") and d.dim_value > 0:
                 dims.append(int(d.dim_value))
-            elif d.HasField("dim_param") and d.dim_param:
+            elif d.HasField("dim_param") and d.dim_param.strip() not in _UNNAMED:
                 dims.append(d.dim_param)
             else:
                 dims.append(None)
@@ -226,10 +229,12 @@ def _constant_values(model: onnx.ModelProto) -> dict[str, np.ndarray]:
 
 def spatial_defaults(model: onnx.ModelProto, specs: list[InputSpec]) -> dict[str, int]:
     """Sizes for the dynamic spatial axes (axis ≥ 2) of inputs that feed convolutions and
-    pools, so that no feature map shrinks to nothing: at least 16, at least twice the
-    total downsampling of the graph (strides of Conv and pools, Resize by a constant scale
-    below 1), at least each kernel's extent at its resolution, and a multiple of the
-    downsampling. Only axes the graph says something about get a value here."""
+    pools, so that no feature map shrinks to nothing: the smallest multiple of the graph's
+    total downsampling (strides of Conv and pools, Resize by a constant scale below 1)
+    that is at least 16 and at least each kernel's extent at its resolution. The smallest,
+    because a head that pools the last map to one row (an OCR recogniser: 48 rows, pooled
+    by 3 after 16-fold striding) accepts no other multiple. Only axes the graph says
+    something about get a value here."""
     consts = _constant_values(model)
     wanted = {s.name: len(s.dims) - 2 for s in specs if len(s.dims) >= 3}
     factor: dict[str, tuple[float, ...]] = {n: (1.0,) * k for n, k in wanted.items()}
@@ -276,8 +281,9 @@ def spatial_defaults(model: onnx.ModelProto, specs: list[InputSpec]) -> dict[str
                                                     need[spec.name][a] <= 1):
                 continue
             step = max(1, math.ceil(most[spec.name][a]))
-            size = max(OTHER_DEFAULT, 2 * step, math.ceil(need[spec.name][a]))
-            sizes[dim_key(spec, axis)] = math.ceil(size / step) * step
+            size = max(OTHER_DEFAULT, step, math.ceil(need[spec.name][a]))
+            key = dim_key(spec, axis)
+            sizes[key] = max(sizes.get(key, 0), math.ceil(size / step) * step)
     return sizes
 
 

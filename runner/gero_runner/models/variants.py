@@ -83,15 +83,30 @@ def _at_least_opset(model: bytes, target: int) -> bytes:
         return model
 
 
+def _subgraph_reads(node: onnx.NodeProto) -> set[str]:
+    """Names the node's subgraphs read (their own names included; callers intersect)."""
+    reads: set[str] = set()
+    for attr in node.attribute:
+        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+        for g in graphs:
+            for n in g.node:
+                reads.update(n.input)
+                reads |= _subgraph_reads(n)
+    return reads
+
+
 def toposort(graph: onnx.GraphProto) -> None:
     """Reorder nodes so each comes after the producers of its inputs (stable otherwise)."""
     known = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
+    produced = {o for n in graph.node for o in n.output}
     pending = list(graph.node)
+    # A node with subgraphs (If, Loop, Scan) also needs the outer names its bodies read.
+    needs = {id(n): set(n.input) | (_subgraph_reads(n) & produced) for n in pending}
     ordered: list[onnx.NodeProto] = []
     while pending:
         rest = []
         for node in pending:
-            if all(i in known for i in node.input):
+            if needs[id(node)] <= known:
                 ordered.append(node)
                 known.update(node.output)
             else:
@@ -157,6 +172,9 @@ def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int)
         quantize_static,
     )
 
+    if not any(n.domain in ("", "ai.onnx") for n in onnx.load_from_string(model).graph.node):
+        raise GeroError("the model has no ai.onnx operators (only other domains, e.g. "
+                        "ai.onnx.ml), and ONNX Runtime's quantizer quantises none of those")
     with tempfile.TemporaryDirectory(prefix="gero-variant-") as tmp:
         src, dst = Path(tmp) / "model.onnx", Path(tmp) / f"{name}.onnx"
         if name == INT8_STATIC:

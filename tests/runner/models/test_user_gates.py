@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from model_helpers import opts, rows_of, save
 from onnx import TensorProto, helper, numpy_helper
@@ -174,3 +175,54 @@ def test_the_summary_keeps_long_case_and_check_names_apart(
     line = next(t for t in capsys.readouterr().out.splitlines()
                 if "model:fp16:vs-model" in t and "a_model_name" in t)
     assert "characters model:fp16:vs-model" in " ".join(line.split())
+
+
+def test_a_regressor_variant_is_gated_on_scaled_error(tmp_path: Path) -> None:
+    """Rows of one element: a cosine compares only signs, so the scaled error decides."""
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h"]),
+             helper.make_node("Mul", ["h", "k"], ["y"])]
+    w = numpy_helper.from_array(np.full((4, 1), 1e5, dtype=np.float32), "W")
+    k = numpy_helper.from_array(np.array([1e-5], dtype=np.float32), "k")
+    path = save(tmp_path / "reg.onnx", nodes,
+                [helper.make_tensor_value_info("x", F, ["batch", 4])],
+                [helper.make_tensor_value_info("y", F, ["batch", 1])], [w, k])
+    rows = run(tmp_path, path, dims=["batch=8"], variants=["fp16"])
+    (vs,) = [r for r in rows if r["check"] == "model:fp16:vs-model"]
+    # fp16 clamps the weight 1e5 to 65504: every value shrinks by a third, keeping its sign
+    assert vs["result"] == "divergence" and "rows of one element" in str(vs["reason"])
+
+
+def test_a_variant_that_changes_nothing_says_so(tmp_path: Path) -> None:
+    path = save(tmp_path / "relu.onnx", [helper.make_node("Relu", ["x"], ["y"])],
+                [helper.make_tensor_value_info("x", F, ["batch", 4])],
+                [helper.make_tensor_value_info("y", F, ["batch", 4])])
+    rows = run(tmp_path, path, variants=["int8-dynamic"])
+    (vs,) = [r for r in rows if r["check"] == "model:int8-dynamic:vs-model"]
+    assert vs["result"] == "passed" and str(vs["reason"]).startswith("bit-identical")
+
+
+def test_quantising_a_model_of_ml_operators_only_is_one_sentence(tmp_path: Path) -> None:
+    rows = run(tmp_path, zipmap_classifier(tmp_path), variants=["int8-dynamic"])
+    (failed,) = [r for r in rows if r["check"] == "model:int8-dynamic"]
+    assert failed["result"] == "execution" and "no ai.onnx operators" in str(failed["reason"])
+
+
+def test_the_fp16_variant_of_a_model_with_an_if_runs_on_the_reference(tmp_path: Path) -> None:
+    """The converter's input Casts are read inside the If bodies: they must come first."""
+    def branch(name: str, factor: float) -> onnx.GraphProto:
+        k = numpy_helper.from_array(np.array(factor, dtype=np.float32), f"k_{name}")
+        return helper.make_graph([helper.make_node("Mul", ["x", f"k_{name}"], [f"y_{name}"])],
+                                 name, [], [helper.make_tensor_value_info(f"y_{name}", F, None)],
+                                 [k])
+    zero = numpy_helper.from_array(np.array(0, dtype=np.int64), "zero")
+    path = save(tmp_path / "if.onnx",
+                [helper.make_node("Greater", ["sr", "zero"], ["pos"]),
+                 helper.make_node("If", ["pos"], ["y"], then_branch=branch("a", 2.0),
+                                  else_branch=branch("b", 3.0))],
+                [helper.make_tensor_value_info("x", F, ["batch", 4]),
+                 helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+                [helper.make_tensor_value_info("y", F, ["batch", 4])], [zero])
+    rows = run(tmp_path, path, variants=["fp16"], input_values=["sr=1"])
+    assert not [r["reason"] for r in rows if r["result"] == "execution"]
+    assert any(r["check"] == "model:fp16:scaled" and r["backend"] == "onnx-reference"
+               for r in rows)

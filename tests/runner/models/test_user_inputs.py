@@ -183,11 +183,13 @@ def test_spatial_defaults_follow_the_graphs_downsampling(tmp_path: Path) -> None
     specs = signature.input_specs(model)
     sizes = signature.spatial_defaults(model, specs)
     # 5 stride-2 convolutions and a stride-2 pool: 64×; the pool needs 2 at 32×
-    assert sizes == {"x[2]": 128, "x[3]": 128}
+    assert sizes == {"x[2]": 64, "x[3]": 64}
     (case,) = cases_for_request(request(path))
-    assert case.inputs["x"].shape == (2, 3, 128, 128)
+    assert case.inputs["x"].shape == (2, 3, 64, 64)
     assert "warnings" not in case.metadata
-    assert next(iter(case.expected.values())).shape == (2, 4, 2, 2)  # type: ignore[union-attr]
+    assert next(iter(case.expected.values())).shape == (2, 4, 1, 1)  # type: ignore[union-attr]
+    x = next(c for c in case.metadata["inputs"] if c["name"] == "x")
+    assert x["dims"]["x[2]"] == "64 (default: what the graph's downsampling needs)"
 
 
 def test_an_empty_intermediate_and_a_constant_output_are_warned_about(tmp_path: Path) -> None:
@@ -212,3 +214,15 @@ def test_an_empty_intermediate_and_a_constant_output_are_warned_about(tmp_path: 
     execute(RunRequest(models=[path], data_root=tmp_path / "d", repeats=1, jobs=1, checks=(),
                        model_options=opts(dims=["width=8"])), warn=warnings.append)
     assert warnings == []
+
+
+def test_a_question_mark_dim_param_names_nothing(tmp_path: Path) -> None:
+    """Paddle writes '?' at every dynamic axis; a height is not thereby tied to a width."""
+    path = conv_chain(tmp_path, stages=1)
+    model = onnx.load(path)
+    for axis in (2, 3):
+        model.graph.input[0].type.tensor_type.shape.dim[axis].dim_param = "?"
+    onnx.save(model, path)
+    specs = signature.input_specs(onnx.load(path))
+    assert specs[0].dims == ("batch", 3, None, None)
+    assert signature.dynamic_dims(specs) == ["batch", "x[2]", "x[3]"]

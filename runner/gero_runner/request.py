@@ -75,6 +75,9 @@ class RunRequest:
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
     timeout_s: float = DEFAULT_TIMEOUT_S
     checks: tuple[str, ...] = ("contracts", "variants")
+    backends: tuple[str, ...] | None = ("onnxruntime",)
+    """Runtimes under test (see backends.select); None: every installed one. The onnx
+    ReferenceEvaluator runs whatever is selected."""
     command_line: str = ""
     limit: int | None = None
     """Run only the first N cases (for quick looks and tests)."""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from gero_runner import backends
 from gero_runner.cases.base import CaseInstance
 from gero_runner.errors import GeroError
 from gero_runner.execution.evaluate import RunSettings
@@ -105,6 +106,7 @@ def execute(request: RunRequest,
     wall_start = time.perf_counter()
     root = DataRoot(request.data_root)
     run_id = allocate_run_id(root, request.run_id, started)
+    runtimes = backends.select(request.backends)
     cases = collect_cases(request)
     if not cases:
         raise GeroError("no cases selected: check --suite, --ops, --dtypes and --model")
@@ -116,7 +118,7 @@ def execute(request: RunRequest,
     settings = RunSettings(
         data_root=str(request.data_root), threads=request.threads, repeats=request.repeats,
         tolerances={d: (t["rtol"], t["atol"]) for d, t in table.as_dict().items()},
-        checks=model_checks(request),
+        checks=model_checks(request), backends=runtimes,
     )
     results: dict[int, Outcome] = {}
     status = "complete"
@@ -132,14 +134,16 @@ def execute(request: RunRequest,
                          seed=request.seed, jobs=request.jobs, threads=request.threads,
                          started=started, wall_start=wall_start, status=status,
                          results=results, table=table, warn=warn,
-                         models=[str(Path(m).resolve()) for m in request.models])
+                         models=[str(Path(m).resolve()) for m in request.models],
+                         runtimes=runtimes)
 
 
 def store_results(root: DataRoot, run_id: str, *, suite: str, command_line: str, seed: int,
                   jobs: int, threads: int, started: datetime, wall_start: float, status: str,
                   results: dict[int, Outcome], table: ToleranceTable,
                   warn: Callable[[str], None] | None,
-                  models: list[str] | None = None) -> RunRecord:
+                  models: list[str] | None = None,
+                  runtimes: tuple[str, ...] = ("onnxruntime",)) -> RunRecord:
     """Deduplicate the outcomes' rows against the data root and write the run.
 
     Rows are taken in case order, so the stored tables do not depend on the worker count.
@@ -190,6 +194,8 @@ def store_results(root: DataRoot, run_id: str, *, suite: str, command_line: str,
         backend_seconds=backend_seconds, evidence_seconds=evidence_seconds,
         store_seconds=time.perf_counter() - store_start, case_seconds=case_seconds,
         models=list(models or []),
+        backends={name: backends.get(name).version()
+                  for name in (*runtimes, backends.REFERENCE)},
     )
     root.write_run(record, observations, sightings)
     return record

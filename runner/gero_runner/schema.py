@@ -56,7 +56,9 @@ OBSERVATION_COLUMNS: Final[tuple[Column, ...]] = (
     _C("output_name", pa.string(), "graph output compared", True),
     _C("backend", pa.string(), "path under test: onnxruntime | onnx-reference | ...", True),
     _C("backend_version", pa.string(), "version of the path under test", True),
-    _C("optimization", pa.string(), "ORT graph optimisation level, or '-' for other paths", True),
+    _C("optimization", pa.string(),
+       "the runtime's setting: ORT level, OpenVINO precision, tract optimiser; '-' if none",
+       True),
     _C("threads", pa.int32(), "intra-op threads of the path under test (0 = not applicable)", True),
     _C("reference", pa.string(), "path the output is compared with", True),
     _C("reference_version", pa.string(), "version of the reference path", True),
@@ -91,7 +93,9 @@ OBSERVATION_COLUMNS: Final[tuple[Column, ...]] = (
     _C("actual_median_ms", pa.float64(), "median time of the path under test (ms)"),
     _C("reference_median_ms", pa.float64(), "median time of the reference path (ms)"),
     _C("repeats", pa.int32(), "timed repetitions behind each median"),
-    _C("session_settings", pa.string(), "JSON: provider, level, threads, execution mode", True),
+    _C("session_settings", pa.string(),
+       "JSON: the path's settings, enough to rebuild its session (provider, level, threads, "
+       "inference precision, ...)", True),
     _C("details", pa.string(), "JSON: check-specific figures (contract sides, model metrics)"),
     _C("created_at", pa.timestamp("us", tz="UTC"), "when the observation was first made"),
 )
@@ -149,3 +153,5 @@ class RunRecord:
     """Summed over workers: evaluating cases, backends, checks and evidence together."""
     models: list[str] = field(default_factory=list)
     """The model files of a ``--model`` run (absolute paths)."""
+    backends: dict[str, str] = field(default_factory=dict)
+    """Runtimes under test and the ReferenceEvaluator: name -> version."""

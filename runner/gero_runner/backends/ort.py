@@ -6,25 +6,50 @@ thread pools, which the explorer and the parent of the worker pool should not pa
 
 from __future__ import annotations
 
-import functools
-import time
-from importlib import metadata
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from gero_runner.backends.base import Backend, PathSpec
 from gero_runner.cases.base import Arrays
 
 LEVEL_NAMES = ("disable_all", "basic", "extended", "all")
 BACKEND = "onnxruntime"
 
 
-@functools.cache  # reading package metadata costs ~1 ms; rows ask per output
+class OnnxRuntime(Backend):
+    """The CPU execution provider, one path per graph optimisation level."""
+
+    name = BACKEND
+    prefix = "ort"
+    distribution = "onnxruntime"
+    module = "onnxruntime"
+
+    def paths(self, threads: int) -> list[PathSpec]:
+        return [self.level(level, threads) for level in LEVEL_NAMES]
+
+    def level(self, level: str, threads: int) -> PathSpec:
+        return self.spec(level, threads, session_settings(level, threads))
+
+    def build(self, model: bytes, settings: Mapping[str, Any]) -> Any:
+        return make_session(model, settings)
+
+    def run(self, session: Any, inputs: Arrays) -> list[np.ndarray]:
+        return run(session, inputs)
+
+    def with_threads(self, settings: Mapping[str, Any], threads: int) -> dict[str, Any]:
+        changed = {**settings, "intra_op_num_threads": threads}
+        if threads > 1:  # other workers run on the same cores (see make_session)
+            changed["allow_spinning"] = False
+        return changed
+
+
+RUNTIME = OnnxRuntime()
+
+
 def version() -> str:
-    try:
-        return metadata.version("onnxruntime")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return RUNTIME.version()
 
 
 def session_settings(level: str, threads: int) -> dict[str, Any]:
@@ -38,7 +63,7 @@ def session_settings(level: str, threads: int) -> dict[str, Any]:
     }
 
 
-def make_session(model: bytes, settings: dict[str, Any]) -> Any:
+def make_session(model: bytes, settings: Mapping[str, Any]) -> Any:
     import onnxruntime as ort  # deferred: see module docstring
 
     levels = {
@@ -63,12 +88,3 @@ def make_session(model: bytes, settings: dict[str, Any]) -> Any:
 def run(session: Any, inputs: Arrays) -> list[np.ndarray]:
     return [np.asarray(o) for o in session.run(None, inputs)]
 
-
-def run_timed(session: Any, inputs: Arrays, repeats: int) -> tuple[list[list[np.ndarray]], float]:
-    """Run ``repeats`` times; every run's outputs and the median wall time in ms."""
-    outputs, times = [], []
-    for _ in range(max(1, repeats)):
-        start = time.perf_counter()
-        outputs.append(run(session, inputs))
-        times.append((time.perf_counter() - start) * 1e3)
-    return outputs, float(np.median(times))

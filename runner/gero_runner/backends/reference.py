@@ -1,22 +1,45 @@
-"""The official onnx ReferenceEvaluator: a correctness implementation, slow by design."""
+"""The official onnx ReferenceEvaluator: a correctness implementation, slow by design.
+
+It is the path every runtime is compared with (``agreement``), not an oracle.
+"""
 
 from __future__ import annotations
 
-import functools
-import time
-from importlib import metadata
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from gero_runner.backends.base import NOT_APPLICABLE, Backend, PathSpec
 from gero_runner.cases.base import Arrays
 
 BACKEND = "onnx-reference"
 
 
-@functools.cache  # reading package metadata costs ~1 ms; rows ask per output
+class OnnxReference(Backend):
+    name = BACKEND
+    prefix = "onnx-reference"
+    distribution = "onnx"
+    module = "onnx"
+
+    def paths(self, threads: int) -> list[PathSpec]:
+        return [PathSpec(BACKEND, BACKEND, NOT_APPLICABLE, 0,
+                         {"evaluator": "onnx.reference.ReferenceEvaluator"})]
+
+    def build(self, model: bytes, settings: Mapping[str, Any]) -> Any:
+        return make_evaluator(model)
+
+    def run(self, session: Any, inputs: Arrays) -> list[np.ndarray]:
+        with np.errstate(all="ignore"):  # inf/NaN results are observed, not warned about
+            return [np.asarray(o) for o in session.run(None, inputs)]
+
+
+RUNTIME = OnnxReference()
+PATH = RUNTIME.paths(0)[0]
+
+
 def version() -> str:
-    return metadata.version("onnx")
+    return RUNTIME.version()
 
 
 def make_evaluator(model: bytes) -> Any:
@@ -24,13 +47,3 @@ def make_evaluator(model: bytes) -> Any:
     from onnx.reference import ReferenceEvaluator
 
     return ReferenceEvaluator(onnx.load_from_string(model))
-
-
-def run_timed(evaluator: Any, inputs: Arrays, repeats: int) -> tuple[list[list[np.ndarray]], float]:
-    outputs, times = [], []
-    for _ in range(max(1, repeats)):
-        start = time.perf_counter()
-        with np.errstate(all="ignore"):  # inf/NaN results are observed, not warned about
-            outputs.append([np.asarray(o) for o in evaluator.run(None, inputs)])
-        times.append((time.perf_counter() - start) * 1e3)
-    return outputs, float(np.median(times))

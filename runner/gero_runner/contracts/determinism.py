@@ -7,7 +7,7 @@ import functools
 import os
 from typing import TYPE_CHECKING, Any
 
-from gero_runner.backends import ort
+from gero_runner import backends
 from gero_runner.contracts.paths import (
     Evidence,
     PathRunner,
@@ -56,11 +56,12 @@ def machine_threads() -> int:
 
 def thread_rows(ctx: CaseContext, paths: list[PathResult],
                 evidence: Evidence) -> list[dict[str, Any]]:
-    """Each ORT level with the machine's thread count against 1 thread."""
+    """Each path of a runtime with a thread setting, at the machine's thread count against
+    1 thread."""
     many = machine_threads()
     rows = []
     for path in paths:
-        if path.backend != ort.BACKEND:
+        if backends.get(path.backend).with_threads(path.settings, many) is None:
             continue
         assert path.outputs is not None
         runner = PathRunner(ctx, path, ctx.case.model, threads=many)

@@ -1,4 +1,4 @@
-"""Running a path (an ORT level or the ReferenceEvaluator) on graphs other than the case's,
+"""Running a path (a runtime's setting or the ReferenceEvaluator) on graphs other than the case's,
 and turning a law's outcome into an observation row with its evidence files.
 
 Shared by the contract and the variant families.
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gero_runner.backends import ort, reference
+from gero_runner import backends
 from gero_runner.cases.base import Arrays
 from gero_runner.contracts import laws
 from gero_runner.contracts.laws import LawResult
@@ -24,10 +24,10 @@ if TYPE_CHECKING:
 
 
 def base_paths(ctx: CaseContext) -> list[PathResult]:
-    """The paths every law is checked on: each ORT level and the ReferenceEvaluator, where
-    the case itself ran (a failed path is already an execution row of its own)."""
-    names = [f"ort-{level}" for level in ctx.settings.levels] + ["onnx-reference"]
-    return [ctx.paths[n] for n in names if n in ctx.paths and ctx.paths[n].ok]
+    """The paths every law is checked on: each runtime's settings and the ReferenceEvaluator,
+    where the case itself ran (a failed path is already an execution row of its own; data
+    paths such as the float64 formula are not executions)."""
+    return [p for p in ctx.paths.values() if p.ok and backends.is_backend(p.backend)]
 
 
 class PathRunner:
@@ -37,34 +37,29 @@ class PathRunner:
     def __init__(self, ctx: CaseContext, path: PathResult, model: bytes,
                  threads: int | None = None) -> None:
         self.ctx, self.path, self.model = ctx, path, model
+        self.backend = backends.get(path.backend)
         self.settings = dict(path.settings)
-        if threads is not None and path.backend == ort.BACKEND:
-            self.settings["intra_op_num_threads"] = threads
-            if threads > 1:  # other workers run on the same cores (see ort.make_session)
-                self.settings["allow_spinning"] = False
+        if threads is not None:
+            self.settings = self.backend.with_threads(path.settings, threads) or self.settings
         self._session: Any = None
         self.result_path = self.path
         """The PathResult to record on rows (settings reflect the thread count used)."""
         if self.settings != path.settings:
-            self.result_path = replace(path, settings=self.settings,
-                                       threads=int(self.settings["intra_op_num_threads"]),
+            self.result_path = replace(path, settings=self.settings, threads=threads or 0,
                                        median_ms=math.nan, repeats=1, outputs=None, files=[])
 
     def __call__(self, feeds: Arrays) -> list[np.ndarray]:
         with self.ctx.backend_time():
-            if self.path.backend == ort.BACKEND:
-                if self._session is None:
-                    self._session = ort.make_session(self.model, self.settings)
-                return ort.run(self._session, feeds)
             if self._session is None:
-                self._session = reference.make_evaluator(self.model)
-            return [np.asarray(o) for o in self._session.run(None, feeds)]
+                self._session = self.backend.build(self.model, self.settings)
+            return self.backend.run(self._session, feeds)
 
     def close(self) -> None:
         """Release the session now: its teardown (arenas, pool threads) is backend time too."""
         if self._session is not None:
             with self.ctx.backend_time():
-                self._session = None
+                session, self._session = self._session, None
+                self.backend.release(session)
 
     def once(self, feeds: Arrays) -> list[np.ndarray]:
         """Run a single time and release the session."""

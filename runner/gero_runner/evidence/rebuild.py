@@ -13,14 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from gero_runner import backends
 from gero_runner.cases.base import BATCH_NONE, CaseInstance
 from gero_runner.errors import ArtifactError
 from gero_runner.storage.artifacts import has_member, load_array, safe_member
 
 ORT_PREFIX = "ort-"
-EXECUTED_BACKENDS = ("onnxruntime", "onnx-reference")
-"""Paths that replay re-executes; every other path (a float64 formula, shipped expected
-outputs) is reference data and is taken from the artifact as stored."""
+"""Artifacts written before paths recorded their optimisation: ONNX Runtime's were named so."""
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,10 @@ class ArtifactCase:
     record: dict[str, Any]
     """case.json as written by the runner."""
     levels: tuple[str, ...]
+    """The optimisation labels of the executed paths (RunSettings.levels)."""
     threads: int
+    backends: tuple[str, ...] = ("onnxruntime",)
+    """The runtimes the case ran on (the ReferenceEvaluator aside)."""
 
     @property
     def paths(self) -> dict[str, dict[str, Any]]:
@@ -101,17 +103,22 @@ def load_artifact_case(directory: Path) -> ArtifactCase:
         paths: dict[str, dict[str, Any]] = dict(record["paths"])
     except (KeyError, TypeError, AttributeError) as e:
         raise ArtifactError(f"{directory / 'case.json'}: missing field {e}") from e
-    label = record.get("expected_label") or next(
-        (n for n, p in paths.items() if p.get("backend") not in EXECUTED_BACKENDS), "")
+    # Executed paths are re-run; every other path (a float64 formula, shipped expected
+    # outputs) is reference data, taken from the artifact as stored.
+    executed = {n: p for n, p in paths.items() if backends.is_backend(str(p.get("backend")))}
+    label = record.get("expected_label") or next((n for n in paths if n not in executed), "")
     expected = exact = None
     if label and label in paths and paths[label].get("files"):
         expected = _stored_outputs(directory, paths[label]["files"], outputs)
         exact_files = [f"outputs/{label}-exact/output_{j}.npy" for j in range(len(outputs))]
         if all(has_member(directory, f) for f in exact_files):
             exact = _stored_outputs(directory, exact_files, outputs)
-    levels = tuple(n[len(ORT_PREFIX):] for n in paths if n.startswith(ORT_PREFIX))
-    threads = max([int(p.get("settings", {}).get("intra_op_num_threads", 1))
-                   for n, p in paths.items() if n.startswith(ORT_PREFIX)] or [1])
+    levels = tuple(str(p.get("optimization") or n.removeprefix(ORT_PREFIX))
+                   for n, p in executed.items() if p.get("backend") in backends.RUNTIMES)
+    runtimes = tuple(dict.fromkeys(str(p["backend"]) for p in executed.values()
+                                   if p["backend"] in backends.RUNTIMES))
+    threads = max([int(p.get("threads") or p.get("settings", {}).get("intra_op_num_threads", 1))
+                   for p in executed.values() if p.get("backend") in backends.RUNTIMES] or [1])
     tolerance = record.get("tolerance")
     case = CaseInstance(
         suite=record.get("suite", ""), case_id=record.get("case_id", ""),
@@ -126,4 +133,4 @@ def load_artifact_case(directory: Path) -> ArtifactCase:
         batch=record.get("batch", BATCH_NONE), contracts=tuple(record.get("contracts", ())),
         variants=tuple(record.get("variants", ())), spec_name=record.get("spec_name", ""),
     )
-    return ArtifactCase(directory, case, record, levels, threads)
+    return ArtifactCase(directory, case, record, levels, threads, runtimes or ("onnxruntime",))

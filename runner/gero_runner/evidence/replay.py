@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from gero_runner import backends
 from gero_runner.classify import classify
 from gero_runner.errors import ArtifactError
 from gero_runner.evidence.rebuild import load_artifact_case
@@ -165,11 +166,17 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
         raise ArtifactError(f"{directory}: no stored observations point to this directory")
 
     art = load_artifact_case(directory)
+    runtimes = tuple(name for name in art.backends if backends.get(name).installed())
+    for name in art.backends:
+        if name not in runtimes:
+            note(f"{name} is not installed here ({backends.get(name).install_hint()}): its "
+                 "observations are not replayed")
     checks = tuple(family for family, prefix in (("contracts", "contract:"),
                                                  ("variants", "variant:"))
                    if any(str(r["check"]).startswith(prefix) for r in rows))
     with tempfile.TemporaryDirectory(prefix="gero-replay-") as tmp:
         settings = RunSettings(data_root=tmp, levels=art.levels, threads=art.threads,
+                               backends=runtimes,
                                repeats=_repeats(rows), tolerances=_tolerances(rows),
                                checks=checks)
         fresh = evaluate_case(art.case, settings).rows

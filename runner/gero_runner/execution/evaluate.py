@@ -19,7 +19,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from gero_runner import backends
 from gero_runner.backends import ort, reference
+from gero_runner.backends.base import Backend, PathSpec
 from gero_runner.cases.base import CaseInstance
 from gero_runner.classify import arbiter_side, classify
 from gero_runner.metrics.compare import Comparison, compare
@@ -41,6 +43,10 @@ class RunSettings:
 
     data_root: str
     levels: tuple[str, ...] = ort.LEVEL_NAMES
+    """Settings to run, by optimisation label; a runtime none of whose labels is listed here
+    runs all its settings (so ONNX Runtime's levels select its paths, OpenVINO's run all)."""
+    backends: tuple[str, ...] = (ort.BACKEND,)
+    """Runtimes under test; the ReferenceEvaluator runs whatever is listed."""
     threads: int = 1
     repeats: int = 5
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -213,39 +219,69 @@ def _error_text(e: BaseException) -> str:
     return text if len(text) <= 2000 else text[:2000] + " …"
 
 
-def run_ort_level(case: CaseInstance, level: str, threads: int, repeats: int) -> PathResult:
-    settings = ort.session_settings(level, threads)
-    path = PathResult(f"ort-{level}", ort.BACKEND, ort.version(), level, threads, settings)
-    # Any ORT failure is an observation, not a crash of the run.
-    return _run_path(path, lambda: ort.make_session(case.model, settings), ort.run_timed,
-                     case, repeats)
+def runtime_specs(settings: RunSettings) -> list[tuple[Backend, PathSpec]]:
+    """Every path of the selected runtimes, in display order."""
+    specs = []
+    for name in settings.backends:
+        backend = backends.get(name)
+        every = backend.paths(settings.threads)
+        chosen = [s for s in every if s.optimization in settings.levels]
+        specs += [(backend, s) for s in chosen or every]
+    return specs
 
 
-def run_reference(case: CaseInstance, repeats: int) -> PathResult:
-    path = PathResult("onnx-reference", reference.BACKEND, reference.version(), NOT_APPLICABLE,
-                      0, {"evaluator": "onnx.reference.ReferenceEvaluator"})
-    # The reference may not support an operator or dtype: an observation too.
-    return _run_path(path, lambda: reference.make_evaluator(case.model), reference.run_timed,
-                     case, repeats)
+def path_result(backend: Backend, spec: PathSpec) -> PathResult:
+    return PathResult(spec.name, spec.backend, backend.version(), spec.optimization,
+                      spec.threads, dict(spec.settings))
 
 
-def _run_path(path: PathResult, make: Callable[[], Any],
-              run_timed: Callable[[Any, Any, int], tuple[list[list[np.ndarray]], float]],
-              case: CaseInstance, repeats: int) -> PathResult:
-    """Build the session, run it ``repeats`` times and release it, all timed as backend."""
+def run_path(backend: Backend, spec: PathSpec, case: CaseInstance, repeats: int) -> PathResult:
+    """Build the session, run it ``repeats`` times and release it, all timed as backend.
+
+    Any failure of the runtime (it does not support the case, raises) is an observation,
+    not a crash of the run."""
+    path = path_result(backend, spec)
+    unsupported = backend.supports(case)
+    if unsupported is not None:
+        path.error = f"not supported: {unsupported}"
+        return path
+    if _running is not None:
+        _running(f"{spec.backend}\t{spec.optimization}")
+    runs, times = [], []
     start = time.perf_counter()
     try:
-        session = make()
-        runs, path.median_ms = run_timed(session, case.inputs, repeats)
+        session = backend.build(case.model, spec.settings)
+        for _ in range(max(1, repeats)):
+            run_start = time.perf_counter()
+            runs.append(backend.run(session, case.inputs))
+            times.append((time.perf_counter() - run_start) * 1e3)
+        backend.release(session)
         del session  # released here, so that its teardown is timed with the backend
     except Exception as e:
         path.error = _error_text(e)
         return path
     finally:
         path.backend_seconds = time.perf_counter() - start
+        if _running is not None:
+            _running("")
+    path.median_ms = float(np.median(times))
     path.outputs, path.repeats = runs[0], len(runs)
     path.deterministic = _identical(runs)
     return path
+
+
+def run_reference(case: CaseInstance, repeats: int) -> PathResult:
+    return run_path(reference.RUNTIME, reference.PATH, case, repeats)
+
+
+_running: Callable[[str], None] | None = None
+"""Told which path starts (``backend\toptimization``) and when it ends; the worker pool
+sets it so that a crash is attributed to the runtime that was running."""
+
+
+def set_running_hook(hook: Callable[[str], None] | None) -> None:
+    global _running
+    _running = hook
 
 
 def _identical(runs: list[list[np.ndarray]]) -> bool:
@@ -342,8 +378,9 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
                    for i, (name, x) in enumerate(case.inputs.items())}
 
     paths: dict[str, PathResult] = {}
-    for level in settings.levels:
-        paths[f"ort-{level}"] = run_ort_level(case, level, settings.threads, settings.repeats)
+    for backend, spec in runtime_specs(settings):
+        paths[spec.name] = run_path(backend, spec, case, settings.repeats)
+    runtime_paths = list(paths.values())
     # Model cases may ask for fewer reference runs: the evaluator takes seconds on a CNN.
     ref = run_reference(case, int(case.metadata.get("reference_repeats", settings.repeats)))
     paths[ref.name] = ref
@@ -362,22 +399,22 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
                       output_names, sha256(case.model),
                       tensors_hash(case.inputs.values()), backend_seconds)
     rows: list[dict[str, Any]] = []
-    ort_paths = [paths[f"ort-{level}"] for level in settings.levels]
-    # ONNX Runtime against the ReferenceEvaluator; both against the case's expected outputs.
+    # Each runtime against the ReferenceEvaluator; all against the case's expected outputs.
     if ref.ok:
-        for p in ort_paths:
+        for p in runtime_paths:
             rows += compare_paths(ctx, "agreement", p, ref)
     else:
         # The reference's failure is its own row under the reference (under `expected`
-        # when the case has expected outputs), not one per ORT level under onnxruntime.
-        for p in ort_paths:
+        # when the case has expected outputs), not one per runtime path.
+        for p in runtime_paths:
             if not p.ok:
                 rows += compare_paths(ctx, "agreement", p, ref)
-        if expected is None:
-            rows += compare_paths(ctx, "agreement", ref, paths[f"ort-{settings.levels[-1]}"])
+        if expected is None and runtime_paths:
+            first = [p for p in runtime_paths if p.backend == runtime_paths[0].backend]
+            rows += compare_paths(ctx, "agreement", ref, first[-1])
     if expected is not None:
         check = "analytic" if case.expected_label == "numpy-float64" else "expected"
-        for p in [*ort_paths, ref]:
+        for p in [*runtime_paths, ref]:
             rows += compare_paths(ctx, check, p, expected)
     for family in settings.checks:
         rows += checks.run_family(family, ctx)
@@ -398,6 +435,7 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
         "batch": case.batch, "contracts": list(case.contracts),
         "variants": list(case.variants), "spec_name": case.spec_name,
         "paths": {name: {"backend": p.backend, "version": p.version,
+                         "optimization": p.optimization, "threads": p.threads,
                          "settings": p.settings, "files": p.files, "error": p.error}
                   for name, p in paths.items()},
     })
@@ -407,9 +445,17 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
     return CaseResult(rows, ctx.backend_seconds, end - start, end - evidence_start)
 
 
-def execution_rows(case: CaseInstance, message: str) -> list[dict[str, Any]]:
-    """The observation for a case whose worker crashed or hung: nothing else is known."""
-    path = PathResult("worker", ort.BACKEND, ort.version(), NOT_APPLICABLE, 0, {})
+def execution_rows(case: CaseInstance, message: str, running: str = ""
+                   ) -> list[dict[str, Any]]:
+    """The observation for a case whose worker crashed or hung: nothing else is known but
+    the path that was running (``backend\toptimization``, from the running hook), if any."""
+    backend, _, optimization = running.partition("\t")
+    if backends.is_backend(backend):
+        version = backends.get(backend).version()
+        message = f"{backend} {optimization}: {message}"
+    else:
+        backend, version, optimization = "worker", "", NOT_APPLICABLE
+    path = PathResult("worker", backend, version, optimization or NOT_APPLICABLE, 0, {})
     ctx = CaseContext(case, RunSettings(data_root=""), ToleranceTable(), EvidenceWriter(), {},
                       [], sha256(case.model), tensors_hash(case.inputs.values()))
     row = ctx.row(check="agreement", output_name="", actual=path,

@@ -16,6 +16,7 @@ import faulthandler
 import multiprocessing as mp
 import pickle
 import signal
+import sys
 import time
 import traceback
 from collections import deque
@@ -44,11 +45,20 @@ sent only to an idle worker, so the parent never blocks on a full pipe (and keep
 the other workers' timeouts)."""
 
 
-def _worker_main(conn: Connection, settings: RunSettings) -> None:
+RUNNING_BYTES = 128
+"""Room for the running path's ``backend\toptimization`` in the worker's shared buffer."""
+
+
+def _worker_main(conn: Connection, settings: RunSettings, running: Any) -> None:
     # The parent handles Ctrl-C; a worker just finishes or is terminated. A crash is
     # recorded as an observation, so an inherited fault handler's dump would only be noise.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     faulthandler.disable()
+
+    def note(path: str) -> None:  # the parent reads it when this process dies
+        running.value = path.encode()[:RUNNING_BYTES - 1]
+
+    evaluate.set_running_hook(note)
     while True:
         try:
             message = conn.recv_bytes()
@@ -72,7 +82,10 @@ class _Worker:
 
     def __init__(self, ctx: Any, settings: RunSettings) -> None:
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child, settings), daemon=True)
+        self.running = ctx.Array("c", RUNNING_BYTES, lock=False)
+        """Which runtime path the worker is inside (empty between paths)."""
+        self.process = ctx.Process(target=_worker_main, args=(child, settings, self.running),
+                                   daemon=True)
         self.process.start()
         child.close()
         self.queue: deque[tuple[int, CaseInstance]] = deque()
@@ -115,11 +128,20 @@ def _death_message(exitcode: int | None) -> str:
     return f"worker process exited with code {exitcode} while running this case"
 
 
+def _context() -> Any:
+    """Fork, unless OpenVINO has been loaded here: its thread pool does not survive a fork
+    (a child of a process that has run it hangs on its first inference). The CLI never loads
+    it in the parent; a library user who ran it in-process gets fresh workers instead."""
+    if "openvino" in sys.modules:
+        return mp.get_context("forkserver")
+    return mp.get_context("fork")
+
+
 def run_cases(cases: Sequence[CaseInstance], settings: RunSettings, jobs: int = 1,
               timeout_s: float = DEFAULT_TIMEOUT_S,
               on_done: Callable[[Outcome], None] | None = None) -> Iterator[Outcome]:
     """Yield one Outcome per case (in completion order), isolating each in a worker."""
-    ctx = mp.get_context("fork")
+    ctx = _context()
     # Pending cases, next first; a dead worker's queued cases go back to the front.
     pending: deque[tuple[int, CaseInstance, bytes | None]] = deque(
         (i, case, None) for i, case in enumerate(cases))
@@ -138,8 +160,9 @@ def run_cases(cases: Sequence[CaseInstance], settings: RunSettings, jobs: int = 
             pending.popleft()
             worker.submit(index, case, message)
 
-    def fallback(index: int, case: CaseInstance, started: float, message: str) -> Outcome:
-        rows = evaluate.execution_rows(case, message)
+    def fallback(index: int, case: CaseInstance, started: float, message: str,
+                 running: str = "") -> Outcome:
+        rows = evaluate.execution_rows(case, message, running)
         return Outcome(index, CaseResult(rows, 0.0, time.monotonic() - started))
 
     try:
@@ -176,7 +199,8 @@ def run_cases(cases: Sequence[CaseInstance], settings: RunSettings, jobs: int = 
                 if died is not None:
                     # The head of the queue was running; the cases behind it are resent.
                     index, case = w.queue.popleft()
-                    outcome = fallback(index, case, w.started, died)
+                    outcome = fallback(index, case, w.started, died,
+                                       w.running.value.decode(errors="replace"))
                     pending.extendleft((j, c, None) for j, c in reversed(w.queue))
                     w.kill()
                     workers[i] = w = _Worker(ctx, settings)

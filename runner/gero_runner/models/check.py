@@ -159,8 +159,7 @@ class _Checker:
         paths = self.ctx.paths
         arb = self.arbiter()
         base = paths["ort-all"]
-        candidates = [p for n, p in paths.items()
-                      if (n.startswith("ort-") or n == "onnx-reference") and p.ok]
+        candidates = [p for n, p in paths.items() if n != self.case.expected_label and p.ok]
         if arb is None:  # no shadow, no shipped outputs: ORT `all` is the baseline
             arb = ("onnxruntime:all", base.version, list(base.outputs or []))
             candidates = [p for p in candidates if p is not base]
@@ -230,7 +229,7 @@ class _Checker:
 
     # ------------------------------------------------------------------ variants
     def variant_rows(self, name: str) -> None:
-        from gero_runner.execution.evaluate import run_ort_level, run_reference
+        from gero_runner.execution.evaluate import run_path, run_reference, runtime_specs
 
         ctx, case = self.ctx, self.case
         fp32 = ctx.paths["ort-all"]
@@ -243,9 +242,8 @@ class _Checker:
         ctx.writer.add_bytes(f"variants/{name}.onnx", model)
         vcase = dataclasses.replace(case, model=model)
         runs: dict[str, PathResult] = {}
-        for level in ctx.settings.levels:
-            p = run_ort_level(vcase, level, ctx.settings.threads, 1)
-            runs[f"ort-{level}"] = p
+        for backend, spec in runtime_specs(ctx.settings):
+            runs[spec.name] = run_path(backend, spec, vcase, 1)
         runs["onnx-reference"] = run_reference(vcase, 1)
         ctx.backend_seconds += sum(p.backend_seconds for p in runs.values())
         for key, p in runs.items():

@@ -38,7 +38,7 @@ from gero_runner.execution.evaluate import (
     PathResult,
     RunSettings,
     finish_row,
-    run_ort_level,
+    run_path,
 )
 from gero_runner.metrics.compare import Comparison, compare
 from gero_runner.metrics.parity import (
@@ -177,8 +177,9 @@ def evaluate_sample(module: Any, module_spec: str, specs: list[InputSpec], sampl
     backend_start = time.perf_counter()
     if model is not None:
         for level in settings.levels:
-            paths[f"ort-{level}"] = run_ort_level(case, level, settings.threads,
-                                                  settings.repeats)
+            paths[f"ort-{level}"] = run_path(ort.RUNTIME,
+                                             ort.RUNTIME.level(level, settings.threads),
+                                             case, settings.repeats)
     backend_seconds = time.perf_counter() - backend_start
     for path in paths.values():
         if path.outputs is not None:

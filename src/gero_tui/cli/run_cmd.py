@@ -37,6 +37,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="kind of a model output: dense|confidence|rotation|translation|keypoints")
     p.add_argument("--ops", default="", help="comma-separated operators or entry names")
     p.add_argument("--dtypes", default="", help=f"comma-separated, from {','.join(FLOAT_DTYPES)}")
+    p.add_argument("--backends", default="", metavar="A,B",
+                   help="runtimes under test, from onnxruntime,openvino,tract (default: the "
+                        "installed ones); the onnx ReferenceEvaluator always runs")
     add_data_dir(p)
     p.add_argument("--run-id", default=None)
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
@@ -68,6 +71,7 @@ def main(args: argparse.Namespace) -> int:
         run_id=args.run_id, jobs=args.jobs, threads=args.threads, repeats=args.repeats,
         seed=args.seed, tolerances=parse_overrides(args.rtol, args.atol),
         timeout_s=args.timeout, checks=() if args.no_contracts else ("contracts", "variants"),
+        backends=tuple(split_list(args.backends)) or None,
         command_line=shlex.join(["gero", *sys.argv[1:]]), limit=args.limit,
     )
     warn = lambda message: print(f"gero: warning: {message}", file=sys.stderr)  # noqa: E731

@@ -1,0 +1,109 @@
+"""The one interface every execution path implements.
+
+A runtime is a ``Backend``: it lists its paths (one per setting: ONNX Runtime's optimisation
+levels, OpenVINO's inference precisions, tract with and without its optimiser), builds a
+session from model bytes and a path's recorded settings, runs it, releases it, reports its
+version, and says in one line when it cannot take a case. Everything above this package
+(execution, contracts, variants, models, replay, timing) talks to runtimes only through it.
+
+Runtimes are imported inside the methods: the parent of the worker pool forks its workers
+and must not hold a runtime's thread pools, and the explorer must not pay their import.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from gero_runner.cases.base import Arrays, CaseInstance
+
+NOT_APPLICABLE = "-"
+
+
+@dataclass(frozen=True)
+class PathSpec:
+    """One path of a runtime: a setting, with what every observation of it records."""
+
+    backend: str
+    """The rows' backend column (``Backend.name``)."""
+    name: str
+    """Unique within a case: names the path's evidence folder, e.g. 'ort-all'."""
+    optimization: str
+    """The rows' optimization column: the setting, e.g. 'all', 'f32', 'bf16-default'."""
+    threads: int
+    settings: Mapping[str, Any]
+    """Enough to rebuild the session (``Backend.build``); recorded as JSON on every row."""
+
+
+class Backend(ABC):
+    """A runtime gero can run a case on."""
+
+    name: ClassVar[str]
+    """The rows' backend column, also the name ``gero run --backends`` takes."""
+    prefix: ClassVar[str]
+    """Path names are ``{prefix}-{optimization}``."""
+    distribution: ClassVar[str]
+    """The PyPI distribution that provides the runtime (its version is recorded)."""
+    module: ClassVar[str]
+    """The import name, probed without importing it."""
+    extra: ClassVar[str | None] = None
+    """gero's optional extra that installs it (None: a core dependency)."""
+
+    def installed(self) -> bool:
+        return importlib.util.find_spec(self.module) is not None
+
+    def install_hint(self) -> str:
+        target = f"'gero[{self.extra}]'" if self.extra else self.distribution
+        return f"pip install {target}"
+
+    def version(self) -> str:
+        return _version(self.distribution)
+
+    @abstractmethod
+    def paths(self, threads: int) -> list[PathSpec]:
+        """Every setting this runtime is run at, in display order (the first is its base)."""
+
+    def supports(self, case: CaseInstance) -> str | None:
+        """None when the runtime can take the case, else a one-line reason."""
+        return None
+
+    @abstractmethod
+    def build(self, model: bytes, settings: Mapping[str, Any]) -> Any:
+        """A session for the serialised model with a path's settings."""
+
+    @abstractmethod
+    def run(self, session: Any, inputs: Arrays) -> list[np.ndarray]:
+        """The graph outputs, in graph order, as NumPy arrays."""
+
+    def release(self, session: Any) -> None:
+        """Free the session now (its teardown is timed as backend work)."""
+        del session
+
+    def with_threads(self, settings: Mapping[str, Any], threads: int) -> dict[str, Any] | None:
+        """The settings at another intra-op thread count, or None when the runtime has no
+        such setting (the threads contract then does not apply to it)."""
+        return None
+
+    def spec(self, optimization: str, threads: int, settings: Mapping[str, Any]) -> PathSpec:
+        return PathSpec(self.name, f"{self.prefix}-{optimization}", optimization, threads,
+                        settings)
+
+
+@functools.cache  # reading package metadata costs ~1 ms; rows ask per output
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def input_dtypes(case: CaseInstance) -> set[str]:
+    return {str(x.dtype) for x in case.inputs.values()}

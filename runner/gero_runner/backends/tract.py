@@ -1,0 +1,122 @@
+"""tract, Sonos' Rust inference engine, through its Python bindings: one path with its
+optimiser (``into_optimized``: kernel selection, fusions) and one without (``into_typed``:
+the decluttered tract-core graph as the ONNX importer builds it).
+
+tract 0.23 dropped the unoptimised path from its Python API (``into_runnable`` always
+optimises), hence the extra's ``<0.23``. tract loads models from a file, so the bytes are
+written to a temporary file that lives only while the model is read. tract 0.22's
+``Value.to_numpy`` reads every tensor as float32 whatever its element type (float16 outputs
+come back as garbage), so outputs are read here with the element type tract reports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from gero_runner.backends.base import Backend, PathSpec
+from gero_runner.cases.base import Arrays, CaseInstance
+
+BACKEND = "tract"
+OPTIMIZED = "optimized"
+UNOPTIMIZED = "unoptimized"
+_PIPELINES = {OPTIMIZED: "into_optimized", UNOPTIMIZED: "into_typed"}
+
+
+class Tract(Backend):
+    name = BACKEND
+    prefix = "tract"
+    distribution = "tract"
+    module = "tract"
+    extra = "tract"
+
+    def paths(self, threads: int) -> list[PathSpec]:
+        # tract runs on the calling thread: no thread setting to record.
+        return [self.spec(level, 1, {"pipeline": _PIPELINES[level]})
+                for level in (UNOPTIMIZED, OPTIMIZED)]
+
+    def supports(self, case: CaseInstance) -> str | None:
+        odd = sorted({str(x.dtype) for x in case.inputs.values() if x.dtype.kind in "OUSVc"})
+        if odd:
+            return f"tract's Python API takes no {', '.join(odd)} tensors"
+        return None
+
+    def build(self, model: bytes, settings: Mapping[str, Any]) -> Any:
+        with _short_errors():
+            return self._build(model, settings)
+
+    def run(self, session: Any, inputs: Arrays) -> list[np.ndarray]:
+        with _short_errors():
+            names, runnable = session
+            outputs = runnable.run([np.ascontiguousarray(inputs[n]) for n in names])
+            return [_to_numpy(o) for o in outputs]
+
+    def _build(self, model: bytes, settings: Mapping[str, Any]) -> Any:
+        import tract
+
+        fd, path = tempfile.mkstemp(suffix=".onnx", prefix="gero-tract-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(model)
+            inference = tract.onnx().model_for_path(path)
+        finally:
+            os.unlink(path)
+        names = [inference.input_name(i) for i in range(inference.input_count())]
+        pipeline = settings["pipeline"]
+        if pipeline not in _PIPELINES.values():
+            raise ValueError(f"unknown tract pipeline {pipeline!r}; known: "
+                             f"{', '.join(_PIPELINES.values())}")
+        typed = getattr(inference, pipeline)()
+        return names, typed.into_runnable()
+
+
+@contextlib.contextmanager
+def _short_errors() -> Iterator[None]:
+    """tract's errors carry a Rust stack backtrace after the message: keep the message."""
+    try:
+        yield
+    except Exception as e:
+        text = str(e)
+        if _BACKTRACE not in text:
+            raise
+        raise type(e)(text.split(_BACKTRACE, 1)[0].strip()) from None
+
+
+_BACKTRACE = "Stack backtrace:"
+
+
+# tract's datum type codes (tract/value.py) -> NumPy element types.
+_DTYPES = {0x01: np.bool_, 0x11: np.uint8, 0x12: np.uint16, 0x14: np.uint32, 0x18: np.uint64,
+           0x21: np.int8, 0x22: np.int16, 0x24: np.int32, 0x28: np.int64, 0x32: np.float16,
+           0x34: np.float32, 0x38: np.float64}
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    """A copy of a tract value's data in its own element type."""
+    import ctypes
+
+    from tract.bindings import check, lib
+
+    datum, rank = ctypes.c_uint32(), ctypes.c_size_t()
+    shape = ctypes.POINTER(ctypes.c_size_t)()
+    data = ctypes.c_void_p()
+    check(lib.tract_value_as_bytes(value.ptr, ctypes.byref(datum), ctypes.byref(rank),
+                                   ctypes.byref(shape), ctypes.byref(data)))
+    if datum.value not in _DTYPES:
+        raise TypeError(f"tract returned an element type gero cannot read (code "
+                        f"{datum.value:#x})")
+    dtype = np.dtype(_DTYPES[datum.value])
+    dims = tuple(int(shape[i]) for i in range(rank.value))
+    count = int(np.prod(dims, dtype=np.int64))
+    if count == 0 or not data.value:
+        return np.zeros(dims, dtype)
+    raw = ctypes.string_at(data.value, count * dtype.itemsize)  # a copy of tract's buffer
+    return np.frombuffer(raw, dtype=dtype).reshape(dims).copy()
+
+
+RUNTIME = Tract()

@@ -1,0 +1,249 @@
+"""Every runtime behind the one backend interface: each check family runs on each selected
+runtime, its settings are its own paths, and a runtime that is absent or crashes is said so.
+
+OpenVINO and tract are optional extras: their tests skip with the pip command when absent.
+OpenVINO does not survive a fork of a process that has run it, so this module runs every
+runtime in a child process (as gero run does) and the test process stays clean.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from gero_runner import backends
+from gero_runner.backends.base import Backend
+from gero_runner.cases import onnx_backend
+from gero_runner.errors import GeroError
+from gero_runner.evidence.replay import replay_artifact
+from gero_runner.execution import pool
+from gero_runner.execution.evaluate import RunSettings
+from gero_runner.run import RunRequest, collect_cases, execute
+from gero_runner.schema import EXECUTION, PASSED
+from gero_runner.storage.store import DataRoot, batch_from_bytes
+
+RUNTIMES = list(backends.RUNTIMES)
+
+
+def _require(name: str) -> Backend:
+    backend = backends.get(name)
+    if not backend.installed():
+        pytest.skip(f"{name} is not installed ({backend.install_hint()})")
+    return backend
+
+
+def _synthetic(op: str, dtype: str = "float32") -> Any:
+    (case, *_) = collect_cases(RunRequest(ops=[op], dtypes=[dtype]))
+    return case
+
+
+def _rows(case: Any, tmp_path: Path, name: str, checks: tuple[str, ...] = ()
+          ) -> list[dict[str, Any]]:
+    settings = RunSettings(data_root=str(tmp_path), backends=(name,), repeats=2, checks=checks)
+    (outcome,) = pool.run_cases([case], settings, jobs=1, timeout_s=60)
+    rows: list[dict[str, Any]] = (outcome.result.rows or
+                                  batch_from_bytes(outcome.result.batch or b"").to_pylist())
+    return rows
+
+
+def _paths(name: str) -> dict[str, dict[str, Any]]:
+    """A runtime's settings by label (asked in a child: OpenVINO's loads its plugin)."""
+    return dict(_in_child(_settings_of, name))
+
+
+def _settings_of(name: str) -> dict[str, dict[str, Any]]:
+    return {p.optimization: dict(p.settings) for p in backends.get(name).paths(1)}
+
+
+def _in_child(function: Any, *args: Any) -> Any:
+    """``function(*args)`` in a forked child, its result sent back (see the docstring)."""
+    ctx = mp.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+
+    def target() -> None:
+        send.send(function(*args))
+
+    process = ctx.Process(target=target)
+    process.start()
+    try:
+        assert receive.poll(120), "the child gave no result"
+        return receive.recv()
+    finally:
+        process.join(5)
+
+
+@pytest.mark.parametrize("name", RUNTIMES)
+def test_agreement_and_analytic_on_every_setting(name: str, tmp_path: Path) -> None:
+    _require(name)
+    rows = _rows(_synthetic("Relu"), tmp_path, name)
+    settings = _paths(name)
+    for check in ("agreement", "analytic"):
+        mine = [r for r in rows if r["check"] == check and r["backend"] == name]
+        assert sorted(r["optimization"] for r in mine) == sorted(settings)
+        assert all(r["result"] == PASSED for r in mine), [r["reason"] for r in mine]
+    for r in rows:  # every observation records its runtime's settings
+        if r["backend"] == name:
+            assert json.loads(r["session_settings"]) == settings[r["optimization"]]
+    assert {r["reference"] for r in rows if r["check"] == "agreement"} == {backends.REFERENCE}
+
+
+@pytest.mark.parametrize("name", RUNTIMES)
+def test_contracts_and_variants_run_on_the_runtime(name: str, tmp_path: Path) -> None:
+    _require(name)
+    rows = _rows(_synthetic("Softmax"), tmp_path, name, checks=("contracts", "variants"))
+    mine = {r["check"] for r in rows if r["backend"] == name}
+    assert "contract:partition" in mine and "contract:determinism" in mine
+    assert any(c.startswith("variant:") for c in mine)
+    assert any(c.startswith("contract:prob") for c in mine)
+
+
+@pytest.mark.parametrize("name", RUNTIMES)
+def test_expected_outputs_of_an_onnx_node_case(name: str, tmp_path: Path) -> None:
+    _require(name)
+    (tc,) = [t for t in onnx_backend.collect() if t.name == "test_relu"]
+    case = onnx_backend.to_case(tc, "Relu")
+    rows = [r for r in _rows(case, tmp_path, name) if r["backend"] == name]
+    expected = [r for r in rows if r["check"] == "expected"]
+    assert expected and all(r["result"] == PASSED for r in expected)
+
+
+@pytest.mark.parametrize("name", RUNTIMES)
+def test_model_family_on_a_user_model(name: str, tmp_path: Path) -> None:
+    _require(name)
+    path = tmp_path / "tiny.onnx"
+    onnx.save(_conv_model(), path)
+    request = RunRequest(models=[str(path)], data_root=tmp_path / "data", repeats=1,
+                         backends=("onnxruntime", name))
+    record = execute(request)
+    rows = _stored(tmp_path / "data", record.run_id)
+    fp32 = {r["optimization"] for r in rows if r["check"] == "model:fp32"
+            and r["backend"] == name}
+    assert fp32 == set(_paths(name))
+
+
+def _stored(root: Path, run_id: str) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(DataRoot(root).run_dir(run_id) / "observations.parquet")
+    rows: list[dict[str, Any]] = table.to_pylist()
+    return rows
+
+
+def _conv_model() -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    weight = onnx.numpy_helper.from_array(
+        rng.standard_normal((16, 3, 3, 3)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16, 8, 8])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 10
+    return model
+
+
+def _openvino_paths() -> tuple[str, dict[str, dict[str, Any]], float]:
+    from gero_runner.backends import openvino
+
+    backend = backends.get("openvino")
+    paths = {p.optimization: dict(p.settings) for p in backend.paths(1)}
+    x = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    (y,) = backend.run(backend.build(_conv_model().SerializeToString(), paths["f32"]), {"x": x})
+    reference = backends.get(backends.REFERENCE)
+    (ref,) = reference.run(reference.build(_conv_model().SerializeToString(), {}), {"x": x})
+    return openvino.default_precision(), paths, float(np.abs(y - ref).max())
+
+
+def test_openvino_default_precision_is_its_own_labelled_path() -> None:
+    _require("openvino")
+    precision, paths, f32_error = _in_child(_openvino_paths)
+    assert set(paths) == {"f32", f"{precision}-default"}
+    assert paths[f"{precision}-default"]["inference_precision"] == precision
+    assert paths["f32"]["inference_precision"] == "f32"
+    assert f32_error < 1e-4  # the f32 path computes a float32 Conv to float32 accuracy
+
+
+def test_tract_reads_outputs_in_their_own_element_type() -> None:
+    backend = _require("tract")  # tract survives a fork: it runs in this process
+    for dtype, proto in ((np.float16, TensorProto.FLOAT16), (np.float64, TensorProto.DOUBLE),
+                         (np.int64, TensorProto.INT64)):
+        graph = helper.make_graph(
+            [helper.make_node("Identity", ["x"], ["y"])], "id",
+            [helper.make_tensor_value_info("x", proto, [2, 3])],
+            [helper.make_tensor_value_info("y", proto, [2, 3])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+        x = (np.arange(6).reshape(2, 3) - 2).astype(dtype)
+        for spec in backend.paths(1):
+            (y,) = backend.run(backend.build(model.SerializeToString(), spec.settings),
+                               {"x": x})
+            assert y.dtype == x.dtype and np.array_equal(y, x)
+
+
+def test_unknown_or_missing_runtime_is_named_with_its_pip_command(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(GeroError, match="unknown backend 'nosuch'; choose from onnxruntime"):
+        backends.select(["nosuch"])
+    monkeypatch.setattr(type(backends.get("tract")), "installed", lambda self: False)
+    with pytest.raises(GeroError, match=r"pip install 'gero\[tract\]'"):
+        backends.select(["onnxruntime", "tract"])
+    assert "tract" not in backends.select(None)
+
+
+def test_unsupported_case_is_an_execution_row_with_the_reason(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    runtime = backends.get("onnxruntime")
+    monkeypatch.setattr(type(runtime), "supports", lambda self, case: "no Relu today")
+    rows = _rows(_synthetic("Relu"), tmp_path, "onnxruntime")
+    agreement = [r for r in rows if r["check"] == "agreement"]
+    assert agreement and all(r["result"] == EXECUTION and "not supported: no Relu today"
+                             in r["reason"] for r in agreement)
+
+
+def _segfault(self: Any, session: Any, inputs: Any) -> Any:
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def test_a_runtime_that_kills_its_worker_is_named_on_the_execution_row(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Workers are forked, so they inherit the crashing runtime.
+    monkeypatch.setattr(type(backends.get("onnxruntime")), "run", _segfault)
+    case = _synthetic("Relu")
+    (outcome,) = pool.run_cases([case], RunSettings(data_root=""), jobs=1, timeout_s=30)
+    rows = outcome.result.rows or batch_from_bytes(outcome.result.batch or b"").to_pylist()
+    (row,) = rows
+    assert (row["result"], row["backend"], row["optimization"]) == (
+        EXECUTION, "onnxruntime", "disable_all")
+    assert "SIGSEGV" in row["reason"]
+
+
+@pytest.mark.parametrize("name", [n for n in RUNTIMES if n != "onnxruntime"])
+def test_replay_reruns_every_runtime_of_the_case(name: str, tmp_path: Path) -> None:
+    _require(name)
+    rows = _rows(_synthetic("Relu"), tmp_path, name)
+    artifact = tmp_path / rows[0]["artifact_path"]
+    report = _in_child(replay_artifact, artifact, None, rows)
+    replayed = [o for o in report.observations if o.backend == name]
+    assert replayed and all(o.reproduced for o in replayed), report.to_dict()
+
+
+def _pool_after_openvino_ran_here(data_root: str) -> list[str]:
+    _openvino_paths()  # this process has now run OpenVINO: a forked child would hang
+    settings = RunSettings(data_root=data_root, backends=("openvino",), repeats=1)
+    (outcome,) = pool.run_cases([_synthetic("Relu")], settings, jobs=1, timeout_s=60)
+    rows = outcome.result.rows or batch_from_bytes(outcome.result.batch or b"").to_pylist()
+    return [str(r["result"]) for r in rows if r["backend"] == "openvino"]
+
+
+def test_workers_start_fresh_once_openvino_ran_in_the_parent(tmp_path: Path) -> None:
+    _require("openvino")
+    results = _in_child(_pool_after_openvino_ran_here, str(tmp_path))
+    assert results and EXECUTION not in results

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import tarfile
 import tempfile
@@ -26,7 +25,7 @@ from gero_runner.errors import ArtifactError
 from gero_runner.evidence.rows import OBSERVATIONS_JSON, row_to_json, rows_for_artifact
 from gero_runner.storage.artifacts import MANIFEST, resolve_artifact, verify_manifest
 from gero_runner.storage.hashing import sha256
-from gero_runner.storage.store import DataRoot
+from gero_runner.storage.store import DataRoot, write_file
 
 BUNDLE_JSON = "bundle.json"
 MAX_MEMBER_BYTES = 2 << 30
@@ -73,27 +72,29 @@ def create_bundle(root: DataRoot, row: dict[str, Any], out: Path) -> BundleResul
     manifest = json.loads((directory / MANIFEST).read_text())
     manifest["files"].update({name: sha256(data) for name, data in extra.items()})
     extra[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=True).encode()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    os.close(fd)
     count = 0
-    try:
-        with tarfile.open(tmp, "w:gz") as tar:
-            for name in [*sorted(manifest["files"]), MANIFEST]:
-                if name in extra:
-                    data = extra[name]
-                    info = tarfile.TarInfo(f"{folder}/{name}")
+
+    def write(name: str) -> None:
+        nonlocal count
+        count = 0
+        with tarfile.open(name, "w:gz") as tar:
+            for member in [*sorted(manifest["files"]), MANIFEST]:
+                if member in extra:
+                    data = extra[member]
+                    info = tarfile.TarInfo(f"{folder}/{member}")
                     info.size, info.mode = len(data), 0o644
                     info.mtime = int(datetime.now().timestamp())
                     tar.addfile(info, io.BytesIO(data))
                 else:
-                    tar.add(directory / name, arcname=f"{folder}/{name}", recursive=False)
+                    tar.add(directory / member, arcname=f"{folder}/{member}", recursive=False)
                 count += 1
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return BundleResult(out, oid, folder, count, len(rows), out.stat().st_size, command)
+
+    try:
+        write_file(out, write)
+    except OSError as e:
+        raise ArtifactError(f"cannot write {out}: {e.strerror or e}") from e
+    size = out.stat().st_size if out.is_file() else 0
+    return BundleResult(out, oid, folder, count, len(rows), size, command)
 
 
 def _safe_members(tar: tarfile.TarFile, archive: Path) -> list[tarfile.TarInfo]:

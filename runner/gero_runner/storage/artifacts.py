@@ -26,6 +26,7 @@ import numpy as np
 
 from gero_runner.errors import ArtifactError
 from gero_runner.storage.hashing import load_npy, npy_bytes, sha256
+from gero_runner.storage.locks import dir_mode
 
 MANIFEST = "manifest.json"
 ARTIFACTS_DIR = "artifacts"
@@ -114,6 +115,7 @@ class EvidenceWriter:
             os.makedirs(parent, exist_ok=True)
             staging = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
         try:
+            os.chmod(staging, dir_mode())  # mkdtemp's 0700 would hide it from the team
             made = {""}
             for rel, data in physical.items():
                 folder = os.path.dirname(rel)

@@ -14,6 +14,7 @@ from typing import Any
 
 from gero_runner.errors import StoreError
 from gero_runner.storage.layout import RUN_FILE, RUNS_DIR, run_ids
+from gero_runner.storage.locks import effective_status
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ def read_record(data_root: str | os.PathLike[str], run_id: str) -> dict[str, Any
             raise ValueError("not a JSON object")
     except (OSError, ValueError) as e:
         raise StoreError(f"{path}: cannot read run record ({e})") from e
+    # A run that says it is running while no process holds its lock was killed.
+    record["status"] = effective_status(path.parent, str(record.get("status", "?")))
     return record
 
 

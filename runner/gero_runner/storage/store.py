@@ -18,7 +18,7 @@ import json
 import os
 import secrets
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gero_runner.errors import GeroError
 from gero_runner.schema import OBSERVATION_SCHEMA, SIGHTING_SCHEMA, RunRecord
 from gero_runner.storage.layout import (
     OBSERVATIONS_FILE,
@@ -35,6 +36,7 @@ from gero_runner.storage.layout import (
     SIGHTINGS_FILE,
     run_ids,
 )
+from gero_runner.storage.locks import file_mode
 from gero_runner.storage.runs import read_record
 
 
@@ -47,29 +49,58 @@ def new_run_id(now: datetime | None = None) -> str:
     return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+MAX_NAME_BYTES = 255
+"""The longest file name (in bytes) that common file systems accept."""
+
+
+def _check_name(path: Path) -> None:
+    size = len(os.fsencode(path.name))
+    if size > MAX_NAME_BYTES:
+        raise GeroError(f"file name {path.name[:40]}... is {size} bytes long; file systems "
+                        f"accept at most {MAX_NAME_BYTES}")
+
+
+def write_file(path: Path, write: Callable[[str], None]) -> None:
+    """Write ``path`` through ``write(name)``: complete or not at all, with the usual mode.
+
+    A regular file (or a new path) is written to a temporary name beside it and renamed over
+    it, so a reader never sees half a file; the result gets 0o666 less the umask, like any
+    Unix tool's output. Anything else that exists (``/dev/null``, a FIFO, a terminal) is
+    written in place. A symbolic link is followed: its target is what gets written.
+    """
+    path = Path(path)
+    _check_name(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+    if path.exists() and not path.is_file():
+        if path.is_dir():
+            raise GeroError(f"{path} is a directory; give a file name")
+        write(str(path))  # a device or a FIFO: written through, never replaced
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # A short temporary name: the target's own name may already be near the length limit.
+    fd, tmp = tempfile.mkstemp(prefix=".gero-", suffix=".tmp", dir=path.parent)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        write(tmp)
+        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    def write(name: str) -> None:
+        with open(name, "wb") as f:
+            f.write(data)
+
+    write_file(path, write)
 
 
 def atomic_write_table(path: Path, table: pa.Table) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp, compression="zstd",
-                       write_statistics=statistics_columns(table.schema))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_file(path, lambda name: pq.write_table(
+        table, name, compression="zstd", write_statistics=statistics_columns(table.schema)))
 
 
 def statistics_columns(schema: pa.Schema) -> list[str]:

@@ -2,37 +2,35 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
 import platform
 import sys
-import time
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import asdict, fields
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
 from gero_runner import backends
 from gero_runner.cases.base import CaseInstance
 from gero_runner.errors import GeroError
-from gero_runner.execution.evaluate import RunSettings
+from gero_runner.execution.evaluate import CaseResult, RunSettings
 from gero_runner.execution.pool import Outcome, run_cases
 from gero_runner.request import SUITES, ModelOptions, RunRequest, suite_names
-from gero_runner.schema import OBSERVATION_SCHEMA, RESULT_CLASSES, SIGHTING_SCHEMA, RunRecord
-from gero_runner.storage.store import (
-    DataRoot,
-    batch_from_bytes,
-    new_run_id,
-    rows_to_batch,
-    with_constants,
-)
+from gero_runner.schema import RunRecord
+from gero_runner.storage.run_writer import RunWriter
+from gero_runner.storage.store import DataRoot, batch_from_bytes, new_run_id, rows_to_batch
 from gero_runner.tolerances import ToleranceTable
 
 # The request types live in a leaf module (the case modules import them); a run is asked for
 # from here.
-__all__ = ["ModelOptions", "RunRequest", "allocate_run_id", "collect_cases", "execute",
-           "store_results", "suite_names"]
+__all__ = ["DiskFull", "ModelOptions", "RunRequest", "allocate_run_id", "collect_cases",
+           "execute", "store_results", "suite_names"]
 
 def collect_cases(request: RunRequest) -> list[CaseInstance]:
     """Every case of the requested suite(s) and user models, in a stable order."""
@@ -94,108 +92,186 @@ def allocate_run_id(root: DataRoot, requested: str | None, started: datetime) ->
     return run_id
 
 
+class DiskFull(GeroError):
+    """The disk filled up: the run kept what it saved before, and says how to resume."""
+
+    exit_code = 1
+
+
+def request_to_json(request: RunRequest) -> dict[str, Any]:
+    """What ``--resume`` needs to collect the same cases again (model paths made absolute)."""
+    values = asdict(request)
+    values["data_root"] = str(request.data_root)
+    values["models"] = [str(Path(m).resolve()) for m in request.models]
+    values["checks"] = list(request.checks)
+    values["backends"] = None if request.backends is None else list(request.backends)
+    values["tolerances"] = {k: list(v) for k, v in request.tolerances.items()}
+    values["model_options"] = {k: list(v) if isinstance(v, tuple) else v
+                               for k, v in asdict(request.model_options).items()}
+    return values
+
+
+def request_from_json(values: dict[str, Any], data_root: Path, jobs: int) -> RunRequest:
+    """The stored request, into ``data_root`` with ``jobs`` workers (this machine's)."""
+    known = {f.name for f in fields(RunRequest)}
+    values = {k: v for k, v in values.items() if k in known}
+    options = values.get("model_options") or {}
+    option_names = {f.name for f in fields(ModelOptions)}
+    option_values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                                      for k, v in options.items() if k in option_names}
+    values["model_options"] = ModelOptions(**option_values)
+    values["checks"] = tuple(values.get("checks", ()))
+    if isinstance(values.get("backends"), list):
+        values["backends"] = tuple(values["backends"])
+    values["tolerances"] = {k: (float(v[0]), float(v[1]))
+                            for k, v in values.get("tolerances", {}).items()}
+    values["run_id"] = None
+    return RunRequest(**{**values, "data_root": data_root, "jobs": jobs})
+
+
+def _record_fields(request: RunRequest, run_id: str, started: datetime,
+                   table: ToleranceTable, runtimes: tuple[str, ...]) -> dict[str, Any]:
+    return _fixed_fields(run_id, started, suite=recorded_suite(request),
+                         command_line=request.command_line, seed=request.seed,
+                         jobs=request.jobs, threads=request.threads, table=table,
+                         models=[str(Path(m).resolve()) for m in request.models],
+                         runtimes=runtimes)
+
+
+def _fixed_fields(run_id: str, started: datetime, *, suite: str, command_line: str, seed: int,
+                  jobs: int, threads: int, table: ToleranceTable,
+                  models: list[str], runtimes: tuple[str, ...]) -> dict[str, Any]:
+    return dict(
+        run_id=run_id, started_at=started.isoformat(), suite=suite, command_line=command_line,
+        seed=seed, jobs=jobs, threads=threads, cpu_model=cpu_model(),
+        python_version=sys.version.split()[0], numpy_version=_version("numpy"),
+        onnx_version=_version("onnx"), onnxruntime_version=_version("onnxruntime"),
+        tolerances=table.as_dict(), models=models,
+        backends={name: backends.get(name).version()
+                  for name in (*runtimes, backends.REFERENCE)})
+
+
 def execute(request: RunRequest,
             progress: Callable[[int, int], None] | None = None,
-            warn: Callable[[str], None] | None = None) -> RunRecord:
-    """Run the request into its data root and return its record.
+            warn: Callable[[str], None] | None = None,
+            resume: str | None = None) -> RunRecord:
+    """Run the request into its data root, saving finished cases as it goes; its record.
 
     Ctrl-C stops the run but keeps what finished: the record then has status
-    ``interrupted`` (and is returned like any other).
+    ``interrupted`` (and is returned like any other). With ``resume`` (a run id), finish
+    that interrupted run instead: its stored request is collected again and the cases it
+    finished are not run twice. A full disk raises ``DiskFull`` after keeping what it can.
     """
     started = datetime.now(UTC)
-    wall_start = time.perf_counter()
     root = DataRoot(request.data_root)
-    run_id = allocate_run_id(root, request.run_id, started)
+    if resume is not None:
+        writer, stored = RunWriter.resume(root, resume, warn)
+        try:
+            request = request_from_json(stored, request.data_root, jobs=request.jobs)
+        except (TypeError, ValueError, IndexError, GeroError) as e:
+            writer.close()
+            raise GeroError(f"run {resume}: its stored request is unusable ({e})") from e
+    else:
+        run_id = allocate_run_id(root, request.run_id, started)
     runtimes = backends.select(request.backends)
     cases = collect_cases(request)
-    if not cases:
+    if not cases and resume is None:
         raise GeroError("no cases selected: check --suite, --ops, --dtypes and --model")
     if warn is not None:
         for case in cases:
             for message in case.metadata.get("warnings", []):
                 warn(message)
     table = ToleranceTable(request.tolerances)
+    if resume is None:
+        writer = RunWriter.create(root, run_id, _record_fields(request, run_id, started, table,
+                                                                   runtimes),
+                                  request_to_json(request), warn)
+    todo = _unfinished(cases, writer.case_ids)
     settings = RunSettings(
         data_root=str(request.data_root), threads=request.threads, repeats=request.repeats,
         tolerances={d: (t["rtol"], t["atol"]) for d, t in table.as_dict().items()},
         checks=model_checks(request), backends=runtimes,
     )
-    results: dict[int, Outcome] = {}
     status = "complete"
     try:
-        for outcome in run_cases(cases, settings, jobs=request.jobs, timeout_s=request.timeout_s):
-            results[outcome.index] = outcome
+        for outcome in run_cases([cases[i] for i in todo], settings, jobs=request.jobs,
+                                 timeout_s=request.timeout_s, tick=writer.save_if_due):
+            result = outcome.result
+            position = todo[outcome.index]
+            writer.add(position, cases[position].case_id, _batch(result),
+                       result.backend_seconds, result.evidence_seconds, result.total_seconds)
             if progress is not None:
-                progress(len(results), len(cases))
+                progress(writer.case_count, len(cases))
+            writer.save_if_due()
     except KeyboardInterrupt:
         status = "interrupted"
-    return store_results(root, run_id, suite=recorded_suite(request),
-                         command_line=request.command_line,
-                         seed=request.seed, jobs=request.jobs, threads=request.threads,
-                         started=started, wall_start=wall_start, status=status,
-                         results=results, table=table, warn=warn,
-                         models=[str(Path(m).resolve()) for m in request.models],
-                         runtimes=runtimes)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            writer.close()
+            raise
+        raise _disk_full(writer, e) from None
+    except BaseException:
+        writer.close()
+        raise
+    try:
+        return writer.finish(status)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        raise _disk_full(writer, e) from None
+
+
+def _batch(result: CaseResult) -> pa.RecordBatch:
+    return rows_to_batch(result.rows) if result.batch is None else batch_from_bytes(result.batch)
+
+
+def _unfinished(cases: list[CaseInstance], finished: list[str]) -> list[int]:
+    """Positions of the cases not yet finished (a case id finished twice skips two cases)."""
+    left = Counter(finished)
+    todo = []
+    for i, case in enumerate(cases):
+        if left[case.case_id] > 0:
+            left[case.case_id] -= 1
+        else:
+            todo.append(i)
+    return todo
+
+
+def _disk_full(writer: RunWriter, error: OSError) -> DiskFull:
+    """Keep what can be kept on a full disk, and say what that is."""
+    try:
+        writer.finish("interrupted")
+    except OSError:
+        writer.close()  # the record on disk still says running: readers show it interrupted
+    where = f" ({error.filename})" if error.filename else ""
+    return DiskFull(
+        f"the disk is full{where}: run {writer.run_id} keeps the {writer.saved_cases} cases it "
+        f"saved before; free some space and finish it with `gero run --resume {writer.run_id}`")
 
 
 def store_results(root: DataRoot, run_id: str, *, suite: str, command_line: str, seed: int,
-                  jobs: int, threads: int, started: datetime, wall_start: float, status: str,
+                  jobs: int, threads: int, started: datetime, status: str,
                   results: dict[int, Outcome], table: ToleranceTable,
                   warn: Callable[[str], None] | None,
                   models: list[str] | None = None,
                   runtimes: tuple[str, ...] = ("onnxruntime",)) -> RunRecord:
-    """Deduplicate the outcomes' rows against the data root and write the run.
+    """Store finished outcomes as a new run in one go (``gero parity``'s path).
 
     Rows are taken in case order, so the stored tables do not depend on the worker count.
     """
-    now = datetime.now(UTC)
-    store_start = time.perf_counter()
-    known = root.known_observation_ids(warn)
-    parts: list[pa.RecordBatch] = []
-    backend_seconds = evidence_seconds = case_seconds = 0.0
-    for index in sorted(results):
-        result = results[index].result
-        backend_seconds += result.backend_seconds
-        evidence_seconds += result.evidence_seconds
-        case_seconds += result.total_seconds
-        parts.append(rows_to_batch(result.rows) if result.batch is None
-                     else batch_from_bytes(result.batch))
-    # One chunk: filtering 500 small chunks costs ~50 times more than one large one.
-    rows = pa.Table.from_batches(parts, schema=OBSERVATION_SCHEMA).combine_chunks()
-    first: list[bool] = []  # per row, in case order: first sighting in this run
-    new: list[bool] = []  # ... and not yet stored in the data root
-    seen: set[str] = set()
-    counts = dict.fromkeys(RESULT_CLASSES, 0)
-    for oid, result_class in zip(rows.column("observation_id").to_pylist(),
-                                 rows.column("result").to_pylist(), strict=True):
-        is_first = oid not in seen
-        first.append(is_first)
-        new.append(is_first and oid not in known)
-        if is_first:
-            seen.add(oid)
-            counts[result_class] += 1
-    observations = with_constants(rows.filter(pa.array(new, pa.bool_())),
-                                  run_id=run_id, created_at=now)
-    sighted = rows.filter(pa.array(first, pa.bool_()))
-    sightings = with_constants(
-        pa.table({f.name: sighted.column(f.name) if f.name in sighted.column_names else
-                  pa.nulls(sighted.num_rows, f.type) for f in SIGHTING_SCHEMA},
-                 schema=SIGHTING_SCHEMA),
-        run_id=run_id, seen_at=now)
-    record = RunRecord(
-        run_id=run_id, started_at=started.isoformat(), finished_at=now.isoformat(),
-        status=status, suite=suite, command_line=command_line,
-        seed=seed, jobs=jobs, threads=threads, cpu_model=cpu_model(),
-        python_version=sys.version.split()[0], numpy_version=_version("numpy"),
-        onnx_version=_version("onnx"), onnxruntime_version=_version("onnxruntime"),
-        tolerances=table.as_dict(), case_count=len(results),
-        observation_count=sightings.num_rows, new_observation_count=observations.num_rows,
-        counts=counts, wall_seconds=time.perf_counter() - wall_start,
-        backend_seconds=backend_seconds, evidence_seconds=evidence_seconds,
-        store_seconds=time.perf_counter() - store_start, case_seconds=case_seconds,
-        models=list(models or []),
-        backends={name: backends.get(name).version()
-                  for name in (*runtimes, backends.REFERENCE)},
-    )
-    root.write_run(record, observations, sightings)
-    return record
+    writer = RunWriter.create(
+        root, run_id, _fixed_fields(run_id, started, suite=suite, command_line=command_line,
+                                    seed=seed, jobs=jobs, threads=threads, table=table,
+                                    models=models or [], runtimes=runtimes),
+        None, warn)
+    try:
+        for index in sorted(results):
+            result = results[index].result
+            batch = _batch(result)
+            case_id = str(batch.column("case_id")[0]) if batch.num_rows else f"case {index}"
+            writer.add(index, case_id, batch, result.backend_seconds,
+                       result.evidence_seconds, result.total_seconds)
+    except BaseException:
+        writer.close()
+        raise
+    return writer.finish(status)

@@ -3,8 +3,10 @@ input options, a float64 shadow execution as the arbiter, batch contracts on a d
 leading dimension.
 
 The shadow (every float tensor widened to float64, run on the ReferenceEvaluator) is
-computed here, in the parent, because the comparison of every path needs it as the case's
-expected outputs. A shadow that cannot run is recorded as its own execution observation.
+computed while the cases are collected, because the comparison of every path needs it as
+the case's expected outputs; it runs in a child process bounded by the per-case timeout (a
+model may loop for ever). A shadow that cannot run is recorded as its own execution
+observation.
 The same run looks for signs that the inputs, not the model, decide the verdict (an empty
 intermediate tensor, an all-NaN or constant output) and warns about them.
 
@@ -136,14 +138,17 @@ def _warnings(model: onnx.ModelProto, values: dict[str, Any], outputs: list[str]
     return found
 
 
-def _shadow(model: onnx.ModelProto, inputs: dict[str, np.ndarray], name: str
+def _shadow(model: onnx.ModelProto, inputs: dict[str, np.ndarray], name: str,
+            timeout_s: float
             ) -> tuple[dict[str, np.ndarray] | None, dict[str, np.ndarray] | None, str,
                        list[str]]:
+    from gero_runner.execution.isolate import IsolatedFailure, call_isolated
+
     names = [o.name for o in model.graph.output]
     try:
-        values = shadow.run_shadow_traced(model, inputs)
-    except Exception as e:  # the evaluator may lack an operator: the run goes on without it
-        return None, None, f"{type(e).__name__}: {str(e)[:500]}", []
+        values = call_isolated(shadow.run_shadow_traced, model, inputs, timeout_s=timeout_s)
+    except IsolatedFailure as e:  # the evaluator may lack an operator: the run goes on
+        return None, None, str(e), []
     missing = [n for n in names if n not in values]
     if missing:
         return None, None, f"the shadow gave no value for output(s) {', '.join(missing)}", []
@@ -213,7 +218,7 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
                                                         for n, t in dropped.items()))
         expected = exact = None
     else:
-        expected, exact, error, warnings = _shadow(model, inputs, name)
+        expected, exact, error, warnings = _shadow(model, inputs, name, request.timeout_s)
         if error:
             metadata["shadow_error"] = error
             if any(c["values"].endswith("(default)") for c in choices):

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import faulthandler
 import multiprocessing as mp
+import os
 import pickle
 import signal
 import sys
@@ -28,6 +30,7 @@ from typing import Any
 from gero_runner.cases.base import CaseInstance
 from gero_runner.execution import evaluate
 from gero_runner.execution.evaluate import CaseResult, RunSettings
+from gero_runner.execution.isolate import exit_with_parent
 from gero_runner.request import DEFAULT_TIMEOUT_S
 from gero_runner.storage.store import batch_bytes
 
@@ -38,6 +41,14 @@ class Outcome:
     result: CaseResult
 
 
+@dataclass(frozen=True)
+class DiskFullReport:
+    """A worker's answer when writing a case's evidence found the disk full."""
+
+    filename: str
+
+
+TICK_S = 1.0
 PREFETCH_BYTES = 48 * 1024
 """A worker is sent its next case while it still runs one, when that case pickles this
 small: it starts at once instead of waiting for the parent's round trip. A larger case is
@@ -49,10 +60,15 @@ RUNNING_BYTES = 128
 """Room for the running path's ``backend\toptimization`` in the worker's shared buffer."""
 
 
-def _worker_main(conn: Connection, settings: RunSettings, running: Any) -> None:
-    # The parent handles Ctrl-C; a worker just finishes or is terminated. A crash is
+def _worker_main(conn: Connection, settings: RunSettings, running: Any, parent: int | None,
+                 inherited: list[Connection]) -> None:
+    exit_with_parent(os.getppid() if parent is None else parent)
+    for other in inherited:  # the parent's ends, copied by fork: not ours to hold
+        other.close()
+    # The parent handles Ctrl-C and SIGTERM; a worker just finishes or is killed. A crash is
     # recorded as an observation, so an inherited fault handler's dump would only be noise.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     faulthandler.disable()
 
     def note(path: str) -> None:  # the parent reads it when this process dies
@@ -73,6 +89,11 @@ def _worker_main(conn: Connection, settings: RunSettings, running: Any) -> None:
             # Arrow form made here, in parallel, not in the parent that serves every worker.
             result = dataclasses.replace(result, rows=[], batch=batch_bytes(result.rows))
             conn.send((index, result, None))
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                conn.send((index, None, traceback.format_exc(limit=8)))
+            else:  # not the case's fault: the run stops and says so
+                conn.send((index, None, DiskFullReport(str(e.filename or ""))))
         except Exception:  # an evaluator bug must not take the run down
             conn.send((index, None, traceback.format_exc(limit=8)))
 
@@ -80,12 +101,18 @@ def _worker_main(conn: Connection, settings: RunSettings, running: Any) -> None:
 class _Worker:
     """A child process and the cases sent to it, in the order it runs them."""
 
-    def __init__(self, ctx: Any, settings: RunSettings) -> None:
+    def __init__(self, ctx: Any, settings: RunSettings,
+                 others: Sequence[_Worker] = ()) -> None:
         self.conn, child = ctx.Pipe()
         self.running = ctx.Array("c", RUNNING_BYTES, lock=False)
         """Which runtime path the worker is inside (empty between paths)."""
-        self.process = ctx.Process(target=_worker_main, args=(child, settings, self.running),
-                                   daemon=True)
+        # A forked child inherits the parent's ends of every pipe made before it; a child
+        # of the fork server inherits nothing (and its parent is the server).
+        forked = ctx.get_start_method() == "fork"
+        inherited = [self.conn, *(w.conn for w in others if not w.conn.closed)] if forked else []
+        self.process = ctx.Process(target=_worker_main, daemon=True,
+                                   args=(child, settings, self.running,
+                                         os.getpid() if forked else None, inherited))
         self.process.start()
         child.close()
         self.queue: deque[tuple[int, CaseInstance]] = deque()
@@ -95,11 +122,16 @@ class _Worker:
     def accepts(self, message: bytes) -> bool:
         return not self.queue or (len(self.queue) == 1 and len(message) <= PREFETCH_BYTES)
 
-    def submit(self, index: int, case: CaseInstance, message: bytes) -> None:
+    def submit(self, index: int, case: CaseInstance, message: bytes) -> bool:
+        """Send a case; False when the worker is gone (the case was not sent)."""
+        try:
+            self.conn.send_bytes(message)
+        except OSError:  # it died: its running case is reported when its exit is seen
+            return False
         if not self.queue:
             self.started = time.monotonic()
         self.queue.append((index, case))
-        self.conn.send_bytes(message)
+        return True
 
     def finish_head(self) -> tuple[int, CaseInstance]:
         """The running case is done: the next one in the queue starts now."""
@@ -139,16 +171,23 @@ def _context() -> Any:
 
 def run_cases(cases: Sequence[CaseInstance], settings: RunSettings, jobs: int = 1,
               timeout_s: float = DEFAULT_TIMEOUT_S,
-              on_done: Callable[[Outcome], None] | None = None) -> Iterator[Outcome]:
-    """Yield one Outcome per case (in completion order), isolating each in a worker."""
+              on_done: Callable[[Outcome], None] | None = None,
+              tick: Callable[[], None] | None = None) -> Iterator[Outcome]:
+    """Yield one Outcome per case (in completion order), isolating each in a worker.
+
+    ``tick`` is called at least every ``TICK_S`` while cases run (the run saves its
+    finished cases on time even while a slow case holds every worker).
+    """
     ctx = _context()
     # Pending cases, next first; a dead worker's queued cases go back to the front.
     pending: deque[tuple[int, CaseInstance, bytes | None]] = deque(
         (i, case, None) for i, case in enumerate(cases))
-    workers = [_Worker(ctx, settings) for _ in range(max(1, min(jobs, len(cases))))]
+    workers: list[_Worker] = []
+    for _ in range(max(1, min(jobs, len(cases)))):
+        workers.append(_Worker(ctx, settings, workers))
 
     def fill(worker: _Worker) -> None:
-        while pending:
+        while pending and worker.process.is_alive():
             if worker.queue and len(pending) < len(workers):
                 return  # near the end, a reserve would wait while another worker idles
             index, case, message = pending[0]
@@ -157,8 +196,9 @@ def run_cases(cases: Sequence[CaseInstance], settings: RunSettings, jobs: int = 
                 pending[0] = (index, case, message)
             if not worker.accepts(message):
                 return
+            if not worker.submit(index, case, message):
+                return
             pending.popleft()
-            worker.submit(index, case, message)
 
     def fallback(index: int, case: CaseInstance, started: float, message: str,
                  running: str = "") -> Outcome:
@@ -168,12 +208,23 @@ def run_cases(cases: Sequence[CaseInstance], settings: RunSettings, jobs: int = 
     try:
         for w in workers:
             fill(w)
-        while any(w.queue for w in workers):
+        while pending or any(w.queue for w in workers):
+            for i, w in enumerate(workers):
+                if not w.queue and not w.process.is_alive():  # died idle: replace it
+                    w.kill()
+                    workers[i] = w = _Worker(ctx, settings, workers)
+                    fill(w)
             busy = [w for w in workers if w.queue]
+            if not busy:
+                for w in workers:
+                    fill(w)
+                continue
             now = time.monotonic()
             wait_for = min(max(0.0, w.started + timeout_s - now) for w in busy)
             ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
-                         timeout=wait_for)
+                         timeout=min(wait_for, TICK_S))
+            if tick is not None:
+                tick()
             for i, w in enumerate(workers):
                 if not w.queue:
                     continue
@@ -186,6 +237,9 @@ def run_cases(cases: Sequence[CaseInstance], settings: RunSettings, jobs: int = 
                         w.process.join(timeout=5)
                         died = _death_message(w.process.exitcode)
                     else:
+                        if isinstance(error, DiskFullReport):
+                            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC),
+                                          error.filename or None)
                         started = w.started
                         _, case = w.finish_head()
                         outcome = (Outcome(index, result) if error is None
@@ -203,7 +257,7 @@ def run_cases(cases: Sequence[CaseInstance], settings: RunSettings, jobs: int = 
                                        w.running.value.decode(errors="replace"))
                     pending.extendleft((j, c, None) for j, c in reversed(w.queue))
                     w.kill()
-                    workers[i] = w = _Worker(ctx, settings)
+                    workers[i] = w = _Worker(ctx, settings, workers)
                 if outcome is None:
                     continue
                 if on_done is not None:
@@ -211,8 +265,12 @@ def run_cases(cases: Sequence[CaseInstance], settings: RunSettings, jobs: int = 
                 yield outcome
                 fill(w)
     finally:
+        # Idle workers are asked to exit; busy ones (a stop mid-run) run cases nobody awaits.
         for w in workers:
-            w.stop()
+            if w.queue:
+                w.kill()
+            else:
+                w.stop()
         for w in workers:
             w.process.join(timeout=2)
             w.kill()

@@ -59,7 +59,6 @@ class ParityResult:
 def run_parity(request: ParityRequest,
                warn: Callable[[str], None] | None = None) -> ParityResult:
     """Evaluate every sample and store the run; GeroError on bad input."""
-    import time
 
     if request.samples < 1:
         raise GeroError(f"--max-pairs must be at least 1, got {request.samples}")
@@ -74,7 +73,6 @@ def run_parity(request: ParityRequest,
             raise GeroError(f"--onnx {request.onnx}: no such file")
         onnx_model = _read_onnx(request.onnx)
     started = datetime.now(UTC)
-    wall_start = time.perf_counter()
     root = DataRoot(request.data_root)
     run_id = allocate_run_id(root, request.run_id, started)
 
@@ -96,7 +94,7 @@ def run_parity(request: ParityRequest,
                             for d in dtypes})
     record = store_results(root, run_id, suite=SUITE, command_line=request.command_line,
                            seed=request.seed, jobs=1, threads=request.threads,
-                           started=started, wall_start=wall_start, status="complete",
+                           started=started, status="complete",
                            results=results, table=table, warn=warn)
     rows = [r for i in sorted(results) for r in results[i].result.rows]
     return ParityResult(record, rows)

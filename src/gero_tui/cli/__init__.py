@@ -16,7 +16,7 @@ from types import ModuleType
 from gero_runner.errors import GeroError
 
 COMMANDS = ("run", "tui", "summary", "findings", "blame", "export", "replay", "bundle", "diff",
-            "parity")
+            "parity", "gc")
 
 
 def _available(only: str | None = None) -> list[ModuleType]:

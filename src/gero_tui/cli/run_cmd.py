@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import sys
 from collections.abc import Callable
+from typing import Any
 
-from gero_runner.run import ModelOptions, RunRequest, execute, suite_names
+from gero_runner.errors import GeroError
+from gero_runner.run import DiskFull, ModelOptions, RunRequest, execute, suite_names
 from gero_runner.schema import FLOAT_DTYPES, RESULT_CLASSES, RESULT_LABELS, RunRecord
 from gero_runner.tolerances import parse_overrides
 from gero_tui.cli.common import add_data_dir, data_dir, split_list
@@ -51,6 +54,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--atol", action="append", default=[], metavar="DTYPE=V")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per case")
     p.add_argument("--limit", type=int, default=None, help="run only the first N cases")
+    p.add_argument("--resume", default=None, metavar="RUN_ID",
+                   help="finish an interrupted run (its own settings; finished cases are kept)")
     p.add_argument("--no-contracts", action="store_true", help="skip contracts and variants")
     p.set_defaults(handler=main)
 
@@ -74,13 +79,23 @@ def main(args: argparse.Namespace) -> int:
         backends=tuple(split_list(args.backends)) or None,
         command_line=shlex.join(["gero", *sys.argv[1:]]), limit=args.limit,
     )
+    if args.resume is not None and args.run_id is not None:
+        raise GeroError("give --resume RUN_ID or --run-id, not both")
     warn = lambda message: print(f"gero: warning: {message}", file=sys.stderr)  # noqa: E731
-    record = _execute(request, warn)
+    stop = _Terminated()
+    try:
+        with stop:
+            record = _execute(request, warn, args.resume)
+    except DiskFull as e:
+        print(f"gero: error: {e}", file=sys.stderr)
+        return DiskFull.exit_code
     if record.status == "interrupted":
-        print(f"gero: interrupted; run {record.run_id} keeps its {record.case_count} finished "
+        what = "terminated" if stop.received else "interrupted"
+        print(f"gero: {what}; run {record.run_id} keeps its {record.case_count} finished "
               f"cases ({record.observation_count} observations) in {request.data_root}: "
-              f"gero summary --run {record.run_id}", file=sys.stderr)
-        return 130
+              f"gero summary --run {record.run_id}; finish it with "
+              f"gero run --resume {record.run_id}", file=sys.stderr)
+        return 143 if stop.received else 130
     print(f"run {record.run_id}: {_count(record.case_count, 'case')}, "
           f"{_count(record.observation_count, 'observation')} "
           f"({record.new_observation_count} new) in {record.wall_seconds:.1f} s "
@@ -94,7 +109,26 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _execute(request: RunRequest, warn: Callable[[str], None]) -> RunRecord:
+class _Terminated:
+    """SIGTERM stops a run the way Ctrl-C does: what finished is saved, then it exits."""
+
+    def __init__(self) -> None:
+        self.received = False
+        self._previous: Any = None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.received = True
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> _Terminated:
+        self._previous = signal.signal(signal.SIGTERM, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.signal(signal.SIGTERM, self._previous)
+
+
+def _execute(request: RunRequest, warn: Callable[[str], None], resume: str | None) -> RunRecord:
     """The run, with a progress bar when a person watches the terminal."""
     if sys.stderr.isatty():
         from rich.progress import (
@@ -110,5 +144,5 @@ def _execute(request: RunRequest, warn: Callable[[str], None]) -> RunRecord:
                       TimeElapsedColumn(), TimeRemainingColumn(), transient=True) as bar:
             task = bar.add_task("cases", total=None)
             return execute(request, lambda done, total: bar.update(
-                task, completed=done, total=total), warn)
-    return execute(request, warn=warn)
+                task, completed=done, total=total), warn, resume)
+    return execute(request, warn=warn, resume=resume)

@@ -22,6 +22,13 @@ from gero_tui.cli import main
     (["--timeout", "inf"], "timeout (--timeout) must be a positive number"),
     (["--timeout", "0"], "timeout (--timeout) must be a positive number"),
     (["--run-id", "../escaped"], "must be a plain name"),
+    (["--limit", "-1"], "limit (--limit) must be at least 1, got -1"),
+    (["--timeout", "-5"], "timeout (--timeout) must be a positive number"),
+    (["--timeout", "nan"], "timeout (--timeout) must be a positive number"),
+    (["--run-id", "/tmp/abs"], "must be a plain name"),
+    (["--run-id", "a/b"], "must be a plain name"),
+    (["--run-id", "x'y"], "must be a plain name"),
+    (["--resume", "nope"], "does not exist"),
 ])
 def test_bad_input_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                       args: list[str], message: str) -> None:

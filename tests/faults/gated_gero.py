@@ -1,0 +1,33 @@
+"""``gero`` as a real process whose cases of some operators wait for a gate file.
+
+The fault-injection tests start it to stop a run at a known point (kill -9, SIGTERM, two
+runs at once) without sleeping: cases of the operators in GERO_TEST_GATED wait in their
+worker until the file GERO_TEST_GATE exists; every other case runs as usual.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from gero_runner.execution import evaluate
+from gero_tui.cli import main
+
+GATED = set(filter(None, os.environ.get("GERO_TEST_GATED", "").split(",")))
+GATE = os.environ.get("GERO_TEST_GATE", "")
+_evaluate = evaluate.evaluate_case
+
+
+def _gated(case: Any, settings: Any) -> Any:
+    if case.op_type in GATED:
+        while not os.path.exists(GATE):
+            time.sleep(0.02)
+    return _evaluate(case, settings)
+
+
+evaluate.evaluate_case = _gated
+
+if __name__ == "__main__":
+    sys.exit(main())

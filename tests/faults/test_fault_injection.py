@@ -1,0 +1,280 @@
+"""Faults injected into real ``gero`` processes: nothing lost, nothing clobbered.
+
+Two runs at once into one root, the same run id twice, kill -9 and SIGTERM of the parent
+mid-run (then ``--resume``), a full small file system, a model that never ends. Runs are
+stopped at a known point with a gate file (``gated_gero.py``), and every wait is on a
+predicate with a bounded timeout, so a slow machine makes them slower, not flaky.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+import gero_runner
+import gero_tui
+
+GATED_GERO = Path(__file__).with_name("gated_gero.py")
+OPS = ["--ops", "Exp,Relu", "--dtypes", "float32", "--repeats", "1", "--jobs", "2"]
+# The processes import the same gero as this test (whatever PYTHONPATH or install chose).
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    [str(Path(gero_tui.__file__).parents[1]), str(Path(gero_runner.__file__).parents[1]),
+     os.environ.get("PYTHONPATH", "")])}
+WAIT_S = 60.0
+"""Bound on any wait: far above what a slow two-core machine needs."""
+
+
+def wait_for(predicate: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def gero(*args: str, cwd: Path, check: int | None = 0) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, "-m", "gero_tui", *args], cwd=cwd, text=True,
+                          capture_output=True, timeout=WAIT_S, env=ENV)
+    if check is not None:
+        assert done.returncode == check, done.stderr
+    return done
+
+
+def start_gated(*args: str, cwd: Path, gate: Path, gated: str) -> subprocess.Popen[str]:
+    env = {**ENV, "GERO_TEST_GATE": str(gate), "GERO_TEST_GATED": gated}
+    return subprocess.Popen([sys.executable, str(GATED_GERO), *args], cwd=cwd, env=env,
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def record(root: Path, run_id: str) -> dict[str, object]:
+    try:
+        value = json.loads((root / "runs" / run_id / "run.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def runs(root: Path) -> list[str]:
+    d = root / "runs"
+    return sorted(p.name for p in d.iterdir() if (p / "run.json").is_file()) if d.is_dir() else []
+
+
+def stored_ids(root: Path) -> list[str]:
+    """Every observation id in every run's observation file (duplicates kept)."""
+    ids: list[str] = []
+    for run_id in runs(root):
+        path = root / "runs" / run_id / "observations.parquet"
+        if path.is_file():
+            ids += pq.read_table(path, columns=["observation_id"]).column(0).to_pylist()
+    return ids
+
+
+def sighted_ids(root: Path, run_id: str) -> list[str]:
+    path = root / "runs" / run_id / "sightings.parquet"
+    return pq.read_table(path, columns=["observation_id"]).column(0).to_pylist()
+
+
+def children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def gone(pid: int) -> bool:
+    """Exited (a zombie waiting for a reaper counts as gone: it holds no memory)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")
+
+
+def snapshot(root: Path, run_id: str) -> dict[str, bytes]:
+    d = root / "runs" / run_id
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """One undisturbed run of the cases the faults interrupt: what a run should keep."""
+    root = tmp_path_factory.mktemp("baseline")
+    gero("run", "--data-dir", str(root), *OPS, cwd=root)
+    (run_id,) = runs(root)
+    cases = (root / "runs" / run_id / "cases.txt").read_text().splitlines()
+    return {"ids": set(stored_ids(root)), "cases": cases,
+            "exp_cases": sum(c.split("/")[1] == "Exp" for c in cases)}
+
+
+@pytest.fixture(scope="module")
+def earlier_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A root holding one run of other cases, ``earlier``: it must come through unchanged."""
+    root = tmp_path_factory.mktemp("earlier") / "data"
+    gero("run", "--data-dir", str(root), "--ops", "Sigmoid", "--dtypes", "float32",
+         "--repeats", "1", "--jobs", "1", "--run-id", "earlier", cwd=root.parent)
+    return root
+
+
+def test_two_concurrent_runs_store_each_observation_once(tmp_path: Path,
+                                                         baseline: dict[str, object]) -> None:
+    root, gate = tmp_path / "data", tmp_path / "gate"
+    first, second = (start_gated("run", "--data-dir", str(root), *OPS, "--run-id", name,
+                                 cwd=tmp_path, gate=gate, gated="Exp,Relu")
+                     for name in ("first", "second"))
+    wait_for(lambda: record(root, "first").get("status") == "running"
+             and record(root, "second").get("status") == "running", "both runs to start")
+    gate.touch()  # both go on at once: their saves race for the data root
+    for p in (first, second):
+        _, err = p.communicate(timeout=WAIT_S)
+        assert p.returncode == 0, err
+    ids = stored_ids(root)
+    assert len(ids) == len(set(ids)) == len(baseline["ids"])  # type: ignore[arg-type]
+    assert set(ids) == baseline["ids"]
+    for run_id in ("first", "second"):
+        assert sorted(sighted_ids(root, run_id)) == sorted(baseline["ids"])  # type: ignore
+        assert record(root, run_id)["observation_count"] == len(baseline["ids"])  # type: ignore
+    out = gero("export", "--data-dir", str(root), "--run", "second", "-o", "x.csv", cwd=tmp_path)
+    assert f"wrote {len(baseline['ids'])} observations" in out.stdout  # type: ignore[arg-type]
+
+
+def test_one_run_id_twice_is_refused_and_loses_nothing(tmp_path: Path,
+                                                       baseline: dict[str, object]) -> None:
+    root, gate = tmp_path / "data", tmp_path / "gate"
+    first = start_gated("run", "--data-dir", str(root), *OPS, "--run-id", "same",
+                        cwd=tmp_path, gate=gate, gated="Exp,Relu")
+    wait_for(lambda: record(root, "same").get("status") == "running", "the first run")
+    second = start_gated("run", "--data-dir", str(root), *OPS, "--run-id", "same",
+                         cwd=tmp_path, gate=gate, gated="Exp,Relu")
+    _, err = second.communicate(timeout=WAIT_S)
+    assert second.returncode == 2
+    assert err.strip() == (f"gero: error: run 'same' already exists in {root}; choose another "
+                           "--run-id")
+    gate.touch()
+    first.communicate(timeout=WAIT_S)
+    assert first.returncode == 0
+    assert set(stored_ids(root)) == baseline["ids"]
+    assert record(root, "same")["case_count"] == len(baseline["cases"])  # type: ignore
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
+def test_a_stopped_run_keeps_what_it_finished_and_resumes(
+        tmp_path: Path, baseline: dict[str, object], earlier_root: Path,
+        how: signal.Signals) -> None:
+    root, gate = tmp_path / "data", tmp_path / "gate"
+    shutil.copytree(earlier_root, root)
+    before = snapshot(root, "earlier")
+    run = start_gated("run", "--data-dir", str(root), *OPS, "--run-id", "stopped",
+                      cwd=tmp_path, gate=gate, gated="Relu")
+    exp_cases = baseline["exp_cases"]
+    # The Exp cases finish and are saved; the Relu cases wait at the gate, never opened.
+    wait_for(lambda: record(root, "stopped").get("case_count") == exp_cases,
+             "the finished cases to be saved")
+    workers = children(run.pid)
+    assert workers, "the run has worker processes"
+    os.kill(run.pid, how)
+    _, err = run.communicate(timeout=WAIT_S)
+    wait_for(lambda: all(gone(w) for w in workers), "the workers to exit with their parent")
+    if how == signal.SIGTERM:
+        assert run.returncode == 143
+        assert f"gero: terminated; run stopped keeps its {exp_cases} finished cases" in err
+    else:
+        assert run.returncode == -signal.SIGKILL
+    summary = json.loads(gero("summary", "--data-dir", str(root), "--run", "stopped",
+                              "--format", "json", cwd=tmp_path).stdout)
+    assert summary["run"]["status"] == "interrupted"
+    assert summary["run"]["case_count"] == exp_cases
+    kept = sighted_ids(root, "stopped")
+    assert kept and len(kept) == len(set(kept))
+    assert snapshot(root, "earlier") == before
+
+    resumed = gero("run", "--data-dir", str(root), "--resume", "stopped", cwd=tmp_path)
+    assert "run stopped: " in resumed.stdout
+    final = record(root, "stopped")
+    assert final["status"] == "complete"
+    assert final["case_count"] == len(baseline["cases"])  # type: ignore[arg-type]
+    assert set(sighted_ids(root, "stopped")) == baseline["ids"]
+    ids = stored_ids(root)
+    assert len(ids) == len(set(ids))
+    assert snapshot(root, "earlier") == before
+    refused = gero("run", "--data-dir", str(root), "--resume", "stopped", cwd=tmp_path, check=2)
+    assert "is complete, not interrupted" in refused.stderr
+
+
+def _small_filesystem(path: Path, size_kib: int) -> bool:
+    """Mount a tmpfs of ``size_kib`` at ``path`` (root on Linux only)."""
+    if not sys.platform.startswith("linux") or os.geteuid() != 0 or not shutil.which("mount"):
+        return False
+    path.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kib}k", "tmpfs",
+                           str(path)], capture_output=True)
+    return done.returncode == 0
+
+
+def test_a_full_disk_is_one_sentence_and_keeps_a_readable_run(
+        tmp_path: Path, baseline: dict[str, object]) -> None:
+    root = tmp_path / "small"
+    if not _small_filesystem(root, 160):
+        pytest.skip("needs root on Linux to mount a small tmpfs")
+    try:
+        done = gero("run", "--data-dir", str(root), *OPS, "--run-id", "full", cwd=tmp_path,
+                    check=1)
+        assert "Traceback" not in done.stderr
+        (line,) = done.stderr.strip().splitlines()
+        assert line.startswith("gero: error: the disk is full")
+        assert "gero run --resume full" in line
+        summary = json.loads(gero("summary", "--data-dir", str(root), "--format", "json",
+                                  cwd=tmp_path).stdout)
+        assert summary["run"]["status"] == "interrupted"
+        kept = sighted_ids(root, "full") if (root / "runs/full/sightings.parquet").exists() \
+            else []
+        cases = (root / "runs/full/cases.txt").read_text().splitlines() \
+            if (root / "runs/full/cases.txt").exists() else []
+        assert summary["run"]["case_count"] == len(cases) < len(baseline["cases"])  # type: ignore
+        assert len(kept) == len(set(kept)) and set(kept) <= baseline["ids"]  # type: ignore
+    finally:
+        subprocess.run(["umount", "-l", str(root)], capture_output=True)
+
+
+def _never_ending_model(path: Path) -> None:
+    import onnx
+    from onnx import TensorProto
+    from onnx import helper as h
+
+    body = h.make_graph(
+        [h.make_node("Identity", ["cond_in"], ["cond_out"]),
+         h.make_node("Add", ["x_in", "one"], ["x_out"])], "body",
+        [h.make_tensor_value_info("i", TensorProto.INT64, []),
+         h.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         h.make_tensor_value_info("x_in", TensorProto.FLOAT, [2])],
+        [h.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         h.make_tensor_value_info("x_out", TensorProto.FLOAT, [2])],
+        [h.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
+    graph = h.make_graph(
+        [h.make_node("Loop", ["", "cond", "X"], ["Y"], body=body)], "hang",
+        [h.make_tensor_value_info("X", TensorProto.FLOAT, [2])],
+        [h.make_tensor_value_info("Y", TensorProto.FLOAT, [2])],
+        [h.make_tensor("cond", TensorProto.BOOL, [], [True])])
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 19)], ir_version=10),
+              str(path))
+
+
+def test_a_model_that_never_ends_is_bounded_by_the_timeout(tmp_path: Path) -> None:
+    model = tmp_path / "hang.onnx"
+    _never_ending_model(model)
+    root = tmp_path / "data"
+    start = time.monotonic()
+    done = gero("run", "--data-dir", str(root), "--model", str(model), "--timeout", "1",
+                "--jobs", "1", "--run-id", "hang", cwd=tmp_path)
+    assert time.monotonic() - start < WAIT_S
+    assert "Execution / unsupported        1" in done.stdout
+    rows = pq.read_table(root / "runs/hang/observations.parquet").to_pylist()
+    assert [r["result"] for r in rows] == ["execution"]
+    assert "timed out after 1 s" in rows[0]["reason"] + rows[0]["details"]

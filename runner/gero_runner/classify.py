@@ -22,6 +22,11 @@ def classify(cmp: Comparison, rtol: float, atol: float) -> tuple[str, str]:
             f"{cmp.unexpected_nonfinite} non-finite value(s) (NaN {cmp.nan_actual}, "
             f"inf {cmp.inf_actual}) where the reference is finite"
         )
+    if cmp.exact_only:
+        if cmp.mismatch_count:
+            return DIVERGENCE, (f"{cmp.mismatch_count} of {cmp.element_count} strings differ "
+                                "(compared exactly)")
+        return PASSED, f"all {cmp.element_count} strings equal (compared exactly)"
     if cmp.mismatch_count:
         return DIVERGENCE, (
             f"{cmp.mismatch_count} of {cmp.element_count} elements outside "

@@ -107,3 +107,12 @@ def _version(distribution: str) -> str:
 
 def input_dtypes(case: CaseInstance) -> set[str]:
     return {str(x.dtype) for x in case.inputs.values()}
+
+
+def as_array(value: Any) -> np.ndarray:
+    """An output as an array; a string tensor (object array of str) as a unicode array, so
+    that it is stored without pickles and compared exactly."""
+    x = np.asarray(value)
+    if x.dtype == object and all(isinstance(v, str) for v in x.reshape(-1)):
+        return x.astype(str) if x.size else np.zeros(x.shape, dtype="<U1")
+    return x

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from gero_runner.backends.base import Backend, PathSpec
+from gero_runner.backends.base import Backend, PathSpec, as_array
 from gero_runner.cases.base import Arrays
 
 LEVEL_NAMES = ("disable_all", "basic", "extended", "all")
@@ -86,5 +86,6 @@ def make_session(model: bytes, settings: Mapping[str, Any]) -> Any:
 
 
 def run(session: Any, inputs: Arrays) -> list[np.ndarray]:
-    return [np.asarray(o) for o in session.run(None, inputs)]
+    return [as_array(o) for o in session.run(None, inputs)]
+
 

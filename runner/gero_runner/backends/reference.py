@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from gero_runner.backends.base import NOT_APPLICABLE, Backend, PathSpec
+from gero_runner.backends.base import NOT_APPLICABLE, Backend, PathSpec, as_array
 from gero_runner.cases.base import Arrays
 
 BACKEND = "onnx-reference"
@@ -31,7 +31,7 @@ class OnnxReference(Backend):
 
     def run(self, session: Any, inputs: Arrays) -> list[np.ndarray]:
         with np.errstate(all="ignore"):  # inf/NaN results are observed, not warned about
-            return [np.asarray(o) for o in session.run(None, inputs)]
+            return [as_array(o) for o in session.run(None, inputs)]
 
 
 RUNTIME = OnnxReference()

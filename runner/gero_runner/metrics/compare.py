@@ -41,6 +41,8 @@ class Comparison:
     min_rtol: float
     bit_exact: bool
     shape_mismatch: bool = False
+    exact_only: bool = False
+    """Compared for equality only (strings): no error figures, any difference mismatches."""
     actual_shape: tuple[int, ...] = ()
     reference_shape: tuple[int, ...] = ()
 
@@ -100,6 +102,14 @@ def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float)
     if actual.size == 0:
         return Comparison(0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, bit_exact,
                           actual_shape=tuple(actual.shape), reference_shape=tuple(reference.shape))
+    if actual.dtype.kind in "US" or reference.dtype.kind in "US":
+        # Strings: exact, element by element (as onnx's runner compares them).
+        differ = int(np.sum(actual.astype(str) != reference.astype(str)))
+        nan = math.nan
+        return Comparison(int(actual.size), differ, nan, nan, nan, nan, nan, 0, 0, 0, 0, 0, 0,
+                          nan, nan, differ == 0 and bit_exact, exact_only=True,
+                          actual_shape=tuple(actual.shape),
+                          reference_shape=tuple(reference.shape))
 
     a = _as_float64(actual)
     r = _as_float64(reference)

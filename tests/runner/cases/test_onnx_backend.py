@@ -20,10 +20,13 @@ NAMED = ["test_abs", "test_relu", "test_softmax_axis_0", "test_softmax_axis_0_ex
          "test_gemm_default_no_bias", "test_layer_normalization_2d_axis0",
          "test_mod_mixed_sign_float32",
          "test_dropout_default_mask", "test_resize_upsample_scales_cubic"]
-UNSUPPORTED = {"test_sequence_insert_at_back": "sequence",
-               "test_strnormalizer_nostopwords_nochangecase": "string",
-               "test_celu_bfloat16": "bfloat16",
-               "test_optional_get_element_optional_tensor": "optional"}
+UNSUPPORTED = {"test_celu_bfloat16": "bfloat16",
+               "test_cast_FLOAT_to_FLOAT8E4M3FN": "float8_e4m3fn"}
+# Strings, sequences and optionals (of tensors) get verdicts like any other case.
+NON_TENSOR = ["test_sequence_insert_at_back", "test_split_to_sequence_nokeepdims",
+              "test_if_seq", "test_loop13_seq", "test_identity_sequence",
+              "test_strnormalizer_nostopwords_nochangecase", "test_string_concat_utf8",
+              "test_string_split_basic", "test_equal_string"]
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +69,8 @@ def test_verdicts_match_assert_allclose(tmp_path: Path, testcases: dict[str, Any
     for name in _sample(testcases):
         tc = testcases[name]
         case = onnx_backend.to_case(tc, ops[name])
-        if case.metadata.get("unsupported"):
-            continue
+        if case.metadata.get("unsupported") or case.metadata.get("wrapped"):
+            continue  # wrapped cases rename their outputs: checked below
         assert case.tolerance == (tc.rtol, tc.atol)
         rows = evaluate_case(case, settings).rows
         for row in rows:
@@ -84,7 +87,8 @@ def test_verdicts_match_assert_allclose(tmp_path: Path, testcases: dict[str, Any
             # gero never lets NaN == NaN pass; assert_allclose does (equal_nan=True).
             nan_both = actual.dtype.kind == "f" and bool(
                 (np.isnan(actual) & np.isnan(expected)).any())
-            want = _allclose(actual, expected, row["rtol"], row["atol"]) and not nan_both
+            want = (np.array_equal(actual, expected) if actual.dtype.kind == "U" else
+                    _allclose(actual, expected, row["rtol"], row["atol"]) and not nan_both)
             assert (row["result"] == PASSED) == want, (name, row["backend"], row["reason"])
             checked += 1
     assert checked > 100
@@ -111,3 +115,39 @@ def test_unsupported_operator_keeps_ort_message(tmp_path: Path, testcases: dict[
     assert ort_rows and all(r["result"] == EXECUTION for r in ort_rows)
     assert all("ONNXRuntimeError" in r["reason"] for r in ort_rows)
     assert json.loads(ort_rows[0]["session_settings"])["graph_optimization_level"]
+
+
+@pytest.mark.parametrize("name", NON_TENSOR)
+def test_string_sequence_and_optional_cases_get_verdicts(tmp_path: Path,
+                                                         testcases: dict[str, Any],
+                                                         ops: dict[str, str], name: str) -> None:
+    case = onnx_backend.to_case(testcases[name], ops[name])
+    assert "unsupported" not in case.metadata
+    rows = evaluate_case(case, RunSettings(data_root=str(tmp_path), repeats=1, checks=())).rows
+    ort = [r for r in rows if r["backend"] == "onnxruntime" and r["check"] == "expected"]
+    assert ort and all(r["result"] == PASSED for r in ort), [r["reason"] for r in ort]
+    outputs = testcases[name].data_sets[0][1]
+    for vo, value in zip(testcases[name].model.graph.output, outputs, strict=True):
+        if isinstance(value, list):  # one row per tensor of the sequence, and its length
+            names = {r["output_name"] for r in ort}
+            assert {f"{vo.name}.length", *(f"{vo.name}[{i}]" for i in range(len(value)))} \
+                <= names
+            length = next(r for r in ort if r["output_name"] == f"{vo.name}.length")
+            art = tmp_path / length["artifact_path"]
+            assert int(load_array(art, length["actual_file"])) == len(value)
+
+
+def test_a_string_that_differs_is_a_divergence() -> None:
+    from gero_runner.classify import classify
+    from gero_runner.metrics.compare import compare
+
+    a, r = np.array(["abc", "déjà vu", ""]), np.array(["abc", "deja vu", ""], dtype="<U9")
+    result, reason = classify(compare(a, r, 1e-3, 1e-7), 1e-3, 1e-7)
+    assert (result, reason) == ("divergence", "1 of 3 strings differ (compared exactly)")
+    assert classify(compare(a, a.astype("<U12"), 0, 0), 0, 0)[0] == PASSED
+
+
+def test_the_reference_optional_defect_is_named_where_the_wrapper_adds_one(
+        testcases: dict[str, Any], ops: dict[str, str]) -> None:
+    case = onnx_backend.to_case(testcases["test_identity_opt"], ops["test_identity_opt"])
+    assert "op_optional.py returns ([x],)" in case.metadata["wrapped"]

@@ -46,6 +46,9 @@ def _finding_md(f: Finding, root: Path, data_flag: str) -> list[str]:
     replay = f"gero replay {shlex.quote(str(root / r.artifact_path))}"
     bundle = f"gero bundle {r.observation_id[:16]}{data_flag} -o finding-{f.finding_id}.tar.gz"
     status = f" · {f.status}" if f.status else ""
+    # A level outlier: which rewrite of that level made the difference.
+    blame = ([f"gero blame {r.observation_id[:16]}{data_flag}"]
+             if f.outlier.startswith("onnxruntime@") else [])
     return [
         f"## {f.title}",
         "",
@@ -68,6 +71,7 @@ def _finding_md(f: Finding, root: Path, data_flag: str) -> list[str]:
         "```sh",
         replay,
         bundle,
+        *blame,
         "```",
         "",
     ]

@@ -59,6 +59,8 @@ class DetailScreen(Screen[None]):
         Binding("h", "tab('histogram')", "histogram", show=False),
         Binding("t", "tab('tensors')", "tensors", show=False),
         Binding("g", "op_histogram", "per-op"),
+        Binding("B", "blame", "blame level",
+                tooltip="Which ORT optimisation level and graph rewrite changed the output"),
     ]
 
     def __init__(self, source: RunSource, observation_id: str, replay: bool = False,
@@ -93,6 +95,7 @@ class DetailScreen(Screen[None]):
         self.load()  # reading 10^6 elements overlaps with building the screen
         yield Static("loading…", id="detail-title")
         yield Static("", id="detail-verdict")
+        yield Static("", id="detail-blame")
         # Opens on the histogram (the element picture is what triage needs first); the fields
         # table is built the first time its tab is shown (it is the costliest to lay out).
         yield TabBar(TABS, "histogram", id="detail-tab-bar")
@@ -110,6 +113,7 @@ class DetailScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#detail-verdict", Static).display = False
+        self.query_one("#detail-blame", Static).display = False
         if self.replay_on_mount:
             self.action_replay()
 
@@ -124,6 +128,9 @@ class DetailScreen(Screen[None]):
             self.post_message(self._Loaded(self._show_error, str(e)))
             return
         self.post_message(self._Loaded(self._show_observation, observation))
+        stored = _stored_blame(data_root_of(self.source), observation.fields)
+        if stored is not None:
+            self.post_message(self._Loaded(self._show_blame, blame_text(stored, stored=True)))
         try:
             evidence = load_evidence(data_root_of(self.source), observation.fields)
             analysis = analyse(evidence)
@@ -233,6 +240,34 @@ class DetailScreen(Screen[None]):
                         style="bold red")
         self.app.call_from_thread(self.query_one("#detail-verdict", Static).update, text)
 
+    def action_blame(self) -> None:
+        """``B``: run every ORT level on this graph and name the level and rewrite to blame."""
+        self._show_blame(Text("blaming… (every optimisation level runs in the background)",
+                              style="italic"))
+        self.blame()
+
+    def _show_blame(self, text: Text) -> None:
+        widget = self.query_one("#detail-blame", Static)
+        widget.display = True
+        widget.update(text)
+
+    @work(thread=True, exclusive=True, group="detail-blame")
+    def blame(self) -> None:
+        try:
+            row = self.observation.fields if self.observation else fetch_observation(
+                self.source.cursor(), self.observation_id, self.row_number).fields
+            # Deferred: blame imports ONNX Runtime (~0.3 s); only this action needs it.
+            from gero_runner.evidence.blame import blame_observation
+
+            result, _ = blame_observation(data_root_of(self.source), row)
+            text = blame_text(result.as_dict(), stored=False)
+        except GeroError as e:
+            text = Text(f"✗ blame failed: {e}", style="bold red")
+        except Exception as e:  # blame must never take the explorer down
+            text = Text(f"✗ blame failed unexpectedly: {type(e).__name__}: {e}",
+                        style="bold red")
+        self.app.call_from_thread(self._show_blame, text)
+
     def action_copy(self, what: str) -> None:
         if self.observation is None:
             return
@@ -262,6 +297,28 @@ class DetailScreen(Screen[None]):
 
 _RESULT_STYLE = {"passed": "bold green", "divergence": "bold yellow",
                  "contract_issue": "bold red", "execution": "bold magenta"}
+
+
+def _stored_blame(root: Path, row: dict[str, Any]) -> dict[str, Any] | None:
+    """The blame stored with this observation's evidence, if `gero blame` or `B` made one."""
+    from gero_runner.evidence.blame import read_blame
+
+    relative = str(row.get("artifact_path") or "")
+    if not relative:
+        return None
+    try:
+        return read_blame(resolve_artifact(root, relative), str(row["observation_id"]))
+    except GeroError:
+        return None
+
+
+def blame_text(blame: dict[str, Any], stored: bool) -> Text:
+    """A blame result in one paragraph: the level, the rewrites, how sure."""
+    head = "blame (stored): " if stored else "blame: "
+    first = blame.get("first_level")
+    text = Text(head, style="bold")
+    text.append(str(blame.get("summary", "")), style="" if first else "dim")
+    return text
 
 
 def arbiter_text(obs: Observation) -> str:

@@ -1,0 +1,334 @@
+"""Blame for an optimisation level: which ORT level first changes an output, and which graph
+rewrites did it.
+
+From an observation's evidence (its graph, or its variant's, and its inputs) each level runs
+with ``SessionOptions.optimized_model_filepath``, so the optimised graph of every level is
+kept. The first level whose outputs differ from the level before it is the one to blame; the
+node lists of the two optimised graphs say what changed (ORT names a fused node after its
+transformer, e.g. ``/LayerNormFusion/``). Two confirmations follow, each stated plainly:
+
+- by running: the optimised graph of each of the two levels, run with every optimisation
+  disabled, gives that level's output again (the difference is in the graph, not in how
+  the session ran it);
+- by disabling: the level runs again with ``disabled_optimizers=[TRANSFORMER]``; when the
+  output is then the earlier level's, the rewrite is confirmed. ORT does not honour every
+  name (1.32 keeps fusing LayerNorm with ``disabled_optimizers=["LayerNormFusion"]``): then
+  the result says the rewrite cannot be confirmed that way, rather than guessing.
+
+The result is stored beside the evidence (``blame/OBSERVATION_ID.json`` in the artifact
+directory) so the explorer shows it with the observation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import tempfile
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gero_runner.backends import ort
+from gero_runner.errors import ArtifactError, GeroError
+from gero_runner.evidence.rebuild import load_model_bytes, read_case_record
+from gero_runner.storage.artifacts import load_array, resolve_artifact, safe_member, verify_manifest
+
+BLAME_DIR = "blame"
+LEVELS = ort.LEVEL_NAMES
+_TRANSFORMER = re.compile(r"[A-Z][A-Za-z0-9]*(?:Fusion|Fuse|Elimination|Folding|Transformer|"
+                          r"Optimizer|Rewriter|Reorder)")
+
+
+@dataclass(frozen=True)
+class LevelOutcome:
+    """One level's run: how far its outputs are from ``disable_all``'s, and its graph."""
+
+    level: str
+    max_abs_vs_disable_all: float
+    bit_exact_vs_disable_all: bool
+    node_count: int
+    op_counts: dict[str, int]
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A transformer named by the nodes it made, and whether disabling it was honoured."""
+
+    transformer: str
+    nodes: list[str]
+    """The nodes it made: ``OpType 'name'``."""
+    disabled: str
+    """confirmed | ignored | partial | error: what ``disabled_optimizers`` did."""
+    note: str
+
+
+@dataclass(frozen=True)
+class Blame:
+    """Which level first changes the output, what it rewrote, and how sure that is."""
+
+    observation_id: str
+    case_id: str
+    graph: str
+    """The graph that ran, relative to the artifact directory."""
+    onnxruntime_version: str
+    levels: list[LevelOutcome]
+    first_level: str | None
+    """The first level whose outputs differ from the level before it; None when none does."""
+    previous_level: str | None
+    max_abs_difference: float
+    removed: dict[str, int] = field(default_factory=dict)
+    """Nodes by op type in the earlier level's graph and not in the first level's."""
+    added: dict[str, int] = field(default_factory=dict)
+    rewrites: list[Rewrite] = field(default_factory=list)
+    confirmed_by_running: bool | None = None
+    running_note: str = ""
+    summary: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _session(model: bytes | str, level: str, threads: int, save_to: Path | None = None,
+             disabled: list[str] | None = None) -> Any:
+    import onnxruntime as rt  # deferred: ~0.3 s, only blame needs it here
+
+    options = rt.SessionOptions()
+    options.graph_optimization_level = {
+        "disable_all": rt.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": rt.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": rt.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": rt.GraphOptimizationLevel.ORT_ENABLE_ALL}[level]
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = rt.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 4
+    if save_to is not None:
+        options.optimized_model_filepath = str(save_to)
+    kwargs = {"disabled_optimizers": disabled} if disabled else {}
+    return rt.InferenceSession(model, options, providers=["CPUExecutionProvider"], **kwargs)
+
+
+def _run(model: bytes | str, level: str, threads: int, inputs: dict[str, np.ndarray],
+         save_to: Path | None = None, disabled: list[str] | None = None) -> list[np.ndarray]:
+    return ort.run(_session(model, level, threads, save_to, disabled), inputs)
+
+
+def _nodes(path: Path) -> list[tuple[str, str]]:
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    return [(n.op_type, n.name) for n in graph.node]
+
+
+def _max_abs(a: list[np.ndarray], b: list[np.ndarray]) -> float:
+    worst = 0.0
+    for x, y in zip(a, b, strict=True):
+        if x.shape != y.shape:
+            return float("inf")
+        if x.size and np.issubdtype(x.dtype, np.number):
+            with np.errstate(invalid="ignore", over="ignore"):
+                d = np.abs(x.astype(np.float64) - y.astype(np.float64))
+            finite = d[np.isfinite(d)]
+            if finite.size:
+                worst = max(worst, float(finite.max()))
+    return worst
+
+
+def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
+    if len(a) != len(b):
+        return False
+    return all(x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes()
+               for x, y in zip(a, b, strict=True))
+
+
+def _graph_of(directory: Path, row: dict[str, Any]) -> tuple[str, bytes]:
+    """The graph the observation ran: its variant's, or the case's."""
+    try:
+        details = json.loads(row.get("details") or "{}")
+    except ValueError:
+        details = {}
+    variant = details.get("variant_model") if isinstance(details, dict) else None
+    if isinstance(variant, str) and variant:
+        path = safe_member(directory, variant)
+        if path.is_file():
+            return variant, path.read_bytes()
+    return "model.onnx", load_model_bytes(directory)
+
+
+def _inputs(directory: Path) -> dict[str, np.ndarray]:
+    record = read_case_record(directory)
+    try:
+        return {name: load_array(directory, rel) for name, rel in record["inputs"].items()}
+    except (KeyError, AttributeError) as e:
+        raise ArtifactError(f"{directory / 'case.json'}: no inputs recorded ({e})") from e
+
+
+def _rewrites(before: list[tuple[str, str]], after: list[tuple[str, str]]
+              ) -> tuple[dict[str, int], dict[str, int], dict[str, list[str]]]:
+    """(removed op counts, added op counts, transformer -> nodes it made)."""
+    old, new = Counter(before), Counter(after)
+    removed = Counter(op for (op, _), n in (old - new).items() for _ in range(n))
+    made = new - old
+    added = Counter(op for (op, _), n in made.items() for _ in range(n))
+    named: dict[str, list[str]] = {}
+    for (op, name), _ in made.items():
+        for transformer in sorted(set(_TRANSFORMER.findall(name))):
+            named.setdefault(transformer, []).append(f"{op} {name!r}")
+    return dict(removed), dict(added), named
+
+
+def _try_disabling(model: bytes, level: str, threads: int, inputs: dict[str, np.ndarray],
+                   transformer: str, nodes: list[str], wanted: list[np.ndarray],
+                   got: list[np.ndarray], work: Path) -> Rewrite:
+    saved = work / f"{level}-without-{transformer}.onnx"
+    try:
+        outputs = _run(model, level, threads, inputs, saved, [transformer])
+        still_there = any(transformer in name for _, name in _nodes(saved))
+    except Exception as e:  # ORT raises its own types for unknown names and bad graphs
+        return Rewrite(transformer, nodes, "error",
+                       f"disabled_optimizers=[{transformer!r}] failed: {e}")
+    version = ort.version()
+    if _same(outputs, wanted):
+        return Rewrite(transformer, nodes, "confirmed",
+                       f"with disabled_optimizers=[{transformer!r}] level {level} gives the "
+                       "earlier level's output again: this rewrite made the difference")
+    if still_there:
+        return Rewrite(transformer, nodes, "ignored",
+                       f"ONNX Runtime {version} ignores disabled_optimizers=[{transformer!r}] "
+                       "(its fused node is still in the graph): the rewrite cannot be "
+                       "confirmed by disabling it")
+    if _same(outputs, got):
+        return Rewrite(transformer, nodes, "partial",
+                       f"disabling {transformer} removes its nodes but the output is "
+                       "unchanged: another rewrite at this level gives the same difference")
+    return Rewrite(transformer, nodes, "partial",
+                   f"disabling {transformer} removes its nodes and changes the output, but not "
+                   "back to the earlier level's: more than one rewrite is involved")
+
+
+def _confirm_by_running(work: Path, previous: str, first: str, threads: int,
+                        inputs: dict[str, np.ndarray],
+                        outputs: dict[str, list[np.ndarray]]) -> tuple[bool | None, str]:
+    try:
+        again_first = _run(str(work / f"{first}.onnx"), "disable_all", threads, inputs)
+        again_previous = _run(str(work / f"{previous}.onnx"), "disable_all", threads, inputs)
+    except Exception as e:  # an optimised graph need not load again (hardware-specific ops)
+        return None, f"cannot confirm by running the optimised graphs: {e}"
+    first_ok = _same(again_first, outputs[first])
+    previous_ok = _same(again_previous, outputs[previous])
+    if first_ok and previous_ok:
+        return True, (f"confirmed by running: the optimised graphs of {previous} and {first}, "
+                      "run with every optimisation disabled, give their levels' outputs again")
+    return False, (f"not confirmed by running: the optimised graph of "
+                   f"{first if not first_ok else previous} run with every optimisation "
+                   "disabled does not give its level's output (the difference is not only "
+                   "in the graph)")
+
+
+def _summary(b: Blame) -> str:
+    if b.first_level is None:
+        errors = [o for o in b.levels if o.error]
+        if errors:
+            return (f"cannot blame a level: {errors[0].level} failed ({errors[0].error})")
+        return ("no optimisation level changes the output: all levels give bit-identical "
+                "outputs on this graph and these inputs")
+    parts = [f"the output first changes at `{b.first_level}` (against `{b.previous_level}`: "
+             f"max |Δ| = {b.max_abs_difference:.3g})"]
+    if b.rewrites:
+        parts.append("rewrites: " + "; ".join(
+            f"{r.transformer} made {', '.join(r.nodes)}" for r in b.rewrites))
+    elif b.added or b.removed:
+        parts.append("the graph changed without a named transformer: removed "
+                     f"{dict(b.removed)}, added {dict(b.added)}")
+    else:
+        parts.append("the two optimised graphs have the same nodes: not a graph rewrite "
+                     "(kernel or session settings differ at this level)")
+    if b.running_note:
+        parts.append(b.running_note)
+    parts += [r.note for r in b.rewrites]
+    return "; ".join(parts) + "."
+
+
+def blame_case(directory: Path, row: dict[str, Any]) -> Blame:
+    """Run every level on the observation's graph and inputs and say which level and rewrite
+    changed the output (see the module docstring)."""
+    verify_manifest(directory)
+    graph, model = _graph_of(directory, row)
+    inputs = _inputs(directory)
+    threads = max(1, int(row.get("threads") or 1))
+    outputs: dict[str, list[np.ndarray]] = {}
+    nodes: dict[str, list[tuple[str, str]]] = {}
+    levels: list[LevelOutcome] = []
+    with tempfile.TemporaryDirectory(prefix="gero-blame-") as tmp:
+        work = Path(tmp)
+        for level in LEVELS:
+            try:
+                outputs[level] = _run(model, level, threads, inputs, work / f"{level}.onnx")
+                nodes[level] = _nodes(work / f"{level}.onnx")
+            except Exception as e:  # a level that cannot run is reported, not raised
+                levels.append(LevelOutcome(level, float("nan"), False, 0, {},
+                                           error=f"{type(e).__name__}: {e}"[:300]))
+                continue
+            base = outputs.get("disable_all", outputs[level])
+            levels.append(LevelOutcome(
+                level, _max_abs(outputs[level], base), _same(outputs[level], base),
+                len(nodes[level]), dict(Counter(op for op, _ in nodes[level]))))
+        ran = [lvl for lvl in LEVELS if lvl in outputs]
+        first = previous = None
+        for before, after in itertools.pairwise(ran):
+            if not _same(outputs[before], outputs[after]):
+                previous, first = before, after
+                break
+        blame = Blame(str(row.get("observation_id", "")), str(row.get("case_id", "")), graph,
+                      ort.version(), levels, first, previous, 0.0)
+        if first is not None and previous is not None:
+            removed, added, named = _rewrites(nodes[previous], nodes[first])
+            confirmed, note = _confirm_by_running(work, previous, first, threads, inputs,
+                                                  outputs)
+            rewrites = [_try_disabling(model, first, threads, inputs, t, made,
+                                       outputs[previous], outputs[first], work)
+                        for t, made in sorted(named.items())]
+            blame = Blame(blame.observation_id, blame.case_id, graph, blame.onnxruntime_version,
+                          levels, first, previous, _max_abs(outputs[first], outputs[previous]),
+                          removed, added, rewrites, confirmed, note)
+    return Blame(**{**blame.__dict__, "summary": _summary(blame)})
+
+
+def blame_path(directory: Path, observation_id: str) -> Path:
+    return directory / BLAME_DIR / f"{observation_id}.json"
+
+
+def store_blame(directory: Path, blame: Blame) -> Path:
+    """Keep the result beside the evidence (not in the manifest: it is derived from it)."""
+    path = blame_path(directory, blame.observation_id)
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(blame.as_dict(), indent=2, default=float))
+    return path
+
+
+def read_blame(directory: Path, observation_id: str) -> dict[str, Any] | None:
+    """A stored blame, or None (an unreadable one counts as none)."""
+    path = blame_path(directory, observation_id)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def blame_observation(data_root: Path, row: dict[str, Any]) -> tuple[Blame, Path]:
+    """Blame the observation ``row`` (a full row) and store the result; (blame, file)."""
+    relative = str(row.get("artifact_path") or "")
+    if not relative:
+        raise GeroError(f"observation {str(row.get('observation_id', ''))[:12]} has no "
+                        "evidence directory: nothing to run")
+    directory = resolve_artifact(data_root, relative)
+    if not directory.is_dir():
+        raise GeroError(f"evidence directory {directory} is missing: nothing to run")
+    blame = blame_case(directory, row)
+    return blame, store_blame(directory, blame)

@@ -1,0 +1,124 @@
+"""`gero blame`: the level and the graph rewrite that change an output, confirmed or not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from gero_runner.evidence.blame import LEVELS, blame_observation, read_blame
+from gero_runner.request import ModelOptions, RunRequest
+from gero_runner.run import execute
+from gero_runner.storage.artifacts import resolve_artifact
+from gero_runner.storage.reader import open_run
+from gero_tui.cli import main
+
+D = 64
+
+
+def decomposed_layernorm(path: Path) -> Path:
+    """The nine-node LayerNorm ORT fuses into one LayerNormalization (/LayerNormFusion/)."""
+    nodes = [
+        helper.make_node("ReduceMean", ["X", "axes"], ["m"], keepdims=1),
+        helper.make_node("Sub", ["X", "m"], ["d"]),
+        helper.make_node("Pow", ["d", "two"], ["p"]),
+        helper.make_node("ReduceMean", ["p", "axes"], ["v"], keepdims=1),
+        helper.make_node("Add", ["v", "eps"], ["ve"]),
+        helper.make_node("Sqrt", ["ve"], ["s"]),
+        helper.make_node("Div", ["d", "s"], ["n"]),
+        helper.make_node("Mul", ["n", "G"], ["ng"]),
+        helper.make_node("Add", ["ng", "B"], ["Y"]),
+    ]
+    inits = [numpy_helper.from_array(np.array([-1], np.int64), "axes"),
+             numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+             numpy_helper.from_array(np.array(1e-5, np.float32), "eps"),
+             numpy_helper.from_array(np.ones(D, np.float32), "G"),
+             numpy_helper.from_array(np.zeros(D, np.float32), "B")]
+    graph = helper.make_graph(nodes, "decomposed_layernorm",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, D])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [4, D])],
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 10
+    onnx.save(model, path)
+    return path
+
+
+def relu_model(path: Path) -> Path:
+    graph = helper.make_graph([helper.make_node("Relu", ["X"], ["Y"])], "relu",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 8])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 10
+    onnx.save(model, path)
+    return path
+
+
+def _ort_row(root: Path, model: Path, **options: tuple[str, ...]) -> dict[str, object]:
+    execute(RunRequest(data_root=root, models=[str(model)], repeats=1,
+                       model_options=ModelOptions(**options)))  # type: ignore[arg-type]
+    with open_run(root) as run:
+        cursor = run.connection.execute(
+            "SELECT * FROM obs WHERE backend = 'onnxruntime' AND optimization = 'all' "
+            "AND \"check\" = 'expected' LIMIT 1")
+        names = [d[0] for d in cursor.description]
+        return dict(zip(names, cursor.fetchone() or (), strict=True))
+
+
+@pytest.fixture(scope="module")
+def layernorm(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    root = tmp_path_factory.mktemp("blame")
+    model = decomposed_layernorm(root / "decomposed_layernorm.onnx")
+    return root, _ort_row(root, model, input_ranges=("X=29990,30010",))
+
+
+def test_layernorm_fusion_is_named_at_the_level_that_changes_the_output(
+        layernorm: tuple[Path, dict[str, object]]) -> None:
+    root, row = layernorm
+    blame, stored = blame_observation(root, row)
+    first = next(o for o in blame.levels if not o.bit_exact_vs_disable_all)
+    assert blame.first_level == first.level != "disable_all"
+    assert blame.previous_level == LEVELS[LEVELS.index(first.level) - 1]
+    assert blame.max_abs_difference > 0
+    assert [r.transformer for r in blame.rewrites] == ["LayerNormFusion"]
+    assert blame.rewrites[0].nodes == ["LayerNormalization '/LayerNormFusion/'"]
+    assert blame.added == {"LayerNormalization": 1} and blame.removed["ReduceMean"] == 2
+    assert blame.confirmed_by_running is True
+    # ORT 1.32 keeps fusing with disabled_optimizers=["LayerNormFusion"]: said, not guessed.
+    assert blame.rewrites[0].disabled in ("confirmed", "ignored")
+    if blame.rewrites[0].disabled == "ignored":
+        assert "cannot be confirmed by disabling it" in blame.summary
+    assert "LayerNormFusion" in blame.summary and f"`{blame.first_level}`" in blame.summary
+    directory = resolve_artifact(root, str(row["artifact_path"]))
+    assert stored.is_file() and read_blame(directory, str(row["observation_id"])) is not None
+
+
+def test_a_graph_no_level_changes_says_so(tmp_path: Path) -> None:
+    row = _ort_row(tmp_path, relu_model(tmp_path / "relu.onnx"))
+    blame, _ = blame_observation(tmp_path, row)
+    assert blame.first_level is None and blame.rewrites == []
+    assert all(o.bit_exact_vs_disable_all for o in blame.levels)
+    assert blame.summary.startswith("no optimisation level changes the output")
+
+
+def test_cli_prints_and_stores(layernorm: tuple[Path, dict[str, object]],
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    root, row = layernorm
+    prefix = str(row["observation_id"])[:12]
+    assert main(["blame", prefix, "--data-dir", str(root), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["rewrites"][0]["transformer"] == "LayerNormFusion"
+    assert main(["blame", prefix, "--data-dir", str(root)]) == 0
+    text = capsys.readouterr().out
+    assert "first level that changes the output:" in text and "LayerNormFusion" in text
+
+
+def test_cli_bad_id_is_one_line(layernorm: tuple[Path, dict[str, object]],
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    root, _ = layernorm
+    assert main(["blame", "zz", "--data-dir", str(root)]) == 2
+    assert capsys.readouterr().err.startswith("gero: error: bad observation id")

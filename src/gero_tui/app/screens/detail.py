@@ -59,7 +59,7 @@ class DetailScreen(Screen[None]):
         Binding("h", "tab('histogram')", "histogram", show=False),
         Binding("t", "tab('tensors')", "tensors", show=False),
         Binding("g", "op_histogram", "per-op"),
-        Binding("B", "blame", "blame level",
+        Binding("B", "blame", "blame",
                 tooltip="Which ORT optimisation level and graph rewrite changed the output"),
     ]
 

@@ -67,6 +67,8 @@ class PathResult:
     outputs: list[np.ndarray] | None = None
     error: str | None = None
     median_ms: float = math.nan
+    build_ms: float = math.nan
+    """Building the session (not part of the inference time; recorded as context)."""
     repeats: int = 0
     deterministic: bool = True
     """Every repeated run gave bit-identical outputs."""
@@ -251,6 +253,7 @@ def run_path(backend: Backend, spec: PathSpec, case: CaseInstance, repeats: int)
     start = time.perf_counter()
     try:
         session = backend.build(case.model, spec.settings)
+        path.build_ms = (time.perf_counter() - start) * 1e3
         for _ in range(max(1, repeats)):
             run_start = time.perf_counter()
             runs.append(backend.run(session, case.inputs))
@@ -306,10 +309,12 @@ def compare_paths(ctx: CaseContext, check: str, actual: PathResult,
     for j, name in enumerate(ctx.output_names):
         ref_dtype = _dtype_of(ref, j) or _dtype_of(actual, j) or ctx.case.dtype
         rtol, atol = ctx.tolerance(ref_dtype)
+        timing = ({"build_ms": round(actual.build_ms, 4)}
+                  if math.isfinite(actual.build_ms) else None)
         row = functools.partial(ctx.row, check=check, output_name=name, actual=actual,
                                 reference_name=ref.backend, reference_version=ref.version,
                                 dtype=ref_dtype, rtol=rtol, atol=atol,
-                                reference_ms=ref.median_ms)
+                                reference_ms=ref.median_ms, details=timing)
         failed = actual if not actual.ok else ref if not ref.ok else None
         if failed is not None:
             rows.append(row(cmp=None, result=EXECUTION,

@@ -28,8 +28,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         f"{DEFAULT_FACTOR:g}×) over the larger of the baseline's max abs error and the "
         "current atol. A fix did not pass and passes now. Exit code 1 when there are "
         "regressions, 0 otherwise (2 on bad input).")
-    p.add_argument("base", metavar="BASE_RUN", help="baseline run id or unique prefix")
-    p.add_argument("current", metavar="CURRENT_RUN", help="current run id or unique prefix")
+    p.add_argument("base", metavar="BASE_RUN", nargs="?",
+                   help="baseline run id or unique prefix (with --backend: the run, newest "
+                        "by default)")
+    p.add_argument("current", metavar="CURRENT_RUN", nargs="?",
+                   help="current run id or unique prefix")
+    p.add_argument("--backend", default=None, metavar="RUNTIME[/SETTING]",
+                   help="compare runtimes within one run: this runtime (every setting, or the "
+                        "one named) ...")
+    p.add_argument("--against", default=None, metavar="RUNTIME[/SETTING]",
+                   help="... against this one as the baseline (e.g. onnxruntime/all)")
     add_data_dir(p)
     p.add_argument("--format", choices=("text", "json", "md"), default="text")
     p.add_argument("--factor", type=float, default=DEFAULT_FACTOR,
@@ -46,9 +54,23 @@ def _path(e: DiffEntry) -> str:
 def main(args: argparse.Namespace) -> int:
     import sys
 
-    from gero_tui.query.diff import KINDS, diff_runs
+    from gero_runner.errors import GeroError
+    from gero_tui.query.diff import KINDS, diff_backends, diff_runs
 
-    report = diff_runs(data_dir(args), args.base, args.current, args.factor)
+    if (args.backend is None) != (args.against is None):
+        raise GeroError("--backend and --against go together: gero diff [RUN] --backend "
+                        "openvino --against onnxruntime/all")
+    if args.backend is not None:
+        if args.current is not None:
+            raise GeroError("with --backend/--against, give at most one run (the runs' own "
+                            "runtimes are compared)")
+        report = diff_backends(data_dir(args), args.base, args.backend, args.against,
+                               args.factor)
+    elif args.base is None or args.current is None:
+        raise GeroError("give BASE_RUN and CURRENT_RUN, or compare runtimes of one run with "
+                        "--backend A --against B")
+    else:
+        report = diff_runs(data_dir(args), args.base, args.current, args.factor)
     for problem in report.problems:
         print(f"gero: warning: {problem}", file=sys.stderr)
     code = 1 if report.has_regressions else 0

@@ -56,9 +56,43 @@ def main(args: argparse.Namespace) -> int:
               f"{_ms(op['runtime_median_ms']):>12}{_ms(op['reference_median_ms']):>14}")
     if summary["checks"]:
         _print_checks(summary["checks"], args.all_checks)
+    _print_runtimes(summary["runtimes"])
     print("\nmedian of per-case medians in ms, Python call overhead included, session "
           "construction excluded; the reference evaluator's timings are context, not a ranking.")
     return 0
+
+
+def _print_runtimes(runtimes: dict[str, Any]) -> None:
+    """The conformance matrix per runtime and setting, what computes in a lower precision
+    than declared, findings unique to one runtime, and build/run times (context)."""
+    if len({r["backend"] for r in runtimes["matrix"]} - {"onnx-reference"}) < 2 and \
+            not runtimes["lower_precision"]:
+        return  # one runtime: the tables above say it all
+    print("\nruntimes: agreement / analytic / expected comparisons per setting")
+    header = (f"  {'suite':<14}{'runtime':<16}{'setting':<14}{'passed':>8}{'diverg.':>8}"
+              f"{'contract':>9}{'exec.':>7}")
+    print(header)
+    for r in runtimes["matrix"]:
+        print(f"  {r['suite'][:13]:<14}{r['backend'][:15]:<16}{r['optimization'][:13]:<14}"
+              f"{r['passed']:>8}{r['divergence']:>8}{r['contract_issue']:>9}"
+              f"{r['execution']:>7}")
+    for lp in runtimes["lower_precision"]:
+        print(f"  note: {lp['backend']} {lp['optimization']} computes {lp['dtype']} tensors in "
+              f"{lp['precision']} ({lp['not_passed']} of {lp['observations']} comparisons "
+              "not passed)")
+    if runtimes["unique_findings"]:
+        print("\nfindings unique to one runtime (fails on all its settings, every other "
+              "runtime passes):")
+        for u in runtimes["unique_findings"][:30]:
+            error = "—" if u["max_abs_error"] is None else f"{u['max_abs_error']:.3g}"
+            print(f"  {u['backend']:<12}{u['op_type'][:26]:<27}{u['outputs']:>5} × "
+                  f"{u['result']:<15} max |a−r| {error}")
+        if len(runtimes["unique_findings"]) > 30:
+            print(f"  … {len(runtimes['unique_findings']) - 30} more (--format json)")
+    print("\nsession build and run per runtime setting (median over cases, ms; context):")
+    for t in runtimes["timings"]:
+        print(f"  {t['backend'][:15]:<16}{t['optimization'][:13]:<14}{t['cases']:>6} cases  "
+              f"build {_ms(t['build_median_ms']):>9}  run {_ms(t['run_median_ms']):>9}")
 
 
 def _print_checks(checks: list[dict[str, Any]], everything: bool) -> None:

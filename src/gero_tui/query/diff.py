@@ -183,3 +183,69 @@ def diff_runs(data_root: str | os.PathLike[str], base: str, current: str,
                                 [factor]).fetchone()
     return DiffReport(run_ids[0], run_ids[1], factor, tuple(entries),
                       int(unchanged[0]) if unchanged else 0, tuple(problems))
+
+
+def diff_backends(data_root: str | os.PathLike[str], run: str | None, backend: str,
+                  against: str, factor: float = DEFAULT_FACTOR) -> DiffReport:
+    """Pair one runtime's observations with another's in the same run: same case, check,
+    output and reference (graph and inputs are the run's own). ``against`` is the baseline:
+    a regression passes there and not on ``backend``. Each is ``RUNTIME`` or
+    ``RUNTIME/SETTING``; ``against`` needs a setting when its runtime has several."""
+    if not factor > 1:
+        raise GeroError(f"error-growth factor must be greater than 1, got {factor}")
+    with duckdb.connect() as con:  # closed at once: see storage.reader.resolve_observation
+        view = open_run(data_root, run, connection=con)
+        settings: dict[str, list[str]] = {}
+        for name, opt in con.execute("SELECT DISTINCT backend, optimization FROM obs "
+                                     "ORDER BY ALL").fetchall():
+            settings.setdefault(str(name), []).append(str(opt))
+        mine, mine_opt = _runtime(backend, "--backend", settings)
+        base, base_opt = _runtime(against, "--against", settings)
+        if base_opt is None:
+            if len(settings[base]) > 1:
+                raise GeroError(f"--against {against}: {base} ran with settings "
+                                f"{', '.join(settings[base])}; name one, e.g. "
+                                f"--against {base}/{settings[base][-1]}")
+            base_opt = settings[base][0]
+        cols = ", ".join(f'"{c}"' for c in _COLUMNS if c not in ("backend", "optimization"))
+        own = "" if mine_opt is None else " AND optimization = ?"
+        con.execute(f"CREATE OR REPLACE TEMP TABLE cur AS SELECT {cols}, backend, optimization "
+                    f"FROM obs WHERE backend = ?{own}",
+                    [mine] + ([mine_opt] if mine_opt is not None else []))
+        # The baseline's rows once per setting of the runtime under comparison, under its
+        # name, so that each setting pairs with the baseline setting.
+        con.execute(f"CREATE OR REPLACE TEMP TABLE base AS SELECT {cols}, c.backend, "
+                    f"c.optimization FROM obs, (SELECT DISTINCT backend, optimization "
+                    f"FROM cur) c WHERE obs.backend = ? AND obs.optimization = ?",
+                    [base, base_opt])
+        cursor = con.execute(_DIFF_SQL + "SELECT * FROM kinds WHERE kind <> 'unchanged' "
+                             "ORDER BY kind, case_id, \"check\", backend, optimization, "
+                             "output_name", [factor])
+        names = [d[0] for d in cursor.description]
+        entries = []
+        for values in cursor.fetchall():
+            row = dict(zip(names, values, strict=True))
+            entries.append(DiffEntry(
+                kind=row["kind"], **{s: row[s] for s in SLOT}, base_id=row["base_id"],
+                current_id=row["current_id"], base_result=row["base_result"],
+                current_result=row["current_result"], base_error=row["base_error"],
+                current_error=row["current_error"],
+                tolerance_changed=bool(row["tolerance_changed"]), why=_why(row, factor)))
+        unchanged = con.execute(_DIFF_SQL + "SELECT count(*) FROM kinds WHERE kind = 'unchanged'",
+                                [factor]).fetchone()
+        run_id = view.run_id
+    return DiffReport(f"{run_id}:{base}/{base_opt}",
+                      f"{run_id}:{mine}" + (f"/{mine_opt}" if mine_opt else ""), factor,
+                      tuple(entries), int(unchanged[0]) if unchanged else 0,
+                      tuple(view.problems))
+
+
+def _runtime(text: str, option: str, settings: dict[str, list[str]]) -> tuple[str, str | None]:
+    name, _, setting = text.partition("/")
+    if name not in settings:
+        raise GeroError(f"{option} {text}: no observations of {name!r} in this run; it has "
+                        f"{', '.join(settings) or 'none'}")
+    if setting and setting not in settings[name]:
+        raise GeroError(f"{option} {text}: {name} has no setting {setting!r} in this run; "
+                        f"it has {', '.join(settings[name])}")
+    return name, setting or None

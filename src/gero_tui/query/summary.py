@@ -79,8 +79,11 @@ def check_outcomes(view: OpenRun) -> list[tuple[str, str, int, int]]:
 
 
 def summary_dict(view: OpenRun) -> dict[str, Any]:
+    from gero_tui.query.runtimes import runtimes_dict
+
     record = view.record()
     return {
+        "runtimes": runtimes_dict(view),
         "run": record,
         "counts": class_counts(view),
         "operations": [asdict(o) for o in operations(view)],

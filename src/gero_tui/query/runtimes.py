@@ -148,3 +148,20 @@ def runtimes_dict(view: OpenRun) -> dict[str, Any]:
         "timings": [asdict(r) for r in timings(view)],
         "classes": list(RESULT_CLASSES),
     }
+
+
+def operation_runtimes(view: OpenRun) -> list[tuple[str, str, dict[str, int]]]:
+    """Per operation and runtime (the ReferenceEvaluator included), counts per class; empty
+    when the run has one runtime under test (the per-operation bars then say it all)."""
+    rows = view.query("""
+        SELECT op_type, backend,
+               count(*) FILTER (WHERE result = 'passed'),
+               count(*) FILTER (WHERE result = 'divergence'),
+               count(*) FILTER (WHERE result = 'contract_issue'),
+               count(*) FILTER (WHERE result = 'execution')
+        FROM obs GROUP BY op_type, backend ORDER BY op_type, backend = ?, backend""",
+                      [REFERENCE])
+    if len({str(r[1]) for r in rows} - {REFERENCE}) < 2:
+        return []
+    return [(str(op), str(backend), dict(zip(RESULT_CLASSES, map(int, counts), strict=True)))
+            for op, backend, *counts in rows]

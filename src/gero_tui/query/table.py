@@ -50,8 +50,12 @@ COLUMNS: tuple[Column, ...] = (
            "ELSE op_type || ' / ' || case_name END",
            sort_sql="op_type, case_name"),
     Column("input", "Input", "input_shapes"),
+    # ONNX Runtime's levels alone (the common case), other runtimes' settings with a short
+    # runtime name, so that rows of a multi-runtime run say which runtime they are.
     Column("optimization", "Optimization",
-           "CASE WHEN optimization = '-' THEN backend ELSE optimization END"),
+           "CASE WHEN optimization = '-' THEN backend WHEN backend = 'onnxruntime' "
+           "THEN optimization WHEN backend = 'openvino' THEN 'ov:' || optimization "
+           "ELSE backend || ':' || optimization END"),
     Column("check", "Check", '"check"'),
     Column("dtype", "Dtype", "dtype"),
     # DuckDB sorts NaN (no finite pair, or a failed path) above every number: as NULL it
@@ -71,6 +75,7 @@ VALUE_FILTERS: dict[str, tuple[str, str]] = {
     "operations": ("op_type", "operation"),
     "dtypes": ("dtype", "dtype"),
     "optimizations": ("optimization", "optimisation"),
+    "backends": ("backend", "runtime"),
     "suites": ("suite", "suite"),
     "checks": ("check", "check"),
 }
@@ -98,6 +103,7 @@ class TableFilter:
     operations: frozenset[str] = frozenset()
     dtypes: frozenset[str] = frozenset()
     optimizations: frozenset[str] = frozenset()
+    backends: frozenset[str] = frozenset()
     suites: frozenset[str] = frozenset()
     checks: frozenset[str] = frozenset()
     finding: str = ""

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-FILTER_KEYS = {"o": "operations", "t": "dtypes", "z": "optimizations", "u": "suites",
+FILTER_KEYS = {"o": "operations", "t": "dtypes", "z": "optimizations", "b": "backends",
+               "u": "suites",
                "c": "checks"}
 
 
@@ -71,6 +72,9 @@ class EvaluationsScreen(Screen[None]):
                 tooltip="Filter by dtype"),
         Binding("z", "pick_values('optimizations')", "Opt",
                 tooltip="Filter by optimisation level"),
+        Binding("b", "pick_values('backends')", "Runtime",
+                tooltip="Filter by runtime (onnxruntime, openvino, tract, onnx-reference)",
+                show=False),
         Binding("u", "pick_values('suites')", "Suite",
                 tooltip="Filter by suite (synthetic, onnx-backend, models)", show=False),
         Binding("c", "pick_values('checks')", "Check",

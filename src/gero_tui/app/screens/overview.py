@@ -39,6 +39,17 @@ def _precision_heading() -> Text:
     return text
 
 
+_SHORT = {"onnxruntime": "ort", "openvino": "ov", "tract": "tract", "onnx-reference": "ref"}
+"""Runtime tags in front of per-runtime bars (the name column is narrow)."""
+
+
+def _operation_filter(option_id: str) -> TableFilter:
+    """A bar's evaluations: its operation, and its runtime when bars are per runtime."""
+    op, _, backend = option_id.partition("\t")
+    return TableFilter(operations=frozenset({op}),
+                       backends=frozenset({backend}) if backend else frozenset())
+
+
 class OverviewScreen(Screen[None]):
     """What the run found, at a glance; every figure leads to its evaluations."""
 
@@ -61,9 +72,15 @@ class OverviewScreen(Screen[None]):
     ]
 
     class Loaded(Message):
-        def __init__(self, counts: dict[str, int], operations: list[OperationSummary]) -> None:
+        def __init__(self, counts: dict[str, int], operations: list[OperationSummary],
+                     per_runtime: list[tuple[str, str, dict[str, int]]] | None = None,
+                     notes: list[str] | None = None) -> None:
             self.counts = counts
             self.operations = operations
+            self.per_runtime = per_runtime or []
+            """(operation, runtime, counts) when the run has several runtimes."""
+            self.notes = notes or []
+            """Runtime settings that compute below the precision the model declares."""
             super().__init__()
 
     class FindingsCounted(Message):
@@ -130,10 +147,15 @@ class OverviewScreen(Screen[None]):
     def _load(self, source: Any) -> None:
         # Deferred: the summary module imports the runner's schema, and so pyarrow (~0.2 s),
         # which the explorer does not pay before its first paint.
+        from gero_tui.query.runtimes import lower_precision, operation_runtimes
         from gero_tui.query.summary import class_counts, operations
 
         try:
-            self.post_message(self.Loaded(class_counts(source), operations(source)))
+            notes = [f"ⓘ {lp.backend} {lp.optimization} computes {lp.dtype} tensors in "
+                     f"{lp.precision} ({lp.not_passed} of {lp.observations} comparisons not "
+                     "passed)" for lp in lower_precision(source)]
+            self.post_message(self.Loaded(class_counts(source), operations(source),
+                                          operation_runtimes(source), notes))
             report = self.app.findings(source)
             self.post_message(self.FindingsCounted(len(report.findings), report.non_passed))
         except (duckdb.Error, GeroError) as e:
@@ -147,10 +169,21 @@ class OverviewScreen(Screen[None]):
 
     def on_overview_screen_loaded(self, message: Loaded) -> None:
         self.query_one(ClassCounts).counts = message.counts
-        self.query_one(OperationBars).show([
-            (o.op_type, {"passed": o.passed, "divergence": o.divergence,
-                         "contract_issue": o.contract_issue, "execution": o.execution})
-            for o in message.operations])
+        if message.per_runtime:  # one bar per operation and runtime
+            self.query_one(OperationBars).show(
+                [(f"{_SHORT.get(backend, backend[:5]):<5} {op}", counts)
+                 for op, backend, counts in message.per_runtime],
+                ids=[f"{op}\t{backend}" for op, backend, _ in message.per_runtime])
+        else:
+            self.query_one(OperationBars).show([
+                (o.op_type, {"passed": o.passed, "divergence": o.divergence,
+                             "contract_issue": o.contract_issue, "execution": o.execution})
+                for o in message.operations])
+        if message.notes:
+            problems = self.query_one("#problems", Static)
+            problems.display = True
+            problems.update("\n".join([*(f"⚠ {p}" for p in self.app.source.problems),
+                                        *message.notes] if self.app.source else message.notes))
         self.query_one(TimingTable).show([
             (o.op_type, o.measured_pairs, o.runtime_median_ms, o.reference_median_ms)
             for o in message.operations])
@@ -160,7 +193,7 @@ class OverviewScreen(Screen[None]):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id:
-            self.app.show_evaluations(TableFilter(operations=frozenset({event.option.id})))
+            self.app.show_evaluations(_operation_filter(event.option.id))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:
@@ -171,7 +204,7 @@ class OverviewScreen(Screen[None]):
         if bars.highlighted is not None:
             option = bars.get_option_at_index(bars.highlighted)
             if option.id:
-                self.app.show_evaluations(TableFilter(operations=frozenset({option.id})))
+                self.app.show_evaluations(_operation_filter(option.id))
 
     def action_op_histogram(self) -> None:
         """``g``: max abs error histogram of the highlighted operation."""
@@ -181,7 +214,8 @@ class OverviewScreen(Screen[None]):
         if bars.highlighted is not None and self.app.source is not None:
             option = bars.get_option_at_index(bars.highlighted)
             if option.id:
-                self.app.push_screen(OpHistogramScreen(self.app.source, option.id))
+                op = option.id.partition("\t")[0]
+                self.app.push_screen(OpHistogramScreen(self.app.source, op))
 
     def action_open_all(self) -> None:
         """Open the evaluations table without a filter."""

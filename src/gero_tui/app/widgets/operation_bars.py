@@ -43,10 +43,13 @@ class OperationBars(OptionList):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._rows: list[tuple[str, dict[str, int]]] = []
+        self._ids: list[str] = []
 
-    def show(self, rows: list[tuple[str, dict[str, int]]]) -> None:
-        """Operations with their counts per result class."""
+    def show(self, rows: list[tuple[str, dict[str, int]]], ids: list[str] | None = None) -> None:
+        """Operations (or operation and runtime) with their counts per result class; each
+        option's id is its name unless ``ids`` are given."""
         self._rows = rows
+        self._ids = ids if ids is not None else [name for name, _ in rows]
         self._rebuild()
 
     def on_resize(self, event: events.Resize) -> None:
@@ -64,12 +67,12 @@ class OperationBars(OptionList):
         counts_width = max((len(f) for f in figures), default=7)
         bar_width = max(width - name_width - counts_width - 3, 6)
         options = []
-        for (op, counts), figure in zip(self._rows, figures, strict=True):
+        for (op, counts), figure, key in zip(self._rows, figures, self._ids, strict=True):
             name = op if len(op) <= name_width else op[:name_width - 1] + "…"
             line = Text(f"{name:<{name_width}} ")
             line.append_text(bar(counts, bar_width))
             line.append(f" {figure:>{counts_width}}", style="dim")
-            options.append(Option(line, id=op))
+            options.append(Option(line, id=key))
         self.clear_options()
         self.add_options(options)
         if options:

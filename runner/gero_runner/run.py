@@ -179,7 +179,7 @@ def execute(request: RunRequest,
         raise GeroError("no cases selected: check --suite, --ops, --dtypes and --model")
     if warn is not None:
         for case in cases:
-            for message in case.metadata.get("warnings", []):
+            for message in case.warnings:
                 warn(message)
     table = ToleranceTable(request.tolerances)
     if resume is None:

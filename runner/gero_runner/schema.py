@@ -6,8 +6,10 @@ them. Adding a column means adding it here, with its type and a one-line meaning
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Final
+import math
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any, Final
 
 import pyarrow as pa
 
@@ -106,6 +108,83 @@ OBSERVATION_SCHEMA: Final = pa.schema(
 )
 COLUMN_NAMES: Final = tuple(c.name for c in OBSERVATION_COLUMNS)
 IDENTITY_COLUMNS: Final = tuple(c.name for c in OBSERVATION_COLUMNS if c.identity)
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Observation:
+    """One observation row, typed: the fields are ``COLUMN_NAMES`` in order (a test holds
+    them equal). The metric fields' defaults are a row without a comparison (a path failed):
+    NaN errors, zero counts."""
+
+    observation_id: str = ""
+    """Set by ``execution.evaluate.finish_row`` from the identity columns."""
+    run_id: str | None = None
+    """Set by the parent when it stores the run."""
+    suite: str
+    case_id: str
+    op_type: str
+    case_name: str
+    check: str
+    dtype: str
+    input_shapes: str
+    output_name: str
+    backend: str
+    backend_version: str
+    optimization: str
+    threads: int
+    reference: str
+    reference_version: str
+    rtol: float
+    atol: float
+    max_abs_error: float = math.nan
+    max_rel_error: float = math.nan
+    max_ulp: float = math.nan
+    scaled_error: float = math.nan
+    floored_rel_error: float = math.nan
+    mismatch_count: int = 0
+    element_count: int = 0
+    nan_actual: int = 0
+    inf_actual: int = 0
+    nan_reference: int = 0
+    inf_reference: int = 0
+    min_atol: float = math.nan
+    min_rtol: float = math.nan
+    bit_exact: bool = False
+    result: str
+    reason: str
+    arbiter: str = "-"
+    actual_hash: str = ""
+    reference_hash: str = ""
+    graph_hash: str
+    input_hash: str
+    seed: int
+    artifact_path: str = ""
+    actual_file: str = ""
+    reference_file: str = ""
+    actual_median_ms: float = math.nan
+    reference_median_ms: float = math.nan
+    repeats: int = 0
+    session_settings: str = "{}"
+    details: str = "{}"
+    created_at: datetime | None = None
+    """Set by the parent when it stores the run."""
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """A column by name (``row_hash`` and readers of dict rows use this)."""
+        return getattr(self, name, default)
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return getattr(self, name)
+        except AttributeError:
+            raise KeyError(name) from None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as ``{column: value}``, in column order."""
+        return {name: getattr(self, name) for name in OBSERVATION_FIELDS}
+
+
+OBSERVATION_FIELDS: Final = tuple(f.name for f in fields(Observation))
+
 
 # One row per observation per run that saw it: repeated identical observations are stored
 # once in the observation table, and each sighting (with its own timings) here.

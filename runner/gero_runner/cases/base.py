@@ -75,6 +75,17 @@ class OpCase:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class ModelChecks:
+    """How the model family judges a model case (``--task``, ``--variants``,
+    ``--output-kind``), validated against the model's outputs."""
+
+    task: str | None = None
+    variants: tuple[str, ...] = ()
+    output_kinds: Mapping[str, str] = field(default_factory=dict)
+    """Output name -> dense | confidence | rotation | translation | keypoints."""
+
+
 @dataclass
 class CaseInstance:
     """One concrete case, ready to run in a worker process (picklable)."""
@@ -100,7 +111,29 @@ class CaseInstance:
     variants: tuple[str, ...] = ()
     spec_name: str = ""
     """Registry name of the OpCase this instance came from (for contracts and variants)."""
-    metadata: dict[str, Any] = field(default_factory=dict)
+    unsupported: str = ""
+    """Why gero cannot feed or compare this case (it becomes one execution row)."""
+    wrapped: str = ""
+    """What the sequence/optional wrapper changed in an onnx backend case's graph."""
+    reference_repeats: int | None = None
+    """Timed ReferenceEvaluator runs when fewer than the run's (seconds each on a CNN)."""
+    model_checks: ModelChecks | None = None
+    """Set on model cases: the model family's checks run with these settings."""
+    shadow_error: str = ""
+    """Why the float64 shadow of a user model could not run (a model case without arbiter)."""
+    probability_axis: int | None = None
+    """Row axis of the probability law for a graph without Softmax (None: element-wise)."""
+    layernorm_epsilon: float = 1e-5
+    """The ε a decomposed LayerNorm promises (a graph without LayerNormalization)."""
+    layernorm_axis: int = -1
+    input_choices: tuple[Mapping[str, Any], ...] = ()
+    """Per input of a user model: the shape fed, where each size and the values came from."""
+    inputs_text: str = ""
+    """``input_choices`` in one line; every row of the case shows it in its details."""
+    non_tensor_outputs: Mapping[str, str] = field(default_factory=dict)
+    """Model outputs that are not tensors (name -> ONNX type): one execution row each."""
+    warnings: tuple[str, ...] = ()
+    """Signs that the inputs, not the model, decide the verdict (printed before the run)."""
 
 
 def stable_seed(base_seed: int, case_id: str) -> int:

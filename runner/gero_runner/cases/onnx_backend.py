@@ -122,31 +122,27 @@ def to_case(tc: Any, op_type: str) -> CaseInstance:
 
     model = tc.model
     inputs_data, outputs_data = tc.data_sets[0]
-    metadata: dict[str, Any] = {"opset": _opset(model), "onnx_rtol": tc.rtol,
-                                "onnx_atol": tc.atol}
     problems: list[str] = []
     try:
         wrapped = wrap_values(model, list(inputs_data), list(outputs_data))
     except Unwrappable as e:
         wrapped = None
         problems.append(str(e))
+    note = ""
     if wrapped is not None:
         model, inputs_data, outputs_data, note = wrapped
-        if note:
-            metadata["wrapped"] = note
     graph_inputs = list(model.graph.input)
     graph_outputs = list(model.graph.output)
     inputs = _tensors(graph_inputs, inputs_data, "input", problems)
     expected = _tensors(graph_outputs, outputs_data, "output", problems)
     dtype = _case_dtype(list(expected.values()) or list(inputs.values()))
-    if problems:
-        metadata["unsupported"] = "; ".join(dict.fromkeys(problems))
     return CaseInstance(
         suite=SUITE, case_id=f"{SUITE}/{op_type}/{tc.name}", op_type=op_type,
         case_name=tc.name, dtype=dtype, seed=-1, model=model.SerializeToString(),
         inputs=inputs, expected=expected if not problems else None,
         expected_label=EXPECTED_LABEL, expected_version=onnx.__version__,
-        tolerance=(float(tc.rtol), float(tc.atol)), metadata=metadata,
+        tolerance=(float(tc.rtol), float(tc.atol)),
+        unsupported="; ".join(dict.fromkeys(problems)), wrapped=note,
     )
 
 
@@ -294,10 +290,6 @@ def wrap_values(model: Any, inputs: list[Any], outputs: list[Any]
                  "(onnx/reference/ops/op_optional.py returns ([x],)), so its rows here show "
                  "that defect of the wrapper's Optional node, not of the node under test")
     return wrapped, feeds, expect, note
-
-
-def _opset(model: Any) -> int:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
 
 
 def cases_for_request(request: RunRequest) -> list[CaseInstance]:

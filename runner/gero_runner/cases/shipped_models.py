@@ -18,7 +18,7 @@ import onnx
 from onnx import numpy_helper
 
 from gero_runner.cases.base import CaseInstance
-from gero_runner.cases.user_models import model_options
+from gero_runner.cases.user_models import model_checks
 from gero_runner.errors import GeroError
 from gero_runner.models.signature import graph_inputs
 from gero_runner.request import RunRequest
@@ -74,9 +74,9 @@ def case_for(name: str, request: RunRequest) -> CaseInstance:
         # The shipped outputs are the independent side that arbitrates ORT vs reference.
         expected_exact={k: v.astype(np.float64) for k, v in expected.items()},
         tolerance=_tolerance(name),
-        metadata={"model": model_options(request, [o.name for o in model.graph.output],
-                                         f"shipped model {name}"),
-                  "reference_repeats": 1, "opset": opset},
+        model_checks=model_checks(request, [o.name for o in model.graph.output],
+                                  f"shipped model {name}"),
+        reference_repeats=1,
     )
 
 

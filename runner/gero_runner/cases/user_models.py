@@ -22,7 +22,13 @@ from typing import Any
 import numpy as np
 import onnx
 
-from gero_runner.cases.base import BATCH_INDEPENDENT, BATCH_NONE, CaseInstance, stable_seed
+from gero_runner.cases.base import (
+    BATCH_INDEPENDENT,
+    BATCH_NONE,
+    CaseInstance,
+    ModelChecks,
+    stable_seed,
+)
 from gero_runner.errors import GeroError
 from gero_runner.models import inputs as model_inputs
 from gero_runner.models import shadow, signature
@@ -34,8 +40,8 @@ SUITE = "model"
 SHADOW_LABEL = "float64-shadow"
 
 
-def model_options(request: RunRequest, output_names: list[str] | None,
-                  source: str) -> dict[str, Any]:
+def model_checks(request: RunRequest, output_names: list[str] | None,
+                 source: str) -> ModelChecks:
     """--task, --variants and --output-kind, validated against the model's outputs."""
     from gero_runner.metrics.parity import parse_output_kinds
 
@@ -52,8 +58,8 @@ def model_options(request: RunRequest, output_names: list[str] | None,
             raise GeroError(f"{source}: --output-kind names unknown output(s) "
                             f"{', '.join(unknown)}; outputs: {', '.join(output_names)}")
         kinds = {k: v for k, v in kinds.items() if k in output_names}
-    return {"task": task, "variants": parse_variants(list(opts.variants)),
-            "output_kinds": kinds}
+    return ModelChecks(task=task, variants=tuple(parse_variants(list(opts.variants))),
+                       output_kinds=kinds)
 
 
 def type_text(tp: onnx.TypeProto) -> str:
@@ -206,28 +212,20 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
     seed = stable_seed(request.seed, case_id)
     inputs, choices = model_inputs.build_inputs(model, specs, options, seed, source)
     outputs = [o.name for o in model.graph.output]
-    opts = model_options(request, outputs, source)
-    metadata: dict[str, Any] = {"path": str(Path(path).resolve()), "dims": label,
-                                "model": opts, "reference_repeats": 1, "inputs": choices,
-                                "inputs_text": model_inputs.describe(choices)}
-    if dropped:
-        metadata["non_tensor_outputs"] = dropped
+    checks = model_checks(request, outputs, source)
+    unsupported = error = ""
+    warnings: list[str] = []
     if not outputs:
-        metadata["unsupported"] = (
-            "no tensor output to compare: " + ", ".join(f"output {n!r} is {t}"
-                                                        for n, t in dropped.items()))
+        unsupported = ("no tensor output to compare: "
+                       + ", ".join(f"output {n!r} is {t}" for n, t in dropped.items()))
         expected = exact = None
     else:
         expected, exact, error, warnings = _shadow(model, inputs, name, request.timeout_s)
-        if error:
-            metadata["shadow_error"] = error
-            if any(c["values"].endswith("(default)") for c in choices):
-                warnings.append(f"{name}: the seeded run failed ({error[:200]}); the default "
-                                "inputs may not suit the model: set them with --input "
-                                "NAME=SHAPE, --input-range, --input-value or --inputs")
-        if warnings:
-            metadata["warnings"] = warnings
-        _check_task(opts["task"], model, exact, source)
+        if error and any(c["values"].endswith("(default)") for c in choices):
+            warnings.append(f"{name}: the seeded run failed ({error[:200]}); the default "
+                            "inputs may not suit the model: set them with --input "
+                            "NAME=SHAPE, --input-range, --input-value or --inputs")
+        _check_task(checks.task, model, exact, source)
     first = next((x for x in inputs.values() if x.dtype.kind == "f"), next(iter(inputs.values())))
     try:
         data = model.SerializeToString()
@@ -239,7 +237,9 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
         expected_label=SHADOW_LABEL, expected_version=onnx.__version__,
         expected_exact=exact,
         batch=BATCH_INDEPENDENT if signature.has_dynamic_batch(specs) else BATCH_NONE,
-        metadata=metadata,
+        model_checks=checks, reference_repeats=1, shadow_error=error, unsupported=unsupported,
+        input_choices=tuple(choices), inputs_text=model_inputs.describe(choices),
+        non_tensor_outputs=dropped, warnings=tuple(warnings),
     )
 
 

@@ -33,7 +33,7 @@ from gero_runner.contracts.paths import (
     execution_row,
     law_row,
 )
-from gero_runner.schema import CONTRACT_ISSUE
+from gero_runner.schema import CONTRACT_ISSUE, Observation
 
 if TYPE_CHECKING:
     from gero_runner.execution.evaluate import CaseContext, PathResult
@@ -48,7 +48,7 @@ def _parts(size: int) -> list[slice]:
 
 
 def independent_rows(ctx: CaseContext, paths: list[PathResult],
-                     evidence: Evidence) -> list[dict[str, Any]]:
+                     evidence: Evidence) -> list[Observation]:
     """partition, permutation and duplication on every path and output."""
     layout = batch_layout(ctx.case.inputs)
     if layout is None:
@@ -62,7 +62,7 @@ def independent_rows(ctx: CaseContext, paths: list[PathResult],
     dup_index[dst] = src
     figures = {"batch": n, "batched_inputs": list(layout.batched),
                "parts": [s.stop - s.start for s in parts]}
-    rows: list[dict[str, Any]] = []
+    rows: list[Observation] = []
     feeds = ctx.case.inputs
     for path in paths:
         run = PathRunner(ctx, path, model)
@@ -120,7 +120,7 @@ def independent_rows(ctx: CaseContext, paths: list[PathResult],
 
 
 def _failed(ctx: CaseContext, path: PathResult, names: tuple[str, ...],
-            message: str) -> list[dict[str, Any]]:
+            message: str) -> list[Observation]:
     return [execution_row(ctx, f"contract:{law}", path, "", ctx.case.dtype,
                           f"{law}: {message}", "law:full-batch") for law in names]
 
@@ -142,7 +142,7 @@ def _reduction(model: onnx.ModelProto, feeds: dict[str, np.ndarray]
 
 
 def reduction_rows(ctx: CaseContext, paths: list[PathResult],
-                   evidence: Evidence) -> list[dict[str, Any]]:
+                   evidence: Evidence) -> list[Observation]:
     """A reduction across the batch: the whole equals the combination of partial results
     (within a bound that grows with the reduction length; exactly for max/min), and a
     permuted batch gives the same result (exactly for max/min)."""
@@ -154,7 +154,7 @@ def reduction_rows(ctx: CaseContext, paths: list[PathResult],
     model = dynamic_batch_model(ctx.case.model, layout.batched)
     parts = _parts(layout.size)
     perm = permutation(layout.size, ctx.case.seed)
-    rows: list[dict[str, Any]] = []
+    rows: list[Observation] = []
     feeds = ctx.case.inputs
     for path in paths:
         run = PathRunner(ctx, path, model)
@@ -183,7 +183,7 @@ def _reduction_output_rows(ctx: CaseContext, evidence: Evidence, path: PathResul
                            name: str, reduction: tuple[str, np.ndarray, tuple[int, ...], bool]
                            | None, layout: BatchLayout, parts: list[slice],
                            full: list[np.ndarray], pieces: list[list[np.ndarray]] | None,
-                           permuted: list[np.ndarray]) -> list[dict[str, Any]]:
+                           permuted: list[np.ndarray]) -> list[Observation]:
     f = full[j]
     dtype = str(f.dtype)
     rtol, atol = ctx.tolerance(dtype)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gero_runner import backends
 from gero_runner.contracts.paths import (
@@ -16,14 +16,14 @@ from gero_runner.contracts.paths import (
     execution_row,
     law_row,
 )
-from gero_runner.schema import CONTRACT_ISSUE, PASSED
+from gero_runner.schema import CONTRACT_ISSUE, PASSED, Observation
 from gero_runner.storage.hashing import tensors_hash
 
 if TYPE_CHECKING:
     from gero_runner.execution.evaluate import CaseContext, PathResult
 
 
-def determinism_rows(ctx: CaseContext, paths: list[PathResult]) -> list[dict[str, Any]]:
+def determinism_rows(ctx: CaseContext, paths: list[PathResult]) -> list[Observation]:
     """One row per path from its timed repeats (PathResult.deterministic)."""
     rows = []
     for path in paths:
@@ -55,7 +55,7 @@ def machine_threads() -> int:
 
 
 def thread_rows(ctx: CaseContext, paths: list[PathResult],
-                evidence: Evidence) -> list[dict[str, Any]]:
+                evidence: Evidence) -> list[Observation]:
     """Each path of a runtime with a thread setting, at the machine's thread count against
     1 thread."""
     many = machine_threads()

@@ -7,7 +7,7 @@ applies to any graph with the pattern, and is checked on every path's outputs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
@@ -15,6 +15,7 @@ import onnx
 from gero_runner.contracts import laws
 from gero_runner.contracts.model_facts import attribute, constant, find_node, producer
 from gero_runner.contracts.paths import Evidence, PathRunner, error_text, execution_row, law_row
+from gero_runner.schema import Observation
 
 if TYPE_CHECKING:
     from gero_runner.execution.evaluate import CaseContext, PathResult
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 MASK_THRESHOLD = -1e3
 """An additive mask value at or below this masks its key."""
 
-Rows = list[dict[str, Any]]
+Rows = list[Observation]
 
 
 def _output_index(ctx: CaseContext, node: onnx.NodeProto | None) -> int | None:
@@ -78,9 +79,9 @@ def probability_rows(ctx: CaseContext, paths: list[PathResult], evidence: Eviden
         return _missing(ctx, paths, "probability", "the graph has no output or no float input")
     op = node.op_type if node is not None else "graph"
     # Softmax: rows along its axis; Sigmoid: element-wise; a graph without either (e.g. a
-    # decomposition) declares its row axis in the case metadata (None: element-wise).
+    # decomposition) declares its row axis on the case (None: element-wise).
     raw = (attribute(node, "axis", -1) if node is not None and op == "Softmax"
-           else None if op == "Sigmoid" else ctx.case.metadata.get("probability_axis"))
+           else None if op == "Sigmoid" else ctx.case.probability_axis)
     axis = None
     if raw is not None:
         x_rank = np.ndim(ctx.case.inputs[x_name]) if x_name in ctx.case.inputs else 0
@@ -180,7 +181,6 @@ def layernorm_variance_rows(ctx: CaseContext, paths: list[PathResult],
     model = onnx.load_from_string(ctx.case.model)
     node = find_node(model, "LayerNormalization")
     j = _output_index(ctx, node)
-    meta = ctx.case.metadata
     if node is not None:
         x = constant(model, node.input[0], ctx.case.inputs)
         # The attribute is a float32; the runtime adds exactly that value.
@@ -190,11 +190,11 @@ def layernorm_variance_rows(ctx: CaseContext, paths: list[PathResult],
         bias = (constant(model, node.input[2], ctx.case.inputs)
                 if len(node.input) > 2 and node.input[2] else None)
     else:
-        # A decomposed LayerNorm declares the ε it promises in the case metadata.
+        # A decomposed LayerNorm declares the ε it promises on the case.
         feed = _first_float_feed(ctx)
         x = ctx.case.inputs[feed] if feed is not None else None
-        eps = float(meta.get("layernorm_epsilon", 1e-5))
-        raw_axis = int(meta.get("layernorm_axis", -1))
+        eps = ctx.case.layernorm_epsilon
+        raw_axis = ctx.case.layernorm_axis
         scale = bias = None
     if j is None or x is None:
         return _missing(ctx, paths, "layernorm_variance",

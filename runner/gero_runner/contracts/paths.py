@@ -16,7 +16,7 @@ from gero_runner import backends
 from gero_runner.cases.base import Arrays
 from gero_runner.contracts import laws
 from gero_runner.contracts.laws import LawResult
-from gero_runner.schema import EXECUTION
+from gero_runner.schema import EXECUTION, Observation
 from gero_runner.storage.hashing import npy_bytes, sha256
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def compare_law(ctx: CaseContext, law: str, actual: np.ndarray, reference: np.nd
 
 def law_row(ctx: CaseContext, evidence: Evidence, check: str, path: PathResult,
             output_name: str, res: LawResult, *, reference_label: str, dtype: str,
-            folder: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+            folder: str, extra: dict[str, Any] | None = None) -> Observation:
     """The observation of one law on one path and output, with both sides as evidence."""
     stem = f"{folder}/{path.name}/{output_name or 'out'}"
     actual_file = evidence.add(f"{stem}.actual.npy", res.actual)
@@ -124,7 +124,7 @@ def law_row(ctx: CaseContext, evidence: Evidence, check: str, path: PathResult,
 
 
 def execution_row(ctx: CaseContext, check: str, path: PathResult, output_name: str,
-                  dtype: str, message: str, reference_label: str) -> dict[str, Any]:
+                  dtype: str, message: str, reference_label: str) -> Observation:
     """A law that could not be checked on a path because running it failed."""
     return ctx.row(check=check, output_name=output_name, actual=path,
                    reference_name=reference_label, reference_version=path.version,

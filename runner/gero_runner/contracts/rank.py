@@ -10,7 +10,7 @@ Only synthetic entries (which have a formula and a graph builder) carry this law
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
@@ -24,6 +24,7 @@ from gero_runner.contracts.paths import (
     execution_row,
     law_row,
 )
+from gero_runner.schema import Observation
 from gero_runner.storage.hashing import tensor_hash
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def unsqueezed_case(entry: OpCase, dtype: str, inputs: Arrays, axis: int
 
 
 def rank_change_rows(ctx: CaseContext, paths: list[PathResult],
-                     evidence: Evidence) -> list[dict[str, Any]]:
+                     evidence: Evidence) -> list[Observation]:
     case = ctx.case
     entry = _entries().get(case.spec_name) if case.suite == "synthetic" else None
     shape = case_shape(case.case_id)

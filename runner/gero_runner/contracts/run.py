@@ -3,7 +3,7 @@ ORT level and on the ReferenceEvaluator, each law its own observation (contract:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,18 +14,19 @@ from gero_runner.contracts.operator_laws import NAMED
 from gero_runner.contracts.paths import Evidence, base_paths
 from gero_runner.contracts.rank import rank_change_rows
 from gero_runner.errors import GeroError
+from gero_runner.schema import Observation
 
 if TYPE_CHECKING:
     from gero_runner.execution.evaluate import CaseContext
 
 
-def run_contracts(ctx: CaseContext) -> list[dict[str, Any]]:
+def run_contracts(ctx: CaseContext) -> list[Observation]:
     # Laws run on edge values (±inf, NaN, overflow) on purpose: no warnings on stderr.
     with np.errstate(all="ignore"):
         return _run(ctx)
 
 
-def _run(ctx: CaseContext) -> list[dict[str, Any]]:
+def _run(ctx: CaseContext) -> list[Observation]:
     unknown = [n for n in ctx.case.contracts if n not in NAMED]
     if unknown:
         raise GeroError(f"case {ctx.case.case_id}: unknown contract(s) {', '.join(unknown)}; "

@@ -179,7 +179,8 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
                                backends=runtimes,
                                repeats=_repeats(rows), tolerances=_tolerances(rows),
                                checks=checks)
-        fresh = evaluate_case(art.case, settings).rows
+        # Dicts, like the stored rows they are matched with.
+        fresh = [r.as_dict() for r in evaluate_case(art.case, settings).rows]
         fresh_dir = Path(tmp) / fresh[0]["artifact_path"] if fresh else Path(tmp)
         index: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         for row in fresh:

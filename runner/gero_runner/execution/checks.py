@@ -8,9 +8,10 @@ writer before the artifact directory is written.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gero_runner.errors import GeroError
+from gero_runner.schema import Observation
 
 if TYPE_CHECKING:
     from gero_runner.execution.evaluate import CaseContext
@@ -22,12 +23,12 @@ FAMILIES: dict[str, str] = {
 }
 
 
-def run_family(name: str, ctx: CaseContext) -> list[dict[str, Any]]:
+def run_family(name: str, ctx: CaseContext) -> list[Observation]:
     try:
         target = FAMILIES[name]
     except KeyError as e:
         raise GeroError(f"unknown check family {name!r}; known: {', '.join(FAMILIES)}") from e
     module_name, _, function = target.partition(":")
     module = importlib.import_module(module_name)
-    rows: list[dict[str, Any]] = getattr(module, function)(ctx)
+    rows: list[Observation] = getattr(module, function)(ctx)
     return rows

@@ -1,7 +1,7 @@
 """Evaluate one case: run every path, compare, classify, and keep the evidence.
 
-This runs inside a worker process. It returns plain observation rows (dicts with the
-schema's columns, less run_id and created_at) so the parent only stores them.
+This runs inside a worker process. It returns typed observation rows (``schema.Observation``,
+less run_id and created_at) so the parent only stores them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,7 +25,7 @@ from gero_runner.backends.base import Backend, PathSpec
 from gero_runner.cases.base import CaseInstance
 from gero_runner.classify import arbiter_side, classify
 from gero_runner.metrics.compare import Comparison, compare
-from gero_runner.schema import DIVERGENCE, EXECUTION, IDENTITY_COLUMNS
+from gero_runner.schema import COLUMN_NAMES, DIVERGENCE, EXECUTION, IDENTITY_COLUMNS, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import row_hash, sha256, tensor_hash, tensors_hash
 from gero_runner.tolerances import ToleranceTable
@@ -35,6 +35,8 @@ T = TypeVar("T")
 # Built once: json.dumps with options constructs an encoder per call, and rows ask twice each.
 _SETTINGS_JSON = json.JSONEncoder(sort_keys=True)
 _DETAILS_JSON = json.JSONEncoder(sort_keys=True, default=repr)
+METRIC_COLUMNS = tuple(f.name for f in fields(Comparison) if f.name in COLUMN_NAMES)
+"""The comparison's figures that rows store as they are (every other field decides the class)."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ class PathResult:
 
 @dataclass
 class CaseResult:
-    rows: list[dict[str, Any]]
+    rows: list[Observation]
     backend_seconds: float
     total_seconds: float
     evidence_seconds: float = 0.0
@@ -167,53 +169,32 @@ class CaseContext:
             atol: float, result: str, reason: str, arbiter: str = NOT_APPLICABLE,
             actual_hash: str = "", reference_hash: str = "", actual_file: str = "",
             reference_file: str = "", reference_ms: float = math.nan,
-            details: dict[str, Any] | None = None) -> dict[str, Any]:
-        """An observation row with the schema's columns (ids added by ``finish_row``)."""
+            details: dict[str, Any] | None = None) -> Observation:
+        """An observation row of this case (ids added by ``finish_row``); without a
+        comparison (a path failed) its metric columns keep the row type's defaults."""
         c = self.case
-        inputs_text = c.metadata.get("inputs_text")
-        if inputs_text:  # what a user model was fed, and why (models.inputs)
-            details = {**(details or {}), "inputs": inputs_text}
-        row: dict[str, Any] = {
-            "suite": c.suite, "case_id": c.case_id, "op_type": c.op_type,
-            "case_name": c.case_name, "check": check, "dtype": dtype,
-            "input_shapes": self.input_shapes,
-            "output_name": output_name, "backend": actual.backend,
-            "backend_version": actual.version, "optimization": actual.optimization,
-            "threads": actual.threads, "reference": reference_name,
-            "reference_version": reference_version, "rtol": rtol, "atol": atol,
-            "result": result, "reason": reason, "arbiter": arbiter,
-            "actual_hash": actual_hash, "reference_hash": reference_hash,
-            "graph_hash": self.graph_hash, "input_hash": self.input_hash, "seed": c.seed,
-            "actual_file": actual_file, "reference_file": reference_file,
-            "actual_median_ms": actual.median_ms, "reference_median_ms": reference_ms,
-            "repeats": actual.repeats,
-            "session_settings": actual.settings_json,
-            "details": _DETAILS_JSON.encode(details) if details else "{}",
-        }
-        row.update(_metric_columns(cmp))
-        return row
+        if c.inputs_text:  # what a user model was fed, and why (models.inputs)
+            details = {**(details or {}), "inputs": c.inputs_text}
+        metrics = {} if cmp is None else {name: getattr(cmp, name) for name in METRIC_COLUMNS}
+        return Observation(
+            suite=c.suite, case_id=c.case_id, op_type=c.op_type, case_name=c.case_name,
+            check=check, dtype=dtype, input_shapes=self.input_shapes, output_name=output_name,
+            backend=actual.backend, backend_version=actual.version,
+            optimization=actual.optimization, threads=actual.threads,
+            reference=reference_name, reference_version=reference_version, rtol=rtol,
+            atol=atol, result=result, reason=reason, arbiter=arbiter,
+            actual_hash=actual_hash, reference_hash=reference_hash,
+            graph_hash=self.graph_hash, input_hash=self.input_hash, seed=c.seed,
+            actual_file=actual_file, reference_file=reference_file,
+            actual_median_ms=actual.median_ms, reference_median_ms=reference_ms,
+            repeats=actual.repeats, session_settings=actual.settings_json,
+            details=_DETAILS_JSON.encode(details) if details else "{}", **metrics)
 
 
-def _metric_columns(cmp: Comparison | None) -> dict[str, Any]:
-    if cmp is None:
-        nan = math.nan
-        return {"max_abs_error": nan, "max_rel_error": nan, "max_ulp": nan,
-                "scaled_error": nan, "floored_rel_error": nan, "mismatch_count": 0,
-                "element_count": 0, "nan_actual": 0, "inf_actual": 0, "nan_reference": 0,
-                "inf_reference": 0, "min_atol": nan, "min_rtol": nan, "bit_exact": False}
-    return {"max_abs_error": cmp.max_abs_error, "max_rel_error": cmp.max_rel_error,
-            "max_ulp": cmp.max_ulp, "scaled_error": cmp.scaled_error,
-            "floored_rel_error": cmp.floored_rel_error, "mismatch_count": cmp.mismatch_count,
-            "element_count": cmp.element_count, "nan_actual": cmp.nan_actual,
-            "inf_actual": cmp.inf_actual, "nan_reference": cmp.nan_reference,
-            "inf_reference": cmp.inf_reference, "min_atol": cmp.min_atol,
-            "min_rtol": cmp.min_rtol, "bit_exact": cmp.bit_exact}
-
-
-def finish_row(row: dict[str, Any], artifact_path: str) -> dict[str, Any]:
-    row["artifact_path"] = artifact_path
-    row["observation_id"] = row_hash(row, IDENTITY_COLUMNS)
-    return row
+def finish_row(row: Observation, artifact_path: str) -> Observation:
+    """The row with its evidence directory and its id (the hash of its identity columns)."""
+    return replace(row, artifact_path=artifact_path,
+                   observation_id=row_hash(row, IDENTITY_COLUMNS))
 
 
 def _error_text(e: BaseException) -> str:
@@ -303,7 +284,7 @@ def expected_path(case: CaseInstance) -> PathResult | None:
 
 
 def compare_paths(ctx: CaseContext, check: str, actual: PathResult,
-                  ref: PathResult) -> list[dict[str, Any]]:
+                  ref: PathResult) -> list[Observation]:
     """One row per output: ``actual`` against ``ref``, classified."""
     rows = []
     for j, name in enumerate(ctx.output_names):
@@ -371,9 +352,8 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
     from gero_runner.execution import checks  # check families register themselves there
 
     start = time.perf_counter()
-    unsupported = case.metadata.get("unsupported")
-    if unsupported:  # a case source found that gero cannot feed or compare this case
-        return CaseResult(execution_rows(case, str(unsupported)), 0.0,
+    if case.unsupported:  # a case source found that gero cannot feed or compare this case
+        return CaseResult(execution_rows(case, case.unsupported), 0.0,
                           time.perf_counter() - start)
     writer = EvidenceWriter()
     model = onnx.load_from_string(case.model)
@@ -387,7 +367,7 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
         paths[spec.name] = run_path(backend, spec, case, settings.repeats)
     runtime_paths = list(paths.values())
     # Model cases may ask for fewer reference runs: the evaluator takes seconds on a CNN.
-    ref = run_reference(case, int(case.metadata.get("reference_repeats", settings.repeats)))
+    ref = run_reference(case, case.reference_repeats or settings.repeats)
     paths[ref.name] = ref
     backend_seconds = sum(p.backend_seconds for p in paths.values())
 
@@ -403,7 +383,7 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
     ctx = CaseContext(case, settings, ToleranceTable(settings.tolerances), writer, paths,
                       output_names, sha256(case.model),
                       tensors_hash(case.inputs.values()), backend_seconds)
-    rows: list[dict[str, Any]] = []
+    rows: list[Observation] = []
     # Each runtime against the ReferenceEvaluator; all against the case's expected outputs.
     if ref.ok:
         for p in runtime_paths:
@@ -451,7 +431,7 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
 
 
 def execution_rows(case: CaseInstance, message: str, running: str = ""
-                   ) -> list[dict[str, Any]]:
+                   ) -> list[Observation]:
     """The observation for a case whose worker crashed or hung: nothing else is known but
     the path that was running (``backend\toptimization``, from the running hook), if any."""
     backend, _, optimization = running.partition("\t")

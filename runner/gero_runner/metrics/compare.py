@@ -18,9 +18,13 @@ _ORDERED_INT: dict[np.dtype[Any], type[np.signedinteger[Any]]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Comparison:
-    """Every figure of one comparison; the result class is decided elsewhere from these."""
+    """Every figure of one comparison; the result class is decided elsewhere from these.
+
+    Fields named like observation columns are stored on rows as they are
+    (``execution.evaluate.METRIC_COLUMNS``); the others decide the result class.
+    """
 
     element_count: int
     mismatch_count: int
@@ -96,20 +100,20 @@ def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float)
     if bit_exact and actual.size and (actual.dtype.kind != "f" or not np.isnan(actual).any()):
         # Identical bits and no NaN (the common case between ORT levels): every error is 0.
         inf = _count_inf(actual)
-        return Comparison(int(actual.size), 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, inf, 0, inf, 0, 0,
-                          0.0, 0.0, True, actual_shape=tuple(actual.shape),
-                          reference_shape=tuple(reference.shape))
+        return _zero_error(int(actual.size), inf, True, actual.shape, reference.shape)
     if actual.size == 0:
-        return Comparison(0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, bit_exact,
-                          actual_shape=tuple(actual.shape), reference_shape=tuple(reference.shape))
+        return _zero_error(0, 0, bit_exact, actual.shape, reference.shape)
     if actual.dtype.kind in "US" or reference.dtype.kind in "US":
         # Strings: exact, element by element (as onnx's runner compares them).
         differ = int(np.sum(actual.astype(str) != reference.astype(str)))
         nan = math.nan
-        return Comparison(int(actual.size), differ, nan, nan, nan, nan, nan, 0, 0, 0, 0, 0, 0,
-                          nan, nan, differ == 0 and bit_exact, exact_only=True,
-                          actual_shape=tuple(actual.shape),
-                          reference_shape=tuple(reference.shape))
+        return Comparison(
+            element_count=int(actual.size), mismatch_count=differ, max_abs_error=nan,
+            max_rel_error=nan, max_ulp=nan, scaled_error=nan, floored_rel_error=nan,
+            nan_actual=0, inf_actual=0, nan_reference=0, inf_reference=0, nan_both=0,
+            unexpected_nonfinite=0, min_atol=nan, min_rtol=nan,
+            bit_exact=differ == 0 and bit_exact, exact_only=True,
+            actual_shape=tuple(actual.shape), reference_shape=tuple(reference.shape))
 
     a = _as_float64(actual)
     r = _as_float64(reference)
@@ -167,6 +171,17 @@ def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float)
         actual_shape=tuple(actual.shape),
         reference_shape=tuple(reference.shape),
     )
+
+
+def _zero_error(size: int, inf: int, bit_exact: bool, actual_shape: tuple[int, ...],
+                reference_shape: tuple[int, ...]) -> Comparison:
+    """Every error 0: identical bits without NaN, or nothing to compare."""
+    return Comparison(
+        element_count=size, mismatch_count=0, max_abs_error=0.0, max_rel_error=0.0,
+        max_ulp=0.0, scaled_error=0.0, floored_rel_error=0.0, nan_actual=0, inf_actual=inf,
+        nan_reference=0, inf_reference=inf, nan_both=0, unexpected_nonfinite=0, min_atol=0.0,
+        min_rtol=0.0, bit_exact=bit_exact, actual_shape=tuple(actual_shape),
+        reference_shape=tuple(reference_shape))
 
 
 def _as_float64(x: np.ndarray) -> np.ndarray:

@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gero_runner.backends import ort
+from gero_runner.cases.base import ModelChecks
 from gero_runner.metrics import model_level as ml
 from gero_runner.metrics.compare import compare
 from gero_runner.models import variants as var
-from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, PASSED
+from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, PASSED, Observation
 from gero_runner.storage.hashing import tensor_hash
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ OTHER_TASKS = ("encoder", "regressor", "detector", "dense")
 NOISE_RUNS = 16
 NOISE_RELATIVE = 1e-7
 
-Rows = list[dict[str, Any]]
+Rows = list[Observation]
 
 
 def _error(e: BaseException) -> str:
@@ -59,8 +60,8 @@ class _Checker:
     def __init__(self, ctx: CaseContext) -> None:
         self.ctx = ctx
         self.case = ctx.case
-        self.opts: dict[str, Any] = dict(self.case.metadata.get("model", {}))
-        self.decision = self.opts.get("task") in DECISION_TASKS
+        self.opts = self.case.model_checks or ModelChecks()
+        self.decision = self.opts.task in DECISION_TASKS
         self.rows: Rows = []
 
     # ------------------------------------------------------------------ helpers
@@ -190,7 +191,7 @@ class _Checker:
     def parity_rows(self) -> None:
         from gero_runner.metrics import parity
 
-        kinds: dict[str, str] = dict(self.opts.get("output_kinds", {}))
+        kinds: dict[str, str] = dict(self.opts.output_kinds)
         if not kinds:
             return
         paths = self.ctx.paths
@@ -383,7 +384,7 @@ def _parity_summary(figures: dict[str, Any]) -> str:
     return f"{figures.get('kind', '')} within tolerance: " + ", ".join(parts)
 
 
-def run_model_checks(ctx: CaseContext) -> list[dict[str, Any]]:
+def run_model_checks(ctx: CaseContext) -> list[Observation]:
     """Entry point of the ``model`` family (execution.checks.FAMILIES)."""
     if ctx.case.suite not in MODEL_SUITES:
         return []
@@ -391,10 +392,10 @@ def run_model_checks(ctx: CaseContext) -> list[dict[str, Any]]:
     if base is None:
         return []
     checker = _Checker(ctx)
-    for name, kind in dict(ctx.case.metadata.get("non_tensor_outputs", {})).items():
+    for name, kind in ctx.case.non_tensor_outputs.items():
         checker._fail("model:outputs", base, "-", f"output {name!r} is {kind}, not a tensor: "
                       "gero compares tensor outputs only, so this one is not compared", name)
-    shadow_error = ctx.case.metadata.get("shadow_error")
+    shadow_error = ctx.case.shadow_error
     if shadow_error:
         from gero_runner.execution.evaluate import NOT_APPLICABLE, PathResult
 
@@ -409,6 +410,6 @@ def run_model_checks(ctx: CaseContext) -> list[dict[str, Any]]:
     floors = checker.noise_floor_rows()
     checker.fp32_rows(floors)
     checker.parity_rows()
-    for name in checker.opts.get("variants", []):
+    for name in checker.opts.variants:
         checker.variant_rows(name)
     return checker.rows

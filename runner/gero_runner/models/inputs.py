@@ -4,7 +4,7 @@ from it with every choice recorded.
 
 A choice says, per input: the shape fed and where each dynamic size came from, and where
 the values came from (the file, a constant, a range, or the seeded default). The case keeps
-these choices (``metadata["inputs"]``) and every row of the case shows them.
+these choices (``CaseInstance.input_choices``) and every row of the case shows them.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ from gero_runner.metrics.parity import (
 from gero_runner.parity.export import DEFAULT_OPSET, ExportError, export_onnx
 from gero_runner.parity.module import InputSpec, flatten_outputs, make_inputs
 from gero_runner.parity.torch_support import require_torch
-from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, PASSED
+from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, PASSED, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import sha256, tensor_hash, tensors_hash
 from gero_runner.tolerances import ToleranceTable
@@ -190,7 +190,7 @@ def evaluate_sample(module: Any, module_spec: str, specs: list[InputSpec], sampl
                                         threads=settings.threads, repeats=settings.repeats),
                       ToleranceTable(), writer, paths, names, sha256(case.model),
                       tensors_hash(inputs.values()), backend_seconds)
-    rows: list[dict[str, Any]] = []
+    rows: list[Observation] = []
     if model is None:
         rows += _export_failed_rows(ctx, exporter, pt, names, settings)
     else:
@@ -233,7 +233,7 @@ def _row_tolerance(kind: str, tol: ParityTolerances) -> tuple[str, float, float]
 
 
 def _export_failed_rows(ctx: CaseContext, exporter: PathResult, pt: PathResult,
-                        names: list[str], settings: ParitySettings) -> list[dict[str, Any]]:
+                        names: list[str], settings: ParitySettings) -> list[Observation]:
     assert pt.outputs is not None
     rows = []
     for j, name in enumerate(names):
@@ -259,7 +259,7 @@ def _confidence_partner(j: int, names: list[str], outputs: list[np.ndarray],
 
 
 def _level_rows(ctx: CaseContext, path: PathResult, pt: PathResult, names: list[str],
-                settings: ParitySettings) -> list[dict[str, Any]]:
+                settings: ParitySettings) -> list[Observation]:
     assert pt.outputs is not None
     rows = []
     tol = settings.tolerances
@@ -300,7 +300,7 @@ def _level_rows(ctx: CaseContext, path: PathResult, pt: PathResult, names: list[
 
 def _verdict_row(ctx: CaseContext, j: int, kind: str, a: np.ndarray, r: np.ndarray,
                  path: PathResult, pt: PathResult, names: list[str], settings: ParitySettings,
-                 cmp: Comparison, common: dict[str, Any]) -> dict[str, Any]:
+                 cmp: Comparison, common: dict[str, Any]) -> Observation:
     assert path.outputs is not None and pt.outputs is not None
     confs: tuple[Any, Any] = (None, None)
     partner = None

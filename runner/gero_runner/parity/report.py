@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from gero_runner.parity.evaluate import details_of, figures_text
-from gero_runner.schema import RESULT_CLASSES, RESULT_LABELS, RunRecord
+from gero_runner.schema import RESULT_CLASSES, RESULT_LABELS, Observation, RunRecord
 
 VERDICTS = {"passed": "PASS", "divergence": "FAIL (divergence)",
             "contract_issue": "FAIL (NaN)", "execution": "ERROR"}
@@ -25,8 +25,12 @@ def _tolerance_text(row: dict[str, Any], details: dict[str, Any]) -> str:
     return f"rtol {row['rtol']:g}, atol {row['atol']:g}"
 
 
-def markdown_report(record: RunRecord, rows: list[dict[str, Any]], module: str) -> str:
+def markdown_report(record: RunRecord, rows: list[Observation], module: str) -> str:
     """A self-contained Markdown document (one table row per output per level)."""
+    return _report(record, [r.as_dict() for r in rows], module)
+
+
+def _report(record: RunRecord, rows: list[dict[str, Any]], module: str) -> str:
     counts = Counter(r["result"] for r in rows)
     overall = "PASS" if rows and counts["passed"] == len(rows) else "FAIL"
     first = rows[0] if rows else {}

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from gero_runner.errors import GeroError
 from gero_runner.execution.pool import Outcome
@@ -21,7 +20,7 @@ from gero_runner.parity.export import DEFAULT_OPSET, OPSETS
 from gero_runner.parity.module import InputSpec, load_module
 from gero_runner.parity.torch_support import require_torch
 from gero_runner.run import allocate_run_id, store_results
-from gero_runner.schema import RunRecord
+from gero_runner.schema import Observation, RunRecord
 from gero_runner.storage.store import DataRoot
 from gero_runner.tolerances import ToleranceTable
 
@@ -52,7 +51,7 @@ class ParityRequest:
 @dataclass
 class ParityResult:
     record: RunRecord
-    rows: list[dict[str, Any]]
+    rows: list[Observation]
     """Every observation of this run (new or seen before), in evaluation order."""
 
 

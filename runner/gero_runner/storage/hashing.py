@@ -7,9 +7,12 @@ import hashlib
 import io
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from gero_runner.schema import Observation
 
 
 def sha256(data: bytes) -> str:
@@ -58,7 +61,7 @@ def load_npy(data: bytes) -> np.ndarray:
 _ROW_JSON = json.JSONEncoder(default=repr)  # built once: every row is hashed
 
 
-def row_hash(row: Mapping[str, Any], columns: Iterable[str]) -> str:
+def row_hash(row: Mapping[str, Any] | Observation, columns: Iterable[str]) -> str:
     """SHA-256 of the given columns of a row (floats written with repr, so exact)."""
     payload = _ROW_JSON.encode([[c, row.get(c)] for c in columns])
     return sha256(payload.encode())

@@ -18,7 +18,7 @@ import json
 import os
 import secrets
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gero_runner.errors import GeroError
-from gero_runner.schema import OBSERVATION_SCHEMA, SIGHTING_SCHEMA, RunRecord
+from gero_runner.schema import OBSERVATION_SCHEMA, SIGHTING_SCHEMA, Observation, RunRecord
 from gero_runner.storage.layout import (
     OBSERVATIONS_FILE,
     RUN_FILE,
@@ -117,12 +117,14 @@ def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=OBSERVATION_SCHEMA)
 
 
-def rows_to_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
-    """One case's rows as an Arrow batch of the observation schema (missing columns null)."""
-    return pa.RecordBatch.from_pylist(rows, schema=OBSERVATION_SCHEMA)
+def rows_to_batch(rows: Sequence[Observation]) -> pa.RecordBatch:
+    """One case's rows as an Arrow batch of the observation schema."""
+    return pa.RecordBatch.from_arrays(
+        [pa.array([getattr(r, f.name) for r in rows], f.type) for f in OBSERVATION_SCHEMA],
+        schema=OBSERVATION_SCHEMA)
 
 
-def batch_bytes(rows: list[dict[str, Any]]) -> bytes:
+def batch_bytes(rows: Sequence[Observation]) -> bytes:
     """Rows as one Arrow IPC record-batch message (a worker's answer to the parent: it
     decodes ten times faster than a pickled batch)."""
     return bytes(rows_to_batch(rows).serialize())

@@ -10,14 +10,14 @@ the base graph is finite are a contract issue, as in the agreement check.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gero_runner.classify import arbiter_side, classify
 from gero_runner.contracts.paths import Evidence, PathRunner, base_paths, error_text, execution_row
 from gero_runner.errors import GeroError
-from gero_runner.schema import DIVERGENCE
+from gero_runner.schema import DIVERGENCE, Observation
 from gero_runner.variants.builders import VARIANTS, VariantError, build_variant
 
 if TYPE_CHECKING:
@@ -39,19 +39,19 @@ def _arbiter(ctx: CaseContext, j: int, a: np.ndarray, r: np.ndarray) -> str:
     return arbiter_side(da, dr)
 
 
-def run_variants(ctx: CaseContext) -> list[dict[str, Any]]:
+def run_variants(ctx: CaseContext) -> list[Observation]:
     with np.errstate(all="ignore"):  # variants run on edge values on purpose
         return _run(ctx)
 
 
-def _run(ctx: CaseContext) -> list[dict[str, Any]]:
+def _run(ctx: CaseContext) -> list[Observation]:
     unknown = [n for n in ctx.case.variants if n not in VARIANTS]
     if unknown:
         raise GeroError(f"case {ctx.case.case_id}: unknown variant(s) {', '.join(unknown)}; "
                         f"known: {', '.join(VARIANTS)}")
     paths = base_paths(ctx)
     evidence = Evidence(ctx)
-    rows: list[dict[str, Any]] = []
+    rows: list[Observation] = []
     for name in ctx.case.variants:
         check = f"variant:{name}"
         try:

@@ -69,7 +69,7 @@ def test_verdicts_match_assert_allclose(tmp_path: Path, testcases: dict[str, Any
     for name in _sample(testcases):
         tc = testcases[name]
         case = onnx_backend.to_case(tc, ops[name])
-        if case.metadata.get("unsupported") or case.metadata.get("wrapped"):
+        if case.unsupported or case.wrapped:
             continue  # wrapped cases rename their outputs: checked below
         assert case.tolerance == (tc.rtol, tc.atol)
         rows = evaluate_case(case, settings).rows
@@ -100,7 +100,7 @@ def test_non_tensor_and_exotic_types_are_execution_rows(tmp_path: Path,
                                                         ops: dict[str, str], name: str,
                                                         what: str) -> None:
     case = onnx_backend.to_case(testcases[name], ops[name])
-    assert what in case.metadata["unsupported"]
+    assert what in case.unsupported
     rows = evaluate_case(case, RunSettings(data_root=str(tmp_path), repeats=1, checks=())).rows
     assert [r["result"] for r in rows] == [EXECUTION]
     assert what in rows[0]["reason"] and "Traceback" not in rows[0]["reason"]
@@ -122,7 +122,7 @@ def test_string_sequence_and_optional_cases_get_verdicts(tmp_path: Path,
                                                          testcases: dict[str, Any],
                                                          ops: dict[str, str], name: str) -> None:
     case = onnx_backend.to_case(testcases[name], ops[name])
-    assert "unsupported" not in case.metadata
+    assert case.unsupported == ""
     rows = evaluate_case(case, RunSettings(data_root=str(tmp_path), repeats=1, checks=())).rows
     ort = [r for r in rows if r["backend"] == "onnxruntime" and r["check"] == "expected"]
     assert ort and all(r["result"] == PASSED for r in ort), [r["reason"] for r in ort]
@@ -150,4 +150,4 @@ def test_a_string_that_differs_is_a_divergence() -> None:
 def test_the_reference_optional_defect_is_named_where_the_wrapper_adds_one(
         testcases: dict[str, Any], ops: dict[str, str]) -> None:
     case = onnx_backend.to_case(testcases["test_identity_opt"], ops["test_identity_opt"])
-    assert "op_optional.py returns ([x],)" in case.metadata["wrapped"]
+    assert "op_optional.py returns ([x],)" in case.wrapped

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -40,10 +41,10 @@ def _model(nodes: list, feeds: dict[str, np.ndarray], inits: dict[str, np.ndarra
 
 
 def _case(model: bytes, feeds: dict[str, np.ndarray], batch: str = BATCH_INDEPENDENT,
-          contracts: tuple[str, ...] = (), **metadata: object) -> CaseInstance:
+          contracts: tuple[str, ...] = (), **facts: Any) -> CaseInstance:
     return CaseInstance(suite="test", case_id="test/x/float32", op_type="X", case_name="x",
                         dtype=F, seed=7, model=model, inputs=feeds, batch=batch,
-                        contracts=contracts, metadata=dict(metadata))
+                        contracts=contracts, **facts)
 
 
 def _rows(case: CaseInstance, tmp_path: Path) -> list[dict]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +14,7 @@ from gero_runner.cases.base import CaseInstance
 from gero_runner.execution import evaluate, pool
 from gero_runner.execution.evaluate import CaseResult, RunSettings
 from gero_runner.run import RunRequest, collect_cases
+from gero_runner.schema import Observation
 from gero_runner.storage.store import batch_from_bytes
 
 
@@ -22,16 +24,20 @@ def _cases() -> list[CaseInstance]:
     return cases
 
 
+def _passed(case: CaseInstance) -> Observation:
+    return replace(evaluate.execution_rows(case, "fake")[0], result="passed")
+
+
 def _crash_on_relu(case: CaseInstance, settings: RunSettings) -> CaseResult:
     if case.op_type == "Relu":
         os.kill(os.getpid(), signal.SIGSEGV)
-    return CaseResult([{"case_id": case.case_id, "result": "passed"}], 0.0, 0.0)
+    return CaseResult([_passed(case)], 0.0, 0.0)
 
 
 def _hang_on_relu(case: CaseInstance, settings: RunSettings) -> CaseResult:
     if case.op_type == "Relu":
         time.sleep(60)
-    return CaseResult([{"case_id": case.case_id, "result": "passed"}], 0.0, 0.0)
+    return CaseResult([_passed(case)], 0.0, 0.0)
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -53,12 +59,12 @@ def test_each_case_has_one_outcome_and_queued_cases_survive(
 
 
 def _rows(outcome: pool.Outcome) -> list[dict[str, object]]:
-    """A worker sends its rows in Arrow form; the parent's own fallback rows are dicts."""
+    """A worker sends its rows in Arrow form; the parent's own fallback rows are typed."""
     if outcome.result.batch is not None:
         assert outcome.result.rows == []
         rows: list[dict[str, object]] = batch_from_bytes(outcome.result.batch).to_pylist()
         return rows
-    return outcome.result.rows
+    return [r.as_dict() for r in outcome.result.rows]
 
 
 def test_large_cases_are_not_prefetched(monkeypatch: pytest.MonkeyPatch) -> None:

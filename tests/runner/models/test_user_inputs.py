@@ -48,7 +48,7 @@ def test_a_given_shape_sets_its_dimension_names_everywhere(tmp_path: Path) -> No
                                         input_values=["state=0"]))
     assert case.inputs["input"].shape == (1, 576) and case.inputs["state"].shape == (2, 1, 4)
     assert not case.inputs["state"].any()
-    state = next(c for c in case.metadata["inputs"] if c["name"] == "state")
+    state = next(c for c in case.input_choices if c["name"] == "state")
     assert state["values"] == "constant 0 (--input-value)"
     assert state["dims"] == {"batch": "1 (--input (input axis 0))"}
     with pytest.raises(GeroError, match="'batch' is 3 from --dim but 1 from --input"):
@@ -186,9 +186,9 @@ def test_spatial_defaults_follow_the_graphs_downsampling(tmp_path: Path) -> None
     assert sizes == {"x[2]": 64, "x[3]": 64}
     (case,) = cases_for_request(request(path))
     assert case.inputs["x"].shape == (2, 3, 64, 64)
-    assert "warnings" not in case.metadata
+    assert case.warnings == ()
     assert next(iter(case.expected.values())).shape == (2, 4, 1, 1)  # type: ignore[union-attr]
-    x = next(c for c in case.metadata["inputs"] if c["name"] == "x")
+    x = next(c for c in case.input_choices if c["name"] == "x")
     assert x["dims"]["x[2]"] == "64 (default: what the graph's downsampling needs)"
 
 

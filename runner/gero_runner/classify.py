@@ -1,9 +1,38 @@
-"""From a comparison's figures to one of the four result classes, with a reason."""
+"""From a comparison's figures to one of the four result classes, with a reason; and which
+side of a disagreement the float64 result sides with."""
 
 from __future__ import annotations
 
-from gero_runner.metrics.compare import Comparison
+import numpy as np
+
+from gero_runner.metrics.compare import ACTUAL, REFERENCE, Comparison, mismatch_mask
 from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, PASSED
+
+NOT_APPLICABLE = "-"
+TIE = "tie"
+
+
+def format_ulp(ulp: float) -> str:
+    """ULPs as a figure: whole numbers plainly, a wide reference's fractions to 2 digits."""
+    return f"{ulp:.0f}" if ulp >= 100 or ulp == int(ulp) else f"{ulp:.2g}"
+
+
+def problems(cmp: Comparison, rtol: float, atol: float, *, actual: str = ACTUAL,
+             reference: str = REFERENCE) -> list[str]:
+    """Every way ``cmp`` fails, one clause each: NaN on both sides, non-finite values on
+    either side, finite elements outside tolerance (all of them, none hiding another)."""
+    n = cmp.element_count
+    out = []
+    if cmp.nan_both:
+        out.append(f"NaN on both sides at {cmp.nan_both} of {n} elements (NaN == NaN never "
+                   "passes)")
+    out += [g.describe(n, actual, reference) for g in cmp.nonfinite]
+    if cmp.finite_mismatch:
+        out.append(
+            f"{cmp.finite_mismatch} of {n} elements outside atol={atol:g} + rtol={rtol:g}·|r|; "
+            f"max |a−r| = {cmp.max_abs_error:.3g}, max ULP = {format_ulp(cmp.max_ulp)}, "
+            f"needs atol ≥ {cmp.min_atol:.3g}")
+    return out
 
 
 def classify(cmp: Comparison, rtol: float, atol: float) -> tuple[str, str]:
@@ -12,39 +41,72 @@ def classify(cmp: Comparison, rtol: float, atol: float) -> tuple[str, str]:
         return DIVERGENCE, (
             f"shape {list(cmp.actual_shape)} differs from reference {list(cmp.reference_shape)}"
         )
-    if cmp.nan_both:
-        return CONTRACT_ISSUE, (
-            f"NaN on both sides at {cmp.nan_both} of {cmp.element_count} elements: "
-            "NaN == NaN never passes, the baseline could not be assessed there"
-        )
-    if cmp.unexpected_nonfinite:
-        return CONTRACT_ISSUE, (
-            f"{cmp.unexpected_nonfinite} non-finite value(s) (NaN {cmp.nan_actual}, "
-            f"inf {cmp.inf_actual}) where the reference is finite"
+    if cmp.dtype_mismatch:
+        return DIVERGENCE, (
+            f"dtype {cmp.actual_dtype} differs from the reference's {cmp.reference_dtype}"
         )
     if cmp.exact_only:
         if cmp.mismatch_count:
             return DIVERGENCE, (f"{cmp.mismatch_count} of {cmp.element_count} strings differ "
                                 "(compared exactly)")
         return PASSED, f"all {cmp.element_count} strings equal (compared exactly)"
+    found = problems(cmp, rtol, atol)
+    if cmp.nan_both or cmp.nonfinite_mismatch:
+        # Non-finite values where the other side disagrees: an output is non-finite where
+        # it must not be (or NaN hides the baseline), whichever side it is.
+        if not cmp.finite_mismatch and cmp.nan_both + cmp.nonfinite_mismatch < cmp.element_count:
+            found.append(f"the other elements within tolerance (max |a−r| = "
+                         f"{cmp.max_abs_error:.3g})")
+        return CONTRACT_ISSUE, "; ".join(found)
     if cmp.mismatch_count:
-        return DIVERGENCE, (
-            f"{cmp.mismatch_count} of {cmp.element_count} elements outside "
-            f"atol={atol:g} + rtol={rtol:g}·|r|; max |a−r| = {cmp.max_abs_error:.3g}, "
-            f"max ULP = {cmp.max_ulp:.0f}, needs atol ≥ {cmp.min_atol:.3g}"
-        )
+        return DIVERGENCE, "; ".join(found)
     if cmp.bit_exact:
         return PASSED, "bit-exact"
     return PASSED, (
         f"within atol={atol:g} + rtol={rtol:g}·|r|; max |a−r| = {cmp.max_abs_error:.3g}, "
-        f"max ULP = {cmp.max_ulp:.0f}"
+        f"max ULP = {format_ulp(cmp.max_ulp)}"
     )
 
 
-def arbiter_side(actual_distance: float, reference_distance: float) -> str:
-    """Which side of a divergence the float64 result is closer to."""
+def _distances(x: np.ndarray, truth: np.ndarray) -> tuple[int, float]:
+    """How far ``x`` is from ``truth``: (elements infinitely far, max finite distance).
+
+    A value equal to the truth (same infinity, NaN for NaN) is 0 away; a NaN or ±inf where
+    the truth differs is infinitely far.
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        same = (x == truth) | (np.isnan(x) & np.isnan(truth))
+        d = np.where(same, 0.0, np.abs(x - truth))
+    infinite = ~np.isfinite(d)
+    finite = d[~infinite]
+    return int(infinite.sum()), float(finite.max()) if finite.size else 0.0
+
+
+def arbiter(actual: np.ndarray, reference: np.ndarray, truth: np.ndarray, rtol: float,
+            atol: float) -> str:
+    """Which side the float64 ``truth`` is closer to, decided at the elements where the two
+    sides disagree beyond tolerance (elsewhere they agree, and say nothing about blame)."""
+    a, r = np.asarray(actual), np.asarray(reference)
+    if not all(x.dtype.kind in "fiub" for x in (a, r, np.asarray(truth))):
+        return NOT_APPLICABLE  # strings: no distance to a float64 value
+    t = np.asarray(truth, dtype=np.float64)
+    if a.shape != r.shape or t.shape != a.shape:
+        return NOT_APPLICABLE
+    mask = mismatch_mask(a, r, rtol, atol)
+    if not mask.any():
+        return NOT_APPLICABLE
+    with np.errstate(invalid="ignore", over="ignore"):
+        da = _distances(a[mask].astype(np.float64), t[mask])
+        dr = _distances(r[mask].astype(np.float64), t[mask])
+    return arbiter_side(da, dr)
+
+
+def arbiter_side(actual_distance: tuple[int, float],
+                 reference_distance: tuple[int, float]) -> str:
+    """Which side is closer: fewer infinitely far elements first, then the smaller
+    distance; ``tie`` only when both are equally close."""
     if actual_distance < reference_distance:
-        return "actual"
+        return ACTUAL
     if reference_distance < actual_distance:
-        return "reference"
-    return "tie"
+        return REFERENCE
+    return TIE

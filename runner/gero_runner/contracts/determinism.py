@@ -24,14 +24,17 @@ if TYPE_CHECKING:
 
 
 def determinism_rows(ctx: CaseContext, paths: list[PathResult]) -> list[Observation]:
-    """One row per path from its timed repeats (PathResult.deterministic)."""
+    """One row per path from its timed repeats (PathResult.deterministic).
+
+    A path that ran once compared nothing: it gets no row (an unperformed check is not an
+    observation, and never a pass)."""
     rows = []
     for path in paths:
         assert path.outputs is not None
-        digest = tensors_hash(path.outputs)
         if path.repeats < 2:
-            result, reason = PASSED, "determinism: a single run, nothing to compare"
-        elif path.deterministic:
+            continue
+        digest = tensors_hash(path.outputs)
+        if path.deterministic:
             result = PASSED
             reason = f"determinism: {path.repeats} repeated runs gave identical output hashes"
         else:

@@ -49,13 +49,30 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+def _unit(actual: np.ndarray, reference: np.ndarray) -> np.dtype[Any]:
+    """The dtype whose ULPs a law's figures count: the output's, not float64's."""
+    for x in (reference, actual):
+        if x.dtype.kind == "f" and x.dtype != np.float64:
+            return x.dtype
+    return actual.dtype
+
+
+def _nonfinite_clauses(cmp: Comparison, actual_label: str, reference_label: str) -> list[str]:
+    """NaN on both sides and non-finite values on one side, as reason clauses."""
+    out = []
+    if cmp.nan_both:
+        out.append(f"NaN on both sides at {cmp.nan_both} of {cmp.element_count} elements "
+                   "(NaN == NaN never passes)")
+    out += [g.describe(cmp.element_count, actual_label, reference_label) for g in cmp.nonfinite]
+    return out
+
+
 def compare_law(law: str, actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float,
                 *, actual_label: str = "actual", reference_label: str = "reference") -> LawResult:
     """Two sides that must agree within ``atol + rtol·|reference|``.
 
-    Both sides come from the same function on the same examples, so NaN at the same position
-    on both sides is consistent with the law (the operator's agreement check reports the NaN
-    itself); NaN on one side only, or differing infinities, break it.
+    NaN at the same position on both sides breaks the law as it breaks every comparison
+    (NaN == NaN is never a pass): the law cannot be assessed there. The counts are recorded.
     """
     a, r = np.asarray(actual), np.asarray(reference)
     label = f"{law}: |{reference_label} − {actual_label}|"
@@ -63,52 +80,36 @@ def compare_law(law: str, actual: np.ndarray, reference: np.ndarray, rtol: float
         return LawResult(law, CONTRACT_ISSUE,
                          f"{law}: shape {list(a.shape)} of {actual_label} differs from "
                          f"{list(r.shape)} of {reference_label}", rtol, atol, a, r)
-    if a.dtype.kind == "f" and r.dtype.kind == "f":
-        both_nan = np.isnan(a) & np.isnan(r)
-    else:
-        both_nan = np.zeros(a.shape, dtype=bool)
-    nan_both = int(both_nan.sum())
-    bit_exact = a.dtype == r.dtype and a.tobytes() == r.tobytes()
-    if nan_both:
-        a_c = np.where(both_nan, 0, a).astype(a.dtype)
-        r_c = np.where(both_nan, 0, r).astype(r.dtype)
-        cmp = dataclasses.replace(compare(a_c, r_c, rtol, atol), bit_exact=bit_exact,
-                                  nan_both=nan_both)
-    else:  # compare() already finds these very figures (the common, cheap case)
-        a_c, r_c = a, r
-        cmp = compare(a, r, rtol, atol)
-    details: dict[str, Any] = {"law": law, "bit_exact": bit_exact,
-                               "nan_consistent": nan_both,
+    cmp = compare(a, r, rtol, atol)
+    details: dict[str, Any] = {"law": law, "bit_exact": cmp.bit_exact,
+                               "nan_both": cmp.nan_both,
+                               "nonfinite_mismatch": cmp.nonfinite_mismatch,
                                "max_abs_error": cmp.max_abs_error,
                                "elements": cmp.element_count}
-    if cmp.mismatch_count == 0:
-        if bit_exact:
+    if cmp.within_tolerance:
+        if cmp.bit_exact:
             reason = f"{law}: {actual_label} bit-exact with {reference_label}"
         else:
             reason = (f"{law}: max {label[len(law) + 2:]} = {_fmt(cmp.max_abs_error)} within "
                       f"atol={atol:g} + rtol={rtol:g}·|r| (not bit-exact)")
-        if nan_both:
-            reason += f"; NaN at the same {nan_both} position(s) on both sides"
         return LawResult(law, PASSED, reason, rtol, atol, a, r, cmp, details)
-    a64, r64 = a_c.astype(np.float64), r_c.astype(np.float64)
-    finite = np.isfinite(a64) & np.isfinite(r64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        excess = np.where(finite, np.abs(a64 - r64) - (atol + rtol * np.abs(r64)), -np.inf)
-    nonfinite = int(np.sum(~finite & ~((a64 == r64) | both_nan)))
-    details["nonfinite_mismatch"] = nonfinite
-    if finite.any() and float(excess.max()) > 0:
+    clauses = _nonfinite_clauses(cmp, actual_label, reference_label)
+    if cmp.dtype_mismatch:
+        clauses.append(f"dtype {cmp.actual_dtype} of {actual_label} differs from "
+                       f"{cmp.reference_dtype} of {reference_label}")
+    if cmp.finite_mismatch:
+        a64, r64 = a.astype(np.float64), r.astype(np.float64)
+        finite = np.isfinite(a64) & np.isfinite(r64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            excess = np.where(finite, np.abs(a64 - r64) - (atol + rtol * np.abs(r64)), -np.inf)
         k = int(np.argmax(excess))
         err = float(abs(a64.flat[k] - r64.flat[k]))
         tol = atol + rtol * abs(float(r64.flat[k]))
-        reason = (f"{label} = {_fmt(err)} > tol {_fmt(tol)} at {cmp.mismatch_count} of "
-                  f"{cmp.element_count} elements")
+        clauses.append(f"|{reference_label} − {actual_label}| = {_fmt(err)} > tol {_fmt(tol)} "
+                       f"at {cmp.finite_mismatch} of {cmp.element_count} elements")
         details.update(worst_index=k, worst_error=err, worst_tol=tol)
-    else:
-        reason = (f"{law}: {nonfinite} element(s) non-finite on one side only "
-                  f"({actual_label} NaN {int(np.isnan(a64).sum())}, inf "
-                  f"{int(np.isinf(a64).sum())}; {reference_label} NaN "
-                  f"{int(np.isnan(r64).sum())}, inf {int(np.isinf(r64).sum())})")
-    return LawResult(law, CONTRACT_ISSUE, reason, rtol, atol, a, r, cmp, details)
+    return LawResult(law, CONTRACT_ISSUE, f"{law}: " + "; ".join(clauses), rtol, atol, a, r,
+                     cmp, details)
 
 
 # ---------------------------------------------------------------- reductions across the batch
@@ -182,16 +183,16 @@ def bounded_law(law: str, actual: np.ndarray, reference: np.ndarray, bound: np.n
                          f"{law}: shape {list(a64.shape)} of {actual_label} differs from "
                          f"{list(r64.shape)} of {reference_label}", rtol, atol, a64, r64,
                          None, details)
-    both_nan = np.isnan(a64) & np.isnan(r64)
-    same = (a64 == r64) | both_nan
+    # NaN at the same position on both sides is not a match (never a pass): infinitely far.
+    same = a64 == r64
     with np.errstate(invalid="ignore"):
         err = np.where(same, 0.0, np.abs(a64 - r64))
     err = np.where(np.isnan(err), np.inf, err)
     bad = err > bound
-    cmp = compare(np.where(both_nan, 0, a64), np.where(both_nan, 0, r64), 0.0, 0.0)
-    cmp = dataclasses.replace(cmp, mismatch_count=int(bad.sum()), nan_both=int(both_nan.sum()),
-                              bit_exact=bool(same.all()))
-    details.update(bit_exact=bool(same.all()), max_abs_error=float(err.max(initial=0.0)),
+    cmp = compare(a64, r64, 0.0, 0.0, unit=_unit(np.asarray(actual), np.asarray(reference)))
+    cmp = dataclasses.replace(cmp, mismatch_count=int(bad.sum()), bit_exact=bool(same.all()))
+    details.update(bit_exact=bool(same.all()), nan_both=cmp.nan_both,
+                   max_abs_error=float(err.max(initial=0.0)),
                    max_bound=float(np.max(bound, initial=0.0)))
     if not bad.any():
         reason = (f"{law}: {actual_label} bit-exact with {reference_label}" if same.all() else
@@ -199,11 +200,16 @@ def bounded_law(law: str, actual: np.ndarray, reference: np.ndarray, bound: np.n
                   f"{_fmt(float(err.max()))} within the bound "
                   f"{_fmt(float(np.max(bound)))}")
         return LawResult(law, PASSED, reason, rtol, atol, a64, r64, cmp, details)
-    k = int(np.argmax(np.where(bad, err - bound, -np.inf)))
-    kind = "exact" if float(np.max(bound, initial=0.0)) == 0 else "tol"
-    reason = (f"{law}: |{reference_label} − {actual_label}| = {_fmt(float(err.flat[k]))} > "
-              f"{kind} {_fmt(float(bound.flat[k]))} at {int(bad.sum())} of {bad.size} elements")
-    return LawResult(law, CONTRACT_ISSUE, reason, rtol, atol, a64, r64, cmp, details)
+    clauses = _nonfinite_clauses(cmp, actual_label, reference_label)
+    finite_bad = bad & np.isfinite(err)
+    if finite_bad.any():
+        k = int(np.argmax(np.where(finite_bad, err - bound, -np.inf)))
+        kind = "exact" if float(np.max(bound, initial=0.0)) == 0 else "tol"
+        clauses.append(f"|{reference_label} − {actual_label}| = {_fmt(float(err.flat[k]))} > "
+                       f"{kind} {_fmt(float(bound.flat[k]))} at {int(finite_bad.sum())} of "
+                       f"{bad.size} elements")
+    return LawResult(law, CONTRACT_ISSUE, f"{law}: " + "; ".join(clauses), rtol, atol, a64,
+                     r64, cmp, details)
 
 
 # ---------------------------------------------------------------- probabilities
@@ -242,7 +248,7 @@ def probability_law(y: np.ndarray, axis: int | None, rtol: float,
     else:
         atol, bad_rows = 0.0, 0
         actual, reference = y64, np.clip(y64, 0.0, 1.0)
-    cmp = compare(actual, reference, rtol, atol)
+    cmp = compare(actual, reference, rtol, atol, unit=y.dtype)
     problems = []
     if nan or inf:
         problems.append(f"{nan + inf} non-finite value(s) (NaN {nan}, inf {inf})")
@@ -287,7 +293,7 @@ def masked_rows_law(y: np.ndarray, keep: np.ndarray, axis: int, rtol: float) -> 
     with np.errstate(invalid="ignore"):
         bad_live = int(np.sum(dev > atol + rtol))  # NaN rows are counted as non-finite
     nonfinite_live = int(np.sum(~np.isfinite(y64) & live))
-    cmp = compare(y64, demanded, 0.0, 0.0)
+    cmp = compare(y64, demanded, 0.0, 0.0, unit=y.dtype)
     details = {"law": "masked_rows", "rows": rows_total, "fully_masked_rows": n_masked_rows,
                "nonzero_masked_rows": bad_masked_rows, "nan_in_masked_rows": nan_masked,
                "masked_keys_not_zero": leaked, "live_rows_bad_sum": bad_live,
@@ -342,7 +348,7 @@ def layernorm_variance_law(x: np.ndarray, y: np.ndarray, epsilon: float,
     err = np.abs(got - expected)
     bound = atol + rtol * expected
     bad = ~(err <= bound)
-    cmp = compare(got, expected, rtol, atol)
+    cmp = compare(got, expected, rtol, atol, unit=np.asarray(y).dtype)
     details: dict[str, Any] = {"law": "layernorm_variance", "epsilon": epsilon,
                                "rows": int(expected.size), "bad_rows": int(bad.sum()),
                                "nonfinite_outputs": nonfinite,

@@ -11,7 +11,6 @@ import functools
 import json
 import math
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -23,9 +22,9 @@ from gero_runner import backends
 from gero_runner.backends import ort, reference
 from gero_runner.backends.base import Backend, PathSpec
 from gero_runner.cases.base import CaseInstance
-from gero_runner.classify import arbiter_side, classify
+from gero_runner.classify import arbiter, classify
 from gero_runner.metrics.compare import Comparison, compare
-from gero_runner.schema import COLUMN_NAMES, DIVERGENCE, EXECUTION, IDENTITY_COLUMNS, Observation
+from gero_runner.schema import COLUMN_NAMES, EXECUTION, IDENTITY_COLUMNS, PASSED, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import row_hash, sha256, tensor_hash, tensors_hash
 from gero_runner.tolerances import ToleranceTable
@@ -308,28 +307,23 @@ def compare_paths(ctx: CaseContext, check: str, actual: PathResult,
         a, r = actual.outputs[j], ref.outputs[j]
         cmp = ctx.compare(a, r, rtol, atol)
         result, reason = classify(cmp, rtol, atol)
-        arbiter = NOT_APPLICABLE
-        if result == DIVERGENCE and check == "agreement":
-            arbiter = _arbiter(ctx, j, a, r)
-        rows.append(row(cmp=cmp, result=result, reason=reason, arbiter=arbiter,
+        side = NOT_APPLICABLE
+        if result != PASSED and check == "agreement":
+            side = truth_arbiter(ctx, j, a, r, rtol, atol)
+        rows.append(row(cmp=cmp, result=result, reason=reason, arbiter=side,
                         actual_hash=ctx.digest(a), reference_hash=ctx.digest(r),
                         actual_file=actual.files[j], reference_file=ref.files[j]))
     return rows
 
 
-def _arbiter(ctx: CaseContext, j: int, a: np.ndarray, r: np.ndarray) -> str:
+def truth_arbiter(ctx: CaseContext, j: int, a: np.ndarray, r: np.ndarray, rtol: float,
+                  atol: float) -> str:
+    """The side of output ``j``'s disagreement that the case's float64 result sides with,
+    at the out-of-tolerance elements; '-' without a float64 result of that shape."""
     exact = ctx.case.expected_exact
-    if not exact or a.shape != r.shape:
+    if not exact or j >= len(exact):
         return NOT_APPLICABLE
-    truth = np.asarray(list(exact.values())[j], dtype=np.float64)
-    if truth.shape != a.shape:
-        return NOT_APPLICABLE
-    # An all-NaN side is reported by the row itself, not as a RuntimeWarning on the terminal.
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        da = np.nanmax(np.abs(a.astype(np.float64) - truth)) if a.size else 0.0
-        dr = np.nanmax(np.abs(r.astype(np.float64) - truth)) if r.size else 0.0
-    return arbiter_side(float(da), float(dr))
+    return arbiter(a, r, list(exact.values())[j], rtol, atol)
 
 
 def _dtype_of(path: PathResult, j: int) -> str | None:

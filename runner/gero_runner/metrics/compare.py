@@ -1,8 +1,13 @@
 """Element-wise comparison of an actual tensor against a reference: every figure, not a bool.
 
-Policy on non-finite values (explicit, as in Polygraphy): equal infinities of the same sign
-match; NaN never matches anything, NaN included (NaN == NaN is never a passing result);
-a non-finite value against a finite one is a mismatch.
+Policy on non-finite values (explicit, as in Polygraphy, and the same whichever side holds
+them): equal infinities of the same sign match; NaN never matches anything, NaN included
+(NaN == NaN is never a passing result); a non-finite value against a finite one, or against a
+different non-finite value, is a mismatch named by side, kind and position.
+
+Integer and boolean tensors are compared exactly in their own type; float tensors through
+float64 (exact for every float dtype). ULP distances are counted in the units of the output
+under test, the reference's position computed in float64 so that it never overflows.
 """
 
 from __future__ import annotations
@@ -13,9 +18,41 @@ from typing import Any
 
 import numpy as np
 
-_ORDERED_INT: dict[np.dtype[Any], type[np.signedinteger[Any]]] = {
-    np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64,
+# (mantissa bits, smallest normal exponent) of the float formats whose ULPs we count.
+_FLOAT_LAYOUT: dict[np.dtype[Any], tuple[int, int]] = {
+    np.dtype(np.float16): (10, -14), np.dtype(np.float32): (23, -126),
+    np.dtype(np.float64): (52, -1022),
 }
+ACTUAL, REFERENCE = "actual", "reference"
+
+
+@dataclass(frozen=True)
+class NonFinite:
+    """Positions where ``side`` is ``kind`` (NaN, +inf, -inf) and the other side is not.
+
+    A position where both sides are non-finite but differ is described once, from the NaN
+    side (NaN against inf) or the +inf side (+inf against -inf), so that swapping the two
+    sides mirrors the description.
+    """
+
+    side: str
+    kind: str
+    count: int
+    other: str
+    """The other side's value there: its kind when non-finite, else the first value."""
+    other_distinct: int
+    """How many distinct values the other side holds at these positions."""
+    first_index: tuple[int, ...]
+
+    def describe(self, total: int, actual: str = ACTUAL, reference: str = REFERENCE) -> str:
+        names = {ACTUAL: actual, REFERENCE: reference}
+        other_side = names[REFERENCE if self.side == ACTUAL else ACTUAL]
+        where = f"{other_side} is {self.other}"
+        if self.other_distinct > 1:
+            where = (f"{other_side} is finite ({self.other} at {list(self.first_index)}, "
+                     f"{self.other_distinct} distinct values)")
+        return (f"{names[self.side]} is {self.kind} at {self.count} of {total} elements "
+                f"where {where}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,9 +65,13 @@ class Comparison:
 
     element_count: int
     mismatch_count: int
+    """Elements that do not pass: finite pairs outside tolerance, non-finite mismatches and
+    NaN on both sides."""
     max_abs_error: float
+    """Over the finite pairs."""
     max_rel_error: float
     max_ulp: float
+    """In units in the last place of ``ulp_dtype`` (the output under test)."""
     scaled_error: float
     floored_rel_error: float
     nan_actual: int
@@ -39,52 +80,132 @@ class Comparison:
     inf_reference: int
     nan_both: int
     """Positions where both sides are NaN: agreement, but never a pass."""
-    unexpected_nonfinite: int
-    """Positions where the actual is NaN or ±inf and the reference is finite."""
+    nonfinite_mismatch: int
+    """Positions where the sides' non-finite values differ (either side non-finite)."""
     min_atol: float
     min_rtol: float
     bit_exact: bool
     shape_mismatch: bool = False
-    exact_only: bool = False
-    """Compared for equality only (strings): no error figures, any difference mismatches."""
     actual_shape: tuple[int, ...] = ()
     reference_shape: tuple[int, ...] = ()
+    finite_mismatch: int = 0
+    """Finite pairs outside ``atol + rtol·|r|`` (integers: pairs that differ at all)."""
+    nonfinite: tuple[NonFinite, ...] = ()
+    """The non-finite mismatches, grouped by side, kind and the other side's value."""
+    exact_only: bool = False
+    """Compared for equality only (strings): no error figures, any difference mismatches."""
+    dtype_mismatch: bool = False
+    """The two sides' dtypes differ where they must be the same."""
+    actual_dtype: str = ""
+    reference_dtype: str = ""
+    ulp_dtype: str = ""
 
     @property
     def within_tolerance(self) -> bool:
-        return not self.shape_mismatch and self.mismatch_count == 0
+        return not self.shape_mismatch and not self.dtype_mismatch and self.mismatch_count == 0
 
 
-def ulp_distance(actual: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """Distance in units in the last place of ``actual``'s float dtype (reference cast to it).
+def _ordinal(x: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+    """Position of float64 values on ``dtype``'s monotone line of representable values
+    (its bit patterns as integers, -0 = +0 = 0), fractional between them and beyond the
+    largest finite value, so a wide reference never overflows into the narrow type."""
+    mant, emin = _FLOAT_LAYOUT[dtype]
+    ax = np.abs(x)
+    _, k = np.frexp(ax)
+    exponent = np.where(ax < 2.0 ** emin, emin, k.astype(np.int64) - 1)
+    magnitude = (exponent - emin) * 2.0 ** mant + np.ldexp(ax, (mant - exponent).astype(np.int32))
+    out: np.ndarray = np.where(x < 0, -magnitude, magnitude)
+    return out
 
-    +0 and -0 are 0 apart. Non-finite pairs give 0 here; they are counted separately.
+
+def ulp_distance(actual: np.ndarray, reference: np.ndarray,
+                 unit: np.dtype[Any] | str | None = None) -> np.ndarray:
+    """Distance in units in the last place of ``unit`` (default: ``actual``'s float dtype).
+
+    A reference wider than the unit (a float64 result against a float16 output) is placed
+    on the unit's line without rounding it, so the distance can be fractional. +0 and -0
+    are 0 apart. Non-finite pairs give 0 here; they are counted separately.
     """
-    dtype = actual.dtype
-    int_type = _ORDERED_INT.get(dtype)
-    if int_type is None:
+    actual, reference = np.asarray(actual), np.asarray(reference)
+    dtype = np.dtype(unit) if unit is not None else actual.dtype
+    if dtype not in _FLOAT_LAYOUT:
         return np.zeros(actual.shape, dtype=np.float64)
-    ref = reference.astype(dtype)
-    a = actual.view(int_type).astype(np.int64)
-    r = ref.view(int_type).astype(np.int64)
-    sign_mask = np.int64(np.iinfo(int_type).max)
+    with np.errstate(invalid="ignore", over="ignore"):
+        a = actual.astype(np.float64)
+        r = reference.astype(np.float64)
+    finite = np.isfinite(a) & np.isfinite(r)
+    a, r = np.where(finite, a, 0.0), np.where(finite, r, 0.0)
+    if dtype != np.float64:
+        # Ordinals of float16/float32 fit float64's mantissa with room for fractions.
+        distance: np.ndarray = np.abs(_ordinal(a, dtype) - _ordinal(r, dtype))
+        return distance
+    ai = a.view(np.int64)
+    ri = r.view(np.int64)
+    sign_mask = np.int64(np.iinfo(np.int64).max)
     # Map the sign-magnitude bit patterns onto a monotone integer line.
-    a = np.where(a < 0, -(a & sign_mask), a)
-    r = np.where(r < 0, -(r & sign_mask), r)
-    finite = np.isfinite(actual) & np.isfinite(ref)
+    ai = np.where(ai < 0, -(ai & sign_mask), ai)
+    ri = np.where(ri < 0, -(ri & sign_mask), ri)
     # Same sign: the int64 difference is exact. Opposite signs may overflow int64, so add
     # magnitudes in float64 (such distances are astronomically large anyway).
-    same_sign = (a >= 0) == (r >= 0)
+    same_sign = (ai >= 0) == (ri >= 0)
     with np.errstate(over="ignore"):
-        exact = np.abs(np.where(same_sign, a - r, 0)).astype(np.float64)
-    wide = np.abs(a.astype(np.float64)) + np.abs(r.astype(np.float64))
-    return np.where(finite, np.where(same_sign, exact, wide), 0.0)
+        exact = np.abs(np.where(same_sign, ai - ri, 0)).astype(np.float64)
+    wide = np.abs(ai.astype(np.float64)) + np.abs(ri.astype(np.float64))
+    out: np.ndarray = np.where(finite, np.where(same_sign, exact, wide), 0.0)
+    return out
 
 
-def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float) -> Comparison:
-    """Compare ``actual`` with ``reference`` under ``|a - r| <= atol + rtol * |r|``."""
+def _dtypes_differ(a: np.dtype[Any], b: np.dtype[Any]) -> bool:
+    """Strings of any width are one type; every other dtype must match exactly."""
+    if a.kind in "US" and b.kind in "US":
+        return False
+    return a != b
+
+
+def _is_exact_kind(x: np.ndarray) -> bool:
+    return x.dtype.kind in "iub"
+
+
+def _exact_abs_diff(a: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """|a − r| of two integer (or boolean) tensors of one dtype, exactly, as uint64."""
+    if a.dtype.kind == "b":
+        a, r = a.astype(np.uint8), r.astype(np.uint8)
+    au, ru = a.astype(np.uint64), r.astype(np.uint64)  # two's complement: wraps exactly
+    with np.errstate(over="ignore"):
+        return np.where(a >= r, au - ru, ru - au)
+
+
+def mismatch_mask(actual: np.ndarray, reference: np.ndarray, rtol: float,
+                  atol: float) -> np.ndarray:
+    """The elements that do not pass, by ``compare``'s rules (same shapes assumed)."""
+    actual, reference = np.asarray(actual), np.asarray(reference)
+    if _is_exact_kind(actual) and actual.dtype == reference.dtype:
+        return np.asarray(actual != reference)
+    a, r = _as_float64(actual), _as_float64(reference)
+    both_finite = np.isfinite(a) & np.isfinite(r)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(both_finite, np.abs(a - r), 0.0)
+        bound = atol + rtol * np.where(both_finite, np.abs(r), 0.0)
+    same_inf = np.isinf(a) & (a == r)
+    return np.where(both_finite, diff > bound, ~same_inf)
+
+
+def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float, *,
+            unit: np.dtype[Any] | str | None = None) -> Comparison:
+    """Compare ``actual`` with ``reference`` under ``|a - r| <= atol + rtol * |r|``.
+
+    The two dtypes must be the same, unless ``unit`` is given: then the reference may be a
+    wider exact value (e.g. float64 sums of a float16 output) and ULPs count in ``unit``.
+    """
     actual = np.asarray(actual)
     reference = np.asarray(reference)
+    ulp_dtype = np.dtype(unit) if unit is not None else actual.dtype
+    dtypes: dict[str, Any] = {
+        "actual_dtype": str(actual.dtype), "reference_dtype": str(reference.dtype),
+        "ulp_dtype": str(ulp_dtype),
+        "dtype_mismatch": unit is None and _dtypes_differ(actual.dtype, reference.dtype)}
+    shapes: dict[str, Any] = {"actual_shape": tuple(actual.shape),
+                              "reference_shape": tuple(reference.shape)}
     if actual.shape != reference.shape:
         nan = math.nan
         return Comparison(
@@ -92,17 +213,16 @@ def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float)
             max_abs_error=nan, max_rel_error=nan, max_ulp=nan, scaled_error=nan,
             floored_rel_error=nan, nan_actual=_count_nan(actual), inf_actual=_count_inf(actual),
             nan_reference=_count_nan(reference), inf_reference=_count_inf(reference),
-            nan_both=0, unexpected_nonfinite=0, min_atol=nan, min_rtol=nan, bit_exact=False,
-            shape_mismatch=True, actual_shape=tuple(actual.shape),
-            reference_shape=tuple(reference.shape),
+            nan_both=0, nonfinite_mismatch=0, min_atol=nan, min_rtol=nan, bit_exact=False,
+            shape_mismatch=True, **shapes, **dtypes,
         )
     bit_exact = actual.dtype == reference.dtype and actual.tobytes() == reference.tobytes()
     if bit_exact and actual.size and (actual.dtype.kind != "f" or not np.isnan(actual).any()):
         # Identical bits and no NaN (the common case between ORT levels): every error is 0.
         inf = _count_inf(actual)
-        return _zero_error(int(actual.size), inf, True, actual.shape, reference.shape)
+        return _zero_error(int(actual.size), inf, True, shapes, dtypes)
     if actual.size == 0:
-        return _zero_error(0, 0, bit_exact, actual.shape, reference.shape)
+        return _zero_error(0, 0, bit_exact, shapes, dtypes)
     if actual.dtype.kind in "US" or reference.dtype.kind in "US":
         # Strings: exact, element by element (as onnx's runner compares them).
         differ = int(np.sum(actual.astype(str) != reference.astype(str)))
@@ -111,9 +231,11 @@ def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float)
             element_count=int(actual.size), mismatch_count=differ, max_abs_error=nan,
             max_rel_error=nan, max_ulp=nan, scaled_error=nan, floored_rel_error=nan,
             nan_actual=0, inf_actual=0, nan_reference=0, inf_reference=0, nan_both=0,
-            unexpected_nonfinite=0, min_atol=nan, min_rtol=nan,
-            bit_exact=differ == 0 and bit_exact, exact_only=True,
-            actual_shape=tuple(actual.shape), reference_shape=tuple(reference.shape))
+            nonfinite_mismatch=0, min_atol=nan, min_rtol=nan,
+            bit_exact=differ == 0 and bit_exact, exact_only=True, finite_mismatch=differ,
+            **shapes, **dtypes)
+    if _is_exact_kind(actual) and actual.dtype == reference.dtype:
+        return _compare_exact(actual, reference, shapes, dtypes)
 
     a = _as_float64(actual)
     r = _as_float64(reference)
@@ -122,13 +244,15 @@ def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float)
     a_nan = np.isnan(a)
     r_nan = np.isnan(r)
     both_finite = a_finite & r_finite
-    same_inf = ~a_finite & ~r_finite & ~a_nan & ~r_nan & (a == r)
+    both_nan = a_nan & r_nan
+    same_inf = np.isinf(a) & (a == r)
+    nonfinite_mismatch = ~both_finite & ~both_nan & ~same_inf
 
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.where(both_finite, np.abs(a - r), 0.0)
     abs_r = np.where(r_finite, np.abs(r), 0.0)
     bound = atol + rtol * abs_r
-    mismatch = np.where(both_finite, diff > bound, ~same_inf)
+    finite_mismatch = both_finite & (diff > bound)
 
     max_abs = float(diff.max())
     max_ref = float(abs_r.max())
@@ -149,11 +273,13 @@ def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float)
     else:
         min_rtol = 0.0
 
-    is_float = actual.dtype.kind == "f"
-    max_ulp = float(ulp_distance(actual, reference).max()) if is_float else max_abs
+    if ulp_dtype.kind == "f":
+        max_ulp = float(ulp_distance(actual, reference, ulp_dtype).max())
+    else:
+        max_ulp = max_abs
     return Comparison(
         element_count=int(actual.size),
-        mismatch_count=int(mismatch.sum()),
+        mismatch_count=int((finite_mismatch | nonfinite_mismatch | both_nan).sum()),
         max_abs_error=max_abs,
         max_rel_error=max_rel,
         max_ulp=max_ulp,
@@ -163,25 +289,95 @@ def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float)
         inf_actual=int((~a_finite & ~a_nan).sum()),
         nan_reference=int(r_nan.sum()),
         inf_reference=int((~r_finite & ~r_nan).sum()),
-        nan_both=int((a_nan & r_nan).sum()),
-        unexpected_nonfinite=int((~a_finite & r_finite).sum()),
+        nan_both=int(both_nan.sum()),
+        nonfinite_mismatch=int(nonfinite_mismatch.sum()),
         min_atol=min_atol,
         min_rtol=min_rtol,
         bit_exact=bit_exact,
-        actual_shape=tuple(actual.shape),
-        reference_shape=tuple(reference.shape),
+        finite_mismatch=int(finite_mismatch.sum()),
+        nonfinite=_nonfinite_groups(a, r, nonfinite_mismatch),
+        **shapes, **dtypes,
     )
 
 
-def _zero_error(size: int, inf: int, bit_exact: bool, actual_shape: tuple[int, ...],
-                reference_shape: tuple[int, ...]) -> Comparison:
+def _zero_error(size: int, inf: int, bit_exact: bool, shapes: dict[str, Any],
+                dtypes: dict[str, Any]) -> Comparison:
     """Every error 0: identical bits without NaN, or nothing to compare."""
     return Comparison(
         element_count=size, mismatch_count=0, max_abs_error=0.0, max_rel_error=0.0,
         max_ulp=0.0, scaled_error=0.0, floored_rel_error=0.0, nan_actual=0, inf_actual=inf,
-        nan_reference=0, inf_reference=inf, nan_both=0, unexpected_nonfinite=0, min_atol=0.0,
-        min_rtol=0.0, bit_exact=bit_exact, actual_shape=tuple(actual_shape),
-        reference_shape=tuple(reference_shape))
+        nan_reference=0, inf_reference=inf, nan_both=0, nonfinite_mismatch=0, min_atol=0.0,
+        min_rtol=0.0, bit_exact=bit_exact, **shapes, **dtypes)
+
+
+def _compare_exact(actual: np.ndarray, reference: np.ndarray, shapes: dict[str, Any],
+                   dtypes: dict[str, Any]) -> Comparison:
+    """Integers and booleans: equal or not, in their own type (no float64 rounding)."""
+    differ = actual != reference
+    diff = _exact_abs_diff(actual, reference).astype(np.float64)
+    abs_r = np.abs(reference.astype(np.float64))
+    max_abs = float(diff.max())
+    max_ref = float(abs_r.max())
+    nonzero = abs_r > 0
+    max_rel = float((diff[nonzero] / abs_r[nonzero]).max()) if nonzero.any() else 0.0
+    if max_ref > 0:
+        scaled = max_abs / max_ref
+        floored = float((diff / np.maximum(abs_r, 1e-3 * max_ref)).max())
+    else:
+        scaled = floored = 0.0 if max_abs == 0 else math.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = np.where(abs_r > 0, diff / np.where(abs_r > 0, abs_r, 1.0), math.inf)
+    min_rtol = float(need[differ].max()) if differ.any() else 0.0
+    count = int(differ.sum())
+    return Comparison(
+        element_count=int(actual.size), mismatch_count=count, max_abs_error=max_abs,
+        max_rel_error=max_rel, max_ulp=max_abs, scaled_error=scaled, floored_rel_error=floored,
+        nan_actual=0, inf_actual=0, nan_reference=0, inf_reference=0, nan_both=0,
+        nonfinite_mismatch=0, min_atol=max_abs, min_rtol=min_rtol, bit_exact=False,
+        finite_mismatch=count, **shapes, **dtypes,
+    )
+
+
+def _kind_of(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+inf" if value > 0 else "-inf"
+    return f"{value:.9g}"
+
+
+_KINDS = ("NaN", "+inf", "-inf", "finite")
+
+
+def _kind_codes(x: np.ndarray) -> np.ndarray:
+    return np.select([np.isnan(x), x == np.inf, x == -np.inf], [0, 1, 2], 3)
+
+
+def _nonfinite_groups(a: np.ndarray, r: np.ndarray,
+                      mismatch: np.ndarray) -> tuple[NonFinite, ...]:
+    if not mismatch.any():
+        return ()
+    # Which side a position is described from: the non-finite one; when both are, the NaN
+    # one, else the +inf one. Symmetric by construction.
+    a_first = ~np.isfinite(a) & (np.isfinite(r) | np.isnan(a) | ((a > 0) & ~np.isnan(r)))
+    flat = np.flatnonzero(mismatch)
+    first = a_first.reshape(-1)[flat]
+    av, rv = a.reshape(-1)[flat], r.reshape(-1)[flat]
+    x, other = np.where(first, av, rv), np.where(first, rv, av)
+    keys = np.where(first, 0, 16) + 4 * _kind_codes(x) + _kind_codes(other)
+    out = []
+    for key in np.unique(keys):  # sorted: actual before reference, NaN before ±inf
+        members = keys == key
+        k = int(np.argmax(members))
+        side = ACTUAL if key < 16 else REFERENCE
+        other_code = int(key) % 4
+        values = other[members]
+        shown = _kind_of(float(values[0])) if other_code == 3 else _KINDS[other_code]
+        distinct = len(np.unique(values)) if other_code == 3 else 1
+        index = tuple(int(i) for i in np.unravel_index(int(flat[k]), a.shape))
+        out.append(NonFinite(side, _KINDS[(int(key) % 16) // 4], int(members.sum()), shown,
+                             distinct, index))
+    return tuple(out)
 
 
 def _as_float64(x: np.ndarray) -> np.ndarray:

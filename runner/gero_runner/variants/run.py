@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gero_runner.classify import arbiter_side, classify
+from gero_runner.classify import arbiter, classify
 from gero_runner.contracts.paths import Evidence, PathRunner, base_paths, error_text, execution_row
 from gero_runner.errors import GeroError
-from gero_runner.schema import DIVERGENCE, Observation
+from gero_runner.schema import PASSED, Observation
 from gero_runner.variants.builders import VARIANTS, VariantError, build_variant
 
 if TYPE_CHECKING:
@@ -26,17 +26,13 @@ if TYPE_CHECKING:
 BASE_LABEL = "base-graph"
 
 
-def _arbiter(ctx: CaseContext, j: int, a: np.ndarray, r: np.ndarray) -> str:
+def _arbiter(ctx: CaseContext, j: int, a: np.ndarray, r: np.ndarray, rtol: float,
+             atol: float) -> str:
+    """Variant against base graph, at the out-of-tolerance elements (see classify.arbiter)."""
     exact = ctx.case.expected_exact
     if not exact or j >= len(exact):
         return "-"
-    truth = np.asarray(list(exact.values())[j], dtype=np.float64)
-    if truth.shape != a.shape or a.shape != r.shape:
-        return "-"
-    with np.errstate(invalid="ignore"):
-        da = float(np.nanmax(np.abs(a.astype(np.float64) - truth))) if a.size else 0.0
-        dr = float(np.nanmax(np.abs(r.astype(np.float64) - truth))) if r.size else 0.0
-    return arbiter_side(da, dr)
+    return arbiter(a, r, list(exact.values())[j], rtol, atol)
 
 
 def run_variants(ctx: CaseContext) -> list[Observation]:
@@ -76,7 +72,7 @@ def _run(ctx: CaseContext) -> list[Observation]:
                 rtol, atol = ctx.tolerance(dtype)
                 cmp = ctx.compare(a, r, rtol, atol)
                 result, reason = classify(cmp, rtol, atol)
-                arbiter = _arbiter(ctx, j, a, r) if result == DIVERGENCE else "-"
+                arbiter = _arbiter(ctx, j, a, r, rtol, atol) if result != PASSED else "-"
                 rows.append(ctx.row(
                     check=check, output_name=out_name, actual=path, reference_name=BASE_LABEL,
                     reference_version=path.version, dtype=dtype, cmp=cmp, rtol=rtol,

@@ -297,3 +297,18 @@ def test_rank_change_is_not_stated_where_the_operator_does_not_allow_it() -> Non
     inputs = entry.inputs(np.random.default_rng(0), F, entry.shapes[0])
     assert unsqueezed_case(entry, F, inputs, 1) is None
     assert unsqueezed_case(entry, F, inputs, 0) is None
+
+
+def test_a_single_run_is_no_determinism_observation() -> None:
+    """A check that compared nothing is not an observation, and never a pass."""
+    case = _case(b"", {"X": _x()})
+    out = [np.zeros(3, F)]
+    paths = {"onnx-reference": PathResult("onnx-reference", "onnx-reference", "1", "-", 0, {},
+                                          outputs=out, repeats=1),
+             "ort-all": PathResult("ort-all", "onnxruntime", "1", "all", 1, {}, outputs=out,
+                                   repeats=2)}
+    ctx = CaseContext(case, RunSettings(data_root=""), ToleranceTable(), EvidenceWriter(),
+                      paths, ["Y"], "g", "i")
+    rows = determinism_rows(ctx, list(paths.values()))
+    assert [r["backend"] for r in rows] == ["onnxruntime"]
+    assert rows[0]["result"] == PASSED

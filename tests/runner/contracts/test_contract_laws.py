@@ -39,15 +39,43 @@ def test_compare_law_names_the_law_and_the_figure() -> None:
     assert "at 1 of 12 elements" in res.reason
 
 
-@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("value", [np.inf, -np.inf])
 def test_compare_law_non_finite(value: float) -> None:
     full = np.array([1.0, value, 2.0], dtype=np.float32)
-    # The same non-finite value at the same place on both sides is the same function.
+    # The same infinity at the same place on both sides is the same function.
     assert laws.compare_law("permutation", full.copy(), full, 1e-5, 1e-6).holds
     other = full.copy()
     other[1] = 0.0
     res = laws.compare_law("permutation", other, full, 1e-5, 1e-6)
-    assert res.result == CONTRACT_ISSUE and "non-finite on one side" in res.reason
+    assert res.result == CONTRACT_ISSUE
+    assert f"reference is {value:+} at 1 of 3 elements where actual is 0" in res.reason
+
+
+@pytest.mark.parametrize("law", ["partition", "permutation", "duplication", "threads"])
+def test_matching_nan_fails_a_law_and_is_counted(law: str) -> None:
+    """Seed 000: matching NaN outputs fail, contracts included."""
+    full = np.array([1.0, np.nan, 2.0, np.nan], dtype=np.float32)
+    res = laws.compare_law(law, full.copy(), full, 1e-5, 1e-6)
+    assert res.result == CONTRACT_ISSUE
+    assert "NaN on both sides at 2 of 4 elements" in res.reason
+    assert res.cmp is not None
+    assert res.cmp.nan_actual == res.cmp.nan_reference == res.cmp.nan_both == 2
+    assert res.details["nan_both"] == 2
+
+
+def test_matching_nan_fails_a_bounded_law() -> None:
+    full = np.array([1.0, np.nan], dtype=np.float16)
+    res = laws.bounded_law("partial_reduction", full.astype(np.float64), full,
+                           np.zeros(2), 0.0, 0.0, actual_label="combine(parts)",
+                           reference_label="full", figures={})
+    assert res.result == CONTRACT_ISSUE and "NaN on both sides at 1 of 2" in res.reason
+
+
+def test_law_ulps_count_in_the_output_dtype() -> None:
+    """A float16 probability row sum 2**-11 off is 1 float16 ULP, not 2.2e12 float64 ones."""
+    y = np.array([[0.5, 0.5 + 2.0 ** -10]], dtype=np.float16)
+    res = laws.probability_law(y, 1, 0.0)
+    assert res.cmp is not None and res.cmp.max_ulp == pytest.approx(1.0)
 
 
 def test_compare_law_shape_mismatch() -> None:

@@ -42,14 +42,16 @@ def hardmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return out
 
 
-def masked_softmax(x: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """The law of masked attention: masked keys get 0, a fully masked row is all zeros."""
-    keep = np.broadcast_to(keep, x.shape)
-    shifted = np.where(keep, x, -np.inf)
-    top = shifted.max(axis=-1, keepdims=True)
-    e = np.where(keep, np.exp(shifted - np.where(np.isfinite(top), top, 0.0)), 0.0)
-    total = e.sum(axis=-1, keepdims=True)
-    return np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
+def where_softmax(x: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """What Where(keep, x, -inf) → Softmax computes: a fully masked row is NaN (-inf - -inf).
+    The masked-rows law (such a row is zeros) is the contract row, not this formula."""
+    return softmax(np.where(keep, x, -np.inf))
+
+
+def additive_softmax(x: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """What Add(x, bias) → Softmax computes: a fully masked row is softmax(x - 1e4), a
+    proper distribution, not the law's zeros."""
+    return softmax(x + bias)
 
 
 def _keep_mask(rng: np.random.Generator, shape: Shape) -> np.ndarray:
@@ -102,13 +104,14 @@ CASES = [
     OpCase("Hardmax", "Hardmax", node("Hardmax", "X", axis=-1), _tied(-3, 3),
            lambda i: [hardmax(i["X"])], SHAPES, note="ties: the first maximum wins"),
     OpCase("MaskedSoftmax.where", "Softmax", _where_graph, _where_inputs,
-           lambda i: [masked_softmax(i["X"], i["keep"])], MASK_SHAPES,
+           lambda i: [where_softmax(i["X"], i["keep"])], MASK_SHAPES,
            contracts=("masked_rows",),
            note="Where(keep, x, -inf) → Softmax; example 1 is fully masked: the law says "
-                "zeros, plain Softmax gives NaN"),
+                "zeros (contract:masked_rows), the graph (and its formula) gives NaN"),
     OpCase("MaskedSoftmax.additive", "Softmax", _additive_graph, _additive_inputs,
-           lambda i: [masked_softmax(i["X"], i["bias"] == 0)], MASK_SHAPES,
+           lambda i: [additive_softmax(i["X"], i["bias"])], MASK_SHAPES,
            contracts=("masked_rows",),
            note=f"x + ({_ADDITIVE_MASK:g} where masked) → Softmax; example 1 is fully "
-                "masked: the law says zeros, the additive pattern gives a uniform row"),
+                "masked: the law says zeros (contract:masked_rows), the graph (and its "
+                "formula) gives softmax(x + mask)"),
 ]

@@ -322,9 +322,13 @@ def blame_text(blame: dict[str, Any], stored: bool) -> Text:
 
 
 def arbiter_text(obs: Observation) -> str:
-    """For a divergence: which side the float64 arbiter is closer to, in words."""
+    """For a disagreement: which side the float64 arbiter is closer to (at the elements out
+    of tolerance), in words. Contract issues show it when one was recorded."""
     side = obs.fields.get("arbiter")
-    if obs.fields.get("result") != "divergence":
+    result = obs.fields.get("result")
+    if result not in ("divergence", "contract_issue"):
+        return ""
+    if result == "contract_issue" and side not in ("actual", "reference", "tie"):
         return ""
     if side == "actual":
         return f"float64 arbiter: closer to the actual side ({obs['backend']})"

@@ -14,6 +14,7 @@ from gero_runner.backends.base import NOT_APPLICABLE, Backend, PathSpec, as_arra
 from gero_runner.cases.base import Arrays
 
 BACKEND = "onnx-reference"
+CORRECTED = "onnx-reference-corrected"
 
 
 class OnnxReference(Backend):
@@ -47,3 +48,31 @@ def make_evaluator(model: bytes) -> Any:
     from onnx.reference import ReferenceEvaluator
 
     return ReferenceEvaluator(onnx.load_from_string(model))
+
+
+class CorrectedReference(OnnxReference):
+    """The ReferenceEvaluator with gero's corrections of its known defects
+    (``reference_defects``): what ORT is compared with where the stock evaluator shows one,
+    and what the float64 shadow runs."""
+
+    name = CORRECTED
+    prefix = CORRECTED
+
+    def version(self) -> str:
+        return f"{super().version()}+gero"
+
+    def paths(self, threads: int) -> list[PathSpec]:
+        return [PathSpec(CORRECTED, CORRECTED, NOT_APPLICABLE, 0,
+                         {"evaluator": "onnx.reference.ReferenceEvaluator",
+                          "corrected": "gero_runner.backends.reference_defects"})]
+
+    def build(self, model: bytes, settings: Mapping[str, Any]) -> Any:
+        import onnx
+
+        from gero_runner.backends.reference_defects import corrected_evaluator
+
+        return corrected_evaluator(onnx.load_from_string(model))
+
+
+CORRECTED_RUNTIME = CorrectedReference()
+CORRECTED_PATH = CORRECTED_RUNTIME.paths(0)[0]

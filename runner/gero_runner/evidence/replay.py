@@ -49,7 +49,7 @@ STATUS_LABELS = {
 }
 # Checks whose result is the comparison of two stored output files, so it can be
 # recomputed under each stored row's own tolerance.
-_COMPARISON_CHECKS = ("agreement", "analytic", "expected")
+_COMPARISON_CHECKS = ("agreement", "levels", "analytic", "expected")
 
 
 @dataclass(frozen=True)

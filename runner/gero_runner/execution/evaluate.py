@@ -76,6 +76,9 @@ class PathResult:
     backend_seconds: float = 0.0
     """Time inside the backend: building the session, the timed runs, releasing it."""
     files: list[str] = field(default_factory=list)
+    known_defects: tuple[str, ...] = ()
+    """Registry keys (backends.reference_defects) of defects this path showed on the case:
+    its non-passed rows are labelled with them."""
     _settings_cache: tuple[dict[str, Any], str] | None = field(
         default=None, repr=False, compare=False)
 
@@ -170,7 +173,16 @@ class CaseContext:
             reference_file: str = "", reference_ms: float = math.nan,
             details: dict[str, Any] | None = None) -> Observation:
         """An observation row of this case (ids added by ``finish_row``); without a
-        comparison (a path failed) its metric columns keep the row type's defaults."""
+        comparison (a path failed) its metric columns keep the row type's defaults.
+
+        A non-passed row of a path that showed a known ReferenceEvaluator defect on this
+        case names the registry entry, in the reason and in the details."""
+        if actual.known_defects and result not in (PASSED, EXECUTION):
+            from gero_runner.backends.reference_defects import BY_KEY
+
+            entries = [BY_KEY[k] for k in actual.known_defects]
+            reason = "; ".join(d.label() for d in entries) + " — " + reason
+            details = {**(details or {}), "known_defect": [d.as_dict() for d in entries]}
         c = self.case
         if c.inputs_text:  # what a user model was fed, and why (models.inputs)
             details = {**(details or {}), "inputs": c.inputs_text}
@@ -257,6 +269,46 @@ def run_reference(case: CaseInstance, repeats: int) -> PathResult:
     return run_path(reference.RUNTIME, reference.PATH, case, repeats)
 
 
+def run_corrected_reference(case: CaseInstance, ref: PathResult,
+                            runtime_paths: list[PathResult]) -> PathResult | None:
+    """The ReferenceEvaluator with gero's corrections of its known defects, when the graph
+    holds an affected operator and the stock evaluator disagrees with a runtime (or none
+    ran): then ORT is compared with it, and if its outputs differ from the stock ones the
+    stock path carries the defects' keys (its rows are labelled with them).
+
+    Where every runtime agrees with the stock evaluator, nobody is blamed for a defect and
+    the second evaluator run (a minute on a CNN) is skipped."""
+    import onnx
+
+    from gero_runner.backends import reference_defects
+    from gero_runner.tolerances import ToleranceTable
+
+    if not ref.ok or not reference_defects.applicable(onnx.load_from_string(case.model)):
+        return None
+    assert ref.outputs is not None
+    ran = [p for p in runtime_paths if p.ok and p.outputs is not None]
+    table = ToleranceTable()
+
+    def agrees(p: PathResult) -> bool:
+        assert p.outputs is not None and ref.outputs is not None
+        if len(p.outputs) != len(ref.outputs):
+            return False
+        for a, r in zip(p.outputs, ref.outputs, strict=True):
+            tol = table.for_dtype(str(r.dtype))
+            if not compare(a, r, tol.rtol, tol.atol).within_tolerance:
+                return False
+        return True
+
+    if ran and all(agrees(p) for p in ran):
+        return None
+    path = run_path(reference.CORRECTED_RUNTIME, reference.CORRECTED_PATH, case, 1)
+    if not path.ok or _identical([ref.outputs, path.outputs or []]):
+        return None  # nothing to correct on these inputs (or the correction itself failed)
+    model = onnx.load_from_string(case.model)
+    ref.known_defects = tuple(d.key for d in reference_defects.applicable(model))
+    return path
+
+
 _running: Callable[[str], None] | None = None
 """Told which path starts (``backend\toptimization``) and when it ends; the worker pool
 sets it so that a crash is attributed to the runtime that was running."""
@@ -282,8 +334,12 @@ def expected_path(case: CaseInstance) -> PathResult | None:
                       NOT_APPLICABLE, 0, {}, outputs=list(case.expected.values()), repeats=0)
 
 
-def compare_paths(ctx: CaseContext, check: str, actual: PathResult,
-                  ref: PathResult) -> list[Observation]:
+ARBITRATED = ("agreement", "levels")
+"""Checks whose disagreements the case's float64 result arbitrates."""
+
+
+def compare_paths(ctx: CaseContext, check: str, actual: PathResult, ref: PathResult,
+                  reference_name: str | None = None) -> list[Observation]:
     """One row per output: ``actual`` against ``ref``, classified."""
     rows = []
     for j, name in enumerate(ctx.output_names):
@@ -292,7 +348,8 @@ def compare_paths(ctx: CaseContext, check: str, actual: PathResult,
         timing = ({"build_ms": round(actual.build_ms, 4)}
                   if math.isfinite(actual.build_ms) else None)
         row = functools.partial(ctx.row, check=check, output_name=name, actual=actual,
-                                reference_name=ref.backend, reference_version=ref.version,
+                                reference_name=reference_name or ref.backend,
+                                reference_version=ref.version,
                                 dtype=ref_dtype, rtol=rtol, atol=atol,
                                 reference_ms=ref.median_ms, details=timing)
         failed = actual if not actual.ok else ref if not ref.ok else None
@@ -308,11 +365,25 @@ def compare_paths(ctx: CaseContext, check: str, actual: PathResult,
         cmp = ctx.compare(a, r, rtol, atol)
         result, reason = classify(cmp, rtol, atol)
         side = NOT_APPLICABLE
-        if result != PASSED and check == "agreement":
+        if result != PASSED and check in ARBITRATED:
             side = truth_arbiter(ctx, j, a, r, rtol, atol)
         rows.append(row(cmp=cmp, result=result, reason=reason, arbiter=side,
                         actual_hash=ctx.digest(a), reference_hash=ctx.digest(r),
                         actual_file=actual.files[j], reference_file=ref.files[j]))
+    return rows
+
+
+def level_rows(ctx: CaseContext, runtime_paths: list[PathResult]) -> list[Observation]:
+    """``levels``: each setting of a runtime against its base setting (its first path: ONNX
+    Runtime's ``disable_all``) on the same inputs, so that a difference made by a graph
+    rewrite is its own observation, classified as agreement is. A path that failed already
+    has its execution row under ``agreement``."""
+    rows = []
+    bases: dict[str, PathResult] = {}
+    for p in runtime_paths:
+        base = bases.setdefault(p.backend, p)
+        if p is not base and p.ok and base.ok:
+            rows += compare_paths(ctx, "levels", p, base, f"{base.backend}:{base.optimization}")
     return rows
 
 
@@ -363,6 +434,9 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
     # Model cases may ask for fewer reference runs: the evaluator takes seconds on a CNN.
     ref = run_reference(case, case.reference_repeats or settings.repeats)
     paths[ref.name] = ref
+    corrected = run_corrected_reference(case, ref, runtime_paths)
+    if corrected is not None:
+        paths[corrected.name] = corrected
     backend_seconds = sum(p.backend_seconds for p in paths.values())
 
     expected = expected_path(case)
@@ -379,9 +453,14 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
                       tensors_hash(case.inputs.values()), backend_seconds)
     rows: list[Observation] = []
     # Each runtime against the ReferenceEvaluator; all against the case's expected outputs.
+    # Where the evaluator shows a known defect on this case, the runtimes are compared with
+    # the corrected evaluator (none is blamed for the defect) and the stock evaluator's own
+    # row shows the defect, labelled.
     if ref.ok:
         for p in runtime_paths:
-            rows += compare_paths(ctx, "agreement", p, ref)
+            rows += compare_paths(ctx, "agreement", p, corrected or ref)
+        if corrected is not None:
+            rows += compare_paths(ctx, "agreement", ref, corrected)
     else:
         # The reference's failure is its own row under the reference (under `expected`
         # when the case has expected outputs), not one per runtime path.
@@ -391,6 +470,7 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
         if expected is None and runtime_paths:
             first = [p for p in runtime_paths if p.backend == runtime_paths[0].backend]
             rows += compare_paths(ctx, "agreement", ref, first[-1])
+    rows += level_rows(ctx, runtime_paths)
     if expected is not None:
         check = "analytic" if case.expected_label == "numpy-float64" else "expected"
         for p in [*runtime_paths, ref]:

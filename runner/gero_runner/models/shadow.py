@@ -14,6 +14,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
+from gero_runner.backends.reference_defects import corrected_evaluator
+
 _FLOATS = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16}
 
 
@@ -72,10 +74,9 @@ def widen_inputs(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def run_shadow(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """The float64 shadow's outputs (raises what the ReferenceEvaluator raises)."""
-    from onnx.reference import ReferenceEvaluator
-
-    evaluator: Any = ReferenceEvaluator(widen(model))
+    """The float64 shadow's outputs (raises what the ReferenceEvaluator raises), with the
+    evaluator's known defects corrected (backends.reference_defects)."""
+    evaluator: Any = corrected_evaluator(widen(model))
     with np.errstate(all="ignore"):
         return [np.asarray(o) for o in evaluator.run(None, widen_inputs(inputs))]
 
@@ -84,9 +85,7 @@ def run_shadow_traced(model: onnx.ModelProto, inputs: dict[str, np.ndarray]
                       ) -> dict[str, Any]:
     """Every value of the float64 shadow's run by name (inputs, intermediates, outputs), so
     that a degenerate intermediate can be named (raises what the evaluator raises)."""
-    from onnx.reference import ReferenceEvaluator
-
-    evaluator: Any = ReferenceEvaluator(widen(model))
+    evaluator: Any = corrected_evaluator(widen(model))
     with np.errstate(all="ignore"):
         values: dict[str, Any] = evaluator.run(None, widen_inputs(inputs), intermediate=True)
     return values

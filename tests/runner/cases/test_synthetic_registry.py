@@ -162,3 +162,15 @@ def test_fully_masked_formula_is_the_graphs_arithmetic(name: str, dtype: str) ->
     else:
         assert np.all(np.isnan(row))
     assert "masked_rows" in ENTRIES[name].contracts
+
+
+def test_gelu_formula_divides_by_the_graphs_rounded_sqrt2() -> None:
+    """The graph divides by √2 rounded to float16 (1.4140625); so does its formula."""
+    import math
+
+    entry = ENTRIES["Gelu.erf"]
+    instance = registry.instantiate(entry, "float16", entry.shapes[0], SEED)
+    x = instance.inputs["X"].astype(np.float64)
+    (exact,) = instance.expected_exact.values()
+    want = 0.5 * x * (1.0 + np.vectorize(math.erf)(x / 1.4140625))
+    np.testing.assert_array_equal(exact, want)

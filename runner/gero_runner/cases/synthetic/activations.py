@@ -38,9 +38,19 @@ def _prelu_inputs(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays:
     return {"X": x, "slope": uniform(rng, dtype, channel_shape(shape), -0.5, 0.5)}
 
 
+def _sqrt2(dtype: str) -> np.ndarray:
+    """√2 as the graph holds it: rounded to the dtype (float16 1.4140625)."""
+    return np.asarray(np.sqrt(2.0), dtype)
+
+
+def _gelu_inputs(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays:
+    # The graph's √2 constant rides along (not a feed), so the formula divides by it too.
+    return {**x_gen(-5, 5, edge_lo=-1e3, edge_hi=1e3)(rng, dtype, shape), "sqrt2": _sqrt2(dtype)}
+
+
 def _gelu(dtype: str, inputs: Arrays) -> ModelProto:
     """0.5 · x · (1 + erf(x / √2)): the opset-19 spelling of Gelu (a node from opset 20)."""
-    consts = {"sqrt2": np.asarray(np.sqrt(2.0), dtype), "one": np.asarray(1.0, dtype),
+    consts = {"sqrt2": inputs.get("sqrt2", _sqrt2(dtype)), "one": np.asarray(1.0, dtype),
               "half": np.asarray(0.5, dtype)}
     nodes = [helper.make_node("Div", ["X", "sqrt2"], ["scaled"]),
              helper.make_node("Erf", ["scaled"], ["erf"]),
@@ -52,8 +62,10 @@ def _gelu(dtype: str, inputs: Arrays) -> ModelProto:
 
 
 def _gelu_formula(i: Arrays) -> list[np.ndarray]:
+    """The graph's arithmetic: x divided by its dtype-rounded √2, not the exact one."""
     x = i["X"]
-    return [0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))]
+    sqrt2 = i.get("sqrt2", np.sqrt(2.0))
+    return [0.5 * x * (1.0 + erf(x / sqrt2))]
 
 
 def _relu_nonfinite(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays:
@@ -95,6 +107,6 @@ CASES = [
     OpCase("PRelu", "PRelu", node_with("PRelu", ("X", "slope"), ("X",)), _prelu_inputs,
            lambda i: [np.where(i["X"] < 0, i["slope"] * i["X"], i["X"])], SHAPES,
            note="per-channel slope (an initializer) broadcast over axis 1"),
-    OpCase("Gelu.erf", "Gelu", _gelu, x_gen(-5, 5, edge_lo=-1e3, edge_hi=1e3), _gelu_formula,
+    OpCase("Gelu.erf", "Gelu", _gelu, _gelu_inputs, _gelu_formula,
            SHAPES, note="graph Div/Erf/Add/Mul/Mul; Gelu itself is an opset-20 operator"),
 ]

@@ -1,0 +1,184 @@
+"""Known defects of the onnx ReferenceEvaluator, and the corrected operators gero uses.
+
+The ReferenceEvaluator is a path, not an oracle. Where it is known to be wrong, the float64
+shadow (the arbiter of user and shipped models) runs corrected operators instead, so no
+other path is blamed for the defect; the evaluator's own rows still show it, labelled with
+the registry entry. Each entry names the operator, the opsets and dtypes it affects, the
+upstream file, and a minimal reproduction that a test runs against the installed onnx: the
+test fails once upstream is fixed, and the entry is then dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+Repro = tuple[onnx.ModelProto, dict[str, np.ndarray], np.ndarray]
+"""A minimal model, its inputs, and its correct output."""
+
+
+@dataclass(frozen=True)
+class ReferenceDefect:
+    key: str
+    op_type: str
+    opsets: tuple[int, int]
+    """Default-domain opsets affected (inclusive)."""
+    dtypes: tuple[str, ...]
+    upstream: str
+    """The file of onnx that holds the defect."""
+    cause: str
+    """Where in that file, in words."""
+    summary: str
+    reproduction: str
+    """The minimal reproduction in words (``repro`` builds it)."""
+    repro: Callable[[], Repro]
+    corrected: Callable[[int], Any]
+    """The corrected OpRun class for a model of this opset."""
+
+    def label(self) -> str:
+        """How a row names the entry."""
+        return f"known upstream defect {self.key} ({self.upstream}): {self.summary}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "op_type": self.op_type, "opsets": list(self.opsets),
+                "dtypes": list(self.dtypes), "upstream": self.upstream, "cause": self.cause,
+                "summary": self.summary, "reproduction": self.reproduction}
+
+
+def _model(nodes: list[onnx.NodeProto], inputs: dict[str, np.ndarray], out_shape: list[int],
+           out_type: int, opset: int) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes, "repro",
+        [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+         for k, v in inputs.items()],
+        [helper.make_tensor_value_info("Y", out_type, out_shape)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                             ir_version=7)
+
+
+def _softmax_repro() -> Repro:
+    x = np.arange(40, dtype=np.float32).reshape(2, 4, 5) / 10
+    model = _model([helper.make_node("Softmax", ["X"], ["Y"], axis=1)], {"X": x}, [2, 4, 5],
+                   TensorProto.FLOAT, 11)
+    rows = x.reshape(2, 20).astype(np.float64)
+    e = np.exp(rows - rows.max(axis=1, keepdims=True))
+    return model, {"X": x}, (e / e.sum(axis=1, keepdims=True)).reshape(x.shape)
+
+
+def _batchnorm_repro() -> Repro:
+    x = np.array([[[1.0, 3.0]], [[5.0, 7.0]]], dtype=np.float32)  # (N=2, C=1, 2)
+    params = {"scale": np.ones(1, np.float32), "B": np.zeros(1, np.float32),
+              "mean": np.zeros(1, np.float32), "var": np.ones(1, np.float32)}
+    node = helper.make_node("BatchNormalization", ["X", "scale", "B", "mean", "var"], ["Y"],
+                            epsilon=0.0)
+    graph = helper.make_graph(
+        [node], "repro",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 1, 2])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 1, 2])],
+        initializer=[onnx.numpy_helper.from_array(v, k) for k, v in params.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)], ir_version=7)
+    return model, {"X": x}, x.astype(np.float64)  # mean 0, var 1: y = x
+
+
+def _erf_repro() -> Repro:
+    import math
+
+    x = np.array([0.1, 0.5, 1.3], dtype=np.float64)
+    model = _model([helper.make_node("Erf", ["X"], ["Y"])], {"X": x}, [3], TensorProto.DOUBLE,
+                   13)
+    return model, {"X": x}, np.array([math.erf(v) for v in x])
+
+
+def _corrected_softmax(opset: int) -> Any:
+    from gero_runner.backends.reference_fixes import softmax_up_to_12
+
+    return softmax_up_to_12(opset)
+
+
+def _corrected_batchnorm(opset: int) -> Any:
+    from gero_runner.backends.reference_fixes import batch_normalization_9
+
+    return batch_normalization_9(opset)
+
+
+def _corrected_erf(opset: int) -> Any:
+    from gero_runner.backends.reference_fixes import Erf
+
+    return Erf
+
+
+REGISTRY: tuple[ReferenceDefect, ...] = (
+    ReferenceDefect(
+        key="softmax-opset12-axis", op_type="Softmax", opsets=(1, 12), dtypes=("*",),
+        upstream="onnx/reference/ops/op_softmax.py",
+        cause="one Softmax class for every opset, and op_run.py takes attribute defaults "
+              "from the newest schema",
+        summary="Softmax at opset ≤ 12 gets axis -1 by default and no 2-D coercion",
+        reproduction="opset-11 Softmax(axis=1) of X = arange(40).reshape(2, 4, 5) / 10: "
+                     "onnx normalises over axis 1 alone, the opset-11 operator over the "
+                     "flattened 4×5 of each example",
+        repro=_softmax_repro, corrected=_corrected_softmax),
+    ReferenceDefect(
+        key="batchnorm9-momentum", op_type="BatchNormalization", opsets=(9, 13),
+        dtypes=("*",),
+        upstream="onnx/reference/ops/op_batch_normalization.py",
+        cause="BatchNormalization_9's 'if momentum is None' never fires: the schema "
+              "supplies 0.9",
+        summary="BatchNormalization-9 inference blends in the batch's own statistics",
+        reproduction="opset-9 BatchNormalization with one output, mean 0, var 1, scale 1, "
+                     "bias 0, epsilon 0 on X = [[[1, 3]], [[5, 7]]]: the output must be X; "
+                     "onnx normalises with 0.9·running + 0.1·batch statistics",
+        repro=_batchnorm_repro, corrected=_corrected_batchnorm),
+    ReferenceDefect(
+        key="erf-float32-rounding", op_type="Erf", opsets=(9, 10_000),
+        dtypes=("float64",),
+        upstream="onnx/reference/ops/op_erf.py",
+        cause="np.vectorize(erf, otypes=['f']) makes every result float32",
+        summary="Erf rounds its float64 results to float32 (~3e-8 error)",
+        reproduction="Erf of float64 [0.1, 0.5, 1.3]: onnx returns float32-rounded values, "
+                     "math.erf's float64 values differ by up to 3e-8",
+        repro=_erf_repro, corrected=_corrected_erf),
+)
+BY_KEY = {d.key: d for d in REGISTRY}
+
+
+def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from _nodes(attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for g in attr.graphs:
+                    yield from _nodes(g)
+
+
+def opset_of(model: onnx.ModelProto) -> int:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+
+
+def applicable(model: onnx.ModelProto) -> list[ReferenceDefect]:
+    """The registry entries whose operator and opset occur in ``model``."""
+    opset = opset_of(model)
+    ops = {n.op_type for n in _nodes(model.graph) if n.domain in ("", "ai.onnx")}
+    return [d for d in REGISTRY
+            if d.op_type in ops and d.opsets[0] <= opset <= d.opsets[1]]
+
+
+def corrected_ops(model: onnx.ModelProto) -> list[Any]:
+    """``new_ops`` for a ReferenceEvaluator of ``model``: gero's corrected operators."""
+    opset = opset_of(model)
+    return [d.corrected(opset) for d in applicable(model)]
+
+
+def corrected_evaluator(model: onnx.ModelProto) -> Any:
+    """A ReferenceEvaluator of ``model`` with the registry's defects corrected."""
+    from onnx.reference import ReferenceEvaluator
+
+    ops = corrected_ops(model)
+    return ReferenceEvaluator(model, new_ops=ops) if ops else ReferenceEvaluator(model)

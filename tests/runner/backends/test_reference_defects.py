@@ -1,0 +1,66 @@
+"""The registry of known ReferenceEvaluator defects: each entry's reproduction still shows
+the defect on the installed onnx (drop the entry once upstream is fixed), and gero's
+corrected operators do not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+from onnx.reference import ReferenceEvaluator
+
+from gero_runner.backends import reference_defects as rd
+from gero_runner.models import shadow
+
+
+@pytest.mark.parametrize("defect", rd.REGISTRY, ids=lambda d: d.key)
+def test_the_stock_evaluator_still_shows_the_defect(defect: rd.ReferenceDefect) -> None:
+    model, inputs, expected = defect.repro()
+    (got,) = ReferenceEvaluator(model).run(None, inputs)
+    assert not np.allclose(np.asarray(got, np.float64), expected, rtol=1e-12, atol=1e-12), (
+        f"{defect.key}: onnx no longer shows this defect; drop the registry entry")
+
+
+@pytest.mark.parametrize("defect", rd.REGISTRY, ids=lambda d: d.key)
+def test_gero_corrected_path_does_not(defect: rd.ReferenceDefect) -> None:
+    model, inputs, expected = defect.repro()
+    assert [d.key for d in rd.applicable(model)] == [defect.key]
+    (got,) = rd.corrected_evaluator(model).run(None, inputs)
+    tol = 1e-7 if got.dtype == np.float32 else 1e-15
+    np.testing.assert_allclose(np.asarray(got, np.float64), expected, rtol=tol, atol=tol)
+    # The float64 shadow (the arbiter of models) runs the corrected operators too.
+    (wide,) = shadow.run_shadow(model, inputs)
+    np.testing.assert_allclose(wide, expected, rtol=1e-15, atol=1e-15)
+
+
+def test_every_entry_names_op_opset_dtype_upstream_and_reproduction() -> None:
+    for d in rd.REGISTRY:
+        assert d.op_type and d.opsets[0] <= d.opsets[1] and d.dtypes
+        assert d.upstream.startswith("onnx/reference/ops/op_")
+        assert d.reproduction and d.key in d.label()
+
+
+def test_softmax_11_default_axis_is_1_with_2d_coercion() -> None:
+    model, inputs, expected = rd.BY_KEY["softmax-opset12-axis"].repro()
+    del model.graph.node[0].attribute[:]  # axis absent: opset 11's default is 1
+    (got,) = rd.corrected_evaluator(model).run(None, inputs)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_opset_13_softmax_and_float32_graphs_get_no_replacement() -> None:
+    model, _, _ = rd.BY_KEY["softmax-opset12-axis"].repro()
+    model.opset_import[0].version = 13
+    assert rd.applicable(model) == []
+    bn, _, _ = rd.BY_KEY["batchnorm9-momentum"].repro()
+    bn.opset_import[0].version = 15
+    assert rd.applicable(bn) == []
+
+
+def test_batchnorm9_with_training_outputs_keeps_the_stock_behaviour() -> None:
+    model, inputs, _ = rd.BY_KEY["batchnorm9-momentum"].repro()
+    node = model.graph.node[0]
+    node.output.extend(["mean_out", "var_out", "saved_mean", "saved_var"])
+    stock = ReferenceEvaluator(model).run(["Y"], inputs)[0]
+    fixed = rd.corrected_evaluator(model).run(["Y"], inputs)[0]
+    np.testing.assert_array_equal(stock, fixed)
+    assert helper.get_attribute_value(node.attribute[0]) == 0.0

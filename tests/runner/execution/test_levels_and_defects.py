@@ -1,0 +1,97 @@
+"""ORT's levels against each other (the `levels` check), and the reference's known defects
+kept off the ORT rows (issue 13, items 9 and 10)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from gero_runner.backends import reference_defects as rd
+from gero_runner.cases.base import CaseInstance
+from gero_runner.execution.evaluate import RunSettings, evaluate_case
+from gero_runner.schema import DIVERGENCE, PASSED
+
+
+def _decomposed_layernorm() -> bytes:
+    """The nine-node LayerNorm ORT fuses into one LayerNormalization at extended/all."""
+    nodes = [helper.make_node("ReduceMean", ["X"], ["m"], axes=[-1]),
+             helper.make_node("Sub", ["X", "m"], ["d"]),
+             helper.make_node("Pow", ["d", "two"], ["d2"]),
+             helper.make_node("ReduceMean", ["d2"], ["v"], axes=[-1]),
+             helper.make_node("Add", ["v", "eps"], ["ve"]),
+             helper.make_node("Sqrt", ["ve"], ["s"]),
+             helper.make_node("Div", ["d", "s"], ["n"]),
+             helper.make_node("Mul", ["n", "scale"], ["ns"]),
+             helper.make_node("Add", ["ns", "bias"], ["Y"])]
+    inits = {"two": np.array(2.0, np.float32), "eps": np.array(1e-5, np.float32),
+             "scale": np.ones(64, np.float32), "bias": np.zeros(64, np.float32)}
+    graph = helper.make_graph(
+        nodes, "ln", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 64])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [4, 64])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return model.SerializeToString()
+
+
+def _case(model: bytes, inputs: dict[str, np.ndarray], op: str) -> CaseInstance:
+    return CaseInstance(suite="test", case_id=f"test/{op}/float32", op_type=op,
+                        case_name=op, dtype="float32", seed=0, model=model, inputs=inputs)
+
+
+def _rows(case: CaseInstance, tmp_path: Path) -> list[dict]:  # type: ignore[type-arg]
+    return evaluate_case(case, RunSettings(data_root=str(tmp_path), repeats=1,
+                                           checks=())).rows
+
+
+def test_a_rewrite_induced_difference_is_a_levels_observation(tmp_path: Path) -> None:
+    x = (np.random.default_rng(0).standard_normal((4, 64)) + 3e4).astype(np.float32)
+    rows = [r for r in _rows(_case(_decomposed_layernorm(), {"X": x}, "LayerNorm"), tmp_path)
+            if r["check"] == "levels"]
+    by_level = {r["optimization"]: r for r in rows}
+    assert set(by_level) == {"basic", "extended", "all"}
+    assert {r["reference"] for r in rows} == {"onnxruntime:disable_all"}
+    for level in ("extended", "all"):  # the fused LayerNormalization differs by ~2e-3
+        assert by_level[level]["result"] == DIVERGENCE, by_level[level]["reason"]
+        assert by_level[level]["max_abs_error"] > 1e-3
+
+
+def test_identical_levels_pass(tmp_path: Path) -> None:
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    graph = helper.make_graph([helper.make_node("Relu", ["X"], ["Y"])], "r",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 4])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    rows = [r for r in _rows(_case(model.SerializeToString(), {"X": x}, "Relu"), tmp_path)
+            if r["check"] == "levels"]
+    assert len(rows) == 3 and {r["result"] for r in rows} == {PASSED}
+
+
+def test_no_ort_row_is_blamed_for_a_reference_defect(tmp_path: Path) -> None:
+    """Opset-11 Softmax over axis 1 of [N, 4, 5]: the stock evaluator normalises the wrong
+    thing. ORT is compared with the corrected evaluator; the stock evaluator's own row is
+    labelled with the registry entry."""
+    model, inputs, _ = rd.BY_KEY["softmax-opset12-axis"].repro()
+    rows = _rows(_case(model.SerializeToString(), inputs, "Softmax"), tmp_path)
+    ort_rows = [r for r in rows if r["backend"] == "onnxruntime"]
+    assert ort_rows and {r["result"] for r in ort_rows} == {PASSED}
+    assert {r["reference"] for r in ort_rows if r["check"] == "agreement"} == {
+        "onnx-reference-corrected"}
+    (own,) = [r for r in rows if r["backend"] == "onnx-reference"]
+    assert own["result"] == DIVERGENCE
+    assert own["reason"].startswith("known upstream defect softmax-opset12-axis "
+                                    "(onnx/reference/ops/op_softmax.py)")
+    assert json.loads(own["details"])["known_defect"][0]["key"] == "softmax-opset12-axis"
+
+
+def test_a_defect_that_does_not_show_on_the_inputs_labels_nothing(tmp_path: Path) -> None:
+    x = np.array([0.1, 0.5], dtype=np.float32)  # float32 Erf: stock and corrected agree
+    graph = helper.make_graph([helper.make_node("Erf", ["X"], ["Y"])], "e",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    rows = _rows(_case(model.SerializeToString(), {"X": x}, "Erf"), tmp_path)
+    assert {r["reference"] for r in rows if r["check"] == "agreement"} == {"onnx-reference"}
+    assert not any("known upstream defect" in r["reason"] for r in rows)

@@ -24,6 +24,7 @@ The finding id is a hash of the signature: the same cause has the same id in eve
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -31,6 +32,8 @@ from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, OPT_LEVELS
 
 MEMBERS_TABLE = "finding_members"
 """observation_id -> finding_id (and the signature parts), one row per non-passed observation."""
+ORDER_TABLE = "finding_order"
+"""observation_id -> finding_rank (1 = the worst finding): the table grouped by finding."""
 
 NUMERIC_CHECKS = ("agreement", "analytic", "expected", "levels")
 """Checks of one case that compare the same outputs and are read together."""
@@ -225,8 +228,22 @@ FROM blamed b JOIN signed s USING (case_id, family)
 
 
 def build_members(source: Queryable, relation: str = "obs", table: str = MEMBERS_TABLE) -> None:
-    """Write the members table into the source's database (kept for filters and grouping)."""
+    """Write the members table into the source's database (kept for filters and grouping),
+    and, for the default table, each member's finding rank (worst first, as listed)."""
     source.query(f"CREATE OR REPLACE TABLE {table} AS {members_sql(relation)}")
+    if table == MEMBERS_TABLE:
+        source.query(f"""CREATE OR REPLACE TABLE {ORDER_TABLE} AS
+            SELECT m.observation_id, r.finding_rank FROM {table} m JOIN (
+                SELECT finding_id, row_number() OVER (
+                    ORDER BY max(severity) DESC, count(*) DESC, finding_id) AS finding_rank
+                FROM {table} GROUP BY finding_id) r USING (finding_id)""")
+
+
+def has_members(source: Queryable) -> bool:
+    """Whether the findings of this source were computed (their tables exist)."""
+    rows = source.query("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?",
+                        [ORDER_TABLE])
+    return bool(rows and rows[0][0])
 
 
 _FINDINGS_SQL = """
@@ -284,10 +301,15 @@ def read_findings(source: Queryable, table: str = MEMBERS_TABLE) -> list[Finding
     return findings
 
 
+_BUILDING = threading.Lock()
+"""Two screens (or a screen and the table's sort) may ask at once: one writes the tables."""
+
+
 def compute_findings(source: Queryable) -> list[Finding]:
     """Group the run's non-passed observations into findings (worst first)."""
-    build_members(source)
-    return read_findings(source)
+    with _BUILDING:
+        build_members(source)
+        return read_findings(source)
 
 
 def non_passed_count(source: Queryable) -> int:

@@ -69,6 +69,8 @@ COLUMNS: tuple[Column, ...] = (
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 NATURAL = "run"
 """Sort key for the order the runner wrote the rows in (the cheapest: no sort at all)."""
+BY_FINDING = "finding"
+"""Sort key grouping the rows by finding, worst finding first (passed rows last)."""
 
 # Value filters: key -> (relation column, label). The picker lists the column's values.
 VALUE_FILTERS: dict[str, tuple[str, str]] = {
@@ -180,13 +182,16 @@ class TableSort:
     descending: bool = False
 
     def __post_init__(self) -> None:
-        if self.column != NATURAL:
+        if self.column not in (NATURAL, BY_FINDING):
             _column(self.column)
 
     def order_by(self) -> str:
         """ORDER BY over the table relation; its row number ``rn`` breaks ties."""
         if self.column == NATURAL:
             return "ORDER BY rn"
+        if self.column == BY_FINDING:
+            direction = "DESC" if self.descending else "ASC"
+            return f"ORDER BY finding_rank {direction} NULLS LAST, rn"
         column = _column(self.column)
         direction = "DESC" if self.descending else "ASC"
         keys = ", ".join(f"{k.strip()} {direction} NULLS LAST"
@@ -197,6 +202,8 @@ class TableSort:
     def describe(self) -> str:
         if self.column == NATURAL:
             return "run order"
+        if self.column == BY_FINDING:
+            return "by finding" + (" ↑" if self.descending else "")
         arrow = "↓" if self.descending else "↑"
         return f"{_column(self.column).label} {arrow}"
 
@@ -278,8 +285,17 @@ class TableQuery:
     def page(self, table_filter: TableFilter, sort: TableSort, offset: int, limit: int,
              selection: Selection | None = None) -> Page:
         where, params = table_filter.where()
+        relation = TABLE_RELATION
+        if sort.column == BY_FINDING:
+            # Deferred: only this sort needs the findings (computed once per run).
+            from gero_tui.query.findings import ORDER_TABLE, compute_findings, has_members
+
+            if not has_members(self.source):
+                compute_findings(self.source)
+            relation = (f"(SELECT * FROM {TABLE_RELATION} LEFT JOIN {ORDER_TABLE} "
+                        "USING (observation_id))")
         numbers = [r[0] for r in self.cursor.execute(
-            f"SELECT rn FROM {TABLE_RELATION} WHERE {where} {sort.order_by()} LIMIT ? OFFSET ?",
+            f"SELECT rn FROM {relation} WHERE {where} {sort.order_by()} LIMIT ? OFFSET ?",
             [*params, limit, offset]).fetchall()]
         if not numbers:
             return Page(offset, [])

@@ -46,3 +46,42 @@ async def test_f_opens_findings_and_enter_shows_its_observations(data_root: Path
         await pilot.press("F")  # from the table: back to the open findings
         await settle(pilot)
         assert app.screen is screen
+
+
+async def test_n_groups_the_overview_bars_by_finding(data_root: Path) -> None:
+    from gero_tui.app.widgets.operation_bars import OperationBars
+
+    app = GeroApp(data_root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, OverviewScreen)
+        bars = screen.query_one(OperationBars)
+        operations = [bars.get_option_at_index(i).id for i in range(bars.option_count)]
+        await pilot.press("n")
+        await settle(pilot)
+        report = app.findings(app.require_source())
+        ids = [bars.get_option_at_index(i).id for i in range(bars.option_count)]
+        assert ids == [f.finding_id for f in report.findings] != operations
+        await pilot.press("enter")
+        await settle(pilot)
+        table = app.screen
+        assert isinstance(table, EvaluationsScreen)
+        assert table.table_filter.finding == report.findings[0].finding_id
+        assert table.table.row_count == report.findings[0].observations
+
+
+def test_the_table_grouped_by_finding_lists_the_worst_finding_first(data_root: Path) -> None:
+    from gero_tui.query.findings import compute_findings
+    from gero_tui.query.source import open_source
+    from gero_tui.query.table import BY_FINDING, TableFilter, TableQuery, TableSort
+
+    source = open_source(data_root)
+    query = TableQuery(source)  # the sort computes the findings it needs
+    page = query.page(TableFilter(), TableSort(BY_FINDING), 0, 1000)
+    findings = compute_findings(source)
+    members = dict(source.query("SELECT observation_id, finding_id FROM finding_members"))
+    order = [members.get(str(row[0])) for row in page.rows]
+    expected = [f.finding_id for f in findings for _ in range(f.observations)]
+    assert order[:len(expected)] == expected
+    assert all(f is None for f in order[len(expected):])  # passed rows last

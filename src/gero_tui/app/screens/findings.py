@@ -59,6 +59,8 @@ class FindingsScreen(Screen[None]):
         Binding("enter", "open_finding", "Its evaluations"),
         Binding("escape", "back", "Back"),
         Binding("v", "open_all", "Evaluations"),
+        Binding("w", "what_if", "What-if",
+                tooltip="Re-grade under other tolerances, live, from the stored figures"),
     ]
 
     class Loaded(Message):
@@ -159,6 +161,15 @@ class FindingsScreen(Screen[None]):
         if f is not None:
             self.app.show_evaluations(TableFilter(finding=f.finding_id,
                                                   finding_title=f.title[:60]))
+
+    def action_what_if(self) -> None:
+        """``w``: change a dtype's tolerances and see what would change class."""
+        from gero_tui.app.screens.whatif_dialog import WhatIfDialog
+
+        source = self.app.source
+        if source is not None:
+            self.app.push_screen(WhatIfDialog(
+                source, self.report.findings if self.report is not None else []))
 
     def action_open_all(self) -> None:
         self.app.show_evaluations(TableFilter())

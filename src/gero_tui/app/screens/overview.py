@@ -26,13 +26,13 @@ CLASS_NAMES = {"passed": "passed", "divergence": "divergence",
 
 if TYPE_CHECKING:
     from gero_tui.app.app import GeroApp
+    from gero_tui.query.findings import FindingsReport
     from gero_tui.query.summary import OperationSummary
 
 
-def _precision_heading() -> Text:
+def _precision_heading(title: str = "Precision across operations") -> Text:
     """The pane's title and a legend in the bars' own colours."""
-    text = Text.assemble(("Precision across operations", "bold"), ("  enter: its evaluations\n",
-                                                                     "dim"))
+    text = Text.assemble((title, "bold"), ("  enter: its evaluations\n", "dim"))
     for key, color in SEGMENTS:
         text.append("█", style=color)
         text.append(f" {CLASS_NAMES[key]}  ", style="bold")
@@ -62,6 +62,7 @@ class OverviewScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open_operation", "Open operation", show=False),
         Binding("f", "app.findings", "Findings"),
+        Binding("n", "group_bars", "By finding", tooltip="Bars per operation or per finding"),
         Binding("v", "open_all", "Evaluations"),
         Binding("g", "op_histogram", "Per-op histogram"),
         Binding("1", "open_class('passed')", "Passed", show=False),
@@ -84,10 +85,14 @@ class OverviewScreen(Screen[None]):
             super().__init__()
 
     class FindingsCounted(Message):
-        def __init__(self, findings: int, non_passed: int) -> None:
-            self.findings = findings
-            self.non_passed = non_passed
+        def __init__(self, report: FindingsReport) -> None:
+            self.report = report
             super().__init__()
+
+    by_finding = False
+    """Whether the bars show one line per finding rather than per operation."""
+    _findings: FindingsReport | None = None
+    _loaded: Loaded | None = None
 
     class Failed(Message):
         def __init__(self, error: str) -> None:
@@ -156,29 +161,50 @@ class OverviewScreen(Screen[None]):
                      "passed)" for lp in lower_precision(source)]
             self.post_message(self.Loaded(class_counts(source), operations(source),
                                           operation_runtimes(source), notes))
-            report = self.app.findings(source)
-            self.post_message(self.FindingsCounted(len(report.findings), report.non_passed))
+            self.post_message(self.FindingsCounted(self.app.findings(source)))
         except (duckdb.Error, GeroError) as e:
             self.post_message(self.Failed(str(e)))
 
     def on_overview_screen_findings_counted(self, message: FindingsCounted) -> None:
+        report = self._findings = message.report
         self.query_one("#findings-count", Static).update(Text.assemble(
-            (f"{message.findings} findings", "bold"),
-            f" behind {message.non_passed:,} non-passed observations  ",
-            ("f: triage them by cause", "dim")))
+            (f"{len(report.findings)} findings", "bold"),
+            f" behind {report.non_passed:,} non-passed observations  ",
+            ("f: list · n: bars by finding", "dim")))
+        if self.by_finding:
+            self._show_bars()
 
-    def on_overview_screen_loaded(self, message: Loaded) -> None:
-        self.query_one(ClassCounts).counts = message.counts
+    def action_group_bars(self) -> None:
+        """``n``: the bars per finding (worst first), or back per operation."""
+        self.by_finding = not self.by_finding
+        self._show_bars()
+
+    def _show_bars(self) -> None:
+        bars = self.query_one(OperationBars)
+        heading = self.query_one("#precision .heading", Label)
+        if self.by_finding and self._findings is not None:
+            heading.update(_precision_heading("Findings, worst first"))
+            bars.show([(f.title, dict(f.class_counts)) for f in self._findings.findings],
+                      ids=[f.finding_id for f in self._findings.findings], name_max=80)
+            return
+        heading.update(_precision_heading())
+        message = self._loaded
+        if message is None:
+            return
         if message.per_runtime:  # one bar per operation and runtime
-            self.query_one(OperationBars).show(
-                [(f"{_SHORT.get(backend, backend[:5]):<5} {op}", counts)
-                 for op, backend, counts in message.per_runtime],
-                ids=[f"{op}\t{backend}" for op, backend, _ in message.per_runtime])
+            bars.show([(f"{_SHORT.get(backend, backend[:5]):<5} {op}", counts)
+                       for op, backend, counts in message.per_runtime],
+                      ids=[f"{op}\t{backend}" for op, backend, _ in message.per_runtime])
         else:
-            self.query_one(OperationBars).show([
+            bars.show([
                 (o.op_type, {"passed": o.passed, "divergence": o.divergence,
                              "contract_issue": o.contract_issue, "execution": o.execution})
                 for o in message.operations])
+
+    def on_overview_screen_loaded(self, message: Loaded) -> None:
+        self.query_one(ClassCounts).counts = message.counts
+        self._loaded = message
+        self._show_bars()
         if message.notes:
             problems = self.query_one("#problems", Static)
             problems.display = True
@@ -191,9 +217,16 @@ class OverviewScreen(Screen[None]):
     def on_overview_screen_failed(self, message: Failed) -> None:
         self.notify(message.error, title="Overview query failed", severity="error", timeout=10)
 
+    def _filter_for(self, option_id: str) -> TableFilter:
+        if self.by_finding and self._findings is not None:
+            title = next((f.title for f in self._findings.findings
+                          if f.finding_id == option_id), "")
+            return TableFilter(finding=option_id, finding_title=title[:60])
+        return _operation_filter(option_id)
+
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id:
-            self.app.show_evaluations(_operation_filter(event.option.id))
+            self.app.show_evaluations(self._filter_for(event.option.id))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value:
@@ -204,10 +237,13 @@ class OverviewScreen(Screen[None]):
         if bars.highlighted is not None:
             option = bars.get_option_at_index(bars.highlighted)
             if option.id:
-                self.app.show_evaluations(_operation_filter(option.id))
+                self.app.show_evaluations(self._filter_for(option.id))
 
     def action_op_histogram(self) -> None:
         """``g``: max abs error histogram of the highlighted operation."""
+        if self.by_finding:
+            self.notify("the histogram is per operation: n shows the operations again")
+            return
         from gero_tui.app.screens.op_histogram import OpHistogramScreen
 
         bars = self.query_one(OperationBars)

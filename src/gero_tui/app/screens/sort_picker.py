@@ -11,7 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from gero_tui.query.table import COLUMNS, NATURAL, TableSort
+from gero_tui.query.table import BY_FINDING, COLUMNS, NATURAL, TableSort
 
 
 class SortPickerScreen(ModalScreen[str | None]):
@@ -26,7 +26,8 @@ class SortPickerScreen(ModalScreen[str | None]):
         self.current = current
 
     def compose(self) -> ComposeResult:
-        options = [Option("Run order (as the runner wrote them)", id=NATURAL)]
+        options = [Option("Run order (as the runner wrote them)", id=NATURAL),
+                   Option("Grouped by finding (worst first)", id=BY_FINDING)]
         for column in COLUMNS:
             mark = ""
             if column.key == self.current.column:

@@ -44,12 +44,16 @@ class OperationBars(OptionList):
         super().__init__(**kwargs)
         self._rows: list[tuple[str, dict[str, int]]] = []
         self._ids: list[str] = []
+        self._name_max = NAME_MAX
 
-    def show(self, rows: list[tuple[str, dict[str, int]]], ids: list[str] | None = None) -> None:
-        """Operations (or operation and runtime) with their counts per result class; each
-        option's id is its name unless ``ids`` are given."""
+    def show(self, rows: list[tuple[str, dict[str, int]]], ids: list[str] | None = None,
+             name_max: int = NAME_MAX) -> None:
+        """Operations (or operation and runtime, or findings) with their counts per result
+        class; each option's id is its name unless ``ids`` are given; names are cut at
+        ``name_max`` (a finding's title wants more room than an operator's name)."""
         self._rows = rows
         self._ids = ids if ids is not None else [name for name, _ in rows]
+        self._name_max = name_max
         self._rebuild()
 
     def on_resize(self, event: events.Resize) -> None:
@@ -63,7 +67,8 @@ class OperationBars(OptionList):
         width = max(self.content_region.width - self.styles.scrollbar_size_vertical - 1, 40)
         figures = ["/".join(str(counts.get(k, 0)) for k, _ in SEGMENTS) for _, counts in self._rows]
         # Name and counts columns as wide as their longest entry; the bar takes the rest.
-        name_width = min(max((len(op) for op, _ in self._rows), default=4), NAME_MAX, width // 3)
+        name_width = min(max((len(op) for op, _ in self._rows), default=4), self._name_max,
+                         width // 3 if self._name_max <= NAME_MAX else width // 2)
         counts_width = max((len(f) for f in figures), default=7)
         bar_width = max(width - name_width - counts_width - 3, 6)
         options = []

@@ -1,0 +1,145 @@
+"""Tolerance what-if: change one dtype's rtol/atol and see, live, what would change class.
+
+Nothing runs again: each change re-grades the stored figures in DuckDB (see
+``gero_tui.query.whatif``) in a worker, and the dialog lists how many observations would
+pass, diverge or stay undetermined, and which findings would shrink or vanish.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import duckdb
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, RadioButton, RadioSet, Static
+
+from gero_runner.errors import GeroError
+
+if TYPE_CHECKING:
+    from gero_tui.query.findings import Finding
+    from gero_tui.query.whatif import WhatIf
+
+DTYPES = ("float16", "float32", "float64")
+DEFAULTS = {"float16": (5e-3, 5e-4), "float32": (1e-5, 1e-6), "float64": (1e-12, 1e-13)}
+"""The specification's defaults, shown as placeholders (a run may have used others)."""
+
+
+def result_text(w: WhatIf, findings: list[Finding]) -> Text:
+    """What the change would do, findings first."""
+    titles = {f.finding_id: f.title for f in findings}
+    text = Text.assemble(
+        (f"{w.to_passed:,} would pass", "bold #98e024"), " · ",
+        (f"{w.to_divergence:,} would diverge", "bold #fd971f"), " · ",
+        f"{w.undetermined:,} undetermined (stored figures cannot tell)\n",
+        (f"{w.regraded:,} re-graded from stored figures; {w.not_regraded:,} not re-graded: "
+         "their class depends on more than the tolerance (NaN, inf, contracts)\n", "dim"))
+    for c in w.findings[:12]:
+        gone = c.would_pass == c.members
+        text.append(f"{'gone' if gone else 'less':>5} ", style="#98e024" if gone else "")
+        text.append(f"{c.would_pass:>5} of {c.members:<5} {titles.get(c.finding_id, '')}\n")
+    for n in w.new_failures[:8]:
+        text.append("  new ", style="#fd971f")
+        text.append(f"{n.count:>5} passed would diverge: {n.op_type} {n.dtype} on {n.paths}\n")
+    if not w.findings and not w.new_failures:
+        text.append("no observation would change class", style="dim")
+    return text
+
+
+class WhatIfDialog(ModalScreen[None]):
+    """`w` from the findings: a dtype, its rtol and atol; results update on every key."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss_dialog", "close")]
+    DEFAULT_CSS = """
+    WhatIfDialog { align: center middle; }
+    WhatIfDialog #whatif-box {
+        width: 100; max-width: 100%; height: auto; max-height: 95%; padding: 0 1;
+        border: round $accent; background: $surface;
+    }
+    WhatIfDialog RadioSet { width: 100%; layout: horizontal; height: auto; }
+    WhatIfDialog #whatif-inputs { height: auto; }
+    WhatIfDialog #whatif-inputs Input { width: 1fr; }
+    WhatIfDialog #whatif-result { height: auto; max-height: 24; }
+    """
+
+    class Regraded(Message):
+        def __init__(self, text: Text) -> None:
+            self.text = text
+            super().__init__()
+
+    def __init__(self, source: Any, findings: list[Finding]) -> None:
+        super().__init__()
+        self.source = source
+        self.findings = findings
+        self._prepared = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="whatif-box"):
+            yield Label("[b]What if[/b] a dtype had other tolerances?  "
+                        "[dim]|a − r| ≤ atol + rtol·|r| · escape: close[/]")
+            with RadioSet(id="whatif-dtype"):
+                for i, dtype in enumerate(DTYPES):
+                    yield RadioButton(dtype, value=i == 0, id=f"dtype-{dtype}")
+            with Horizontal(id="whatif-inputs"):
+                yield Input(placeholder=f"rtol (run's: {DEFAULTS['float16'][0]:g})",
+                            id="whatif-rtol")
+                yield Input(placeholder=f"atol (run's: {DEFAULTS['float16'][1]:g})",
+                            id="whatif-atol")
+            yield Static("type an rtol or an atol", id="whatif-result")
+
+    def on_mount(self) -> None:
+        self.query_one("#whatif-rtol", Input).focus()
+
+    @property
+    def dtype(self) -> str:
+        pressed = self.query_one(RadioSet).pressed_button
+        return str(pressed.label) if pressed is not None else DTYPES[0]
+
+    @on(RadioSet.Changed)
+    def _dtype_changed(self) -> None:
+        rtol, atol = DEFAULTS[self.dtype]
+        self.query_one("#whatif-rtol", Input).placeholder = f"rtol (run's: {rtol:g})"
+        self.query_one("#whatif-atol", Input).placeholder = f"atol (run's: {atol:g})"
+        self._changed()
+
+    @on(Input.Changed)
+    def _changed(self) -> None:
+        from gero_tui.query.whatif import parse_whatif
+
+        rtol = self.query_one("#whatif-rtol", Input).value.strip()
+        atol = self.query_one("#whatif-atol", Input).value.strip()
+        try:
+            overrides = parse_whatif([f"{self.dtype}={rtol}"] if rtol else [],
+                                     [f"{self.dtype}={atol}"] if atol else [])
+        except GeroError as e:
+            self.query_one("#whatif-result", Static).update(Text(str(e), style="red"))
+            return
+        if overrides:
+            self.regrade(overrides)
+
+    @work(thread=True, exclusive=True, group="whatif")
+    def regrade(self, overrides: dict[str, Any]) -> None:
+        from gero_tui.query.findings import compute_findings, has_members
+        from gero_tui.query.whatif import prepare, what_if
+
+        try:
+            if not has_members(self.source):
+                compute_findings(self.source)
+            if not self._prepared:
+                prepare(self.source)
+                self._prepared = True
+            text = result_text(what_if(self.source, overrides), self.findings)
+        except (duckdb.Error, GeroError) as e:
+            text = Text(f"cannot re-grade: {e}", style="red")
+        self.post_message(self.Regraded(text))
+
+    def on_what_if_dialog_regraded(self, message: Regraded) -> None:
+        self.query_one("#whatif-result", Static).update(message.text)
+
+    def action_dismiss_dialog(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,52 @@
+"""The what-if dialog: `w` on the findings, a dtype's tolerances typed in, results live."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import settle
+from rich.console import Console
+from textual.widgets import Static
+
+from gero_tui.app.app import GeroApp
+from gero_tui.app.screens.whatif_dialog import WhatIfDialog
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("whatif")
+    # A fresh process: forking workers from one that has run Textual apps is not safe.
+    subprocess.run([sys.executable, "-m", "gero_tui", "run", "--data-dir", str(root),
+                    "--ops", "LayerNormalization", "--dtypes", "float16", "--jobs", "1",
+                    "--repeats", "1"], check=True, capture_output=True)
+    return root
+
+
+def _text(app: GeroApp) -> str:
+    console = Console(width=300, record=True, file=io.StringIO())
+    console.print(app.screen.query_one("#whatif-result", Static).content)
+    return console.export_text()
+
+
+async def test_typing_tolerances_regrades_live(real_run: Path) -> None:
+    app = GeroApp(real_run, screen="findings")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("w")
+        await settle(pilot)
+        assert isinstance(app.screen, WhatIfDialog)
+        await pilot.press("1", "tab", "1")  # float16 rtol = 1, atol = 1: everything passes
+        await settle(pilot)
+        text = _text(app)
+        assert "would pass" in text and "0 would diverge" in text
+        assert "gone" in text and "not re-graded" in text
+        assert not text.startswith("0 would pass")
+        await pilot.press("backspace", "x")  # a bad value says so, in one line
+        await settle(pilot)
+        assert "bad --atol value 'x'" in _text(app)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, WhatIfDialog)

@@ -76,7 +76,11 @@ async def _wide(data_dir: Path, out: Path) -> list[Path]:
         s = _Shooter(app, pilot, out)
         await _settle(pilot)
         s.shoot("overview")
-        await s.keys("question_mark")
+        await s.keys("F")
+        s.shoot("findings")
+        await s.keys("w", "1", "e", "-", "2", "tab", "1", "e", "-", "3")
+        s.shoot("findings-what-if")
+        await s.keys("escape", "escape", "question_mark")
         s.shoot("help")
         await s.keys("escape", "p")
         s.shoot("run-picker")
@@ -107,7 +111,9 @@ async def _narrow(data_dir: Path, out: Path) -> list[Path]:
         s = _Shooter(app, pilot, out, suffix="-80x24")
         await _settle(pilot)
         s.shoot("overview")
-        await s.keys("v", "2", "3", *SORT_BY_ERROR)
+        await s.keys("F")
+        s.shoot("findings")
+        await s.keys("escape", "v", "2", "3", *SORT_BY_ERROR)
         s.shoot("evaluations")
     return s.written
 

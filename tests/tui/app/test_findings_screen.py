@@ -85,3 +85,21 @@ def test_the_table_grouped_by_finding_lists_the_worst_finding_first(data_root: P
     expected = [f.finding_id for f in findings for _ in range(f.observations)]
     assert order[:len(expected)] == expected
     assert all(f is None for f in order[len(expected):])  # passed rows last
+
+
+async def test_the_sort_picker_groups_the_table_by_finding(data_root: Path) -> None:
+    from gero_tui.query.table import BY_FINDING
+
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("s", "end", "enter")
+        await settle(pilot)
+        table = app.screen
+        assert isinstance(table, EvaluationsScreen) and table.sort.column == BY_FINDING
+        report = app.findings(app.require_source())
+        first = report.findings[0]
+        rows = [table.table.row(i) for i in range(first.observations)]
+        members = dict(app.require_source().query(
+            "SELECT observation_id, finding_id FROM finding_members"))
+        assert {members.get(str(r[0])) for r in rows if r} == {first.finding_id}

@@ -26,13 +26,13 @@ class SortPickerScreen(ModalScreen[str | None]):
         self.current = current
 
     def compose(self) -> ComposeResult:
-        options = [Option("Run order (as the runner wrote them)", id=NATURAL),
-                   Option("Grouped by finding (worst first)", id=BY_FINDING)]
+        options = [Option("Run order (as the runner wrote them)", id=NATURAL)]
         for column in COLUMNS:
             mark = ""
             if column.key == self.current.column:
                 mark = "  ▼ (enter: ▲)" if self.current.descending else "  ▲ (enter: ▼)"
             options.append(Option(column.label + mark, id=column.key))
+        options.append(Option("Grouped by finding (worst first)", id=BY_FINDING))
         with Vertical(id="dialog"):
             yield Label("Sort by  (enter: choose · esc: cancel)", id="dialog-title")
             yield OptionList(*options, id="columns")

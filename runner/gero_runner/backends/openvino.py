@@ -48,6 +48,8 @@ class OpenVino(Backend):
 
     def paths(self, threads: int) -> list[PathSpec]:
         default = default_precision()
+        # No threads contract (with_threads): a thread count is a compile-time setting here,
+        # and a compile costs ~30-150 ms a session; the inference threads are recorded.
         return [self.spec(F32, threads, _settings(F32, F32, threads)),
                 self.spec(f"{default}-{DEFAULT}", threads, _settings(DEFAULT, default, threads))]
 
@@ -79,9 +81,6 @@ class OpenVino(Backend):
         # Copies: the request reuses its output buffers on the next run.
         return [np.array(request.get_output_tensor(i).data, copy=True)
                 for i in range(len(compiled.outputs))]
-
-    def with_threads(self, settings: Mapping[str, Any], threads: int) -> dict[str, Any]:
-        return {**settings, "inference_num_threads": threads}
 
 
 def _settings(hint: str, precision: str, threads: int) -> dict[str, Any]:

@@ -418,7 +418,8 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
 
     start = time.perf_counter()
     if case.unsupported:  # a case source found that gero cannot feed or compare this case
-        return CaseResult(execution_rows(case, case.unsupported), 0.0,
+        return CaseResult(execution_rows(case, case.unsupported, unattributed=NOT_APPLICABLE),
+                          0.0,
                           time.perf_counter() - start)
     writer = EvidenceWriter()
     model = onnx.load_from_string(case.model)
@@ -504,16 +505,17 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
     return CaseResult(rows, ctx.backend_seconds, end - start, end - evidence_start)
 
 
-def execution_rows(case: CaseInstance, message: str, running: str = ""
-                   ) -> list[Observation]:
-    """The observation for a case whose worker crashed or hung: nothing else is known but
-    the path that was running (``backend\toptimization``, from the running hook), if any."""
+def execution_rows(case: CaseInstance, message: str, running: str = "",
+                   unattributed: str = "worker") -> list[Observation]:
+    """The observation for a case whose worker crashed or hung (nothing else is known but
+    the path that was running, ``backend\toptimization`` from the running hook, if any), or
+    that no path can be fed (``unattributed`` names the row's backend then)."""
     backend, _, optimization = running.partition("\t")
     if backends.is_backend(backend):
         version = backends.get(backend).version()
         message = f"{backend} {optimization}: {message}"
     else:
-        backend, version, optimization = "worker", "", NOT_APPLICABLE
+        backend, version, optimization = unattributed, "", NOT_APPLICABLE
     path = PathResult("worker", backend, version, optimization or NOT_APPLICABLE, 0, {})
     ctx = CaseContext(case, RunSettings(data_root=""), ToleranceTable(), EvidenceWriter(), {},
                       [], sha256(case.model), tensors_hash(case.inputs.values()))

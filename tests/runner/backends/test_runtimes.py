@@ -247,3 +247,13 @@ def test_workers_start_fresh_once_openvino_ran_in_the_parent(tmp_path: Path) -> 
     _require("openvino")
     results = _in_child(_pool_after_openvino_ran_here, str(tmp_path))
     assert results and EXECUTION not in results
+
+
+def test_a_case_no_path_can_be_fed_is_not_blamed_on_a_runtime(tmp_path: Path) -> None:
+    import dataclasses
+
+    case = dataclasses.replace(_synthetic("Relu"),
+                               unsupported="input 'x' has element type int4")
+    (row,) = _rows(case, tmp_path, "onnxruntime")
+    assert (row["result"], row["backend"]) == (EXECUTION, "-")
+    assert "int4" in row["reason"]

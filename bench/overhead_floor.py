@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gero_runner.contracts import laws
-from gero_runner.execution import evaluate
+from gero_runner.execution import context, evaluate
 from gero_runner.run import RunRequest, collect_cases
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.tolerances import ToleranceTable
@@ -55,7 +55,7 @@ def measure(checks: tuple[str, ...], scratch: Path) -> dict[str, Any]:
         return write(self, data_root)
 
     # Every compare() a case makes goes through one of these two names.
-    patched = [(evaluate, "compare"), (laws, "compare"), (EvidenceWriter, "write")]
+    patched = [(context, "compare"), (laws, "compare"), (EvidenceWriter, "write")]
     saved = [getattr(owner, name) for owner, name in patched]
     for (owner, name), wrapped in zip(patched, [timed(saved[0]), timed(saved[1]), keep],
                                       strict=True):

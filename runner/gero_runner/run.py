@@ -19,7 +19,7 @@ import pyarrow as pa
 from gero_runner import backends
 from gero_runner.cases.base import CaseInstance
 from gero_runner.errors import GeroError
-from gero_runner.execution.evaluate import CaseResult, RunSettings
+from gero_runner.execution.context import CaseResult, RunSettings
 from gero_runner.execution.pool import Outcome, run_cases
 from gero_runner.request import SUITES, ModelOptions, RunRequest, suite_names
 from gero_runner.schema import RunRecord

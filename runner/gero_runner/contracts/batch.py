@@ -36,7 +36,7 @@ from gero_runner.contracts.paths import (
 from gero_runner.schema import CONTRACT_ISSUE, Observation
 
 if TYPE_CHECKING:
-    from gero_runner.execution.evaluate import CaseContext, PathResult
+    from gero_runner.execution.context import CaseContext, PathResult
 
 INDEPENDENT_LAWS = ("partition", "permutation", "duplication")
 REDUCE_LAWS = ("partial_reduction", "permutation_invariance")

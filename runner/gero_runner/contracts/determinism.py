@@ -20,7 +20,7 @@ from gero_runner.schema import CONTRACT_ISSUE, PASSED, Observation
 from gero_runner.storage.hashing import tensors_hash
 
 if TYPE_CHECKING:
-    from gero_runner.execution.evaluate import CaseContext, PathResult
+    from gero_runner.execution.context import CaseContext, PathResult
 
 
 def determinism_rows(ctx: CaseContext, paths: list[PathResult]) -> list[Observation]:

@@ -18,7 +18,7 @@ from gero_runner.contracts.paths import Evidence, PathRunner, error_text, execut
 from gero_runner.schema import Observation
 
 if TYPE_CHECKING:
-    from gero_runner.execution.evaluate import CaseContext, PathResult
+    from gero_runner.execution.context import CaseContext, PathResult
 
 MASK_THRESHOLD = -1e3
 """An additive mask value at or below this masks its key."""

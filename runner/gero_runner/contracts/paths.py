@@ -20,7 +20,7 @@ from gero_runner.schema import EXECUTION, Observation
 from gero_runner.storage.hashing import npy_bytes, sha256
 
 if TYPE_CHECKING:
-    from gero_runner.execution.evaluate import CaseContext, PathResult
+    from gero_runner.execution.context import CaseContext, PathResult
 
 
 def base_paths(ctx: CaseContext) -> list[PathResult]:

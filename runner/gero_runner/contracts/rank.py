@@ -28,7 +28,7 @@ from gero_runner.schema import Observation
 from gero_runner.storage.hashing import tensor_hash
 
 if TYPE_CHECKING:
-    from gero_runner.execution.evaluate import CaseContext, PathResult
+    from gero_runner.execution.context import CaseContext, PathResult
 
 CANDIDATE_AXES = (1, 0)
 

@@ -138,7 +138,8 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
                     rows: list[dict[str, Any]] | None = None,
                     warn: Callable[[str], None] | None = None) -> ReplayReport:
     """Verify, re-run and compare one artifact directory (raises ArtifactError if tampered)."""
-    from gero_runner.execution.evaluate import RunSettings, evaluate_case
+    from gero_runner.execution.context import RunSettings
+    from gero_runner.execution.evaluate import evaluate_case
 
     start = time.perf_counter()
     directory = Path(directory)

@@ -14,7 +14,7 @@ from gero_runner.errors import GeroError
 from gero_runner.schema import Observation
 
 if TYPE_CHECKING:
-    from gero_runner.execution.evaluate import CaseContext
+    from gero_runner.execution.context import CaseContext
 
 FAMILIES: dict[str, str] = {
     "contracts": "gero_runner.contracts.run:run_contracts",

@@ -28,8 +28,8 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from gero_runner.cases.base import CaseInstance
-from gero_runner.execution import evaluate
-from gero_runner.execution.evaluate import CaseResult, RunSettings
+from gero_runner.execution import evaluate, paths
+from gero_runner.execution.context import CaseResult, RunSettings
 from gero_runner.execution.isolate import exit_with_parent
 from gero_runner.request import DEFAULT_TIMEOUT_S
 from gero_runner.storage.store import batch_bytes
@@ -74,7 +74,7 @@ def _worker_main(conn: Connection, settings: RunSettings, running: Any, parent: 
     def note(path: str) -> None:  # the parent reads it when this process dies
         running.value = path.encode()[:RUNNING_BYTES - 1]
 
-    evaluate.set_running_hook(note)
+    paths.set_running_hook(note)
     while True:
         try:
             message = conn.recv_bytes()

@@ -40,7 +40,7 @@ from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, PASSED, Ob
 from gero_runner.storage.hashing import tensor_hash
 
 if TYPE_CHECKING:
-    from gero_runner.execution.evaluate import CaseContext, PathResult
+    from gero_runner.execution.context import CaseContext, PathResult
 
 MODEL_SUITES = ("models", "model")
 DECISION_TASKS = ("classifier", "decoder", "recognizer")
@@ -232,7 +232,7 @@ class _Checker:
 
     # ------------------------------------------------------------------ variants
     def variant_rows(self, name: str) -> None:
-        from gero_runner.execution.evaluate import run_path, run_reference, runtime_specs
+        from gero_runner.execution.paths import run_path, run_reference, runtime_specs
 
         ctx, case = self.ctx, self.case
         fp32 = ctx.paths["ort-all"]
@@ -399,7 +399,7 @@ def run_model_checks(ctx: CaseContext) -> list[Observation]:
                       "gero compares tensor outputs only, so this one is not compared", name)
     shadow_error = ctx.case.shadow_error
     if shadow_error:
-        from gero_runner.execution.evaluate import NOT_APPLICABLE, PathResult
+        from gero_runner.execution.context import NOT_APPLICABLE, PathResult
 
         shadow = PathResult(ctx.case.expected_label, ctx.case.expected_label,
                             ctx.case.expected_version, NOT_APPLICABLE, 0,

@@ -31,15 +31,15 @@ import numpy as np
 from gero_runner.backends import ort
 from gero_runner.cases.base import CaseInstance
 from gero_runner.errors import GeroError
-from gero_runner.execution.evaluate import (
+from gero_runner.execution.context import (
     NOT_APPLICABLE,
     CaseContext,
     CaseResult,
     PathResult,
     RunSettings,
     finish_row,
-    run_path,
 )
+from gero_runner.execution.paths import run_path
 from gero_runner.metrics.compare import Comparison, compare
 from gero_runner.metrics.parity import (
     CONFIDENCE,

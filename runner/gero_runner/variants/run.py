@@ -21,7 +21,7 @@ from gero_runner.schema import PASSED, Observation
 from gero_runner.variants.builders import VARIANTS, VariantError, build_variant
 
 if TYPE_CHECKING:
-    from gero_runner.execution.evaluate import CaseContext
+    from gero_runner.execution.context import CaseContext
 
 BASE_LABEL = "base-graph"
 

@@ -1,8 +1,9 @@
 """The explorer: opens a run of a data root and shows its overview and evaluations.
 
-The run's DuckDB source is opened in a thread worker; screens ask the app for it and are
-told (``source_changed``) when it is ready or replaced. Queries read the run's Parquet
-files in place (see ``gero_tui.query.source``): nothing is copied into memory.
+The run's DuckDB source is opened in a thread worker; screens ask the app for it and watch
+its reactive ``source`` (``app.base.ExplorerApp``) to learn when it is ready or replaced.
+Queries read the run's Parquet files in place (see ``gero_tui.query.source``): nothing is
+copied into memory.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import duckdb
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
@@ -24,6 +25,7 @@ from textual.screen import Screen
 from gero_runner.errors import GeroError, StoreError
 from gero_runner.storage.layout import run_ids
 from gero_runner.storage.runs import RunInfo, list_runs, read_info, resolve_run
+from gero_tui.app.base import ExplorerApp
 from gero_tui.app.prefetch import Opened, Prefetch
 from gero_tui.app.screens.evaluations import EvaluationsScreen
 from gero_tui.app.screens.overview import OverviewScreen
@@ -40,7 +42,7 @@ has happened by then; importing sooner would compete with it for the interpreter
 PRELOAD_MODULES = ("gero_tui.app.screens.detail", "gero_tui.app.screens.op_histogram")
 
 
-class GeroApp(App[None]):
+class GeroApp(ExplorerApp):
     """gero's explorer over one data root."""
 
     TITLE = "gero"
@@ -72,15 +74,11 @@ class GeroApp(App[None]):
             raise GeroError(f"unknown screen {screen!r}; screens: {', '.join(SCREENS)}")
         self.data_root = Path(data_root)
         self.start_screen = screen
-        self.source: RunSource | None = None
-        """The open run, once its worker has opened it."""
         self.run_id: str | None = None
         # A bad --run prefix is a command-line error, reported before the UI starts.
         self.run_id = resolve_run(self.data_root, run) if run_ids(self.data_root) else None
         self._info: RunInfo | None = None
         self._prefetch = prefetch
-        self.first_page: tuple[Page, int] | None = None
-        """The unfiltered table's first page and row count, read ahead; taken once."""
         self._findings: tuple[object, FindingsReport] | None = None
         self._findings_lock = threading.Lock()
 
@@ -177,16 +175,12 @@ class GeroApp(App[None]):
         self.on_gero_app_source_opened(self.SourceOpened(opened.source))  # type: ignore[arg-type]
 
     def on_gero_app_source_opened(self, message: SourceOpened) -> None:
-        old, self.source = self.source, message.source
+        old = self.source
         self.run_id = message.source.run_id
         self._info = read_info(self.data_root, self.run_id)
         for problem in message.source.problems:
             self.notify(problem, title="Skipped a file", severity="warning", timeout=15)
-        from gero_tui.app.screens.findings import FindingsScreen
-
-        for screen in self.screen_stack:
-            if isinstance(screen, OverviewScreen | EvaluationsScreen | FindingsScreen):
-                screen.source_changed()
+        self.source = message.source  # the screens watching it show the new run
         if old is not None:
             old.close()
 

@@ -26,7 +26,7 @@ from gero_runner.cases import onnx_backend
 from gero_runner.errors import GeroError
 from gero_runner.evidence.replay import replay_artifact
 from gero_runner.execution import pool
-from gero_runner.execution.evaluate import RunSettings
+from gero_runner.execution.context import RunSettings
 from gero_runner.run import RunRequest, collect_cases, execute
 from gero_runner.schema import EXECUTION, PASSED
 from gero_runner.storage.store import DataRoot, batch_from_bytes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gero_runner.execution.evaluate import CaseContext, RunSettings
+from gero_runner.execution.context import CaseContext, RunSettings
 from gero_runner.metrics.compare import compare
 from gero_runner.run import RunRequest, collect_cases
 from gero_runner.storage.artifacts import EvidenceWriter

@@ -12,14 +12,14 @@ import pyarrow as pa
 import pytest
 
 from gero_runner import schema
-from gero_runner.execution.evaluate import (
+from gero_runner.execution.context import (
     METRIC_COLUMNS,
     CaseContext,
     PathResult,
     RunSettings,
-    execution_rows,
     finish_row,
 )
+from gero_runner.execution.evaluate import execution_rows
 from gero_runner.metrics.compare import Comparison, compare
 from gero_runner.run import RunRequest, collect_cases
 from gero_runner.storage.artifacts import EvidenceWriter

@@ -12,7 +12,7 @@ import pytest
 
 from gero_runner.cases.base import CaseInstance
 from gero_runner.execution import evaluate, pool
-from gero_runner.execution.evaluate import CaseResult, RunSettings
+from gero_runner.execution.context import CaseResult, RunSettings
 from gero_runner.run import RunRequest, collect_cases
 from gero_runner.schema import Observation
 from gero_runner.storage.store import batch_from_bytes

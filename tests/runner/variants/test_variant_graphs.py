@@ -15,7 +15,8 @@ from gero_runner.cases.base import CaseInstance
 from gero_runner.cases.graphs import make_model, value_info
 from gero_runner.cases.synthetic.registry import all_cases, instantiate
 from gero_runner.errors import GeroError
-from gero_runner.execution.evaluate import RunSettings, evaluate_case
+from gero_runner.execution.context import RunSettings
+from gero_runner.execution.evaluate import evaluate_case
 from gero_runner.schema import DIVERGENCE, PASSED
 from gero_runner.storage.artifacts import has_member
 from gero_runner.variants import builders

@@ -63,3 +63,30 @@ async def test_escape_from_the_table_opened_first_shows_the_overview(data_root: 
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, OverviewScreen)
+
+
+async def test_switching_runs_reaches_every_open_screen(data_root: Path) -> None:
+    """The screens watch the app's reactive source: a run switch refreshes the table and the
+    overview under it (before, the app called the screens it knew of by type)."""
+    from conftest import OLD_RUN_ID
+
+    from gero_tui.query.table import TableFilter
+
+    app = GeroApp(data_root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        overview = app.screen
+        assert isinstance(overview, OverviewScreen)
+        app.show_evaluations(TableFilter())
+        await settle(pilot)
+        table_screen = app.screen
+        assert isinstance(table_screen, EvaluationsScreen)
+        newest = table_screen.table.row_count
+        app.switch_run(OLD_RUN_ID)
+        await settle(pilot)
+        assert app.source is not None and app.source.run_id == OLD_RUN_ID
+        assert table_screen.table.row_count == 10 < newest
+        app.show_overview()
+        await settle(pilot)
+        assert app.screen is overview
+        assert OLD_RUN_ID in str(overview.query_one("#title").render())

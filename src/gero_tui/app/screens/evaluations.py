@@ -35,7 +35,7 @@ from gero_tui.query.table import (
 )
 
 if TYPE_CHECKING:
-    from gero_tui.app.app import GeroApp
+    from gero_tui.app.base import ExplorerApp
 
 T = TypeVar("T")
 
@@ -47,7 +47,7 @@ FILTER_KEYS = {"o": "operations", "t": "dtypes", "z": "optimizations", "b": "bac
 class EvaluationsScreen(Screen[None]):
     """Every evaluation of the run, filtered and sorted in DuckDB, a page at a time."""
 
-    app: GeroApp  # type: ignore[assignment]
+    app: ExplorerApp  # type: ignore[assignment]
 
     CSS_PATH = "evaluations.tcss"
     AUTO_FOCUS = "#table"
@@ -198,6 +198,7 @@ class EvaluationsScreen(Screen[None]):
         self.table.set_sort(self.sort)
         self._sync_bar()
         self.source_changed()
+        self.watch(self.app, "source", self.source_changed, init=False)
 
     @property
     def table(self) -> EvaluationsTable:

@@ -25,7 +25,7 @@ from gero_tui.app.widgets.palette import CLASS_COLORS
 from gero_tui.query.table import TableFilter
 
 if TYPE_CHECKING:
-    from gero_tui.app.app import GeroApp
+    from gero_tui.app.base import ExplorerApp
     from gero_tui.query.findings import Finding, FindingsReport
 
 CLASS_SHORT = {"contract_issue": "contract", "divergence": "diverg.", "execution": "exec."}
@@ -52,7 +52,7 @@ def summary_line(report: FindingsReport) -> Text:
 class FindingsScreen(Screen[None]):
     """Every cause behind the run's non-passed observations; `enter` shows its rows."""
 
-    app: GeroApp  # type: ignore[assignment]
+    app: ExplorerApp  # type: ignore[assignment]
 
     CSS_PATH = "findings.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -95,6 +95,7 @@ class FindingsScreen(Screen[None]):
         table.add_column("finding", key="title")
         table.focus()
         self.source_changed()
+        self.watch(self.app, "source", self.source_changed, init=False)
 
     def source_changed(self) -> None:
         """The app opened (another) run: compute its findings."""

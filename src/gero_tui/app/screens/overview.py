@@ -25,7 +25,7 @@ CLASS_NAMES = {"passed": "passed", "divergence": "divergence",
                "contract_issue": "contract issue", "execution": "execution"}
 
 if TYPE_CHECKING:
-    from gero_tui.app.app import GeroApp
+    from gero_tui.app.base import ExplorerApp
     from gero_tui.query.findings import FindingsReport
     from gero_tui.query.summary import OperationSummary
 
@@ -53,7 +53,7 @@ def _operation_filter(option_id: str) -> TableFilter:
 class OverviewScreen(Screen[None]):
     """What the run found, at a glance; every figure leads to its evaluations."""
 
-    app: GeroApp  # type: ignore[assignment]
+    app: ExplorerApp  # type: ignore[assignment]
 
     CSS_PATH = "overview.tcss"
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
@@ -119,6 +119,7 @@ class OverviewScreen(Screen[None]):
         self.query_one("#problems").display = False
         self.query_one(OperationBars).focus()
         self.source_changed()
+        self.watch(self.app, "source", self.source_changed, init=False)
 
     _stale = False
     """Whether the run changed while another screen covered this one."""

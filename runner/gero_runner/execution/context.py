@@ -1,0 +1,205 @@
+"""What a case's checks share: the run's settings, each path's result, the case context
+(rows, comparisons, evidence) and the finished row. A leaf of the execution layer: the path
+runners, the check families and the evaluation import it; it imports none of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, TypeVar
+
+import numpy as np
+
+from gero_runner.backends import ort
+from gero_runner.cases.base import CaseInstance
+from gero_runner.metrics.compare import Comparison, compare
+from gero_runner.schema import COLUMN_NAMES, EXECUTION, IDENTITY_COLUMNS, PASSED, Observation
+from gero_runner.storage.artifacts import EvidenceWriter
+from gero_runner.storage.hashing import row_hash, tensor_hash
+from gero_runner.tolerances import ToleranceTable
+
+NOT_APPLICABLE = "-"
+T = TypeVar("T")
+# Built once: json.dumps with options constructs an encoder per call, and rows ask twice each.
+_SETTINGS_JSON = json.JSONEncoder(sort_keys=True)
+_DETAILS_JSON = json.JSONEncoder(sort_keys=True, default=repr)
+METRIC_COLUMNS = tuple(f.name for f in fields(Comparison) if f.name in COLUMN_NAMES)
+"""The comparison's figures that rows store as they are (every other field decides the class)."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything a worker needs to evaluate cases; identical for every worker of a run."""
+
+    data_root: str
+    levels: tuple[str, ...] = ort.LEVEL_NAMES
+    """Settings to run, by optimisation label; a runtime none of whose labels is listed here
+    runs all its settings (so ONNX Runtime's levels select its paths, OpenVINO's run all)."""
+    backends: tuple[str, ...] = (ort.BACKEND,)
+    """Runtimes under test; the ReferenceEvaluator runs whatever is listed."""
+    threads: int = 1
+    repeats: int = 5
+    tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
+    checks: tuple[str, ...] = ("contracts", "variants")
+    """Extra check families to run (see execution.checks); empty for the bare comparison."""
+
+
+@dataclass
+class PathResult:
+    """One path's outputs (or its error) for a case."""
+
+    name: str
+    backend: str
+    version: str
+    optimization: str
+    threads: int
+    settings: dict[str, Any]
+    outputs: list[np.ndarray] | None = None
+    error: str | None = None
+    median_ms: float = math.nan
+    build_ms: float = math.nan
+    """Building the session (not part of the inference time; recorded as context)."""
+    repeats: int = 0
+    deterministic: bool = True
+    """Every repeated run gave bit-identical outputs."""
+    backend_seconds: float = 0.0
+    """Time inside the backend: building the session, the timed runs, releasing it."""
+    files: list[str] = field(default_factory=list)
+    known_defects: tuple[str, ...] = ()
+    """Registry keys (backends.reference_defects) of defects this path showed on the case:
+    its non-passed rows are labelled with them."""
+    _settings_cache: tuple[dict[str, Any], str] | None = field(
+        default=None, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.outputs is not None
+
+    @property
+    def settings_json(self) -> str:
+        """The settings as recorded on rows, encoded once per settings object."""
+        cache = self._settings_cache
+        if cache is None or cache[0] is not self.settings:
+            cache = self._settings_cache = (self.settings, _SETTINGS_JSON.encode(self.settings))
+        return cache[1]
+
+
+@dataclass
+class CaseResult:
+    rows: list[Observation]
+    backend_seconds: float
+    total_seconds: float
+    evidence_seconds: float = 0.0
+    """Writing the evidence directory and hashing the rows' ids (a part of the overhead)."""
+    batch: bytes | None = None
+    """The rows as an Arrow IPC record batch of the observation schema, when a worker made
+    it (``rows`` is then empty): the parent stores them without touching a dict."""
+
+
+@dataclass
+class CaseContext:
+    """What check families get: the case, its paths, the evidence writer and row helpers."""
+
+    case: CaseInstance
+    settings: RunSettings
+    table: ToleranceTable
+    writer: EvidenceWriter
+    paths: dict[str, PathResult]
+    output_names: list[str]
+    graph_hash: str
+    input_hash: str
+    backend_seconds: float = 0.0
+    _digests: dict[int, tuple[np.ndarray, str]] = field(default_factory=dict, repr=False)
+    _comparisons: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
+
+    @contextlib.contextmanager
+    def backend_time(self) -> Iterator[None]:
+        """Time spent inside the block is backend time (building, running, releasing)."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.backend_seconds += time.perf_counter() - start
+
+    def digest(self, x: np.ndarray) -> str:
+        """``tensor_hash`` of an array of this case, computed once per array (a case's
+        outputs and law sides are never modified once made)."""
+        hit = self._digests.get(id(x))
+        if hit is None:  # the array is kept with its hash, so its id is not reused
+            hit = self._digests[id(x)] = (x, tensor_hash(x))
+        return hit[1]
+
+    def compare(self, a: np.ndarray, r: np.ndarray, rtol: float, atol: float) -> Comparison:
+        """``compare``, once per distinct pair of tensors and tolerance: the ORT levels
+        usually agree bit for bit, so most comparisons of a case repeat an earlier one."""
+        return self.once(("compare", self.digest(a), self.digest(r), rtol, atol),
+                         lambda: compare(a, r, rtol, atol))
+
+    def once(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        """``compute()`` the first time ``key`` is asked for in this case; keys name every
+        input by content, so a repeat gives what a fresh computation would."""
+        if key not in self._comparisons:
+            self._comparisons[key] = compute()
+        result: T = self._comparisons[key]
+        return result
+
+    @functools.cached_property
+    def input_shapes(self) -> str:
+        """The case's input shapes as rows record them, e.g. '[2,3];[3]'."""
+        return ";".join("[" + ",".join(str(d) for d in x.shape) + "]"
+                        for x in self.case.inputs.values())
+
+    def tolerance(self, dtype: str) -> tuple[float, float]:
+        if self.case.tolerance is not None and dtype.startswith("float"):
+            return self.case.tolerance
+        tol = self.table.for_dtype(dtype)
+        return tol.rtol, tol.atol
+
+    def row(self, *, check: str, output_name: str, actual: PathResult, reference_name: str,
+            reference_version: str, dtype: str, cmp: Comparison | None, rtol: float,
+            atol: float, result: str, reason: str, arbiter: str = NOT_APPLICABLE,
+            actual_hash: str = "", reference_hash: str = "", actual_file: str = "",
+            reference_file: str = "", reference_ms: float = math.nan,
+            details: dict[str, Any] | None = None) -> Observation:
+        """An observation row of this case (ids added by ``finish_row``); without a
+        comparison (a path failed) its metric columns keep the row type's defaults.
+
+        A non-passed row of a path that showed a known ReferenceEvaluator defect on this
+        case names the registry entry, in the reason and in the details."""
+        if actual.known_defects and result not in (PASSED, EXECUTION):
+            from gero_runner.backends.reference_defects import BY_KEY
+
+            entries = [BY_KEY[k] for k in actual.known_defects]
+            reason = "; ".join(d.label() for d in entries) + " — " + reason
+            details = {**(details or {}), "known_defect": [d.as_dict() for d in entries]}
+        c = self.case
+        if c.inputs_text:  # what a user model was fed, and why (models.inputs)
+            details = {**(details or {}), "inputs": c.inputs_text}
+        metrics = {} if cmp is None else {name: getattr(cmp, name) for name in METRIC_COLUMNS}
+        return Observation(
+            suite=c.suite, case_id=c.case_id, op_type=c.op_type, case_name=c.case_name,
+            check=check, dtype=dtype, input_shapes=self.input_shapes, output_name=output_name,
+            backend=actual.backend, backend_version=actual.version,
+            optimization=actual.optimization, threads=actual.threads,
+            reference=reference_name, reference_version=reference_version, rtol=rtol,
+            atol=atol, result=result, reason=reason, arbiter=arbiter,
+            actual_hash=actual_hash, reference_hash=reference_hash,
+            graph_hash=self.graph_hash, input_hash=self.input_hash, seed=c.seed,
+            actual_file=actual_file, reference_file=reference_file,
+            actual_median_ms=actual.median_ms, reference_median_ms=reference_ms,
+            repeats=actual.repeats, session_settings=actual.settings_json,
+            details=_DETAILS_JSON.encode(details) if details else "{}", **metrics)
+
+
+def finish_row(row: Observation, artifact_path: str) -> Observation:
+    """The row with its evidence directory and its id (the hash of its identity columns)."""
+    return replace(row, artifact_path=artifact_path,
+                   observation_id=row_hash(row, IDENTITY_COLUMNS))
+
+

@@ -1,0 +1,225 @@
+"""Running a case's paths (each runtime setting, the ReferenceEvaluator, the expected
+outputs) and comparing one path with another, row by row."""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from gero_runner import backends
+from gero_runner.backends import reference
+from gero_runner.backends.base import Backend, PathSpec
+from gero_runner.cases.base import CaseInstance
+from gero_runner.classify import arbiter, classify
+from gero_runner.execution.context import NOT_APPLICABLE, CaseContext, PathResult, RunSettings
+from gero_runner.metrics.compare import compare
+from gero_runner.schema import EXECUTION, PASSED, Observation
+from gero_runner.storage.artifacts import EvidenceWriter
+
+
+def _error_text(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}".strip()
+    return text if len(text) <= 2000 else text[:2000] + " …"
+
+
+def runtime_specs(settings: RunSettings) -> list[tuple[Backend, PathSpec]]:
+    """Every path of the selected runtimes, in display order."""
+    specs = []
+    for name in settings.backends:
+        backend = backends.get(name)
+        every = backend.paths(settings.threads)
+        chosen = [s for s in every if s.optimization in settings.levels]
+        specs += [(backend, s) for s in chosen or every]
+    return specs
+
+
+def path_result(backend: Backend, spec: PathSpec) -> PathResult:
+    return PathResult(spec.name, spec.backend, backend.version(), spec.optimization,
+                      spec.threads, dict(spec.settings))
+
+
+def run_path(backend: Backend, spec: PathSpec, case: CaseInstance, repeats: int) -> PathResult:
+    """Build the session, run it ``repeats`` times and release it, all timed as backend.
+
+    Any failure of the runtime (it does not support the case, raises) is an observation,
+    not a crash of the run."""
+    path = path_result(backend, spec)
+    unsupported = backend.supports(case)
+    if unsupported is not None:
+        path.error = f"not supported: {unsupported}"
+        return path
+    if _running is not None:
+        _running(f"{spec.backend}\t{spec.optimization}")
+    runs, times = [], []
+    start = time.perf_counter()
+    try:
+        session = backend.build(case.model, spec.settings)
+        path.build_ms = (time.perf_counter() - start) * 1e3
+        for _ in range(max(1, repeats)):
+            run_start = time.perf_counter()
+            runs.append(backend.run(session, case.inputs))
+            times.append((time.perf_counter() - run_start) * 1e3)
+        backend.release(session)
+        del session  # released here, so that its teardown is timed with the backend
+    except Exception as e:
+        path.error = _error_text(e)
+        return path
+    finally:
+        path.backend_seconds = time.perf_counter() - start
+        if _running is not None:
+            _running("")
+    path.median_ms = float(np.median(times))
+    path.outputs, path.repeats = runs[0], len(runs)
+    path.deterministic = _identical(runs)
+    return path
+
+
+def run_reference(case: CaseInstance, repeats: int) -> PathResult:
+    return run_path(reference.RUNTIME, reference.PATH, case, repeats)
+
+
+def run_corrected_reference(case: CaseInstance, ref: PathResult,
+                            runtime_paths: list[PathResult]) -> PathResult | None:
+    """The ReferenceEvaluator with gero's corrections of its known defects, when the graph
+    holds an affected operator and the stock evaluator disagrees with a runtime (or none
+    ran): then ORT is compared with it, and if its outputs differ from the stock ones the
+    stock path carries the defects' keys (its rows are labelled with them).
+
+    Where every runtime agrees with the stock evaluator, nobody is blamed for a defect and
+    the second evaluator run (a minute on a CNN) is skipped."""
+    import onnx
+
+    from gero_runner.backends import reference_defects
+    from gero_runner.tolerances import ToleranceTable
+
+    if not ref.ok or not reference_defects.applicable(onnx.load_from_string(case.model)):
+        return None
+    assert ref.outputs is not None
+    ran = [p for p in runtime_paths if p.ok and p.outputs is not None]
+    table = ToleranceTable()
+
+    def agrees(p: PathResult) -> bool:
+        assert p.outputs is not None and ref.outputs is not None
+        if len(p.outputs) != len(ref.outputs):
+            return False
+        for a, r in zip(p.outputs, ref.outputs, strict=True):
+            tol = table.for_dtype(str(r.dtype))
+            if not compare(a, r, tol.rtol, tol.atol).within_tolerance:
+                return False
+        return True
+
+    if ran and all(agrees(p) for p in ran):
+        return None
+    path = run_path(reference.CORRECTED_RUNTIME, reference.CORRECTED_PATH, case, 1)
+    if not path.ok or _identical([ref.outputs, path.outputs or []]):
+        return None  # nothing to correct on these inputs (or the correction itself failed)
+    model = onnx.load_from_string(case.model)
+    ref.known_defects = tuple(d.key for d in reference_defects.applicable(model))
+    return path
+
+
+_running: Callable[[str], None] | None = None
+"""Told which path starts (``backend\toptimization``) and when it ends; the worker pool
+sets it so that a crash is attributed to the runtime that was running."""
+
+
+def set_running_hook(hook: Callable[[str], None] | None) -> None:
+    global _running
+    _running = hook
+
+
+def _identical(runs: list[list[np.ndarray]]) -> bool:
+    """Every run's outputs are bit-identical to the first run's."""
+    first = runs[0]
+    return all(len(r) == len(first) and all(
+        a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+        for a, b in zip(r, first, strict=True)) for r in runs[1:])
+
+
+def expected_path(case: CaseInstance) -> PathResult | None:
+    if case.expected is None:
+        return None
+    return PathResult(case.expected_label, case.expected_label, case.expected_version,
+                      NOT_APPLICABLE, 0, {}, outputs=list(case.expected.values()), repeats=0)
+
+
+ARBITRATED = ("agreement", "levels")
+"""Checks whose disagreements the case's float64 result arbitrates."""
+
+
+def compare_paths(ctx: CaseContext, check: str, actual: PathResult, ref: PathResult,
+                  reference_name: str | None = None) -> list[Observation]:
+    """One row per output: ``actual`` against ``ref``, classified."""
+    rows = []
+    for j, name in enumerate(ctx.output_names):
+        ref_dtype = _dtype_of(ref, j) or _dtype_of(actual, j) or ctx.case.dtype
+        rtol, atol = ctx.tolerance(ref_dtype)
+        timing = ({"build_ms": round(actual.build_ms, 4)}
+                  if math.isfinite(actual.build_ms) else None)
+        row = functools.partial(ctx.row, check=check, output_name=name, actual=actual,
+                                reference_name=reference_name or ref.backend,
+                                reference_version=ref.version,
+                                dtype=ref_dtype, rtol=rtol, atol=atol,
+                                reference_ms=ref.median_ms, details=timing)
+        failed = actual if not actual.ok else ref if not ref.ok else None
+        if failed is not None:
+            rows.append(row(cmp=None, result=EXECUTION,
+                            reason=f"{failed.name} failed: {failed.error}"))
+            continue
+        assert actual.outputs is not None and ref.outputs is not None
+        if j >= len(actual.outputs) or j >= len(ref.outputs):
+            rows.append(row(cmp=None, result=EXECUTION, reason=f"missing output {name!r}"))
+            continue
+        a, r = actual.outputs[j], ref.outputs[j]
+        cmp = ctx.compare(a, r, rtol, atol)
+        result, reason = classify(cmp, rtol, atol)
+        side = NOT_APPLICABLE
+        if result != PASSED and check in ARBITRATED:
+            side = truth_arbiter(ctx, j, a, r, rtol, atol)
+        rows.append(row(cmp=cmp, result=result, reason=reason, arbiter=side,
+                        actual_hash=ctx.digest(a), reference_hash=ctx.digest(r),
+                        actual_file=actual.files[j], reference_file=ref.files[j]))
+    return rows
+
+
+def level_rows(ctx: CaseContext, runtime_paths: list[PathResult]) -> list[Observation]:
+    """``levels``: each setting of a runtime against its base setting (its first path: ONNX
+    Runtime's ``disable_all``) on the same inputs, so that a difference made by a graph
+    rewrite is its own observation, classified as agreement is. A path that failed already
+    has its execution row under ``agreement``."""
+    rows = []
+    bases: dict[str, PathResult] = {}
+    for p in runtime_paths:
+        base = bases.setdefault(p.backend, p)
+        if p is not base and p.ok and base.ok:
+            rows += compare_paths(ctx, "levels", p, base, f"{base.backend}:{base.optimization}")
+    return rows
+
+
+def truth_arbiter(ctx: CaseContext, j: int, a: np.ndarray, r: np.ndarray, rtol: float,
+                  atol: float) -> str:
+    """The side of output ``j``'s disagreement that the case's float64 result sides with,
+    at the out-of-tolerance elements; '-' without a float64 result of that shape."""
+    exact = ctx.case.expected_exact
+    if not exact or j >= len(exact):
+        return NOT_APPLICABLE
+    return arbiter(a, r, list(exact.values())[j], rtol, atol)
+
+
+def _dtype_of(path: PathResult, j: int) -> str | None:
+    if path.outputs is None or j >= len(path.outputs):
+        return None
+    return str(path.outputs[j].dtype)
+
+
+def store_outputs(writer: EvidenceWriter, path: PathResult) -> None:
+    if path.outputs is None:
+        return
+    path.files = [writer.add_array(f"outputs/{path.name}/output_{j}.npy", x)
+                  for j, x in enumerate(path.outputs)]
+
+

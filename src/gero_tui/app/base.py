@@ -1,0 +1,52 @@
+"""What the explorer's screens may ask of the app: the open run and navigation.
+
+``GeroApp`` implements it. Screens are typed against this class and import this module,
+never ``app.py`` (which imports the screens): the app tells them about a new run through
+the reactive ``source`` they watch, not by calling each screen it knows of.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.app import App
+from textual.reactive import var
+
+from gero_runner.storage.runs import RunInfo
+from gero_tui.query.source import RunSource
+from gero_tui.query.table import Page, TableFilter
+
+if TYPE_CHECKING:
+    from gero_tui.query.findings import FindingsReport
+
+
+class ExplorerApp(App[None]):
+    """The explorer's app as its screens see it."""
+
+    source: var[RunSource | None] = var(None, always_update=True)
+    """The open run, once its worker has opened it; screens watch it
+    (``self.watch(self.app, "source", ...)``) to show a new run."""
+    first_page: tuple[Page, int] | None = None
+    """The unfiltered table's first page and row count, read ahead; taken once."""
+
+    def run_info(self) -> RunInfo | None:
+        raise NotImplementedError
+
+    def title_line(self) -> str:
+        """Run id, date and versions, for the top line of each screen."""
+        raise NotImplementedError
+
+    def require_source(self) -> RunSource:
+        """The open run, or a StoreError while it is still opening."""
+        raise NotImplementedError
+
+    def findings(self, source: RunSource) -> FindingsReport:
+        """The open run's findings (from any worker thread)."""
+        raise NotImplementedError
+
+    def show_evaluations(self, table_filter: TableFilter) -> None:
+        """Open the evaluations table (or reuse the open one) with ``table_filter``."""
+        raise NotImplementedError
+
+    def show_overview(self) -> None:
+        raise NotImplementedError

@@ -33,6 +33,8 @@ class RunInfo:
     counts: dict[str, int] = field(default_factory=dict)
     problem: str | None = None
     """Why the record could not be read, when it could not."""
+    runtimes: dict[str, str] = field(default_factory=dict)
+    """Runtimes under test and their versions (runs before runtimes were selectable: none)."""
 
     @property
     def date(self) -> str:
@@ -95,6 +97,8 @@ def read_info(data_root: str | os.PathLike[str], run_id: str) -> RunInfo:
         observation_count=_int(record.get("observation_count")),
         new_observation_count=_int(record.get("new_observation_count")),
         counts={str(k): _int(v) for k, v in counts.items()} if isinstance(counts, dict) else {},
+        runtimes={str(k): str(v) for k, v in record.get("backends", {}).items()
+                  if k != "onnx-reference"} if isinstance(record.get("backends"), dict) else {},
     )
 
 

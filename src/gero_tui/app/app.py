@@ -134,8 +134,10 @@ class GeroApp(ExplorerApp):
         info = self._info
         if info is None:
             return "gero"
+        runtimes = " · ".join(f"{name} {version}" for name, version in info.runtimes.items())
         return (f"gero · run {info.run_id} · {info.date} · {info.suite} · "
-                f"onnxruntime {info.onnxruntime_version} · onnx {info.onnx_version}")
+                f"{runtimes or f'onnxruntime {info.onnxruntime_version}'} · "
+                f"onnx {info.onnx_version}")
 
     def findings(self, source: RunSource) -> FindingsReport:
         """The open run's findings, computed once per source (from any worker thread).

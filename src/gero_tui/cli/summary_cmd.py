@@ -41,7 +41,10 @@ def main(args: argparse.Namespace) -> int:
           f"{run['case_count']} cases, {sum(summary['counts'].values())} observations")
     if run.get("models"):
         print(f"model{'s' if len(run['models']) > 1 else ''}: {', '.join(run['models'])}")
-    print(f"onnxruntime {run['onnxruntime_version']}, onnx {run['onnx_version']}, "
+    runtimes = ", ".join(f"{name} {version}" for name, version in run.get("backends", {}).items()
+                         if name != "onnx-reference")
+    print(f"{runtimes or 'onnxruntime ' + run['onnxruntime_version']}, "
+          f"onnx {run['onnx_version']}, "
           f"numpy {run['numpy_version']}, python {run['python_version']}; {run['cpu_model']}")
     for result in RESULT_CLASSES:
         print(f"  {RESULT_LABELS[result]:<24} {summary['counts'][result]:>7}")

@@ -57,6 +57,7 @@ def test_summary_prints_the_matrix(data_root: Path, capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert "runtimes: agreement / analytic / expected comparisons per setting" in out
     assert "tract           optimized" in out and "session build and run" in out
+    assert f"tract {backends.get('tract').version()}" in out.splitlines()[1]
 
 
 def test_lower_precision_is_named_from_the_recorded_settings(tmp_path: Path) -> None:

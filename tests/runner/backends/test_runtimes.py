@@ -90,6 +90,9 @@ def test_agreement_and_analytic_on_every_setting(name: str, tmp_path: Path) -> N
         mine = [r for r in rows if r["check"] == check and r["backend"] == name]
         assert sorted(r["optimization"] for r in mine) == sorted(settings)
         assert all(r["result"] == PASSED for r in mine), [r["reason"] for r in mine]
+    # levels: each setting against the runtime's first, on the same inputs
+    levels = [r for r in rows if r["check"] == "levels" and r["backend"] == name]
+    assert sorted(r["optimization"] for r in levels) == sorted(list(settings)[1:])
     for r in rows:  # every observation records its runtime's settings
         if r["backend"] == name:
             assert json.loads(r["session_settings"]) == settings[r["optimization"]]

@@ -28,6 +28,7 @@ from gero_runner.storage.artifacts import resolve_artifact
 from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope, data_root_of
 from gero_tui.app.widgets.histogram import Bar, Chart, Histogram, marker_position
 from gero_tui.app.widgets.key_bar import KeyBar
+from gero_tui.app.widgets.palette import CLASS_COLORS
 from gero_tui.app.widgets.tab_bar import TabBar
 from gero_tui.app.widgets.tensor_view import TensorView, format_element, side_label
 from gero_tui.app.widgets.worst_list import WorstList
@@ -295,8 +296,8 @@ class DetailScreen(Screen[None]):
             self.app.push_screen(OpHistogramScreen(self.source, str(self.observation["op_type"])))
 
 
-_RESULT_STYLE = {"passed": "bold green", "divergence": "bold yellow",
-                 "contract_issue": "bold red", "execution": "bold magenta"}
+# The palette's colours: ANSI red and magenta look alike in many themes (see palette.py).
+_RESULT_STYLE = {result: f"bold {color}" for result, color in CLASS_COLORS.items()}
 
 
 def _stored_blame(root: Path, row: dict[str, Any]) -> dict[str, Any] | None:

@@ -16,9 +16,7 @@ from gero_tui.app.widgets.key_bar import KeyBar
 class EmptyScreen(Screen[None]):
     """No runs yet: the command that creates one."""
 
-    DEFAULT_CSS = """
-    EmptyScreen #message { width: auto; max-width: 76; padding: 1 2; border: round $accent; }
-    """
+    CSS_PATH = "empty.tcss"
 
     def __init__(self, data_root: Path) -> None:
         super().__init__()

@@ -39,10 +39,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-FILTER_KEYS = {"o": "operations", "t": "dtypes", "z": "optimizations", "b": "backends",
-               "u": "suites",
-               "c": "checks"}
-
 
 class EvaluationsScreen(Screen[None]):
     """Every evaluation of the run, filtered and sorted in DuckDB, a page at a time."""

@@ -82,17 +82,7 @@ class ExportDialog(ModalScreen[Path | None]):
     """Choose a format and a path; `enter` writes, `escape` closes."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "close")]
-    DEFAULT_CSS = """
-    ExportDialog { align: center middle; }
-    ExportDialog #export-box {
-        width: 76; max-width: 100%; height: auto; padding: 0 1;
-        border: round $accent; background: $surface;
-    }
-    ExportDialog RadioSet { width: 100%; layout: horizontal; height: auto; }
-    ExportDialog #export-buttons { height: auto; }
-    ExportDialog #export-buttons Button { margin: 0 1 0 0; min-width: 10; }
-    ExportDialog #export-status { height: auto; }
-    """
+    CSS_PATH = "export_dialog.tcss"
 
     def __init__(self, source: Any, scope: ExportScope, current_id: str | None = None,
                  bundle: bool = False, directory: Path | None = None) -> None:

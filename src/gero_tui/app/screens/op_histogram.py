@@ -54,11 +54,7 @@ class OpHistogramScreen(Screen[None]):
     """`p` from the evaluations table, the overview or a detail view."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "back")]
-    DEFAULT_CSS = """
-    OpHistogramScreen #op-title { height: auto; padding: 0 1; background: $panel; }
-    OpHistogramScreen #op-groups { height: auto; max-height: 50%; }
-    OpHistogramScreen #op-bars { height: 1fr; }
-    """
+    CSS_PATH = "op_histogram.tcss"
 
     def __init__(self, source: Any, op_type: str | None = None,
                  observation_id: str | None = None) -> None:

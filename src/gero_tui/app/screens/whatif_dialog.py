@@ -55,17 +55,7 @@ class WhatIfDialog(ModalScreen[None]):
     """`w` from the findings: a dtype, its rtol and atol; results update on every key."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss_dialog", "close")]
-    DEFAULT_CSS = """
-    WhatIfDialog { align: center middle; }
-    WhatIfDialog #whatif-box {
-        width: 100; max-width: 100%; height: auto; max-height: 95%; padding: 0 1;
-        border: round $accent; background: $surface;
-    }
-    WhatIfDialog RadioSet { width: 100%; layout: horizontal; height: auto; }
-    WhatIfDialog #whatif-inputs { height: auto; }
-    WhatIfDialog #whatif-inputs Input { width: 1fr; }
-    WhatIfDialog #whatif-result { height: auto; max-height: 24; }
-    """
+    CSS_PATH = "whatif_dialog.tcss"
 
     class Regraded(Message):
         def __init__(self, text: Text) -> None:

@@ -26,7 +26,8 @@ from explorer_bench import tmux, wait_for
 
 SESSION = explorer_bench.SESSION = "gero-findings-bench"  # not the explorer bench's session
 
-COUNTS = re.compile(r"Within contract\s+[\d,]+")
+COUNTS = re.compile(r"Within contract(?:[^\n]*\n\s*|\s+)[\d,]+")
+"""The overview's first figure: beside its title (narrow) or under the card titles (wide)."""
 
 
 def findings_drawn(screen: str) -> bool:

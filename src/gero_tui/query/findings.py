@@ -44,8 +44,16 @@ CROSS_OPERATOR_TEMPLATES: tuple[tuple[str, str], ...] = (
     ("%Could not find an implementation for OP(#)%", "a missing kernel, whichever operator"),
     ("%known upstream defect%", "a registered ReferenceEvaluator defect names its operators"),
     ("NaN on both sides at # of # elements%", "NaN fed to every path propagates through any op"),
+    ("%OP does not support%", "a runtime without a kernel for a dtype, whichever operator"),
 )
 """Templates whose cause does not depend on the operator: one finding across operators."""
+
+NAN_TEMPLATE = "NaN on both sides: NaN == NaN never passes, the baseline cannot be assessed"
+"""One cause for every check that saw NaN on both sides: NaN fed to the paths propagated."""
+
+RUNTIME_TEMPLATE = "off from float64, its laws or its variants where ORT and the reference are not"
+"""Only a runtime other than ORT and the ReferenceEvaluator is off, in any check of a dtype:
+its precision for that dtype is the cause, across operators and checks."""
 
 SEVERITY = {CONTRACT_ISSUE: 3, DIVERGENCE: 2, EXECUTION: 1}
 """Worst first: a broken law or non-finite output, then a divergence, then unsupported."""
@@ -137,6 +145,9 @@ def _template_sql(column: str) -> str:
     out = f"regexp_replace({column}, '^(variant \\S+: )?\\S+ failed: ', '\\1PATH failed: ')"
     out = f"regexp_replace({out}, '\\b[A-Z][A-Za-z0-9]*\\(\\d+\\)', 'OP(#)', 'g')"
     out = f"regexp_replace({out}, '''[^'']*''', '''…''', 'g')"
+    out = f"regexp_replace({out}, '\"[^\"]*\"( [A-Z][A-Za-z0-9]*)?', '\"…\" OP', 'g')"
+    out = (f"regexp_replace({out}, '\\b[A-Z][A-Za-z0-9]* does not support', "
+           "'OP does not support', 'g')")
     out = f"regexp_replace({out}, '\\b\\d+(\\.\\d+)?([eE][-+]?\\d+)?\\b', '#', 'g')"
     return out
 
@@ -155,7 +166,7 @@ def members_sql(relation: str = "obs") -> str:
     truth = _numeric_list(TRUTH_CHECKS)
     level = "substr(p, 13)"
     return f"""
-WITH bad AS (
+WITH bad AS MATERIALIZED (
     SELECT observation_id, case_id, op_type, dtype, "check" AS chk, optimization, result,
            CASE WHEN backend = 'onnxruntime' THEN 'onnxruntime@' || optimization
                 ELSE backend END AS path,
@@ -175,36 +186,39 @@ WITH bad AS (
                 WHEN chk = 'agreement' AND arbiter = 'actual' THEN reference
                 WHEN chk = 'agreement' AND arbiter = 'reference' THEN path
                 WHEN chk = 'agreement' THEN 'undecided'
-                ELSE path END AS blames
+                ELSE path END AS blames,
+           -- each failure message of a case is its own cause; other families read a case whole
+           CASE WHEN family = 'execution' THEN template ELSE '' END AS grp
     FROM bad
-), present AS (
-    -- every path the case ran, the agreement rows' reference side included
-    SELECT case_id, list_distinct(list(p)) AS paths
-    FROM (SELECT case_id, CASE WHEN backend = 'onnxruntime' THEN 'onnxruntime@' || optimization
-                               ELSE backend END AS p
-          FROM {relation} WHERE case_id IN (SELECT case_id FROM bad)
-          UNION ALL
-          SELECT DISTINCT case_id, reference FROM {relation}
-          WHERE "check" = 'agreement' AND case_id IN (SELECT case_id FROM bad))
-    GROUP BY case_id
+), present AS MATERIALIZED (
+    -- every path a case ran per check family, the agreement rows' reference side included
+    SELECT case_id, CASE WHEN "check" IN ({numeric}) THEN 'numeric' ELSE "check" END AS fam,
+           list_distinct(flatten(list([
+               CASE WHEN backend = 'onnxruntime' THEN 'onnxruntime@' || optimization
+                    ELSE backend END,
+               CASE WHEN "check" = 'agreement' THEN reference END]))) AS paths
+    FROM {relation} WHERE case_id IN (SELECT DISTINCT case_id FROM bad) GROUP BY ALL
 ), groups AS (
-    SELECT case_id, family,
+    SELECT case_id, family, grp,
            list_sort(list_distinct(CASE WHEN bool_or(truth) THEN list(blames) FILTER (truth)
                                         ELSE list(blames) END)) AS bad_paths,
            first(template ORDER BY truth DESC, severity DESC, max_abs_error DESC NULLS LAST,
                  observation_id) AS template,
-           first(op_type) AS op_type
-    FROM blamed GROUP BY case_id, family
+           first(op_type) AS op_type, first(dtype) AS dtype
+    FROM blamed GROUP BY case_id, family, grp
 ), labelled AS (
-    SELECT g.case_id, g.family, g.template, g.op_type,
+    SELECT g.case_id, g.family, g.grp, g.template, g.op_type, g.dtype,
            list_filter(g.bad_paths, lambda p: p LIKE 'onnxruntime@%') AS ort_bad,
            list_filter(g.bad_paths, lambda p: p NOT LIKE 'onnxruntime@%') AS other_bad,
-           len(list_filter(p.paths, lambda p: p LIKE 'onnxruntime@%')) AS ort_present,
-           len(g.bad_paths) > 0 AND len(p.paths) > 1
+           len(list_filter(coalesce(p.paths, []), lambda p: p LIKE 'onnxruntime@%'))
+               AS ort_present,
+           len(g.bad_paths) > 0 AND len(coalesce(p.paths, [])) > 1
                AND list_has_all(g.bad_paths, p.paths) AS everything
-    FROM groups g JOIN present p USING (case_id)
+    -- a failure is read against the paths the case compared
+    FROM groups g LEFT JOIN present p ON p.case_id = g.case_id
+        AND p.fam = CASE WHEN g.family = 'execution' THEN 'numeric' ELSE g.family END
 ), outliers AS (
-    SELECT case_id, family, template, op_type,
+    SELECT case_id, family, grp, template, op_type, dtype,
            CASE WHEN everything THEN 'every path'
                 ELSE array_to_string(list_concat(other_bad, CASE
                     WHEN len(ort_bad) = 0 THEN []
@@ -214,16 +228,33 @@ WITH bad AS (
                                        || {level})), lambda s: substr(s, 2)), ',')]
                     END), '+') END AS outlier
     FROM labelled
-), signed AS (
-    SELECT *, CASE WHEN {_cross_operator_sql()} THEN '*' ELSE op_type END AS operator_key
+), ruled AS (
+    SELECT *, template LIKE '%NaN on both sides at # of # elements%' AS nan_fed,
+           -- only runtimes other than ORT and the ReferenceEvaluator are off: the runtime's
+           -- precision for the dtype is the cause, across its operators
+           family <> 'execution' AND outlier NOT LIKE '%onnxruntime%'
+               AND outlier NOT LIKE '%onnx-reference%' AND outlier <> 'every path'
+               AND outlier NOT LIKE '%undecided%' AS other_runtime
     FROM outliers
+), keyed AS (
+    SELECT case_id, family AS group_family, grp, outlier,
+           CASE WHEN nan_fed THEN 'nan' WHEN other_runtime THEN 'runtime' ELSE family END
+               AS family,
+           CASE WHEN nan_fed THEN '{NAN_TEMPLATE}'
+                WHEN other_runtime THEN '{RUNTIME_TEMPLATE}' ELSE template END AS template,
+           CASE WHEN nan_fed OR {_cross_operator_sql()} THEN '*'
+                WHEN other_runtime THEN '*' || dtype ELSE op_type END AS operator_key
+    FROM ruled
+), signed AS (
+    -- hashed per case group, not per row
+    SELECT *, left(sha256(family || '|' || outlier || '|' || template || '|' || operator_key),
+                   12) AS finding_id
+    FROM keyed
 )
-SELECT b.observation_id,
-       left(sha256(s.family || '|' || s.outlier || '|' || s.template || '|' || s.operator_key),
-            12) AS finding_id,
-       s.family, s.outlier, s.template, s.operator_key,
+SELECT b.observation_id, s.finding_id, s.family, s.outlier, s.template, s.operator_key,
        b.case_id, b.op_type, b.dtype, b.optimization, b.result, b.severity, b.max_abs_error
-FROM blamed b JOIN signed s USING (case_id, family)
+FROM blamed b JOIN signed s ON s.case_id = b.case_id AND s.group_family = b.family
+    AND s.grp = b.grp
 """
 
 
@@ -320,7 +351,8 @@ def non_passed_count(source: Queryable) -> int:
 # Titles ---------------------------------------------------------------------------------
 
 _PATH_NAMES = {"onnxruntime": "ONNX Runtime", "onnx-reference": "the ReferenceEvaluator",
-               "every path": "every path", "undecided": "an undecided side"}
+               "every path": "every path", "undecided": "an undecided side",
+               "openvino": "OpenVINO"}
 
 
 def path_name(outlier: str) -> str:
@@ -340,14 +372,14 @@ def _list(values: tuple[str, ...], limit: int = 4) -> str:
 
 
 def _short(template: str, limit: int = 70) -> str:
-    text = template.replace("PATH failed: ", "")
+    text = " ".join(template.replace("PATH failed: ", "").split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _hint(template: str, limit: int = 60) -> str:
     """A law's template as words: its name prefix and counts taken out."""
     text = template.split(": ", 1)[1] if ": " in template else template
-    text = text.replace("# of # ", "").replace("#", "n")
+    text = " ".join(text.replace("# of # ", "").replace("#", "n").split())
     return _short(text, limit)
 
 
@@ -365,6 +397,10 @@ def _title(f: Finding) -> str:
         return f"{sentence_who} cannot run {ops} ({dtypes}): {_hint(f.template)}"
     if f.template.startswith("NaN on both sides"):
         return f"NaN inputs propagate on {who}: NaN == NaN cannot be assessed ({ops}, {dtypes})"
+    if f.family == "runtime":
+        dtype = f.operator_key[1:]
+        return (f"{sentence_who} {'is' if ' and ' not in who else 'are'} off on {dtype} where "
+                f"ONNX Runtime and the reference are not: {len(f.operators)} operator(s): {ops}")
     if f.family == "numeric":
         if f.outlier == "onnx-reference":
             return (f"The ReferenceEvaluator's {ops} ({dtypes}) is off; ONNX Runtime agrees "

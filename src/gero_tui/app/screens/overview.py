@@ -144,6 +144,16 @@ class OverviewScreen(Screen[None]):
         problems.display = bool(source.problems)
         problems.update("\n".join(f"⚠ {p}" for p in source.problems))
         self._load(source)
+        self._load_findings(source)
+
+    @work(thread=True, exclusive=True, group="overview-findings")
+    def _load_findings(self, source: Any) -> None:
+        """The findings, beside the other figures rather than after them: `F` pressed as
+        soon as the overview paints finds them computed or nearly."""
+        try:
+            self.post_message(self.FindingsCounted(self.app.findings(source)))
+        except (duckdb.Error, GeroError) as e:
+            self.post_message(self.Failed(str(e)))
 
     def on_screen_resume(self) -> None:
         if self._stale:
@@ -162,7 +172,6 @@ class OverviewScreen(Screen[None]):
                      "passed)" for lp in lower_precision(source)]
             self.post_message(self.Loaded(class_counts(source), operations(source),
                                           operation_runtimes(source), notes))
-            self.post_message(self.FindingsCounted(self.app.findings(source)))
         except (duckdb.Error, GeroError) as e:
             self.post_message(self.Failed(str(e)))
 

@@ -133,6 +133,19 @@ def test_model_family_on_a_user_model(name: str, tmp_path: Path) -> None:
     assert fp32 == set(_paths(name))
 
 
+@pytest.mark.parametrize("name", [n for n in RUNTIMES if n != "onnxruntime"])
+def test_model_family_without_onnxruntime(name: str, tmp_path: Path) -> None:
+    _require(name)
+    path = tmp_path / "tiny.onnx"
+    onnx.save(_conv_model(), path)
+    record = execute(RunRequest(models=[str(path)], data_root=tmp_path / "data", repeats=1,
+                                backends=(name,)))
+    rows = _stored(tmp_path / "data", record.run_id)
+    fp32 = {r["optimization"] for r in rows if r["check"] == "model:fp32"
+            and r["backend"] == name}
+    assert fp32 == set(_paths(name))
+
+
 def _stored(root: Path, run_id: str) -> list[dict[str, Any]]:
     import pyarrow.parquet as pq
 

@@ -121,6 +121,12 @@ def main() -> int:
          lambda s: "Operation" in status_line(s)),
         ("run order", ["s", "|", "Home", "Enter"], lambda s: "run order" in status_line(s)),
     ]
+    # The grouping toggle (m): levels merged, dtypes merged, none; timed separately.
+    grouping: list[tuple[str, list[str], Callable[[str], bool]]] = [
+        ("grouping: levels merged", ["m"], lambda s: "levels merged" in status_line(s)),
+        ("grouping: dtypes merged", ["m"], lambda s: "dtypes merged" in status_line(s)),
+        ("grouping: off", ["m"], lambda s: "merged" not in status_line(s)),
+    ]
     timings: dict[str, list[float]] = {}
     for _ in range(args.repeats):
         for name, keys, expect in steps:
@@ -130,15 +136,21 @@ def main() -> int:
     for _ in range(args.repeats):
         tmux("send-keys", "-t", SESSION, "/")
         time.sleep(0.3)
-        text_times.append(change(["e", "r", "f"], lambda s: "text: 'erf'" in s))
+        text_times.append(change(["e", "r", "f"], lambda s: "text: “erf”" in s))
         tmux("send-keys", "-t", SESSION, "Enter", "x")
         time.sleep(1.0)
     timings["free text 'erf' (3 keys)"] = text_times
     all_times = [t for ts in timings.values() for t in ts]
-    for name, ts in timings.items():
+    group_times: dict[str, list[float]] = {}
+    for _ in range(args.repeats):
+        for name, keys, expect in grouping:
+            group_times.setdefault(name, []).append(change(keys, expect))
+    for name, ts in [*timings.items(), *group_times.items()]:
         print(f"  {name:28s} median {statistics.median(ts) * 1000:7.1f} ms  "
               f"max {max(ts) * 1000:7.1f} ms")
     print(f"filter/sort change, median over all: {statistics.median(all_times) * 1000:.1f} ms")
+    toggles = [t for ts in group_times.values() for t in ts]
+    print(f"grouping toggle, median over all: {statistics.median(toggles) * 1000:.1f} ms")
     current, peak = rss_mb(app_pid())
     print(f"resident memory: {current:.0f} MB now, {peak:.0f} MB peak")
     tmux("send-keys", "-t", SESSION, "q")

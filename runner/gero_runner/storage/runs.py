@@ -35,6 +35,10 @@ class RunInfo:
     """Why the record could not be read, when it could not."""
     runtimes: dict[str, str] = field(default_factory=dict)
     """Runtimes under test and their versions (runs before runtimes were selectable: none)."""
+    command_line: str = ""
+    """The command that made the run, as recorded."""
+    tolerance_overrides: str = ""
+    """Tolerances that differ from the defaults ("float16 rtol=0.01"); empty: the defaults."""
 
     @property
     def date(self) -> str:
@@ -99,7 +103,28 @@ def read_info(data_root: str | os.PathLike[str], run_id: str) -> RunInfo:
         counts={str(k): _int(v) for k, v in counts.items()} if isinstance(counts, dict) else {},
         runtimes={str(k): str(v) for k, v in record.get("backends", {}).items()
                   if k != "onnx-reference"} if isinstance(record.get("backends"), dict) else {},
+        command_line=str(record.get("command_line") or ""),
+        tolerance_overrides=_overrides(record.get("tolerances")),
     )
+
+
+def _overrides(tolerances: Any) -> str:
+    """The recorded tolerances that are not the defaults, in a few words."""
+    from gero_runner.tolerances import DEFAULT_TOLERANCES
+
+    if not isinstance(tolerances, dict):
+        return ""
+    out = []
+    for dtype, figures in sorted(tolerances.items()):
+        if not isinstance(figures, dict):
+            continue
+        rtol, atol = DEFAULT_TOLERANCES.get(str(dtype), (None, None))
+        changed = [f"{name}={value:g}" for name, value, default in
+                   (("rtol", figures.get("rtol"), rtol), ("atol", figures.get("atol"), atol))
+                   if isinstance(value, int | float) and value != default]
+        if changed:
+            out.append(f"{dtype} {' '.join(changed)}")
+    return "; ".join(out)
 
 
 def list_runs(data_root: str | os.PathLike[str]) -> list[RunInfo]:

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import duckdb
 from textual import work
@@ -21,6 +21,8 @@ from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import AwaitMount
+from textual.worker import Worker
 
 from gero_runner.errors import GeroError, StoreError
 from gero_runner.storage.layout import run_ids
@@ -29,8 +31,9 @@ from gero_tui.app.base import ExplorerApp
 from gero_tui.app.prefetch import Opened, Prefetch
 from gero_tui.app.screens.evaluations import EvaluationsScreen
 from gero_tui.app.screens.overview import OverviewScreen
+from gero_tui.app.worker_errors import worker_failure
 from gero_tui.query.source import RunSource, open_source
-from gero_tui.query.table import Page, TableFilter
+from gero_tui.query.table import Page, TableFilter, TableSort
 
 if TYPE_CHECKING:
     from gero_tui.query.findings import FindingsReport
@@ -79,6 +82,10 @@ class GeroApp(ExplorerApp):
         self.run_id = resolve_run(self.data_root, run) if run_ids(self.data_root) else None
         self._info: RunInfo | None = None
         self._prefetch = prefetch
+        self.last_sort = TableSort()
+        """The sort of the evaluations table last shown: a table opened again keeps it."""
+        self.last_grouping: str | None = None
+        """Its grouping (``m``), kept likewise."""
         self._findings: tuple[object, FindingsReport] | None = None
         self._findings_lock = threading.Lock()
 
@@ -156,7 +163,7 @@ class GeroApp(ExplorerApp):
             raise StoreError("the run is still opening")
         return self.source
 
-    @work(thread=True, exclusive=True, group="source")
+    @work(thread=True, exclusive=True, group="source", exit_on_error=False)
     def _open(self, run_id: str) -> None:
         prefetch, self._prefetch = self._prefetch, None
         opened = prefetch.take(run_id) if prefetch is not None else None
@@ -191,15 +198,24 @@ class GeroApp(ExplorerApp):
 
     # -- navigation --------------------------------------------------------------------
 
-    def show_evaluations(self, table_filter: TableFilter) -> None:
-        """Open the evaluations table (or reuse the open one) with ``table_filter``."""
+    def show_evaluations(self, table_filter: TableFilter, find: bool = False
+                         ) -> AwaitMount | None:
+        """Open the evaluations table (or reuse the open one) with ``table_filter``.
+
+        A new table keeps the sort the last one had. ``find`` opens its find box; await
+        the result so that the keys typed next reach the box.
+        """
         for screen in self.screen_stack:
             if isinstance(screen, EvaluationsScreen):
+                table = screen  # (the `is` below narrows `screen` back to Screen for mypy)
                 while self.screen is not screen:
                     self.pop_screen()
-                screen.set_filter(table_filter)
-                return
-        self.push_screen(EvaluationsScreen(table_filter))
+                table.set_filter(table_filter)
+                if find:
+                    table.action_text_filter()
+                return None
+        return self.push_screen(EvaluationsScreen(table_filter, self.last_sort, find=find,
+                                                  grouping=self.last_grouping))
 
     def show_overview(self) -> None:
         """Back to the overview: pop to it, or make it in place of the table opened first."""
@@ -250,30 +266,34 @@ class GeroApp(ExplorerApp):
 
     # -- what part 2 implements ----------------------------------------------------------
 
-    def on_evaluations_screen_open_evaluation(self, message: EvaluationsScreen.OpenEvaluation
-                                              ) -> None:
+    def open_detail(self, observation_id: str, row_number: int | None = None,
+                    replay: bool = False) -> None:
+        # With `replay`, the verdict appears at the top of the detail, replayed in a worker.
         from gero_tui.app.screens.detail import DetailScreen
 
-        self.push_screen(DetailScreen(self.require_source(), message.observation_id,
-                                      row_number=message.row_number))
+        self.push_screen(DetailScreen(self.require_source(), observation_id, replay=replay,
+                                      row_number=row_number))
+
+    def open_export(self, where: str, params: list[Any], selected: bool, count: int | None,
+                    filter_text: str = "") -> None:
+        from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope
+
+        what = "selected" if selected else "matching"
+        shown = "?" if count is None else f"{count:,}"
+        scope = ExportScope(where, tuple(params), f"{shown} {what} rows", count, filter_text)
+        current = getattr(self.screen, "current_observation_id", None)
+        self.push_screen(ExportDialog(self.require_source(), scope, current_id=current))
+
+    def on_evaluations_screen_open_evaluation(self, message: EvaluationsScreen.OpenEvaluation
+                                              ) -> None:
+        self.open_detail(message.observation_id, message.row_number)
 
     def on_evaluations_screen_replay_evaluation(
             self, message: EvaluationsScreen.ReplayEvaluation) -> None:
-        # The verdict appears at the top of the evaluation's detail, replayed in a worker.
-        from gero_tui.app.screens.detail import DetailScreen
-
-        self.push_screen(DetailScreen(self.require_source(), message.observation_id,
-                                      replay=True, row_number=message.row_number))
+        self.open_detail(message.observation_id, message.row_number, replay=True)
 
     def on_evaluations_screen_export_rows(self, message: EvaluationsScreen.ExportRows) -> None:
-        from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope
-
-        what = "selected" if message.selected else "matching"
-        count = "?" if message.count is None else f"{message.count:,}"
-        scope = ExportScope(message.where, tuple(message.params), f"{count} {what} rows",
-                            message.count)
-        current = getattr(self.screen, "current_observation_id", None)
-        self.push_screen(ExportDialog(self.require_source(), scope, current_id=current))
+        self.open_export(message.where, message.params, message.selected, message.count)
 
     # -- command palette -----------------------------------------------------------------
 
@@ -290,3 +310,8 @@ class GeroApp(ExplorerApp):
             yield SystemCommand(f"{title} ({key})", binding.tooltip or f"key: {key}",
                                 partial(self.run_action, binding.action, active.node))
         yield from super().get_system_commands(screen)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that raised: say so; the explorer goes on."""
+        if (error := worker_failure(event)) is not None:
+            self.notify(error, title="Worker failed", severity="error", timeout=15)

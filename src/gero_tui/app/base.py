@@ -7,14 +7,15 @@ the reactive ``source`` they watch, not by calling each screen it knows of.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.reactive import var
+from textual.widget import AwaitMount
 
 from gero_runner.storage.runs import RunInfo
 from gero_tui.query.source import RunSource
-from gero_tui.query.table import Page, TableFilter
+from gero_tui.query.table import Page, TableFilter, TableSort
 
 if TYPE_CHECKING:
     from gero_tui.query.findings import FindingsReport
@@ -28,6 +29,10 @@ class ExplorerApp(App[None]):
     (``self.watch(self.app, "source", ...)``) to show a new run."""
     first_page: tuple[Page, int] | None = None
     """The unfiltered table's first page and row count, read ahead; taken once."""
+    last_sort: TableSort = TableSort()
+    """The sort of the evaluations table last shown: a table opened again keeps it."""
+    last_grouping: str | None = None
+    """Its grouping (``m``), kept likewise."""
 
     def run_info(self) -> RunInfo | None:
         raise NotImplementedError
@@ -44,8 +49,21 @@ class ExplorerApp(App[None]):
         """The open run's findings (from any worker thread)."""
         raise NotImplementedError
 
-    def show_evaluations(self, table_filter: TableFilter) -> None:
-        """Open the evaluations table (or reuse the open one) with ``table_filter``."""
+    def show_evaluations(self, table_filter: TableFilter, find: bool = False
+                         ) -> AwaitMount | None:
+        """Open the evaluations table (or reuse the open one) with ``table_filter``;
+        ``find``: with its find box open (await the result, so the next keys reach it)."""
+        raise NotImplementedError
+
+    def open_detail(self, observation_id: str, row_number: int | None = None,
+                    replay: bool = False) -> None:
+        """Push one evaluation's detail now (``replay``: and replay it)."""
+        raise NotImplementedError
+
+    def open_export(self, where: str, params: list[Any], selected: bool, count: int | None,
+                    filter_text: str = "") -> None:
+        """Push the export dialog for the rows ``where`` matches (``filter_text``: the
+        filter in the user's words, for a report's header)."""
         raise NotImplementedError
 
     def show_overview(self) -> None:

@@ -44,6 +44,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+BROKEN_PIPE = 141
+"""Exit status when stdout's reader went away: 128 + SIGPIPE, as a shell reports it."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list or args_list[0].startswith("--data-dir"):
@@ -62,6 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("gero: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        # The reader went away (`gero summary | head`): stop quietly, like other tools.
+        # The reader went away (`gero diff A B | head`): stop quietly, like other tools, with
+        # 128 + SIGPIPE, not 1 (which `gero diff` uses to say "regressions").
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return BROKEN_PIPE

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -23,9 +24,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def main(args: argparse.Namespace) -> int:
+    from gero_runner.errors import GeroError
     from gero_runner.evidence.bundle import create_bundle
     from gero_runner.storage.reader import resolve_observation
 
+    name = args.output.name
+    if not name.endswith((".tar.gz", ".tgz")):
+        # The bundle is a gzipped tar whatever the name says: a .zip would not open as one.
+        stem = name.split(".")[0] or "bundle"
+        raise GeroError(f"-o {args.output}: a bundle is a .tar.gz; name it {stem}.tar.gz")
     root = DataRoot(data_dir(args))
     problems: list[str] = []
     row = resolve_observation(root, args.observation, problems)
@@ -35,5 +42,6 @@ def main(args: argparse.Namespace) -> int:
     print(f"wrote {result.path} ({result.files} files, {result.rows} observation rows, "
           f"{result.size_bytes / 1024:.1f} KiB) for {row['case_id']} {row['check']} "
           f"{row['backend']} {row['optimization']}: {row['result']}")
-    print(f"replay it with: {result.replay_command}")
+    # The path as given (directory included), not the name inside the bundle.
+    print(f"replay it with: gero replay {shlex.quote(str(args.output))}")
     return 0

@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def main(args: argparse.Namespace) -> int:
     from gero_runner.errors import GeroError
     from gero_runner.storage.reader import open_run
-    from gero_tui.query.export import FORMATS, export_rows
+    from gero_tui.query.export import FORMATS, WORST_LIMIT, export_rows
     from gero_tui.query.filters import parse_filter
 
     fmt = args.format or args.output.suffix.lstrip(".").lower()
@@ -44,6 +44,9 @@ def main(args: argparse.Namespace) -> int:
     for problem in view.problems:
         print(f"gero: warning: {problem}", file=sys.stderr)
     result = export_rows(view, flt, fmt, args.output)
-    print(f"wrote {result.rows} observations of run {view.run_id} to {result.path} "
-          f"({fmt}, {result.seconds:.2f} s)")
+    what = f"{result.rows} observations"
+    if fmt == "md" and result.rows > WORST_LIMIT:
+        # The report counts every row but lists only the worst one by one: say so.
+        what = f"a report on {result.rows} observations (the {WORST_LIMIT} worst listed)"
+    print(f"wrote {what} of run {view.run_id} to {result.path} ({fmt}, {result.seconds:.2f} s)")
     return 0

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from gero_tui.cli.common import split_list
+from gero_tui.cli.common import add_data_dir, data_dir, split_list
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,7 +18,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "reproduced bit-exact, within the stored tolerance, or not (with the max abs "
         "difference), and whether the result class is the same. Exit code 0 only when "
         "everything reproduced, 1 when something did not, 2 on bad input or tampering.")
-    p.add_argument("path", type=Path, metavar="ARTIFACT_DIR|BUNDLE.tar.gz")
+    p.add_argument("path", type=Path, metavar="ARTIFACT_DIR|BUNDLE.tar.gz",
+                   help="an evidence directory or a bundle; a relative artifact_path as "
+                   "exported (runs/…/artifacts/…) is found under --data-dir")
+    add_data_dir(p)
     p.add_argument("--observation", default="", metavar="ID,...",
                    help="replay only these observation ids (full ids, comma-separated)")
     p.add_argument("--format", choices=("text", "json"), default="text")
@@ -38,6 +41,13 @@ def main(args: argparse.Namespace) -> int:
     def warn(message: str) -> None:
         print(f"gero: warning: {message}", file=sys.stderr)
 
+    path = args.path
+    if not path.exists() and not path.is_absolute():
+        # An export's artifact_path is relative to the data root.
+        under_root = data_dir(args) / path
+        if under_root.exists():
+            path = under_root
+    args.path = path
     with opened(args.path) as directory:
         report = replay_artifact(directory, observation_ids=ids, warn=warn)
     if args.format == "json":

@@ -18,8 +18,17 @@ from gero_tui.cli.common import add_data_dir, data_dir, split_list
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("run", help="run a suite of seeded cases into the data root")
-    p.add_argument("--suite", default="synthetic", choices=suite_names())
+    p = sub.add_parser(
+        "run", help="run a suite of seeded cases into the data root",
+        description="Run seeded ONNX cases through every path (ONNX Runtime at each "
+        "optimisation level, the onnx ReferenceEvaluator, a float64 formula or shadow), "
+        "check the numerical contracts, classify each evaluation (passed, divergence, "
+        "contract_issue, execution) and write the observations and their evidence under "
+        "DATA_DIR/runs/RUN_ID. Look at the result with `gero` (the explorer) or "
+        "`gero summary`.")
+    p.add_argument("--suite", default="synthetic", choices=suite_names(),
+                   help="which cases: synthetic (gero's operator suite, the default), "
+                   "onnx-backend (onnx's node tests), models (onnx's light models), all")
     p.add_argument("--model", action="append", default=[], metavar="PATH",
                    help="an ONNX model to test (repeatable)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
@@ -44,14 +53,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="runtimes under test, from onnxruntime,openvino,tract (default: the "
                         "installed ones); the onnx ReferenceEvaluator always runs")
     add_data_dir(p)
-    p.add_argument("--run-id", default=None)
+    p.add_argument("--run-id", default=None,
+                   help="id of the new run (default: date, time and a random suffix)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="parallel worker processes (default: CPU count)")
     p.add_argument("--threads", type=int, default=1, help="ONNX Runtime intra-op threads")
     p.add_argument("--repeats", type=int, default=5, help="timed runs per path")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--rtol", action="append", default=[], metavar="DTYPE=V")
-    p.add_argument("--atol", action="append", default=[], metavar="DTYPE=V")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the input generators (default: 0; recorded per observation)")
+    p.add_argument("--rtol", action="append", default=[], metavar="DTYPE=V",
+                   help="relative tolerance for a dtype, e.g. float16=1e-2 (repeatable; "
+                   "defaults: float16 5e-3, float32 1e-5, float64 1e-12)")
+    p.add_argument("--atol", action="append", default=[], metavar="DTYPE=V",
+                   help="absolute tolerance for a dtype, e.g. float16=1e-3 (repeatable; "
+                   "defaults: float16 5e-4, float32 1e-6, float64 1e-13)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per case")
     p.add_argument("--limit", type=int, default=None, help="run only the first N cases")
     p.add_argument("--resume", default=None, metavar="RUN_ID",

@@ -62,7 +62,7 @@ class Observation:
     def sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
         """(section, [(column, shown value)]) in display order; a user model's rows also
         say what its inputs were and why (shape, values, where each came from)."""
-        shown = [(title, [(c, format_value(c, self.fields.get(c))) for c in columns])
+        shown = [(title, [(c, explained_value(c, self.fields)) for c in columns])
                  for title, columns in SECTIONS]
         fed = self.json_field("details").get("inputs")
         if isinstance(fed, str) and fed:
@@ -119,6 +119,33 @@ def format_value(column: str, value: Any) -> str:
         if not decoded:
             return "-"
         return json.dumps(decoded, sort_keys=True, separators=(", ", ": "))
-    if column == "arbiter" and value == "-":
-        return "- (not a divergence, or no float64 value)"
     return str(value)
+
+
+ERROR_FIGURES = ("max_abs_error", "max_rel_error", "max_ulp", "scaled_error",
+                 "floored_rel_error", "min_atol", "min_rtol")
+
+
+def explained_value(column: str, fields: dict[str, Any]) -> str:
+    """``format_value``, with the reason where a figure is absent or reads against the
+    row's result: every field the detail view shows agrees with the row's class."""
+    value = fields.get(column)
+    shown = format_value(column, value)
+    result = fields.get("result")
+    absent = value is None or (isinstance(value, float) and math.isnan(value))
+    if column == "arbiter" and (value == "-" or absent):
+        if result == "divergence":
+            return "- (no float64 value for this comparison to arbitrate with)"
+        return "- (only a divergence has an arbiter)"
+    if column in ERROR_FIGURES and absent:
+        if result == "execution":
+            return "- (no output to compare: a path failed)"
+        return "- (no finite pair of elements to compare)"
+    if column == "max_rel_error" and not absent and result in ("divergence", "contract_issue"):
+        rtol, atol, abs_error = fields.get("rtol"), fields.get("atol"), fields.get("max_abs_error")
+        if (isinstance(rtol, float) and isinstance(atol, float) and isinstance(abs_error, float)
+                and isinstance(value, float) and value <= rtol and abs_error > atol):
+            # |a−r|/|r| leaves out r = 0; an element off against a zero reference is not in it.
+            return (f"{shown} (over elements with r ≠ 0: the elements out of tolerance have "
+                    "r = 0, see max_abs_error and floored_rel_error)")
+    return shown

@@ -99,14 +99,39 @@ def export_rows(view: OpenRun, where: str | Filter | None, fmt: str, path: Path 
         if fmt == "parquet":
             atomic_write_table(path, table)
         elif fmt == "csv":
-            atomic_write_bytes(path, _csv_bytes(table))
+            atomic_write_bytes(path, _csv_bytes(with_context(table, view.run_id)))
         elif fmt == "json":
-            atomic_write_bytes(path, _json_bytes(table))
+            atomic_write_bytes(path, _json_bytes(with_context(table, view.run_id)))
         else:
             atomic_write_bytes(path, markdown_report(view, table, flt, ids).encode())
     except OSError as e:
         raise GeroError(f"cannot write {path}: {e}") from e
     return ExportResult(path, table.num_rows, fmt, time.perf_counter() - start)
+
+
+def worst_heading(rows: int) -> str:
+    """The report lists at most ``WORST_LIMIT`` rows one by one: it says so."""
+    if rows > WORST_LIMIT:
+        return f"## Worst observations: the {WORST_LIMIT} worst of {rows}"
+    return f"## Worst observations: all {rows}, worst first"
+
+
+def with_context(table: pa.Table, run_id: str) -> pa.Table:
+    """CSV and JSON rows: ``path`` (the optimisation level, or ``reference``: the table's
+    name for the path) after ``optimization``, and the run the export was made from
+    (``run_id`` is the run that first saw the observation)."""
+    from gero_tui.query.table import path_label
+
+    names = table.column_names
+    if "optimization" in names and "backend" in names:
+        paths = [path_label(str(o), str(b)) for o, b in zip(
+            table.column("optimization").to_pylist(), table.column("backend").to_pylist(),
+            strict=True)]
+        table = table.add_column(names.index("optimization") + 1, "path",
+                                 pa.array(paths, pa.string()))
+    at = table.column_names.index("run_id") + 1 if "run_id" in table.column_names else 0
+    return table.add_column(at, "exported_from_run",
+                            pa.array([run_id] * table.num_rows, pa.string()))
 
 
 def _cell(value: Any) -> str:
@@ -170,7 +195,9 @@ def _report(view: OpenRun, sub: OpenRun, table: pa.Table, flt: Filter,
     record = view.record()
     scope = "all observations of the run"
     if flt.sql != "TRUE":
-        scope = f"observations matching `{flt.sql}` with parameters {list(flt.params)}"
+        # As the user wrote it; the SQL and its parameters only when there is no text.
+        scope = (f"observations matching `{flt.text}`" if flt.text else
+                 f"observations matching `{flt.sql}` with parameters {list(flt.params)}")
     if ids is not None:
         scope += f", {len(ids)} selected"
     out = [f"# gero report: run {view.run_id}", "",
@@ -197,7 +224,7 @@ def _report(view: OpenRun, sub: OpenRun, table: pa.Table, flt: Filter,
                    for o in operations(sub)])
     out += ["", "Timings: median of per-case medians in ms, Python call overhead included, "
             "session construction excluded; the reference evaluator's timings are context, "
-            "not a ranking.", "", f"## Worst observations (up to {WORST_LIMIT})", ""]
+            "not a ranking.", "", worst_heading(table.num_rows), ""]
     worst = con.execute(
         f"""SELECT observation_id[:12], case_id, "check", backend, optimization, dtype, result,
                    max_abs_error, scaled_error, max_ulp, reason

@@ -36,6 +36,8 @@ class Filter:
 
     sql: str
     params: tuple[object, ...]
+    text: str = ""
+    """The filter as the user wrote it (what a report's header shows)."""
 
     @staticmethod
     def everything() -> Filter:
@@ -213,4 +215,4 @@ def parse_filter(text: str | None) -> Filter:
         raise GeroError(f"--where filter is too long ({len(text)} > {MAX_LENGTH} characters)")
     parser = _Parser(text)
     sql = parser.parse()
-    return Filter(sql, tuple(parser.params))
+    return Filter(sql, tuple(parser.params), text.strip())

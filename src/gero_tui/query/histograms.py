@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import duckdb
 
+from gero_tui.query.table import OPTIMIZATION_SQL
+
 ZERO = "zero"
 """Bucket of observations whose max abs error is exactly 0."""
 NO_FIGURE = "n/a"
@@ -19,8 +21,10 @@ NO_FIGURE = "n/a"
 # Parquet min/max statistics leave NaN out, and DuckDB's statistics propagation then folds
 # isnan(max_abs_error) to false. Reading the value through a one-element list hides the
 # statistics, so NaN (a path failed) is recognised; tests/tui/query/test_histograms.py guards it.
+# The path as the evaluations table names it: the level, or ``reference`` (not "-").
 _SQL = """
-WITH e AS (SELECT optimization, dtype, [max_abs_error][1] AS x FROM obs WHERE op_type = ?)
+WITH e AS (SELECT """ + OPTIMIZATION_SQL + """ AS optimization, dtype, [max_abs_error][1] AS x
+           FROM obs WHERE op_type = ?)
 SELECT optimization, dtype,
        CASE WHEN x IS NULL OR isnan(x) OR x = 0 THEN NULL
             WHEN isinf(x) THEN 999

@@ -21,8 +21,9 @@ from gero_runner.storage.reader import TIMING_COLUMNS, OpenRun, open_run, quote_
 RunSource = OpenRun
 """The explorer's name for an open run (kept for its screens' annotations)."""
 
-TABLE_COLUMNS = ("observation_id", "suite", "op_type", "case_name", "check", "dtype",
-                 "input_shapes", "backend", "optimization", "max_abs_error", "result", "reason")
+TABLE_COLUMNS = ("observation_id", "suite", "case_id", "op_type", "case_name", "check",
+                 "dtype", "input_shapes", "output_name", "backend", "optimization", "reference",
+                 "max_abs_error", "result", "reason", "arbiter")
 """What the ``evals`` view holds besides ``rn``: the evaluations table's columns and filters."""
 TABLE_RELATION = "evals"
 NUMBERED_RELATION = "obs_numbered"

@@ -211,8 +211,9 @@ def analyse(evidence: Evidence, worst_count: int = WORST_COUNT) -> ElementAnalys
     )
 
 
-_ORDERED_INT = {np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32,
-                np.dtype(np.float64): np.int64}
+_ORDERED_INT: dict[np.dtype[Any], type[np.signedinteger[Any]]] = {
+    np.dtype(np.float16): np.int16, np.dtype(np.float32): np.int32,
+    np.dtype(np.float64): np.int64}
 
 
 def _ulp(actual: np.ndarray, reference: np.ndarray, diff: np.ndarray) -> np.ndarray:
@@ -230,7 +231,7 @@ def _ulp(actual: np.ndarray, reference: np.ndarray, diff: np.ndarray) -> np.ndar
     if int_type is not np.int64:
         ia, ir = ia.astype(np.int64), ir.astype(np.int64)
     with np.errstate(over="ignore"):
-        ulp = np.abs(ia - ir).astype(np.float64)
+        ulp: np.ndarray[Any, np.dtype[np.float64]] = np.abs(ia - ir).astype(np.float64)
     opposite = np.flatnonzero((ia ^ ir) < 0)
     if opposite.size:
         mask = np.iinfo(int_type).max

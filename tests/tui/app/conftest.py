@@ -63,6 +63,9 @@ def fixture_rows(run_id: str = RUN_ID) -> list[dict[str, Any]]:
                         "max_abs_error": err,
                         "result": result,
                         "reason": reason,
+                        # ORT is the wrong side at `extended`, the reference at `all`.
+                        "arbiter": ({"extended": "actual", "all": "reference"}[level]
+                                    if result == "divergence" else "-"),
                         "actual_median_ms": 0.01 * (1 + OPS.index(op)),
                         "reference_median_ms": 0.1 * (1 + OPS.index(op)),
                         "repeats": 5,

@@ -92,3 +92,28 @@ def test_corrupt_parquet_is_named_and_skipped(tmp_path: Path,
     assert gero(["export", "--data-dir", str(root.path), "--run", "other", "-o", str(out)]) == 0
     assert str(broken) in capsys.readouterr().err
     assert isinstance(json.loads(out.read_text()), list)
+
+
+def test_report_says_it_lists_the_worst_of_all_and_shows_the_filter_as_written(
+        root: DataRoot, tmp_path: Path) -> None:
+    view = open_run(root)
+    where = "result <> 'passed' OR dtype = 'float16'"
+    result = export_rows(view, where, "md", tmp_path / "report.md")
+    text = (tmp_path / "report.md").read_text()
+    assert result.rows > 25
+    assert f"## Worst observations: the 25 worst of {result.rows}" in text
+    assert f"observations matching `{where}`" in text
+    assert "with parameters" not in text
+
+
+def test_csv_says_the_path_and_the_run_it_was_exported_from(root: DataRoot, tmp_path: Path
+                                                            ) -> None:
+    import csv
+
+    view = open_run(root)
+    export_rows(view, None, "csv", tmp_path / "rows.csv")
+    with (tmp_path / "rows.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(r["exported_from_run"] == view.run_id for r in rows)
+    assert {r["path"] for r in rows if r["optimization"] == "-"} <= {"reference"}
+    assert all(r["path"] == r["optimization"] for r in rows if r["optimization"] != "-")

@@ -102,6 +102,6 @@ def test_distinct_values_and_describe(query: TableQuery) -> None:
     assert query.distinct("operations") == [("Abs", 1), ("Exp", 2), ("Log", 1)]
     f = TableFilter(classes=frozenset({"execution"}), text="x").with_values(
         "dtypes", frozenset({"float16"}))
-    assert f.describe() == ["result: execution", "dtype: float16", "text: 'x'"]
+    assert f.describe() == ["result: execution", "dtype: float16", "text: “x”"]
     with pytest.raises(ValueError, match="unknown filter"):
         query.distinct("colour")

@@ -22,6 +22,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Static
+from textual.worker import Worker
 
 from gero_runner.errors import GeroError
 from gero_runner.storage.artifacts import resolve_artifact
@@ -32,6 +33,7 @@ from gero_tui.app.widgets.palette import CLASS_COLORS
 from gero_tui.app.widgets.tab_bar import TabBar
 from gero_tui.app.widgets.tensor_view import TensorView, format_element, side_label
 from gero_tui.app.widgets.worst_list import WorstList
+from gero_tui.app.worker_errors import worker_failure
 from gero_tui.query.detail import Observation, fetch_observation
 from gero_tui.query.tensors import ElementAnalysis, Evidence, analyse, load_evidence
 
@@ -119,7 +121,7 @@ class DetailScreen(Screen[None]):
             self.action_replay()
 
     # Loading --------------------------------------------------------------------------------
-    @work(thread=True, exclusive=True, group="detail-load")
+    @work(thread=True, exclusive=True, group="detail-load", exit_on_error=False)
     def load(self) -> None:
         """Fetch the row, then the evidence (each shown as soon as it is there)."""
         try:
@@ -222,7 +224,7 @@ class DetailScreen(Screen[None]):
                             style="italic"))
         self.replay()
 
-    @work(thread=True, exclusive=True, group="detail-replay")
+    @work(thread=True, exclusive=True, group="detail-replay", exit_on_error=False)
     def replay(self) -> None:
         """Re-run the case from its evidence and compare with what was stored."""
         try:
@@ -294,6 +296,11 @@ class DetailScreen(Screen[None]):
 
         if self.observation is not None:
             self.app.push_screen(OpHistogramScreen(self.source, str(self.observation["op_type"])))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that raised: say so; the explorer goes on."""
+        if (error := worker_failure(event)) is not None:
+            self.notify(error, title="Detail failed", severity="error", timeout=15)
 
 
 # The palette's colours: ANSI red and magenta look alike in many themes (see palette.py).
@@ -411,7 +418,7 @@ WORST_HEADER = ("index", "", "|a−r|", "ULP", "actual", "reference", "float64")
 def worst_rows(analysis: ElementAnalysis, evidence: Evidence
                ) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """The worst elements as text cells (the verdict 'within' or 'OUT' second)."""
-    rows = [(
+    rows: list[tuple[str, ...]] = [(
         str(list(w.index)),
         "within" if w.within else "OUT",
         "≠" if math.isnan(w.abs_error) else f"{w.abs_error:.3e}",

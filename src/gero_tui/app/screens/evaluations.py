@@ -8,30 +8,41 @@ interrupted) that posts the row count and first page back; the UI thread never w
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import duckdb
-from textual import events, on, work
+from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Input, Static
+from textual.worker import Worker, WorkerState
 
 from gero_tui.app.widgets.evaluations_table import PAGE_SIZE, EvaluationsTable
 from gero_tui.app.widgets.filter_bar import FilterBar
 from gero_tui.app.widgets.key_bar import KeyBar
+from gero_tui.app.widgets.palette import CLASS_COLORS
 from gero_tui.query.table import (
+    COLUMN_FILTERS,
+    COLUMN_KEYS,
     COLUMNS,
+    GROUPINGS,
     NATURAL,
     RESULT_CLASSES,
+    TEXT_SEARCHED,
     VALUE_FILTERS,
+    GroupedRows,
+    Grouping,
     Page,
     Selection,
     TableFilter,
     TableQuery,
     TableSort,
+    split_covers,
 )
 
 if TYPE_CHECKING:
@@ -43,57 +54,73 @@ T = TypeVar("T")
 class EvaluationsScreen(Screen[None]):
     """Every evaluation of the run, filtered and sorted in DuckDB, a page at a time."""
 
-    app: ExplorerApp  # type: ignore[assignment]
+    app: ExplorerApp
 
     CSS_PATH = "evaluations.tcss"
     AUTO_FOCUS = "#table"
     """Not the (hidden) text box: keys typed while the screen opens go to the table."""
 
+    # Priority, every key but escape: the app runs a priority binding before it hands the
+    # next keys on, so the keys typed right after one that opens a screen (a picker, the
+    # find box, a detail) reach that screen, not this one. While the find box has focus,
+    # check_action turns them off and they are text.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1", "toggle_class('passed')", "Passed",
-                tooltip="Show/hide passed rows (no class chosen: all)", show=False),
+                tooltip="Show/hide passed rows (no class chosen: all)", show=False,
+                priority=True),
         Binding("2", "toggle_class('divergence')", "Divergence",
-                tooltip="Show/hide backend divergences", show=False),
+                tooltip="Show/hide backend divergences", show=False, priority=True),
         Binding("3", "toggle_class('contract_issue')", "Contract",
-                tooltip="Show/hide contract issues", show=False),
+                tooltip="Show/hide contract issues", show=False, priority=True),
         Binding("4", "toggle_class('execution')", "Execution",
-                tooltip="Show/hide execution failures", show=False),
-        # Priority: the app runs it before it hands the next keys on, so the keys that came
-        # with `/` in one burst (a paste, SSH batching) reach the box it focuses.
+                tooltip="Show/hide execution failures", show=False, priority=True),
         Binding("slash", "text_filter", "Find",
-                tooltip="Free text in operation, case, dtype, details", priority=True),
+                tooltip=f"Free text in {TEXT_SEARCHED}", priority=True),
         Binding("o", "pick_values('operations')", "Op",
-                tooltip="Filter by operation"),
+                tooltip="Filter by operation", priority=True),
         Binding("t", "pick_values('dtypes')", "Dtype",
-                tooltip="Filter by dtype"),
+                tooltip="Filter by dtype", priority=True),
         Binding("z", "pick_values('optimizations')", "Opt",
-                tooltip="Filter by optimisation level"),
+                tooltip="Filter by optimisation level (or the reference path)", priority=True),
         Binding("b", "pick_values('backends')", "Runtime",
                 tooltip="Filter by runtime (onnxruntime, openvino, tract, onnx-reference)",
-                show=False),
+                priority=True),
         Binding("u", "pick_values('suites')", "Suite",
-                tooltip="Filter by suite (synthetic, onnx-backend, models)", show=False),
+                tooltip="Filter by suite (synthetic, onnx-backend, models)", priority=True),
         Binding("c", "pick_values('checks')", "Check",
-                tooltip="Filter by check (agreement, analytic, contracts)", show=False),
+                tooltip="Filter by check (agreement, analytic, contracts)", priority=True),
+        Binding("w", "pick_values('arbiters')", "Arbiter",
+                tooltip="Filter by the side the float64 arbiter is closer to "
+                "(actual: ORT is the wrong side)", priority=True),
         Binding("x", "clear_filters", "Clear",
-                tooltip="Clear every filter"),
+                tooltip="Clear every filter", priority=True),
         Binding("s", "pick_sort", "Sort",
-                tooltip="Sort by a column (again: reverse)"),
+                tooltip="Sort by a column (again: reverse)", priority=True),
         Binding("S", "reverse_sort", "Reverse sort",
-                tooltip="Reverse the sort direction", show=False),
+                tooltip="Reverse the sort direction", priority=True),
         Binding("enter", "open_evaluation", "Open",
-                tooltip="Open the evaluation under the cursor", show=False),
+                tooltip="Open the evaluation under the cursor", priority=True),
         Binding("r", "replay", "Replay",
-                tooltip="Replay the evaluation under the cursor", show=False),
+                tooltip="Replay the evaluation under the cursor", priority=True),
         Binding("space", "toggle_selected", "Select",
-                tooltip="Select/unselect the row under the cursor", show=False),
+                tooltip="Select/unselect the row under the cursor", priority=True),
         Binding("a", "select_matching", "Select all",
-                tooltip="Select every matching row (again: none)", show=False),
+                tooltip="Select every matching row (again: none)", priority=True),
         Binding("e", "export", "Export",
-                tooltip="Export the selected rows, or all matching rows"),
-        Binding("g", "op_histogram", "Per-op histogram", show=False),
+                tooltip="Export the selected rows, or all matching rows", priority=True),
+        Binding("g", "op_histogram", "Histogram",
+                tooltip="Max abs. error histogram of the operation under the cursor",
+                priority=True),
+        # VisiData's Shift-F; F is the app's Findings key, so lower case here.
+        Binding("f", "frequency", "Frequency",
+                tooltip="Counts of each value of the column under the column cursor "
+                "(left/right move it) within the filter; enter filters to a value",
+                priority=True),
+        Binding("m", "toggle_grouping", "Group",
+                tooltip="One row per case and check: merge the optimisation levels, then the "
+                "dtypes, then none (enter opens the worst row of a group)", priority=True),
         Binding("escape", "back", "Back",
-                tooltip="Leave the text filter, or back to the overview"),
+                tooltip="Leave the find box, or back to the overview"),
     ]
 
     table_filter: reactive[TableFilter] = reactive(TableFilter, init=False)
@@ -102,6 +129,8 @@ class EvaluationsScreen(Screen[None]):
     """In what order."""
     selection: reactive[Selection] = reactive(Selection, init=False)
     """Which rows are selected (``space``, ``a``)."""
+    grouping: reactive[str | None] = reactive(None, init=False)
+    """A ``GROUPINGS`` key (``m``): rows that differ only in it are one row; None: every row."""
 
     class OpenEvaluation(Message):
         """``enter``: open the detail of one evaluation."""
@@ -134,11 +163,14 @@ class EvaluationsScreen(Screen[None]):
             super().__init__()
 
     class RowsLoaded(Message):
-        def __init__(self, generation: int, count: int, page: Page, total: int | None) -> None:
+        def __init__(self, generation: int, count: int, page: Page, total: int | None,
+                     groups: GroupedRows | None = None) -> None:
             self.generation = generation
             self.count = count
             self.page = page
             self.total = total
+            self.groups = groups
+            """The grouped table the page came from (grouping on)."""
             super().__init__()
 
     class PageLoaded(Message):
@@ -154,26 +186,29 @@ class EvaluationsScreen(Screen[None]):
             super().__init__()
 
     class QueryFailed(Message):
-        def __init__(self, error: str) -> None:
+        def __init__(self, error: str, generation: int | None = None) -> None:
             self.error = error
+            self.generation = generation
+            """The query's generation: a superseded query's failure is not shown."""
             super().__init__()
 
-    class ValuesLoaded(Message):
-        def __init__(self, key: str, values: list[tuple[str, int]]) -> None:
-            self.key = key
-            self.values = values
-            super().__init__()
 
     def __init__(self, table_filter: TableFilter | None = None,
-                 sort: TableSort | None = None) -> None:
+                 sort: TableSort | None = None, find: bool = False,
+                 grouping: str | None = None) -> None:
         super().__init__()
+        self._find_on_mount = find
+        self._groups: GroupedRows | None = None
+        """The grouped table the rows on screen come from."""
+        """Open with the find box focused (``/`` on the overview)."""
         self.set_reactive(EvaluationsScreen.table_filter, table_filter or TableFilter())
         self.set_reactive(EvaluationsScreen.sort, sort or TableSort())
+        self.set_reactive(EvaluationsScreen.grouping, grouping if grouping in GROUPINGS else None)
         self._generation = 0
         self._rows_query: TableQuery | None = None
         self.matching_count: int | None = None
         """Rows matching the current filter, once counted."""
-        self._counted: TableFilter | None = None
+        self._counted: tuple[TableFilter, str | None] | None = None
         """The filter ``matching_count`` counts (a new sort needs no new count)."""
         self.total_count: int | None = None
         self.selected_count = 0
@@ -181,16 +216,20 @@ class EvaluationsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="title")
         yield FilterBar(id="filter-bar")
-        box = Input(placeholder="find in operation, case, dtype, details (enter: done)",
+        box = Input(placeholder=f"find in {TEXT_SEARCHED} (enter: done)",
                     id="text-filter", value=self.table_filter.text)
         box.display = bool(self.table_filter.text)
         yield box
         yield EvaluationsTable(id="table")
+        # The full reason of the row under the cursor: the Details column keeps what fits.
+        yield Static(id="why")
         # One line of keys; Textual's Footer rebuilds a widget per key on every screen change.
         yield KeyBar()
 
     def on_mount(self) -> None:
         self.set_focus(self.table)
+        if self._find_on_mount:
+            self.action_text_filter()
         self.table.set_sort(self.sort)
         self._sync_bar()
         self.source_changed()
@@ -223,19 +262,22 @@ class EvaluationsScreen(Screen[None]):
         finally:
             query.close()
 
+    # The detail and export screens are pushed now, not on the next message: the keys typed
+    # after `enter` go to the detail.
     def open_evaluation(self, observation_id: str, row_number: int | None = None) -> None:
-        self.post_message(self.OpenEvaluation(observation_id, row_number))
+        self.app.open_detail(observation_id, row_number)
 
     def replay_evaluation(self, observation_id: str, row_number: int | None = None) -> None:
-        self.post_message(self.ReplayEvaluation(observation_id, row_number))
+        self.app.open_detail(observation_id, row_number, replay=True)
 
     def export_rows(self) -> None:
         if self.selection.is_empty:
             where, params = self.filter_where()
-            self.post_message(self.ExportRows(where, params, False, self.matching_count))
+            self.app.open_export(where, params, False, self.matching_count,
+                                 "; ".join(self.table_filter.describe()))
         else:
             where, params = self.selection_where()
-            self.post_message(self.ExportRows(where, params, True, self.selected_count))
+            self.app.open_export(where, params, True, self.selected_count)
 
     # -- queries -----------------------------------------------------------------------
 
@@ -259,7 +301,7 @@ class EvaluationsScreen(Screen[None]):
         first, self.app.first_page = self.app.first_page, None
         limit = max(PAGE_SIZE, self.table.visible_rows + 1)
         if (first is not None and self.table_filter.is_empty and self.sort.column == NATURAL
-                and self.selection.is_empty
+                and self.selection.is_empty and self.grouping is None
                 and (len(first[0].rows) >= limit or len(first[0].rows) == first[1])):
             # Read ahead while Textual started (gero_tui.app.prefetch): paint it now.
             self._rows_query = None
@@ -268,34 +310,41 @@ class EvaluationsScreen(Screen[None]):
         # The cursor is made here so that a newer filter can interrupt its query at once.
         self._rows_query = TableQuery(source)
         self.query_one(FilterBar).busy = True
-        known = self.matching_count if self._counted == self.table_filter else None
+        counted = (self.table_filter, self.grouping)
+        known = self.matching_count if self._counted == counted else None
+        grouping = GROUPINGS.get(self.grouping or "")
+        groups = self._groups if self._groups is not None and known is not None else None
         self._load_rows(self._rows_query, self._generation, self.table_filter, self.sort,
                         self.selection, limit, need_total=self.total_count is None,
-                        known_count=known)
+                        known_count=known, grouping=grouping, groups=groups)
 
-    @work(thread=True, exclusive=True, group="rows")
+    @work(thread=True, exclusive=True, group="rows", exit_on_error=False)
     def _load_rows(self, query: TableQuery, generation: int, table_filter: TableFilter,
                    sort: TableSort, selection: Selection, limit: int, need_total: bool,
-                   known_count: int | None = None) -> None:
+                   known_count: int | None = None, grouping: Grouping | None = None,
+                   groups: GroupedRows | None = None) -> None:
         try:
-            page = query.page(table_filter, sort, 0, limit, selection)
+            if grouping is not None and groups is None:
+                # A new filter or grouping: group once; a new sort pages the same groups.
+                groups = query.group(table_filter, grouping, f"grouped_{id(self)}_{generation}")
+            page = query.page(table_filter, sort, 0, limit, selection, groups)
             # A short first page is the whole result: no need to count.
             short = len(page.rows) < limit
-            count = (len(page.rows) if short else known_count if known_count is not None
-                     else query.count(table_filter))
+            count = (groups.count if groups is not None else len(page.rows) if short
+                     else known_count if known_count is not None else query.count(table_filter))
             total = None
             if need_total:
                 total = count if table_filter.is_empty else query.count(TableFilter())
         except duckdb.InterruptException:
             return  # superseded by a newer filter
         except duckdb.Error as e:
-            self.post_message(self.QueryFailed(str(e)))
+            self.post_message(self.QueryFailed(str(e), generation))
             return
         finally:
             query.close()
-        self.post_message(self.RowsLoaded(generation, count, page, total))
+        self.post_message(self.RowsLoaded(generation, count, page, total, groups))
 
-    def _query(self, ask: Callable[[TableQuery], T]) -> T | None:
+    def _query(self, ask: Callable[[TableQuery], T], generation: int | None = None) -> T | None:
         """Run one question on a fresh cursor (worker threads only); a failure is posted."""
         source = self.app.source
         if source is None:
@@ -304,40 +353,49 @@ class EvaluationsScreen(Screen[None]):
         try:
             return ask(query)
         except duckdb.Error as e:
-            self.post_message(self.QueryFailed(str(e)))
+            self.post_message(self.QueryFailed(str(e), generation))
             return None
         finally:
             query.close()
 
-    @work(thread=True, exclusive=True, group="page")
+    @work(thread=True, exclusive=True, group="page", exit_on_error=False)
     def _load_page(self, generation: int, table_filter: TableFilter, sort: TableSort,
-                   selection: Selection, offset: int, limit: int) -> None:
-        page = self._query(lambda q: q.page(table_filter, sort, offset, limit, selection))
+                   selection: Selection, offset: int, limit: int,
+                   groups: GroupedRows | None) -> None:
+        page = self._query(lambda q: q.page(table_filter, sort, offset, limit, selection, groups),
+                           generation)
         if page is not None:
             self.post_message(self.PageLoaded(generation, page))
 
-    @work(thread=True, exclusive=True, group="selection")
+    @work(thread=True, group="drop", exit_on_error=False)
+    def _drop_groups(self, name: str) -> None:
+        """A grouped table no page reads any more (a late page of it fails unseen)."""
+        self._query(lambda q: q.drop(name))
+
+    @work(thread=True, exclusive=True, group="selection", exit_on_error=False)
     def _count_selection(self, selection: Selection) -> None:
         count = self._query(lambda q: q.selected_count(selection))
         if count is not None:
             self.post_message(self.SelectionCounted(selection, count))
 
-    @work(thread=True, exclusive=True, group="values")
-    def _load_values(self, key: str) -> None:
-        values = self._query(lambda q: q.distinct(key))
-        if values is not None:
-            self.post_message(self.ValuesLoaded(key, values))
 
     def on_evaluations_screen_rows_loaded(self, message: RowsLoaded) -> None:
         if message.generation != self._generation:
             return
         self._rows_query = None
         self.matching_count = message.count
-        self._counted = self.table_filter
+        self._counted = (self.table_filter, self.grouping)
+        if self._groups is not None and message.groups is not self._groups:
+            self._drop_groups(self._groups.name)
+        self._groups = message.groups
+        self.table.grouped_column = (None if message.groups is None
+                                     else message.groups.grouping.column)
         if message.total is not None:
             self.total_count = message.total
         self.table.reset(message.count, message.page)
-        self.query_one(FilterBar).busy = False
+        bar = self.query_one(FilterBar)
+        bar.busy = False
+        bar.problem = ""
         self._sync_bar()
 
     def on_evaluations_screen_page_loaded(self, message: PageLoaded) -> None:
@@ -350,24 +408,79 @@ class EvaluationsScreen(Screen[None]):
             self._sync_bar()
 
     def on_evaluations_screen_query_failed(self, message: QueryFailed) -> None:
-        self.query_one(FilterBar).busy = False
+        if message.generation is not None and message.generation != self._generation:
+            return  # superseded: the newer query says how it went
+        self._rows_query = None
+        bar = self.query_one(FilterBar)
+        bar.busy = False
+        bar.problem = f"query failed: {message.error}"
         self.table.loading_text = f"Query failed: {message.error}"
         self.table.refresh()
         self.notify(message.error, title="Query failed", severity="error", timeout=10)
 
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that raised: say so on the status line; the app goes on."""
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.post_message(self.QueryFailed(f"{type(error).__name__}: {error}"))
+
+    def on_evaluations_table_cursor_moved(self, message: EvaluationsTable.CursorMoved) -> None:
+        self.query_one("#why", Static).update(
+            why_text(self.table.row(message.index), self.table.grouped_column))
+
     def on_evaluations_table_page_needed(self, message: EvaluationsTable.PageNeeded) -> None:
         self._load_page(self._generation, self.table_filter, self.sort, self.selection,
-                        message.offset, message.limit)
+                        message.offset, message.limit, self._groups)
 
     def on_evaluations_table_sort_requested(self, message: EvaluationsTable.SortRequested
                                             ) -> None:
         self._sort_by(message.column)
 
     def watch_table_filter(self) -> None:
+        if not self.selection.is_empty:
+            # A selection made under another filter may hold rows this one hides: `e` would
+            # export rows that are not on screen. Dropped, and said so.
+            self.selection = Selection()
+            self.notify("selection cleared: the filter changed", timeout=4)
         self._sync_bar()
         self.refresh_rows()
 
+    def action_frequency(self) -> None:
+        """``f``: the values of the column under the column cursor, with their counts."""
+        from gero_tui.app.screens.frequency import FrequencyScreen
+
+        key = self.table.column_key
+        column = next(c for c in COLUMNS if c.key == key)
+        table_filter = self.table_filter
+        scope = "; ".join(table_filter.describe()) or "every row"
+        target = COLUMN_FILTERS.get(key)
+
+        def chosen(value: str | None) -> None:
+            if value is None or target is None:
+                return
+            if target == "classes":
+                if value in RESULT_CLASSES:
+                    self.table_filter = replace(self.table_filter, classes=frozenset({value}))
+            else:
+                self.table_filter = self.table_filter.with_values(target, frozenset({value}))
+
+        self.app.push_screen(
+            FrequencyScreen(column.label, lambda: self._query(
+                lambda q: q.frequency(key, table_filter)), target is not None, scope),
+            chosen)
+
+    def watch_grouping(self) -> None:
+        self.app.last_grouping = self.grouping
+        self._sync_bar()
+        self.refresh_rows()
+
+    def action_toggle_grouping(self) -> None:
+        """Step through the groupings: levels merged, dtypes merged, none."""
+        keys = [None, *GROUPINGS]
+        self.grouping = keys[(keys.index(self.grouping) + 1) % len(keys)]
+
     def watch_sort(self) -> None:
+        self.app.last_sort = self.sort  # the next table opened keeps it
         self.table.set_sort(self.sort)
         self._sync_bar()
         self.refresh_rows()
@@ -386,6 +499,8 @@ class EvaluationsScreen(Screen[None]):
         bar.matching = self.matching_count
         bar.total = self.total_count
         bar.selected = self.selected_count
+        bar.grouping = GROUPINGS[self.grouping].label if self.grouping else ""
+        bar.grouped_rows = self._groups.rows if self._groups is not None else None
         bar.refresh(layout=True)  # its height follows its text (one line may wrap)
 
     # -- actions -----------------------------------------------------------------------
@@ -394,13 +509,13 @@ class EvaluationsScreen(Screen[None]):
         """Show or hide one result class (none chosen: all shown)."""
         self.table_filter = self.table_filter.toggle_class(result)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While the find box has focus, the screen's keys are text (escape excepted)."""
+        return action == "back" or not isinstance(self.focused, Input)
+
     def action_text_filter(self) -> None:
-        """Free-text filter over operation, case, dtype and details."""
+        """Free-text filter over every text column the table shows."""
         box = self.query_one("#text-filter", Input)
-        if self.focused is box:  # (has_focus waits for the Focus event)
-            # The binding has priority: a `/` typed in the box is text, after the keys before it.
-            box.post_message(events.Key("slash", "/"))
-            return
         box.display = True
         # At once, not on the next idle (Widget.focus): the keys after `/` go to the box.
         self.set_focus(box)
@@ -419,21 +534,25 @@ class EvaluationsScreen(Screen[None]):
         self.table.focus()
 
     def action_pick_values(self, key: str) -> None:
-        """Choose values of one column (operation, dtype, optimisation, suite, check)."""
-        self._load_values(key)
+        """Choose values of one column (operation, dtype, optimisation, suite, check, arbiter).
 
-    def on_evaluations_screen_values_loaded(self, message: ValuesLoaded) -> None:
+        The picker opens now and counts in its own worker: keys typed right after this one
+        go to the picker, not to the table under it.
+        """
         from gero_tui.app.screens.value_picker import ValuePickerScreen
 
-        key = message.key
         label = VALUE_FILTERS[key][1]
+        # Counts under every other active filter: what choosing a value would leave.
+        others = self.table_filter.with_values(key, frozenset())
 
         def chosen(values: frozenset[str] | None) -> None:
             if values is not None:
                 self.table_filter = self.table_filter.with_values(key, values)
 
         self.app.push_screen(
-            ValuePickerScreen(f"Filter by {label}", message.values, self.table_filter.values(key)),
+            ValuePickerScreen(f"Filter by {label}",
+                              lambda: self._query(lambda q: q.distinct(key, others)),
+                              self.table_filter.values(key)),
             chosen)
 
     def action_clear_filters(self) -> None:
@@ -508,7 +627,7 @@ class EvaluationsScreen(Screen[None]):
 
     def action_back(self) -> None:
         box = self.query_one("#text-filter", Input)
-        if box.has_focus:
+        if self.focused is box:  # (has_focus waits for the Focus event)
             box.display = bool(box.value)
             self.table.focus()
         elif len(self.app.screen_stack) > 2:
@@ -516,5 +635,33 @@ class EvaluationsScreen(Screen[None]):
         else:
             self.app.show_overview()
 
+
+def why_text(row: tuple[Any, ...] | None, grouped_column: str | None = None) -> Text:
+    """The line under the table: the row's result and full reason (and arbiter); for a
+    group, what its rows cover with each one's result first."""
+    if row is None:
+        return Text("")
+    values = dict(zip(COLUMN_KEYS, row[2:], strict=False))
+    result = str(values.get("result") or "")
+    text = Text()
+    if grouped_column is not None:
+        covers = split_covers(str(values.get(grouped_column) or ""))
+        text.append(f"{len(covers)} row{'s' if len(covers) != 1 else ''}: ", style="bold")
+        for n, (name, member) in enumerate(covers):
+            text.append(" · " if n else "")
+            text.append(f"{name} ")
+            text.append(member.replace("_", " "), style=CLASS_COLORS.get(member, ""))
+        text.append("; worst shown: ", style="dim")
+    text.append(f"{result.replace('_', ' ')}: ", style=f"bold {CLASS_COLORS.get(result, '')}")
+    text.append(str(values.get("details") or "-"))
+    arbiter = values.get("arbiter")
+    if result == "divergence" and arbiter and arbiter != "-":
+        text.append(f"  (float64 arbiter: closer to {ARBITER_WORDS.get(arbiter, arbiter)})",
+                    style="dim")
+    return text
+
+
+ARBITER_WORDS = {"actual": "the actual side: the path under test is off",
+                 "reference": "the reference side", "tie": "neither side"}
 
 __all__ = ["RESULT_CLASSES", "EvaluationsScreen"]

@@ -18,8 +18,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
+from textual.worker import Worker
 
 from gero_runner.errors import GeroError
+from gero_tui.app.worker_errors import worker_failure
 
 FORMATS = ("csv", "parquet", "json", "md")
 FORMAT_LABELS = {"csv": "CSV", "parquet": "Parquet", "json": "JSON", "md": "Markdown"}
@@ -33,6 +35,8 @@ class ExportScope:
     params: tuple[Any, ...] = ()
     description: str = "all rows of the run"
     count: int | None = None
+    filter_text: str = ""
+    """The filter in the user's words ("result: divergence"), for a report's header."""
 
     @staticmethod
     def of_ids(ids: Sequence[str]) -> ExportScope:
@@ -63,7 +67,8 @@ def export_scope(source: Any, scope: ExportScope, fmt: str, path: Path) -> tuple
     cursor = source.cursor()
     view = OpenRun(data_root_of(source), source.run_id, cursor,
                    list(getattr(source, "problems", [])))
-    result = export_rows(view, Filter(scope.sql, tuple(scope.params)), fmt, path, cursor=cursor)
+    result = export_rows(view, Filter(scope.sql, tuple(scope.params), scope.filter_text), fmt,
+                         path, cursor=cursor)
     return result.path.resolve(), result.rows
 
 
@@ -183,7 +188,7 @@ class ExportDialog(ModalScreen[Path | None]):
         self._status(Text("writing the bundle…"))
         self._write_bundle(path, self.current_id)
 
-    @work(thread=True, exclusive=True, group="export")
+    @work(thread=True, exclusive=True, group="export", exit_on_error=False)
     def _write_rows(self, path: Path, fmt: str) -> None:
         try:
             written, rows = export_scope(self.source, self.scope, fmt, path)
@@ -193,7 +198,7 @@ class ExportDialog(ModalScreen[Path | None]):
             text = Text(f"✗ {e}", style="bold red")
         self.app.call_from_thread(self._status, text)
 
-    @work(thread=True, exclusive=True, group="export")
+    @work(thread=True, exclusive=True, group="export", exit_on_error=False)
     def _write_bundle(self, path: Path, observation_id: str) -> None:
         try:
             written, command = export_bundle(self.source, observation_id, path)
@@ -205,3 +210,8 @@ class ExportDialog(ModalScreen[Path | None]):
 
     def _status(self, text: Text) -> None:
         self.query_one("#export-status", Static).update(text)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that raised: say so; the explorer goes on."""
+        if (error := worker_failure(event)) is not None:
+            self.notify(error, title="Export failed", severity="error", timeout=15)

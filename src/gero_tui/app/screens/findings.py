@@ -52,7 +52,7 @@ def summary_line(report: FindingsReport) -> Text:
 class FindingsScreen(Screen[None]):
     """Every cause behind the run's non-passed observations; `enter` shows its rows."""
 
-    app: ExplorerApp  # type: ignore[assignment]
+    app: ExplorerApp
 
     CSS_PATH = "findings.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -11,8 +11,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
+from textual.worker import Worker
 
 from gero_tui.app.widgets.histogram import Bar, Chart, Histogram
+from gero_tui.app.worker_errors import worker_failure
 from gero_tui.query.histograms import GroupHistogram, OperationHistogram, operation_histogram
 
 SHADES = " ▁▂▃▄▅▆▇█"
@@ -74,7 +76,7 @@ class OpHistogramScreen(Screen[None]):
     def on_mount(self) -> None:
         self.load()
 
-    @work(thread=True, exclusive=True, group="op-histogram")
+    @work(thread=True, exclusive=True, group="op-histogram", exit_on_error=False)
     def load(self) -> None:
         cursor = self.source.cursor()
         if not self.op_type and self.observation_id:
@@ -118,3 +120,8 @@ class OpHistogramScreen(Screen[None]):
         low, high = self.histogram.decade_range
         self.query_one("#op-bars", Histogram).chart = group_chart(
             self.histogram.groups[index], low, high)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that raised: say so; the explorer goes on."""
+        if (error := worker_failure(event)) is not None:
+            self.notify(error, title="Histogram failed", severity="error", timeout=15)

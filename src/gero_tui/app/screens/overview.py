@@ -13,12 +13,14 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Label, OptionList, Static
+from textual.worker import Worker
 
 from gero_runner.errors import GeroError
 from gero_tui.app.widgets.class_counts import ClassCounts
 from gero_tui.app.widgets.key_bar import KeyBar
 from gero_tui.app.widgets.operation_bars import SEGMENTS, OperationBars
 from gero_tui.app.widgets.timing_table import TimingTable
+from gero_tui.app.worker_errors import worker_failure
 from gero_tui.query.table import RESULT_CLASSES, TableFilter
 
 CLASS_NAMES = {"passed": "passed", "divergence": "divergence",
@@ -53,22 +55,25 @@ def _operation_filter(option_id: str) -> TableFilter:
 class OverviewScreen(Screen[None]):
     """What the run found, at a glance; every figure leads to its evaluations."""
 
-    app: ExplorerApp  # type: ignore[assignment]
+    app: ExplorerApp
 
     CSS_PATH = "overview.tcss"
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+    HORIZONTAL_BREAKPOINTS = [  # noqa: RUF012 (Textual declares it per instance)
         (0, "-narrow"), (100, "-wide")]
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open_operation", "Open operation", show=False),
         Binding("f", "app.findings", "Findings"),
         Binding("n", "group_bars", "By finding", tooltip="Bars per operation or per finding"),
-        Binding("v", "open_all", "Evaluations"),
+        # Priority, and awaited: the keys typed right after these reach the table they open.
+        Binding("v", "open_all", "Evaluations", priority=True),
+        Binding("slash", "find", "Find", tooltip="Open the evaluations table's find box",
+                priority=True),
         Binding("g", "op_histogram", "Per-op histogram"),
-        Binding("1", "open_class('passed')", "Passed", show=False),
-        Binding("2", "open_class('divergence')", "Divergence", show=False),
-        Binding("3", "open_class('contract_issue')", "Contract", show=False),
-        Binding("4", "open_class('execution')", "Execution", show=False),
+        Binding("1", "open_class('passed')", "Passed", show=False, priority=True),
+        Binding("2", "open_class('divergence')", "Divergence", show=False, priority=True),
+        Binding("3", "open_class('contract_issue')", "Contract", show=False, priority=True),
+        Binding("4", "open_class('execution')", "Execution", show=False, priority=True),
         Binding("tab", "focus_next", "Next pane", show=False),
     ]
 
@@ -110,7 +115,8 @@ class OverviewScreen(Screen[None]):
                 yield OperationBars(id="bars")
             with Vertical(id="timing"):
                 yield Label("Inference time, with context\n"
-                            "[dim]ms, median of per-case medians[/]", classes="heading")
+                            "[dim]ms, median of per-case medians; pairs: cases timed on both "
+                            "sides[/]", classes="heading")
                 yield TimingTable(id="timings")
         # One line of keys; Textual's Footer rebuilds a widget per key on every screen change.
         yield KeyBar()
@@ -159,7 +165,7 @@ class OverviewScreen(Screen[None]):
         if self._stale:
             self.source_changed()
 
-    @work(thread=True, exclusive=True, group="overview")
+    @work(thread=True, exclusive=True, group="overview", exit_on_error=False)
     def _load(self, source: Any) -> None:
         # Deferred: the summary module imports the runner's schema, and so pyarrow (~0.2 s),
         # which the explorer does not pay before its first paint.
@@ -263,11 +269,25 @@ class OverviewScreen(Screen[None]):
                 op = option.id.partition("\t")[0]
                 self.app.push_screen(OpHistogramScreen(self.app.source, op))
 
-    def action_open_all(self) -> None:
+    async def action_open_all(self) -> None:
         """Open the evaluations table without a filter."""
-        self.app.show_evaluations(TableFilter())
+        await self._open(TableFilter())
 
-    def action_open_class(self, result: str) -> None:
+    async def action_find(self) -> None:
+        """``/``: the evaluations table with its find box open (the keys typed next go there)."""
+        await self._open(TableFilter(), find=True)
+
+    async def action_open_class(self, result: str) -> None:
         """Open the evaluations table filtered to one result class."""
         if result in RESULT_CLASSES:
-            self.app.show_evaluations(TableFilter(classes=frozenset({result})))
+            await self._open(TableFilter(classes=frozenset({result})))
+
+    async def _open(self, table_filter: TableFilter, find: bool = False) -> None:
+        mounted = self.app.show_evaluations(table_filter, find=find)
+        if mounted is not None:
+            await mounted
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that raised: say so; the explorer goes on."""
+        if (error := worker_failure(event)) is not None:
+            self.notify(error, title="Overview query failed", severity="error", timeout=15)

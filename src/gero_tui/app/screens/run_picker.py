@@ -33,7 +33,7 @@ class RunPickerScreen(ModalScreen[str | None]):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns("", "Run", "Date (UTC)", "Suite", "ORT", "onnx",
-                          "Obs.", "New", "Div.", "Issues")
+                          "Obs.", "New", "Div.", "Issues", "Tolerances", "Command")
         for run in self.runs:
             issues = run.counts.get("contract_issue", 0) + run.counts.get("execution", 0)
             table.add_row(
@@ -41,7 +41,8 @@ class RunPickerScreen(ModalScreen[str | None]):
                 run.run_id, run.date, run.suite, run.onnxruntime_version, run.onnx_version,
                 f"{run.observation_count:,}", f"{run.new_observation_count:,}",
                 f"{run.counts.get('divergence', 0):,}", f"{issues:,}" if not run.problem
-                else "unreadable",
+                else "unreadable", run.tolerance_overrides or "defaults",
+                run.command_line.removeprefix("gero ") or "-",
                 key=run.run_id,
             )
         ids = [r.run_id for r in self.runs]

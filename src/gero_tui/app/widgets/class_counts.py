@@ -51,13 +51,15 @@ class ClassCounts(Static):
             figure = Text("…" if counts is None else f"{sum(counts.get(c, 0) for c in classes):,}",
                           style=f"bold {color}")
             heading = Text(title, style="bold")
-            keys = "".join(str(i) for i, c in enumerate(
+            keys = " ".join(str(i) for i, c in enumerate(
                 ("passed", "divergence", "contract_issue", "execution"), start=1) if c in classes)
             sub = Text(caption, style="dim")
             if counts is not None and len(classes) > 1:
                 sub = Text(" · ".join(f"{counts.get(c, 0):,} {c.replace('_issue', '')}"
                                       for c in classes), style="dim")
-            sub.append(f"  [{keys}]", style="dim")
+            # The keys that open these rows, said as keys: "[34]" read like a count.
+            sub.append(f"  key {keys.replace(' ', ' or ')}" if len(classes) > 1
+                       else f"  key {keys}", style="dim")
             if narrow:
                 grid.add_row(heading, figure, sub)
             else:

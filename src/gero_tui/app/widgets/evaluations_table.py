@@ -8,6 +8,7 @@ before its page has arrived is drawn as a placeholder and its page is asked for 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, ClassVar
 
 from rich.cells import cell_len, set_cell_size
@@ -21,7 +22,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gero_tui.query.table import COLUMNS, Page, TableSort
+from gero_tui.query.table import COLUMNS, OPT_LEVELS, Page, TableSort, split_covers
 
 PAGE_SIZE = 128
 KEEP_ROWS = 8 * PAGE_SIZE
@@ -30,27 +31,32 @@ KEEP_ROWS = 8 * PAGE_SIZE
 # Widths of the fixed columns: as wide as their longest common value (and header), the
 # check and the case name first, since they are what triage reads. "case" and "details"
 # share what is left: the case up to CASE_MAX, then the details.
-WIDTHS = {"input": 9, "optimization": 12, "check": 28, "dtype": 7, "max_abs_error": 14,
-          "result": 10}
-NARROW = {"check": 20, "max_abs_error": 9}
-"""Widths where even the fewest columns do not fit at full width (80 columns)."""
-NARROW_LABELS = {"max_abs_error": "Max error"}
+WIDTHS = {"input": 9, "optimization": 12, "check": 22, "dtype": 7, "max_abs_error": 9,
+          "result": 10, "arbiter": 9}
+NARROW = {"check": 16, "dtype": 5, "result": 8, "arbiter": 3}
+"""Widths where even the fewest columns do not fit at full width (80 columns): short forms
+(f16 for float16, ref for reference) rather than fewer columns."""
+NARROW_LABELS = {"max_abs_error": "Max error", "arbiter": "Arb"}
 # Richest first: the first whose columns leave CASE_FIT + DETAILS_MIN cells is used, else
-# the last. Input goes first (synthetic case names carry the shape), then dtype, then the
-# details (a few cells of them say little; the detail view has them all), so that rows of
-# one case still show their optimisation level at 80 columns.
+# the last. Input goes first (synthetic case names carry the shape), then the details
+# (the line under the table shows the reason of the row under the cursor in full).
 CONFIGS: tuple[tuple[frozenset[str], bool], ...] = (
     (frozenset(), False),
     (frozenset({"input"}), False),
     (frozenset({"input"}), True),
-    (frozenset({"input", "dtype"}), True),
-    (frozenset({"input", "dtype", "details"}), True),
+    (frozenset({"input", "details"}), True),
 )
 CASE_MIN, CASE_FIT, CASE_MAX = 20, 30, 40
 DETAILS_MIN = 10
 MARK_WIDTH = 2
 RESULT_SHORT = {"contract_issue": "contract"}
-OPTIMIZATION_SHORT = {"onnx-reference": "reference"}
+NARROW_VALUES = {
+    "dtype": {"float16": "f16", "float32": "f32", "float64": "f64", "bfloat16": "bf16"},
+    "result": {"contract_issue": "contract", "execution": "exec", "divergence": "diverge"},
+    "arbiter": {"actual": "act", "reference": "ref"},
+}
+SHAPE_TAIL = re.compile(r" (\d+(?:x\d+)*|\[[\d,; \[\]]*\])$")
+"""A case name's trailing shape ("… 3x4x10"): kept when the name is cut."""
 
 
 def _config(width: int) -> tuple[list[str], dict[str, int], bool]:
@@ -84,8 +90,8 @@ def header_label(key: str, width: int) -> str:
     return short if short is not None and cell_len(label) > width else label
 
 
-def format_value(key: str, value: Any) -> str:
-    """A cell's text: errors in short scientific notation, long names shortened."""
+def format_value(key: str, value: Any, width: int | None = None) -> str:
+    """A cell's text: errors in short scientific notation, short forms where narrow."""
     if value is None:
         return "-"
     if key == "max_abs_error":
@@ -93,12 +99,39 @@ def format_value(key: str, value: Any) -> str:
         if math.isnan(v):
             return "-"
         return "0" if v == 0 else f"{v:.2e}"
-    text = str(value)
+    text = str(value).replace("\n", " ")
     if key == "result":
-        return RESULT_SHORT.get(text, text)
-    if key == "optimization":
-        return OPTIMIZATION_SHORT.get(text, text)
-    return text.replace("\n", " ")
+        text = RESULT_SHORT.get(text, text)
+    if width is not None and cell_len(text) > width:
+        short = NARROW_VALUES.get(key, {}).get(str(value))
+        if short is not None:
+            return short
+        if key == "case":
+            return cut_keeping_shape(text, width)
+    return text
+
+
+def cut_keeping_shape(text: str, width: int) -> str:
+    """A case name cut to ``width`` in its middle, so that its trailing shape stays."""
+    tail = SHAPE_TAIL.search(text)
+    if tail is None or cell_len(tail.group()) + 4 > width:
+        return text
+    head = text[:tail.start()]
+    room = width - cell_len(tail.group()) - 1
+    return set_cell_size(head, room) + "…" + tail.group()
+
+
+def covers_label(value: str, width: int) -> str:
+    """What a group covers, in a cell: "all 4 levels", or its names, short where narrow."""
+    names = [name for name, _ in split_covers(value)]
+    if names == list(OPT_LEVELS):
+        return "all 4 levels" if width >= 12 else "4 levels"
+    text = ",".join(names)
+    if cell_len(text) > width:
+        text = ",".join(NARROW_VALUES["dtype"].get(n, n) for n in names)
+    if cell_len(text) > width:
+        text = f"{len(names)} values"
+    return text
 
 
 def _fit(text: str, width: int, right: bool = False) -> str:
@@ -111,13 +144,18 @@ def _fit(text: str, width: int, right: bool = False) -> str:
 class EvaluationsTable(Widget, can_focus=True):
     """Rows of the evaluations query, drawn a line at a time from a page cache."""
 
+    # Priority like the screen's keys: a priority binding runs as its key arrives, a plain
+    # one after a round trip through the widget, so `down enter` typed in one burst would
+    # open the row before the cursor moved.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up,k", "cursor_up", "Up", show=False),
-        Binding("down,j", "cursor_down", "Down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home,g", "first", "First row", show=False),
-        Binding("end,G", "last", "Last row", show=False),
+        Binding("up,k", "cursor_up", "Up", show=False, priority=True),
+        Binding("down,j", "cursor_down", "Down", show=False, priority=True),
+        Binding("pageup", "page_up", "Page up", show=False, priority=True),
+        Binding("pagedown", "page_down", "Page down", show=False, priority=True),
+        Binding("home", "first", "First row", show=False, priority=True),
+        Binding("end,G", "last", "Last row", show=False, priority=True),
+        Binding("left,h", "column(-1)", "Column left", show=False, priority=True),
+        Binding("right,l", "column(1)", "Column right", show=False, priority=True),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -143,6 +181,8 @@ class EvaluationsTable(Widget, can_focus=True):
     """Index of the first row on screen."""
     row_count: reactive[int] = reactive(0)
     """Rows matching the current filter."""
+    column: reactive[int] = reactive(0)
+    """Index (in ``COLUMNS``) of the column under the column cursor (``F`` counts it)."""
 
     class PageNeeded(Message):
         """Rows from ``offset`` are on screen but not loaded."""
@@ -178,6 +218,8 @@ class EvaluationsTable(Widget, can_focus=True):
         self.loading_text = "Loading evaluations…"
         """What the table says while it has no answer yet."""
         self.loaded = False
+        self.grouped_column: str | None = None
+        """The column that lists what each (grouped) row covers; None: rows are not grouped."""
 
     # -- data --------------------------------------------------------------------------
 
@@ -280,6 +322,18 @@ class EvaluationsTable(Widget, can_focus=True):
         self.top += self.visible_rows
         self.cursor += self.visible_rows
 
+    def action_column(self, step: int) -> None:
+        """Move the column cursor to the next shown column left or right."""
+        shown = [index for index, _ in layout(self.size.width - 1)]
+        here = shown.index(self.column) if self.column in shown else 0
+        self.column = shown[max(0, min(len(shown) - 1, here + step))]
+        self.refresh()
+
+    @property
+    def column_key(self) -> str:
+        """The key of the column under the column cursor."""
+        return COLUMNS[self.column].key
+
     def action_first(self) -> None:
         self.cursor = 0
 
@@ -343,6 +397,9 @@ class EvaluationsTable(Widget, can_focus=True):
                 arrow = "▼" if self._sort.descending else "▲"
                 style = sorted_style
             segments.append(Segment(arrow, style))
+            if index == self.column:
+                # The column cursor: underlined and reversed, not only a colour.
+                style = style + Style(reverse=True, underline=True)
             segments.append(Segment(_fit(label, w, right=column.numeric), style))
         return Strip(segments).adjust_cell_length(width, header)
 
@@ -364,7 +421,10 @@ class EvaluationsTable(Widget, can_focus=True):
         segments = [Segment("● " if selected else "  ", line_style)]
         for n, (col, w) in enumerate(columns):
             column = COLUMNS[col]
-            text = _fit(format_value(column.key, row[2 + col]), w, right=column.numeric)
+            value = row[2 + col]
+            if column.key == self.grouped_column:
+                value = covers_label(str(value), w)
+            text = _fit(format_value(column.key, value, w), w, right=column.numeric)
             style = line_style
             if column.key == "result":
                 style = line_style + self.get_component_rich_style(

@@ -42,6 +42,12 @@ class FilterBar(Static):
     """Rows selected (``space``/``a``)."""
     busy: reactive[bool] = reactive(False)
     """Whether a query for this filter is still running."""
+    grouping: reactive[str] = reactive("")
+    """What the grouping toggle merges ("levels merged"); empty: one row per evaluation."""
+    grouped_rows: reactive[int | None] = reactive(None)
+    """Rows matching the filter when they are grouped (``matching`` counts the groups)."""
+    problem: reactive[str] = reactive("")
+    """Why the last query failed (shown until one succeeds)."""
 
     def render(self) -> Text:
         f = self.table_filter
@@ -58,7 +64,11 @@ class FilterBar(Static):
             text.append("counting…", style="italic")
         else:
             of = f" of {self.total:,}" if self.total is not None else ""
-            text.append(f"{self.matching:,}{of} rows", style="bold")
+            if self.grouping and self.grouped_rows is not None:
+                text.append(f"{self.grouped_rows:,}{of} rows in {self.matching:,} "
+                            f"({self.grouping})", style="bold")
+            else:
+                text.append(f"{self.matching:,}{of} rows", style="bold")
         if self.busy and self.matching is not None:
             text.append(" (updating)", style="dim italic")
         if self.selected:
@@ -68,6 +78,9 @@ class FilterBar(Static):
             sort = f" · {self.sort.describe()}"  # 80 columns: the arrow says it is a sort
         text.append(sort, style="dim")
         text.append("\n")
+        if self.problem:
+            text.append(f"⚠ {self.problem}", style="bold red")
+            text.append("\n")
         phrases = f.describe()
         if phrases:
             text.append("filters: ", style="dim")

@@ -13,20 +13,33 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.style import Style
 from rich.text import Text
 from textual import events
+from textual.geometry import Size
 from textual.widget import Widget
 
 if TYPE_CHECKING:
     from textual.screen import Screen
 
 
+SHORT = {"Select all": "All", "Reverse sort": "Reverse", "Histogram": "Hist",
+         "Frequency": "Freq", "Evaluations": "Table", "Per-op histogram": "Hist",
+         "prev slice": "prev", "next slice": "next", "slice axis": "axis", "row axis": "rows",
+         "col axis": "cols", "copy id": "id", "copy cmd": "cmd"}
+"""Shorter descriptions where the bar is narrow (the help and palette keep the long ones)."""
+NARROW = 120
+APP_KEYS_FROM = 100
+"""Narrower than this, the bar shows the screen's own keys and `?` (help lists the rest)."""
+
+
 class KeyBar(Widget):
-    """The shown bindings of the focused widget and its ancestors, one line, docked below."""
+    """The shown bindings of the focused widget and its ancestors, docked below: one line,
+    or more (up to three) where one cannot hold every key, so that no key is cut off."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"key-bar--key", "key-bar--description"}
     DEFAULT_CSS = """
     KeyBar {
         dock: bottom;
-        height: 1;
+        height: auto;
+        max-height: 3;
         background: $footer-background;
         color: $footer-foreground;
     }
@@ -43,8 +56,8 @@ class KeyBar(Widget):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._spans: list[tuple[int, int, str]] = []
-        """(start, end, key) of each drawn key, for clicks."""
+        self._spans: list[tuple[int, int, int, str]] = []
+        """(line, start, end, key) of each drawn key, for clicks."""
 
     def on_mount(self) -> None:
         self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
@@ -56,26 +69,60 @@ class KeyBar(Widget):
         if self.is_attached and screen is self.screen:
             self.refresh()
 
+    def _keys(self) -> list[tuple[str, str, bool, str]]:
+        """(key as shown, description, enabled, key) of each shown binding, the first of
+        an action."""
+        keys = []
+        seen: set[str] = set()
+        narrow = self.size.width < APP_KEYS_FROM
+        for node, binding, enabled, _tooltip in self.screen.active_bindings.values():
+            if not binding.show or binding.action in seen:
+                continue
+            if narrow and node is self.app and binding.action != "help":
+                continue  # the app's keys (quit, runs, findings): `?` lists them
+            seen.add(binding.action)
+            description = binding.description
+            if self.size.width < NARROW:
+                description = SHORT.get(description, description)
+            keys.append((self.app.get_key_display(binding), description, enabled, binding.key))
+        return keys
+
+    def _lines(self, width: int) -> list[list[tuple[str, str, bool, str]]]:
+        lines: list[list[tuple[str, str, bool, str]]] = [[]]
+        used = 0
+        for item in self._keys():
+            cells = len(item[0]) + len(item[1]) + 3
+            if used + cells > width and lines[-1]:
+                lines.append([])
+                used = 0
+            lines[-1].append(item)
+            used += cells
+        return lines
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return min(3, len(self._lines(width)))
+
     def render(self) -> Text:
         key_style = self.get_component_rich_style("key-bar--key")
         description_style = self.get_component_rich_style("key-bar--description")
         text = Text(no_wrap=True, overflow="ellipsis", end="")
-        spans: list[tuple[int, int, str]] = []
-        seen: set[str] = set()
-        for _node, binding, enabled, _tooltip in self.screen.active_bindings.values():
-            if not binding.show or binding.action in seen:
-                continue
-            seen.add(binding.action)
-            start = len(text)
-            dim = Style() if enabled else Style(dim=True)
-            text.append(f" {self.app.get_key_display(binding)} ", style=key_style + dim)
-            text.append(f"{binding.description} ", style=description_style + dim)
-            spans.append((start, len(text), binding.key))
+        spans: list[tuple[int, int, int, str]] = []
+        for y, line in enumerate(self._lines(self.size.width)[:3]):
+            if y:
+                text.append("\n")
+            x = 0
+            for shown, description, enabled, key in line:
+                dim = Style() if enabled else Style(dim=True)
+                text.append(f" {shown} ", style=key_style + dim)
+                text.append(f"{description} ", style=description_style + dim)
+                end = x + len(shown) + len(description) + 3
+                spans.append((y, x, end, key))
+                x = end
         self._spans = spans
         return text
 
     def on_click(self, event: events.Click) -> None:
-        for start, end, key in self._spans:
-            if start <= event.x < end:
+        for line, start, end, key in self._spans:
+            if line == event.y and start <= event.x < end:
                 self.app.simulate_key(key)
                 return

@@ -10,7 +10,7 @@ digits their dtype can hold.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from rich.console import Group, RenderableType
@@ -32,7 +32,7 @@ NONFINITE = "bold magenta"
 CURSOR = "reverse"
 
 
-def format_element(value: float | np.floating | np.integer, dtype: np.dtype) -> str:
+def format_element(value: Any, dtype: np.dtype[Any]) -> str:
     """A value with the digits its dtype holds (shortest round-trip repr, capped)."""
     if dtype.kind != "f":
         return str(int(value))
@@ -63,6 +63,24 @@ def side_label(relative: str) -> str:
     return "/".join(parts)
 
 
+def window_text(r0: int, r1: int, n_rows: int, c0: int, c1: int, n_cols: int) -> Text:
+    """Which rows and columns of the plane are on screen, and where more lie (← → ↑ ↓)."""
+    text = Text()
+    for name, lo, hi, n, before, after in (("rows", r0, r1, n_rows, "↑", "↓"),
+                                           ("columns", c0, c1, n_cols, "←", "→")):
+        if n <= 1:
+            continue
+        if name == "columns" and n_rows > 1:
+            text.append(" · ")
+        arrows = (before if lo > 0 else "") + (after if hi < n else "")
+        text.append(f"{name} {lo}–{hi - 1} of {n}", style="bold" if arrows else "")
+        if arrows:
+            text.append(f" {arrows}", style="bold yellow")
+    return text
+
+
+STACKED_ROWS = 2
+"""Rows each stacked pane needs at least: the cursor's row and one more."""
 PANE_GAP = 2
 """Cells between two panes side by side."""
 
@@ -268,7 +286,8 @@ class TensorView(Widget, can_focus=True):
             body: RenderableType = grid
         else:
             body = Group(*rendered)
-        return Group(body, self._status(ev, an, cur, layout))
+        window = window_text(r0, r1, n_rows, c0, c1, n_cols)
+        return Group(body, self._status(ev, an, cur, layout, window))
 
     def _orient(self, ev: Evidence, cur: TensorCursor, panes: tuple[str, ...], layout: str,
                 height: int, width: int) -> None:
@@ -297,23 +316,27 @@ class TensorView(Widget, can_focus=True):
 
     def current_layout(self) -> str:
         """The chosen layout, or by the room: side by side where three panes hold at least
-        four columns each (about 110 columns), else stacked where each pane keeps three
-        rows (80×24 does), else one pane (actual) at a time."""
+        four columns each (about 110 columns), else stacked where each pane keeps
+        ``STACKED_ROWS`` rows (80×24 does, under a key bar of two lines), else one pane
+        (actual) at a time."""
         if self.layout_mode is not None:
             return self.layout_mode
         if self.size.width >= 110:
             return "side"
-        if (self.size.height - 2) // 3 - 2 >= 3:
+        if (self.size.height - 2) // 3 - 2 >= STACKED_ROWS:
             return "stacked"
         return "actual"
 
     def _status(self, ev: Evidence, an: ElementAnalysis, cur: TensorCursor,
-                layout: str) -> Text:
+                layout: str, window: Text | None = None) -> Text:
         index = cur.original_index
         flat_a = ev.actual[index] if index else ev.actual[()]
         flat_r = ev.reference[index] if index else ev.reference[()]
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f"plane x{cur.describe()}", style="bold")
+        if window is not None:
+            text.append("  ")
+            text.append(window)
         text.append(f"  [l] {LAYOUT_NAMES[layout]}\n", style="dim")
         # The verdict first: at 80 columns the end of this line may be cut.
         d, bad, _ = element_status(np.asarray(flat_a), np.asarray(flat_r), ev.atol, ev.rtol)

@@ -1,0 +1,87 @@
+"""The explorer never ends on a query error: cancellation is race-free, worker errors are shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from conftest import RUN_ID, fixture_rows, settle, write_run
+from textual import events
+
+from gero_tui.app.app import GeroApp
+from gero_tui.app.screens.evaluations import EvaluationsScreen
+from gero_tui.app.widgets.filter_bar import FilterBar
+
+
+def _corrupt_data_pages(path: Path) -> None:
+    """Overwrite the column chunks, keep the footer: the file opens, reading rows fails."""
+    meta = pq.ParquetFile(path).metadata
+    data = bytearray(path.read_bytes())
+    footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    for group in range(meta.num_row_groups):
+        for col in range(meta.num_columns):
+            chunk = meta.row_group(group).column(col)
+            start = chunk.dictionary_page_offset or chunk.data_page_offset
+            end = min(start + chunk.total_compressed_size, footer)
+            data[start:end] = b"\xff" * (end - start)
+    path.write_bytes(bytes(data))
+
+
+async def test_long_paste_in_the_find_box_does_not_crash(data_root: Path) -> None:
+    app = GeroApp(data_root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        await pilot.press("slash")
+        box = app.screen.query_one("#text-filter")
+        box.post_message(events.Paste("x" * 560))
+        for char in "abcdefghij" * 6:  # typing fast: each key supersedes the last query
+            await pilot.press(char)
+        await settle(pilot)
+        assert app.is_running
+        screen = app.screen
+        assert isinstance(screen, EvaluationsScreen)
+        assert screen.matching_count == 0
+    assert app.return_code in (0, None)
+
+
+async def test_a_failed_query_is_shown_and_the_next_key_works(tmp_path: Path) -> None:
+    rows = fixture_rows()
+    write_run(tmp_path, RUN_ID, rows)
+    _corrupt_data_pages(tmp_path / "runs" / RUN_ID / "observations.parquet")
+    app = GeroApp(tmp_path, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, EvaluationsScreen)
+        bar = screen.query_one(FilterBar)
+        assert bar.problem, "the failure is on the status line"
+        for key in ("2", "2", "4", "slash", "a", "b", "enter", "x"):
+            await pilot.press(key)
+        await settle(pilot)
+        assert app.is_running
+        assert screen.query_one(FilterBar).problem
+
+
+async def test_an_unexpected_worker_error_is_shown_not_fatal(data_root: Path, monkeypatch
+                                                            ) -> None:
+    from gero_tui.query import table as table_query
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom in a worker")
+
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        monkeypatch.setattr(table_query.TableQuery, "page", broken)
+        await pilot.press("2")
+        await settle(pilot)
+        assert app.is_running
+        screen = app.screen
+        assert isinstance(screen, EvaluationsScreen)
+        assert "boom in a worker" in screen.query_one(FilterBar).problem
+        monkeypatch.undo()
+        await pilot.press("2")
+        await settle(pilot)
+        assert screen.query_one(FilterBar).problem == ""

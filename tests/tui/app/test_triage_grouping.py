@@ -1,0 +1,115 @@
+"""The grouping toggle: one row per case and check, levels (or dtypes) merged, enter the worst."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+from conftest import settle
+from test_evaluations_keys import open_table
+
+from gero_tui.app.app import GeroApp
+from gero_tui.app.screens.evaluations import EvaluationsScreen
+from gero_tui.query.table import COLUMN_KEYS, split_covers
+
+
+def rows(screen: EvaluationsScreen) -> list[dict[str, object]]:
+    table = screen.table
+    out = []
+    for i in range(table.row_count):
+        row = table.row(i)
+        assert row is not None
+        out.append({"id": row[0], **dict(zip(COLUMN_KEYS, row[2:], strict=True))})
+    return out
+
+
+async def test_levels_then_dtypes_then_none(data_root: Path, observations: Path) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_table(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        # 4 ops x 2 dtypes x 2 shapes: the 4 ORT levels are one row, the reference path another.
+        assert screen.grouping == "levels"
+        assert screen.matching_count == 32
+        grouped = rows(screen)
+        softmax = [r for r in grouped if r["case"] == "Softmax 4x16" and r["dtype"] == "float16"
+                   and r["check"] == "agreement"]
+        assert len(softmax) == 1
+        assert split_covers(str(softmax[0]["optimization"])) == [
+            ("disable_all", "passed"), ("basic", "passed"), ("extended", "divergence"),
+            ("all", "divergence")]
+        assert softmax[0]["result"] == "divergence", "the worst of the group is shown"
+        line = "".join(s.text for s in screen.table.render_line(
+            1 + grouped.index(softmax[0])))
+        assert "all 4 levels" in line
+        # enter opens the worst row of the group.
+        screen.table.cursor = grouped.index(softmax[0])
+        await pilot.pause()
+        assert "2 rows" not in str(screen.query_one("#why").render())
+        assert "disable_all passed · basic passed · extended divergence · all divergence" in str(
+            screen.query_one("#why").render())
+        worst = duckdb.execute(f"SELECT result FROM read_parquet('{observations}') "
+                               "WHERE observation_id = ?", [softmax[0]["id"]]).fetchone()
+        assert worst == ("divergence",)
+        await pilot.press("m")
+        await settle(pilot)
+        assert screen.grouping == "dtypes"
+        assert screen.matching_count == 4 * 2 * 5  # ops x shapes x paths
+        await pilot.press("2")  # a filter applies before grouping: only divergent rows
+        await settle(pilot)
+        assert screen.matching_count == 4  # Softmax f16 (one dtype) at 2 shapes x 2 levels
+        assert all(r["result"] == "divergence" for r in rows(screen))
+        await pilot.press("m")
+        await settle(pilot)
+        assert screen.grouping is None
+        assert screen.matching_count == 4
+
+
+async def test_the_grouping_survives_the_overview_and_back(data_root: Path) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_table(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, EvaluationsScreen)
+        assert screen.grouping == "levels" and screen.matching_count == 32
+
+
+async def test_frequency_of_the_column_under_the_cursor_and_enter_filters(
+        data_root: Path, observations: Path) -> None:
+    from gero_tui.app.screens.frequency import FrequencyScreen
+
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_table(pilot)
+        await pilot.press("1")  # within the filter: passed rows only
+        await settle(pilot)
+        await pilot.press("right", "right")
+        assert screen.table.column_key == "check"
+        await pilot.press("f")
+        await settle(pilot)
+        freq = app.screen
+        assert isinstance(freq, FrequencyScreen)
+        assert freq.counts is not None
+        want = duckdb.execute(
+            f"SELECT \"check\", count(*) FROM read_parquet('{observations}') "
+            "WHERE result = 'passed' GROUP BY 1 ORDER BY 2 DESC, 1").fetchall()
+        assert [(c.value, c.rows) for c in freq.counts] == want
+        assert all(set(c.by_class) == {"passed", "divergence", "contract_issue", "execution"}
+                   and c.by_class["passed"] == c.rows for c in freq.counts)
+        await pilot.press("down", "enter")  # the second most frequent value
+        await settle(pilot)
+        assert app.screen is screen
+        assert screen.table_filter.checks == frozenset({want[1][0]})
+        assert screen.matching_count == want[1][1]
+        # Typed in one burst, before the counts are there: the keys wait for them.
+        await pilot.press("left", "left", "f", "enter")
+        await settle(pilot)
+        assert app.screen is screen
+        assert len(screen.table_filter.cases) == 1

@@ -1,0 +1,98 @@
+"""Keys typed while a screen opens go to that screen; pickers, find box and overview keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import settle
+from test_evaluations_keys import expected, open_table, shown
+
+from gero_tui.app.app import GeroApp
+from gero_tui.app.screens.evaluations import EvaluationsScreen
+
+
+async def test_keys_typed_before_the_picker_has_its_values_go_to_the_picker(
+        data_root: Path, observations: Path) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_table(pilot)
+        # One burst, as a fast typist or a paste over SSH sends it: no pause for the query.
+        await pilot.press("t", "space", "enter")
+        await settle(pilot)
+        assert app.screen is screen, "no detail opened, no picker left on top"
+        assert screen.table_filter.dtypes == frozenset({"float16"})
+        assert shown(app) == expected(observations, "dtype = 'float16'")
+
+
+async def test_slash_on_the_overview_opens_the_find_box_and_takes_the_keys(
+        data_root: Path, observations: Path) -> None:
+    app = GeroApp(data_root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert type(app.screen).__name__ == "OverviewScreen"
+        await pilot.press("slash", *"not_impl")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, EvaluationsScreen)
+        assert screen.table_filter.text == "not_impl"
+        assert shown(app) == expected(observations, "contains(lower(reason), 'not_impl')")
+
+
+async def test_escape_in_the_find_box_stays_on_the_table(data_root: Path) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_table(pilot)
+        await pilot.press("slash", "e", "r", "f", "escape")
+        await settle(pilot)
+        assert app.screen is screen
+        assert screen.focused is screen.table
+        assert screen.table_filter.text == "erf"
+
+
+async def test_the_sort_survives_the_overview_and_back(data_root: Path) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_table(pilot)
+        await pilot.press("s")
+        await pilot.pause()
+        for _ in range(6):  # Max abs. error
+            await pilot.press("down")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert screen.sort.column == "max_abs_error"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert type(app.screen).__name__ == "OverviewScreen"
+        await pilot.press("v")
+        await settle(pilot)
+        table = app.screen
+        assert isinstance(table, EvaluationsScreen)
+        assert table.sort.column == "max_abs_error" and table.sort.descending
+
+
+async def test_a_new_filter_drops_the_selection_and_says_so(data_root: Path) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_table(pilot)
+        await pilot.press("space", "space")
+        await settle(pilot)
+        assert screen.selected_count == 2
+        await pilot.press("4")
+        await settle(pilot)
+        assert screen.selection.is_empty and screen.selected_count == 0
+        assert any("selection cleared" in n.message for n in app._notifications)
+
+
+async def test_the_why_line_shows_the_full_reason_under_the_cursor(data_root: Path) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_table(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        row = screen.table.row(screen.table.cursor)
+        assert row is not None
+        why = str(screen.query_one("#why").render())
+        assert "execution: ort-disable_all failed: NOT_IMPLEMENTED Erf(13)" in why
+        await pilot.press("down")
+        await pilot.pause()
+        assert "ort-basic failed" in str(screen.query_one("#why").render())

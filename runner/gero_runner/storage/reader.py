@@ -24,7 +24,13 @@ import duckdb
 
 from gero_runner.errors import StoreError
 from gero_runner.storage.layout import OBSERVATIONS_FILE, RUNS_DIR, SIGHTINGS_FILE, run_ids
-from gero_runner.storage.runs import RunInfo, list_runs, read_record, resolve_run
+from gero_runner.storage.runs import (
+    RunInfo,
+    list_runs,
+    read_record,
+    record_problems,
+    resolve_run,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -60,6 +66,8 @@ class OpenRun:
     """The run's sightings file, when ``obs`` joins the files with it."""
     direct: bool = False
     """Whether ``obs`` reads the run's own observation file without a join."""
+    duplicates: int = 0
+    """Observations stored by more than one run's file (read once each)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
@@ -108,23 +116,104 @@ def arrow_table(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> 
     return table
 
 
+DEEP_CHECK_ROWS = 250_000
+"""Files up to this many rows have every page decoded when a run is opened (about 45 ms per
+17,000 rows): a page corrupt behind a valid footer is found then, not mid-query. Larger
+files are checked by footer and schema only."""
+# Columns readers rely on, by DuckDB type family ("schema.OBSERVATION_COLUMNS" restated
+# without pyarrow; a test holds the two in step).
+OBSERVATION_TYPES: dict[str, str] = {
+    "observation_id": "VARCHAR", "run_id": "VARCHAR", "suite": "VARCHAR",
+    "case_id": "VARCHAR", "op_type": "VARCHAR", "case_name": "VARCHAR", "check": "VARCHAR",
+    "dtype": "VARCHAR", "backend": "VARCHAR", "optimization": "VARCHAR",
+    "reference": "VARCHAR", "max_abs_error": "FLOAT", "result": "VARCHAR", "reason": "VARCHAR",
+    "artifact_path": "VARCHAR", "actual_median_ms": "FLOAT", "reference_median_ms": "FLOAT",
+    "graph_hash": "VARCHAR", "input_hash": "VARCHAR", "output_name": "VARCHAR",
+    "mismatch_count": "INTEGER", "element_count": "INTEGER", "created_at": "TIMESTAMP",
+}
+SIGHTING_TYPES: dict[str, str] = {
+    "observation_id": "VARCHAR", "actual_median_ms": "FLOAT", "reference_median_ms": "FLOAT"}
+_FAMILIES = {
+    "VARCHAR": ("VARCHAR",),
+    "FLOAT": ("DOUBLE", "FLOAT", "REAL", "DECIMAL"),
+    "INTEGER": ("BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "HUGEINT"),
+    "TIMESTAMP": ("TIMESTAMP",),
+}
+_checked: dict[tuple[str, int, int], str | None] = {}
+"""Files already checked in this process, by (path, mtime, size): None or the problem."""
+_checked_lock = threading.Lock()
+
+
+def skipped(path: Path, why: str) -> str:
+    """How every reader names a file it left out: the same words in every command."""
+    return f"{path}: skipped, {why}"
+
+
 def row_count(con: duckdb.DuckDBPyConnection, path: Path, problems: list[str]) -> int | None:
     """Rows in a Parquet file from its footer, or None (and a problem) when it is unreadable."""
     try:
         row = con.execute("SELECT num_rows FROM parquet_file_metadata(?)", [str(path)]).fetchone()
     except duckdb.Error as e:
-        problems.append(f"{path}: unreadable Parquet file, skipped ({e})")
+        problems.append(skipped(path, f"not a readable Parquet file ({_first_line(e)})"))
         return None
     return int(row[0]) if row else 0
 
 
+def _first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
+
+
+def _schema_problem(con: duckdb.DuckDBPyConnection, path: Path,
+                    expected: dict[str, str]) -> str | None:
+    described = con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]).fetchall()
+    types = {str(r[0]): str(r[1]) for r in described}
+    if "observation_id" not in types:
+        return "it has no observation_id column"
+    for name, family in expected.items():
+        if name in types and not types[name].startswith(_FAMILIES[family]):
+            return f"column {name} is {types[name]}, expected {family}"
+    return None
+
+
+def check_file(con: duckdb.DuckDBPyConnection, path: Path, problems: list[str],
+               expected: dict[str, str] = OBSERVATION_TYPES) -> int | None:
+    """Rows in a Parquet file gero can read, or None (and a problem) when it must be left
+    out: an unreadable footer, a foreign schema, or (up to ``DEEP_CHECK_ROWS`` rows) a data
+    page that does not decode."""
+    rows = row_count(con, path, problems)
+    if rows is None:
+        return None
+    try:
+        st = path.stat()
+    except OSError as e:
+        problems.append(skipped(path, f"cannot be read ({e.strerror})"))
+        return None
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    with _checked_lock:
+        known = key in _checked
+        problem = _checked.get(key)
+    if not known:
+        try:
+            problem = _schema_problem(con, path, expected)
+            if problem is None and rows <= DEEP_CHECK_ROWS:
+                con.execute("SELECT max(hash(COLUMNS(*))) FROM read_parquet(?)", [str(path)])
+        except duckdb.Error as e:
+            problem = f"its data does not decode ({_first_line(e)})"
+        with _checked_lock:
+            _checked[key] = problem
+    if problem is not None:
+        problems.append(skipped(path, problem))
+        return None
+    return rows
+
+
 def observation_files(data_root: Path, con: duckdb.DuckDBPyConnection,
                       problems: list[str]) -> list[Path]:
-    """Every run's observation file whose footer reads, oldest run first."""
+    """Every run's observation file gero can read, oldest run first."""
     files = []
     for rid in run_ids(data_root):
         path = data_root / RUNS_DIR / rid / OBSERVATIONS_FILE
-        if path.is_file() and row_count(con, path, problems) is not None:
+        if path.is_file() and check_file(con, path, problems) is not None:
             files.append(path)
     return files
 
@@ -160,8 +249,10 @@ def open_run(data_root: str | os.PathLike[str], run: str | None = None,
     run_dir = root / RUNS_DIR / run_id
     own = run_dir / OBSERVATIONS_FILE
     sightings = run_dir / SIGHTINGS_FILE
-    own_rows = row_count(con, own, problems) if own.is_file() else None
-    sighted = row_count(con, sightings, problems) if sightings.is_file() else None
+    problems += record_problems(root, run_id)
+    own_rows = check_file(con, own, problems) if own.is_file() else None
+    sighted = (check_file(con, sightings, problems, SIGHTING_TYPES) if sightings.is_file()
+               else None)
     if own_rows is not None and (sighted is None or sighted == own_rows):
         # The run's own file holds only observations it sighted; as many rows as sightings
         # means all of them, each with this run's timings.
@@ -173,15 +264,27 @@ def open_run(data_root: str | os.PathLike[str], run: str | None = None,
         if path == own:
             if own_rows is not None:
                 files.append(path)
-        elif path.is_file() and row_count(con, path, problems) is not None:
+        elif path.is_file() and check_file(con, path, problems) is not None:
             files.append(path)
     if files and sighted is not None:
         timings = ", ".join(f"s.{c} AS {c}" for c in TIMING_COLUMNS)
+        stored = f"read_parquet({quoted_list(files)}, union_by_name = true)"
+        twice = con.execute(f"SELECT count(*) - count(DISTINCT observation_id) FROM {stored}"
+                            ).fetchone()
+        duplicates = int(twice[0]) if twice else 0
+        if duplicates:
+            # Runs of an older gero, or files copied by hand, may store an observation
+            # twice: each is read once (the first stored).
+            problems.append(f"{duplicates} observations are stored in more than one run's "
+                            "file; each is read once")
+            stored = (f"(SELECT * FROM {stored} QUALIFY row_number() OVER "
+                      "(PARTITION BY observation_id ORDER BY created_at) = 1)")
         con.execute(
-            f"CREATE OR REPLACE VIEW obs AS SELECT o.* REPLACE ({timings}) "
-            f"FROM read_parquet({quoted_list(files)}, union_by_name = true) o "
-            f"JOIN read_parquet({quote_path(sightings)}) s USING (observation_id)")
-        return OpenRun(root, run_id, con, problems, files=tuple(files), sightings=sightings)
+            f"CREATE OR REPLACE VIEW obs AS SELECT o.* REPLACE ({timings}) FROM {stored} o "
+            f"JOIN (SELECT DISTINCT ON (observation_id) * FROM "
+            f"read_parquet({quote_path(sightings)})) s USING (observation_id)")
+        return OpenRun(root, run_id, con, problems, files=tuple(files), sightings=sightings,
+                       duplicates=duplicates)
     con.execute(f"CREATE OR REPLACE VIEW obs AS SELECT {_empty_columns()} WHERE false")
     return OpenRun(root, run_id, con, problems)
 

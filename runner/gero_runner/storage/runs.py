@@ -67,17 +67,69 @@ def resolve_run(data_root: str | os.PathLike[str], prefix: str | None) -> str:
 
 
 def read_record(data_root: str | os.PathLike[str], run_id: str) -> dict[str, Any]:
-    """A run's ``run.json`` as a dict; a StoreError naming the file when it cannot be read."""
+    """A run's ``run.json`` as a dict with every field of a record (blank where the file is
+    not a gero record: ``record_problems`` says why); a StoreError when it cannot be read."""
     path = Path(data_root) / RUNS_DIR / run_id / RUN_FILE
     try:
         record = json.loads(path.read_text())
-        if not isinstance(record, dict):
-            raise ValueError("not a JSON object")
     except (OSError, ValueError) as e:
         raise StoreError(f"{path}: cannot read run record ({e})") from e
+    if not isinstance(record, dict):
+        record = {}
+    sanitize_record(record, run_id)
     # A run that says it is running while no process holds its lock was killed.
-    record["status"] = effective_status(path.parent, str(record.get("status", "?")))
+    record["status"] = effective_status(path.parent, str(record["status"]))
     return record
+
+
+_RECORD_FIELDS: dict[str, tuple[type, ...]] = {
+    "run_id": (str,), "started_at": (str,), "finished_at": (str,), "status": (str,),
+    "suite": (str,), "command_line": (str,), "seed": (int,), "jobs": (int,),
+    "threads": (int,), "cpu_model": (str,), "python_version": (str,),
+    "numpy_version": (str,), "onnx_version": (str,), "onnxruntime_version": (str,),
+    "tolerances": (dict,), "case_count": (int,), "observation_count": (int,),
+    "new_observation_count": (int,), "counts": (dict,), "wall_seconds": (int, float),
+    "backend_seconds": (int, float), "evidence_seconds": (int, float),
+    "store_seconds": (int, float), "case_seconds": (int, float), "models": (list,),
+    "backends": (dict,),
+}
+"""The run record's fields (``schema.RunRecord``, restated without pyarrow) and their types."""
+_DEFAULTS: dict[type, Any] = {str: "?", int: 0, float: 0.0, dict: {}, list: []}
+
+
+def sanitize_record(record: dict[str, Any], run_id: str) -> list[str]:
+    """Replace missing or mistyped fields with neutral values (in place); name them."""
+    bad = []
+    for name, kinds in _RECORD_FIELDS.items():
+        value = record.get(name)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            if name in record:
+                bad.append(name)
+            record[name] = type(_DEFAULTS[kinds[0]])(_DEFAULTS[kinds[0]])
+    record["run_id"] = run_id
+    counts = record["counts"]
+    record["counts"] = {str(k): v if isinstance(v, int) else 0 for k, v in counts.items()}
+    return bad
+
+
+def record_problems(data_root: str | os.PathLike[str], run_id: str) -> list[str]:
+    """What is wrong with a run's ``run.json`` (empty when nothing), for a reader to show."""
+    path = Path(data_root) / RUNS_DIR / run_id / RUN_FILE
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        return [f"{path}: unreadable run record, shown without it ({e})"]
+    if not isinstance(record, dict):
+        return [f"{path}: not a JSON object, shown without it"]
+    missing = [name for name in ("run_id", "started_at", "suite") if name not in record]
+    bad = sanitize_record(record, run_id)
+    out = []
+    if missing:
+        out.append(f"{path}: not a gero run record (no {', '.join(missing)}); shown with "
+                   "blank fields")
+    if bad:
+        out.append(f"{path}: wrong type for {', '.join(bad)}; shown as blank")
+    return out
 
 
 def _int(value: Any) -> int:

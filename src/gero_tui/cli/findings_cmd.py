@@ -38,7 +38,10 @@ def main(args: argparse.Namespace) -> int:
 
     overrides = parse_whatif(args.rtol, args.atol)
     root = data_dir(args)
-    report = findings_report(root, args.run, args.baseline)
+    problems: list[str] = []
+    report = findings_report(root, args.run, args.baseline, problems)
+    for problem in problems:
+        print(f"gero: warning: {problem}", file=sys.stderr)
     whatif = None
     if overrides:
         from gero_runner.storage.reader import open_run

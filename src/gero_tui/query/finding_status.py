@@ -92,8 +92,11 @@ def report_for(current: Queryable, data_root: Path, run_id: str,
     return FindingsReport(run_id, marked, base_id, gone, unresolved, non_passed=non_passed)
 
 
-def findings_report(data_root: Path, run: str | None = None,
-                    baseline: str | None = None) -> FindingsReport:
-    """A run's findings (the newest run by default), with status against ``baseline``."""
+def findings_report(data_root: Path, run: str | None = None, baseline: str | None = None,
+                    problems: list[str] | None = None) -> FindingsReport:
+    """A run's findings (the newest run by default), with status against ``baseline``;
+    files the reader left out are added to ``problems``."""
     with open_run(data_root, run) as current:
+        if problems is not None:
+            problems += current.problems
         return report_for(current, data_root, current.run_id, baseline)

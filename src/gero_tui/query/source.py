@@ -58,6 +58,9 @@ def open_source(data_root: Path, run: str | None = None,
             f"SELECT (file_row_number + {i << FILE_BITS}) AS rn, * EXCLUDE (file_row_number) "
             f"FROM read_parquet({quote_path(path)}, file_row_number = true)"
             for i, path in enumerate(source.files))
+        if source.duplicates:  # read each observation once, as ``obs`` does
+            numbered = (f"SELECT * FROM ({numbered}) QUALIFY row_number() OVER "
+                        "(PARTITION BY observation_id ORDER BY created_at, rn) = 1")
         con.execute(
             f"CREATE OR REPLACE VIEW {NUMBERED_RELATION} AS SELECT o.* REPLACE ({timings}) "
             f"FROM ({numbered}) o JOIN read_parquet({sightings}) s USING (observation_id)")

@@ -1,19 +1,22 @@
 """Faults injected into real ``gero`` processes: nothing lost, nothing clobbered.
 
 Two runs at once into one root, the same run id twice, kill -9 and SIGTERM of the parent
-mid-run (then ``--resume``), a full small file system, a model that never ends. Runs are
+mid-run (then ``--resume``), a full small file system, a model that never ends, a hostile
+bundle. Runs are
 stopped at a known point with a gate file (``gated_gero.py``), and every wait is on a
 predicate with a bounded timeout, so a slow machine makes them slower, not flaky.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -278,3 +281,38 @@ def test_a_model_that_never_ends_is_bounded_by_the_timeout(tmp_path: Path) -> No
     rows = pq.read_table(root / "runs/hang/observations.parquet").to_pylist()
     assert [r["result"] for r in rows] == ["execution"]
     assert "timed out after 1 s" in rows[0]["reason"] + rows[0]["details"]
+
+
+def test_a_hostile_bundle_is_refused_or_bounded(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    gero("run", "--data-dir", str(root), "--ops", "Exp", "--dtypes", "float32", "--limit", "1",
+         "--repeats", "1", "--jobs", "1", "--no-contracts", "--run-id", "b", cwd=tmp_path)
+    oid = pq.read_table(root / "runs/b/observations.parquet").column("observation_id")[0]
+    gero("bundle", oid.as_py()[:12], "--data-dir", str(root), "-o", "good.tar.gz", cwd=tmp_path)
+    with tarfile.open(tmp_path / "good.tar.gz") as tar:
+        tar.extractall(tmp_path / "x", filter="data")
+    (case,) = (tmp_path / "x").iterdir()
+
+    def pack(name: str) -> str:
+        manifest = json.loads((case / "manifest.json").read_text())
+        manifest["files"] = {p.relative_to(case).as_posix():
+                             hashlib.sha256(p.read_bytes()).hexdigest()
+                             for p in sorted(case.rglob("*"))
+                             if p.is_file() and p.name != "manifest.json"}
+        (case / "manifest.json").write_text(json.dumps(manifest))
+        with tarfile.open(tmp_path / name, "w:gz") as tar:
+            tar.add(case, arcname=case.name)
+        return name
+
+    # A re-signed bundle whose model never ends: the replay stops at its timeout.
+    _never_ending_model(case / "model.onnx")
+    start = time.monotonic()
+    done = gero("replay", pack("hang.tar.gz"), "--timeout", "1", cwd=tmp_path, check=1)
+    assert time.monotonic() - start < WAIT_S
+    assert "timed out after 1 s" in done.stderr and "Traceback" not in done.stderr
+    # An empty manifest proves nothing: refused, exit 2.
+    (case / "manifest.json").write_text(json.dumps({"algorithm": "sha256", "files": {}}))
+    with tarfile.open(tmp_path / "empty.tar.gz", "w:gz") as tar:
+        tar.add(case, arcname=case.name)
+    done = gero("replay", "empty.tar.gz", cwd=tmp_path, check=2)
+    assert "lists no files" in done.stderr

@@ -28,8 +28,10 @@ from gero_runner.storage.hashing import sha256
 from gero_runner.storage.store import DataRoot, write_file
 
 BUNDLE_JSON = "bundle.json"
-MAX_MEMBER_BYTES = 2 << 30
-"""Refuse members over 2 GiB: a bundle is one case, not a model zoo."""
+MAX_MEMBER_BYTES = 1 << 30
+"""Refuse members over 1 GiB: a bundle is one case, not a model zoo."""
+MAX_EXPANDED_BYTES = 1 << 30
+"""...and more than 1 GiB in all once extracted (a small archive may expand enormously)."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,8 @@ def create_bundle(root: DataRoot, row: dict[str, Any], out: Path) -> BundleResul
 
 def _safe_members(tar: tarfile.TarFile, archive: Path) -> list[tarfile.TarInfo]:
     members = []
-    for member in tar.getmembers():
+    total = 0
+    for member in tar:  # lazily: a member too large is refused before its data is read
         name = PurePosixPath(member.name)
         if name.is_absolute() or ".." in name.parts or not member.name.strip("/"):
             raise ArtifactError(f"{archive}: refusing member {member.name!r} (path escapes "
@@ -110,6 +113,10 @@ def _safe_members(tar: tarfile.TarFile, archive: Path) -> list[tarfile.TarInfo]:
         if member.size > MAX_MEMBER_BYTES:
             raise ArtifactError(f"{archive}: member {member.name!r} is too large "
                                 f"({member.size} bytes)")
+        total += member.size
+        if total > MAX_EXPANDED_BYTES:
+            raise ArtifactError(f"{archive}: expands to more than {MAX_EXPANDED_BYTES >> 20} "
+                                "MiB; refusing to extract it")
         members.append(member)
     return members
 

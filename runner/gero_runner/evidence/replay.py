@@ -21,7 +21,7 @@ import numpy as np
 
 from gero_runner import backends
 from gero_runner.classify import classify
-from gero_runner.errors import ArtifactError
+from gero_runner.errors import ArtifactError, GeroError
 from gero_runner.evidence.rebuild import load_artifact_case
 from gero_runner.evidence.rows import (
     OBSERVATIONS_JSON,
@@ -30,6 +30,7 @@ from gero_runner.evidence.rows import (
     rows_for_artifact,
 )
 from gero_runner.metrics.compare import compare
+from gero_runner.request import DEFAULT_TIMEOUT_S
 from gero_runner.storage.artifacts import has_member, load_array, verify_manifest
 
 BIT_EXACT = "bit_exact"
@@ -134,12 +135,31 @@ def stored_rows(directory: Path, warn: Callable[[str], None] | None = None
     return rows_for_artifact(root, directory, warn), f"data root {root.path}"
 
 
+class ReplayFailed(GeroError):
+    """The re-run itself did not finish (it hung past the timeout, crashed or was cancelled)."""
+
+    exit_code = 1
+
+
+def _rerun_rows(case: Any, settings: Any) -> list[dict[str, Any]]:
+    from gero_runner.execution.evaluate import evaluate_case
+
+    # Dicts, like the stored rows they are matched with.
+    return [r.as_dict() for r in evaluate_case(case, settings).rows]
+
+
 def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None = None,
                     rows: list[dict[str, Any]] | None = None,
-                    warn: Callable[[str], None] | None = None) -> ReplayReport:
-    """Verify, re-run and compare one artifact directory (raises ArtifactError if tampered)."""
+                    warn: Callable[[str], None] | None = None,
+                    timeout_s: float = DEFAULT_TIMEOUT_S,
+                    cancelled: Callable[[], bool] | None = None) -> ReplayReport:
+    """Verify, re-run and compare one artifact directory (raises ArtifactError if tampered).
+
+    The re-run happens in a child process bounded by ``timeout_s`` (a case may loop for
+    ever); ``cancelled``, polled while it runs, stops it early (the explorer's replay).
+    """
     from gero_runner.execution.context import RunSettings
-    from gero_runner.execution.evaluate import evaluate_case
+    from gero_runner.execution.isolate import IsolatedFailure, call_isolated
 
     start = time.perf_counter()
     directory = Path(directory)
@@ -180,8 +200,11 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
                                backends=runtimes,
                                repeats=_repeats(rows), tolerances=_tolerances(rows),
                                checks=checks)
-        # Dicts, like the stored rows they are matched with.
-        fresh = [r.as_dict() for r in evaluate_case(art.case, settings).rows]
+        try:
+            fresh = call_isolated(_rerun_rows, art.case, settings, timeout_s=timeout_s,
+                                  cancelled=cancelled)
+        except IsolatedFailure as e:
+            raise ReplayFailed(f"{directory}: the re-run of {art.case.case_id} {e}") from None
         fresh_dir = Path(tmp) / fresh[0]["artifact_path"] if fresh else Path(tmp)
         index: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         for row in fresh:

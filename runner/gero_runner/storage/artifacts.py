@@ -166,6 +166,7 @@ def safe_member(directory: Path, relative: str) -> Path:
 def verify_manifest(directory: Path) -> dict[str, str]:
     """Check every file against manifest.json; raise naming the first bad file."""
     manifest_path = directory / MANIFEST
+    present = _plain_files(directory)  # first: nothing is read through a link
     if not manifest_path.is_file():
         raise ArtifactError(f"{manifest_path}: manifest.json is missing")
     try:
@@ -173,6 +174,12 @@ def verify_manifest(directory: Path) -> dict[str, str]:
         files: dict[str, str] = dict(manifest["files"])
     except (ValueError, KeyError, TypeError) as e:
         raise ArtifactError(f"{manifest_path}: not a gero manifest ({e})") from e
+    if not files:
+        raise ArtifactError(f"{manifest_path}: the manifest lists no files, so it proves nothing")
+    unlisted = sorted(set(present) - set(files) - {MANIFEST})
+    if unlisted:
+        raise ArtifactError(f"{unlisted[0]}: in {directory} but not in its manifest (a "
+                            "manifest must cover every file of the case)")
     for rel, expected in files.items():
         path = safe_member(directory, rel)
         if not path.is_file():
@@ -186,6 +193,26 @@ def verify_manifest(directory: Path) -> dict[str, str]:
                 "(the file was modified)"
             )
     return files
+
+
+def _plain_files(directory: Path) -> list[str]:
+    """Every file under ``directory`` (relative, POSIX); raise on a link or a special file,
+    which evidence never contains and which could point outside the directory."""
+    if directory.is_symlink():
+        raise ArtifactError(f"{directory} is a symbolic link; evidence is plain files only")
+    found: list[str] = []
+    for folder, dirs, names in os.walk(directory):
+        for name in [*dirs, *names]:
+            path = Path(folder) / name
+            rel = path.relative_to(directory).as_posix()
+            if path.is_symlink():
+                raise ArtifactError(f"{rel}: a symbolic link in {directory}; evidence members "
+                                    "must be plain files")
+            if name in names and not path.is_file():
+                raise ArtifactError(f"{rel}: not a plain file in {directory}")
+            if name in names:
+                found.append(rel)
+    return found
 
 
 def _name_changed_member(packed: Path, expected: object) -> None:

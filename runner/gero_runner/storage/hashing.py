@@ -54,6 +54,27 @@ def _npy_header(dtype: str, shape: tuple[int, ...]) -> bytes:
 
 
 def load_npy(data: bytes) -> np.ndarray:
+    """A .npy tensor, pickles disabled; ValueError when its header claims more (or fewer)
+    bytes than it holds, before anything is allocated (a forged header can claim 10^12
+    elements)."""
+    stream = io.BytesIO(data)
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
+    else:  # 3.0 (utf-8 field names): read by numpy's own, private, reader
+        read: Any = getattr(np.lib.format, "_read_array_header", None)
+        if read is None:
+            raise ValueError(f"unsupported .npy format version {version}")
+        shape, _, dtype = read(stream, version)
+    if dtype.hasobject:
+        raise ValueError("object arrays are not loaded (they would need pickles)")
+    claimed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    held = len(data) - stream.tell()
+    if claimed != held:
+        raise ValueError(f"its header claims {claimed} bytes of {dtype} {list(shape)} but it "
+                         f"holds {held}")
     array: np.ndarray = np.load(io.BytesIO(data), allow_pickle=False)
     return array
 

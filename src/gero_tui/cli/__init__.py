@@ -61,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args))
     except GeroError as e:
         print(f"gero: error: {e}", file=sys.stderr)
-        return 2
+        # Bad input is 2; an error that says otherwise (a full disk, a re-run that hung) is 1.
+        return int(getattr(e, "exit_code", 2))
     except KeyboardInterrupt:
         print("gero: interrupted", file=sys.stderr)
         return 130

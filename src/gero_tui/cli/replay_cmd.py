@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
+from gero_runner.errors import GeroError
 from gero_tui.cli.common import add_data_dir, data_dir, split_list
 
 
@@ -25,6 +27,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--observation", default="", metavar="ID,...",
                    help="replay only these observation ids (full ids, comma-separated)")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds the re-run may take (default: %(default)g)")
     p.set_defaults(handler=main)
 
 
@@ -37,6 +41,9 @@ def main(args: argparse.Namespace) -> int:
     from gero_runner.evidence.replay import STATUS_LABELS, replay_artifact
 
     ids = split_list(args.observation) or None
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise GeroError(f"timeout (--timeout) must be a positive number of seconds, "
+                        f"got {args.timeout!r}")
 
     def warn(message: str) -> None:
         print(f"gero: warning: {message}", file=sys.stderr)
@@ -49,7 +56,8 @@ def main(args: argparse.Namespace) -> int:
             path = under_root
     args.path = path
     with opened(args.path) as directory:
-        report = replay_artifact(directory, observation_ids=ids, warn=warn)
+        report = replay_artifact(directory, observation_ids=ids, warn=warn,
+                                 timeout_s=args.timeout)
     if args.format == "json":
         data = report.to_dict()
         data["directory"] = str(args.path)

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
+
+import pyarrow as pa
 
 from gero_runner.errors import GeroError
-from gero_runner.schema import COLUMN_NAMES
+from gero_runner.schema import COLUMN_NAMES, OBSERVATION_COLUMNS
 
 _TOKEN = re.compile(r"""
     (?P<ws>\s+)
@@ -28,6 +31,33 @@ _TOKEN = re.compile(r"""
 _KEYWORDS = {"AND", "OR", "NOT", "IN", "LIKE", "ILIKE", "BETWEEN", "IS", "NULL", "TRUE",
              "FALSE"}
 MAX_LENGTH = 4000
+MAX_DEPTH = 50
+"""Nesting of parentheses and NOT: deeper is refused with a sentence, not a RecursionError."""
+
+
+def _kind(t: pa.DataType) -> str:
+    if pa.types.is_string(t):
+        return "text"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    return "number"
+
+
+_COLUMN_KINDS = {c.name: _kind(c.type) for c in OBSERVATION_COLUMNS}
+_EXAMPLES = {"text": "a quoted value like 'passed'", "number": "a number like 1e-6",
+             "boolean": "TRUE or FALSE", "timestamp": "a quoted date like '2025-01-31'"}
+
+
+@dataclass(frozen=True)
+class _Operand:
+    sql: str
+    kind: str
+    """text | number | boolean | timestamp | null"""
+    pos: int
+    column: str = ""
+    value: object = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +111,7 @@ class _Parser:
         self.text = text
         self.tokens = _tokenize(text)
         self.i = 0
+        self.depth = 0
         self.params: list[object] = []
 
     def peek(self, kind: str | None = None, text: str | None = None) -> bool:
@@ -122,13 +153,18 @@ class _Parser:
     def not_(self) -> str:
         if self.peek("kw", "NOT"):
             self.i += 1
-            return f"(NOT {self.not_()})"
+            self.enter()
+            inner = self.not_()
+            self.depth -= 1
+            return f"(NOT {inner})"
         return self.predicate()
 
     def predicate(self) -> str:
         if self.peek("punct", "("):
             self.i += 1
+            self.enter()
             inner = self.or_()
+            self.depth -= 1
             self.take("punct", ")", "')'")
             return f"({inner})"
         left = self.operand()
@@ -140,17 +176,24 @@ class _Parser:
         if self.peek("op"):
             op = self.take("op").text
             op = {"==": "=", "!=": "<>"}.get(op, op)
-            return f"({left} {op} {self.operand()})"
+            right = self.operand()
+            self.check(left, right)
+            return f"({left.sql} {op} {right.sql})"
         if self.peek("kw", "IS"):
             self.i += 1
             no = "NOT " if self.peek("kw", "NOT") else ""
             if no:
                 self.i += 1
             self.take("kw", "NULL", "NULL")
-            return f"({left} IS {no}NULL)"
+            return f"({left.sql} IS {no}NULL)"
         if self.peek("kw", "LIKE") or self.peek("kw", "ILIKE"):
             op = self.take().text
-            return f"({left} {negate}{op} {self.literal()})"
+            pattern = self.literal()
+            if left.column and left.kind != "text":
+                raise GeroError(f"--where: {left.column} is a {left.kind} column; {op} "
+                                "matches text columns only")
+            self.check(left, pattern)
+            return f"({left.sql} {negate}{op} {pattern.sql})"
         if self.peek("kw", "IN"):
             self.i += 1
             self.take("punct", "(", "'('")
@@ -159,18 +202,30 @@ class _Parser:
                 self.i += 1
                 items.append(self.literal())
             self.take("punct", ")", "')'")
-            return f"({left} {negate}IN ({', '.join(items)}))"
+            self.check(left, *items)
+            return f"({left.sql} {negate}IN ({', '.join(i.sql for i in items)}))"
         if self.peek("kw", "BETWEEN"):
             self.i += 1
             low = self.operand()
             self.take("kw", "AND", "AND")
-            return f"({left} {negate}BETWEEN {low} AND {self.operand()})"
+            high = self.operand()
+            self.check(left, low, high)
+            return f"({left.sql} {negate}BETWEEN {low.sql} AND {high.sql})"
         if negate:
             raise _error(self.text, self.tokens[self.i - 1].pos, "NOT must precede IN, LIKE, "
                          "ILIKE or BETWEEN here")
-        return left  # a bare boolean column (e.g. bit_exact) or literal
+        if left.kind not in ("boolean", "null"):
+            raise GeroError(f"--where: {left.column or repr(left.value)} alone is not a "
+                            "condition; compare it, e.g. max_abs_error > 1e-6")
+        return left.sql  # a bare boolean column (e.g. bit_exact) or literal
 
-    def operand(self) -> str:
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise GeroError(f"--where filter is nested more than {MAX_DEPTH} levels deep "
+                            "(parentheses and NOT); simplify it")
+
+    def operand(self) -> _Operand:
         if self.peek("word") or self.peek("qident"):
             tok = self.take()
             name = tok.text.strip('"') if tok.kind == "qident" else tok.text
@@ -179,32 +234,72 @@ class _Parser:
             if name not in COLUMN_NAMES:
                 raise _error(self.text, tok.pos, f"unknown column {name!r}; columns: "
                              + ", ".join(COLUMN_NAMES))
-            return f'"{name}"'
+            return _Operand(f'"{name}"', _COLUMN_KINDS[name], tok.pos, column=name)
         return self.literal()
 
-    def literal(self) -> str:
+    def literal(self) -> _Operand:
+        pos = self.tokens[self.i].pos if self.i < len(self.tokens) else len(self.text)
         if self.peek("string"):
-            self.params.append(self.take().text[1:-1].replace("''", "'"))
-            return "?"
+            value = self.take().text[1:-1].replace("''", "'")
+            self.params.append(value)
+            return _Operand("?", "text", pos, value=value)
         sign = ""
         if self.peek("punct", "-"):
             self.i += 1
             sign = "-"
         if self.peek("number"):
             text = sign + self.take().text
-            self.params.append(float(text) if any(c in text for c in ".eE") else int(text))
-            return "?"
+            number = float(text) if any(c in text for c in ".eE") else int(text)
+            self.params.append(number)
+            return _Operand("?", "number", pos, value=number)
         if sign:
             raise _error(self.text, self.tokens[self.i - 1].pos, "'-' must precede a number")
         if self.peek("kw", "TRUE") or self.peek("kw", "FALSE"):
-            self.params.append(self.take().text == "TRUE")
-            return "?"
+            truth = self.take().text == "TRUE"
+            self.params.append(truth)
+            return _Operand("?", "boolean", pos, value=truth)
         if self.peek("kw", "NULL"):
             self.i += 1
-            return "NULL"
-        pos = self.tokens[self.i].pos if self.i < len(self.tokens) else len(self.text)
+            return _Operand("NULL", "null", pos)
         found = repr(self.tokens[self.i].text) if self.i < len(self.tokens) else "the end"
         raise _error(self.text, pos, f"expected a column or a literal, found {found}")
+
+    def check(self, *operands: _Operand) -> None:
+        """Operands compared with a column must be of its type: say which, in one sentence."""
+        columns = [o for o in operands if o.column]
+        if not columns:
+            return
+        column = columns[0]
+        for other in operands:
+            if other is column or other.kind == "null" or other.kind == column.kind:
+                continue
+            if other.kind == "text" and column.kind == "number" and _is_number(other.value):
+                continue
+            if other.kind == "text" and column.kind == "timestamp" and _is_time(other.value):
+                continue
+            what = f"column {other.column}" if other.column else repr(other.value) \
+                if other.kind == "text" else str(other.value).upper() \
+                if other.kind == "boolean" else repr(other.value)
+            raise GeroError(
+                f"--where: {column.column} is a {column.kind} column and {what} is not "
+                f"{'a ' + column.kind if column.kind != 'number' else 'a number'}; compare "
+                f"it with {_EXAMPLES[column.kind]}")
+
+
+def _is_number(value: object) -> bool:
+    try:
+        float(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def _is_time(value: object) -> bool:
+    try:
+        datetime.fromisoformat(str(value))
+    except ValueError:
+        return False
+    return True
 
 
 def parse_filter(text: str | None) -> Filter:

@@ -32,6 +32,10 @@ def _copy(root: DataRoot, tmp_path: Path) -> Path:
     target = tmp_path / "case"
     shutil.copytree(source, target)
     write_rows_json(target / OBSERVATIONS_JSON, rows_for_artifact(root, source))
+    # The manifest covers every file of a case, the rows included (as a bundle's does).
+    manifest = json.loads((target / "manifest.json").read_text())
+    manifest["files"][OBSERVATIONS_JSON] = sha256((target / OBSERVATIONS_JSON).read_bytes())
+    (target / "manifest.json").write_text(json.dumps(manifest))
     return target
 
 
@@ -150,7 +154,7 @@ def test_a_different_stored_output_does_not_reproduce(root: DataRoot, tmp_path: 
     for r in rows:
         if r["actual_file"] == row["actual_file"]:
             r["actual_hash"] = "0" * 64
-    (copy / OBSERVATIONS_JSON).write_text(json.dumps(rows))
+    _rewrite(copy, OBSERVATIONS_JSON, json.dumps(rows).encode())
     report = replay_artifact(copy)
     bad = [o for o in report.observations if o.status == NOT_REPRODUCED]
     assert bad and not report.reproduced
@@ -163,7 +167,7 @@ def test_recorded_version_difference_is_reported(root: DataRoot, tmp_path: Path)
     for r in rows:
         if r["backend"] == "onnxruntime":
             r["backend_version"] = "0.0.1"
-    (copy / OBSERVATIONS_JSON).write_text(json.dumps(rows))
+    _rewrite(copy, OBSERVATIONS_JSON, json.dumps(rows).encode())
     report = replay_artifact(copy)
     assert any("recorded 0.0.1" in change for change in report.version_changes)
 

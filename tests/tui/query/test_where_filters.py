@@ -61,3 +61,32 @@ def test_parameters_never_reach_the_sql_text() -> None:
     rows = con.execute(f"SELECT count(*) FROM obs WHERE {flt.sql}", list(flt.params)).fetchall()
     assert rows == [(1,)]  # matched as plain text: the row holding that very string
     assert con.execute("SELECT count(*) FROM obs").fetchall() == [(2,)]
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("seed = 'abc'", "seed is a number column and 'abc' is not a number"),
+    ("result > 5", "result is a text column and 5 is not a text"),
+    ("created_at > 'yesterday'", "created_at is a timestamp column and 'yesterday' is not"),
+    ("seed BETWEEN 1 AND 'x'", "seed is a number column and 'x' is not a number"),
+    ("max_abs_error IN (1, 'big')", "max_abs_error is a number column and 'big'"),
+    ("seed LIKE '1%'", "seed is a number column; LIKE matches text columns only"),
+    ("bit_exact = 3", "bit_exact is a boolean column and 3 is not a boolean"),
+    ("op_type", "op_type alone is not a condition"),
+    ("(" * 250 + "seed = 1" + ")" * 250, "nested more than 50 levels deep"),
+    ("NOT " * 250 + "bit_exact", "nested more than 50 levels deep"),
+])
+def test_type_errors_name_the_column_and_its_type(text: str, needle: str) -> None:
+    with pytest.raises(GeroError, match=None) as caught:
+        parse_filter(text)
+    assert needle in str(caught.value)
+    assert "\n" not in str(caught.value)  # one sentence
+
+
+@pytest.mark.parametrize("text", ["seed = '7'", "created_at > '2025-01-31'",
+                                  "max_abs_error BETWEEN 0 AND '1e-3'", "bit_exact"])
+def test_literals_that_convert_are_accepted_and_run(text: str) -> None:
+    flt = parse_filter(text)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE obs (seed BIGINT, created_at TIMESTAMPTZ, max_abs_error DOUBLE, "
+                "bit_exact BOOLEAN)")
+    con.execute(f"SELECT count(*) FROM obs WHERE {flt.sql}", list(flt.params)).fetchall()

@@ -22,7 +22,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Static
-from textual.worker import Worker
+from textual.worker import Worker, get_current_worker
 
 from gero_runner.errors import GeroError
 from gero_runner.storage.artifacts import resolve_artifact
@@ -234,14 +234,19 @@ class DetailScreen(Screen[None]):
             # Deferred: the replay imports ONNX Runtime (~0.3 s); only this action needs it.
             from gero_runner.evidence.replay import replay_artifact
 
-            report = replay_artifact(directory, observation_ids=[self.observation_id])
+            worker = get_current_worker()
+            # Runs in a child process, killed when the worker is cancelled (the user left
+            # the screen or quit): a hung case never outlives the explorer.
+            report = replay_artifact(directory, observation_ids=[self.observation_id],
+                                     cancelled=lambda: worker.is_cancelled)
             text = verdict_text(report, self.observation_id)
         except GeroError as e:
             text = Text(f"✗ replay failed: {e}", style="bold red")
         except Exception as e:  # a replay must never take the explorer down
             text = Text(f"✗ replay failed unexpectedly: {type(e).__name__}: {e}",
                         style="bold red")
-        self.app.call_from_thread(self.query_one("#detail-verdict", Static).update, text)
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self.query_one("#detail-verdict", Static).update, text)
 
     def action_blame(self) -> None:
         """``B``: run every ORT level on this graph and name the level and rewrite to blame."""

@@ -35,9 +35,15 @@ import numpy as np
 from gero_runner.backends import ort
 from gero_runner.errors import ArtifactError, GeroError
 from gero_runner.evidence.rebuild import load_model_bytes, read_case_record
-from gero_runner.storage.artifacts import load_array, resolve_artifact, safe_member, verify_manifest
+from gero_runner.storage.artifacts import (
+    DERIVED_DIR,
+    load_array,
+    resolve_artifact,
+    safe_member,
+    verify_manifest,
+)
 
-BLAME_DIR = "blame"
+BLAME_DIR = DERIVED_DIR
 LEVELS = ort.LEVEL_NAMES
 _TRANSFORMER = re.compile(r"[A-Z][A-Za-z0-9]*(?:Fusion|Fuse|Elimination|Folding|Transformer|"
                           r"Optimizer|Rewriter|Reorder)")

@@ -29,6 +29,9 @@ from gero_runner.storage.hashing import load_npy, npy_bytes, sha256
 from gero_runner.storage.locks import dir_mode
 
 MANIFEST = "manifest.json"
+DERIVED_DIR = "blame"
+"""Results computed later from the evidence (``gero blame``), kept beside it and outside
+the manifest; never read as evidence."""
 ARTIFACTS_DIR = "artifacts"
 PACKED = "tensors.npz"
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: identical evidence, identical bytes
@@ -176,7 +179,8 @@ def verify_manifest(directory: Path) -> dict[str, str]:
         raise ArtifactError(f"{manifest_path}: not a gero manifest ({e})") from e
     if not files:
         raise ArtifactError(f"{manifest_path}: the manifest lists no files, so it proves nothing")
-    unlisted = sorted(set(present) - set(files) - {MANIFEST})
+    unlisted = sorted(p for p in set(present) - set(files) - {MANIFEST}
+                      if not p.startswith(f"{DERIVED_DIR}/"))
     if unlisted:
         raise ArtifactError(f"{unlisted[0]}: in {directory} but not in its manifest (a "
                             "manifest must cover every file of the case)")

@@ -96,3 +96,4 @@ def test_a_defect_that_does_not_show_on_the_inputs_labels_nothing(tmp_path: Path
     rows = _rows(_case(model.SerializeToString(), {"X": x}, "Erf"), tmp_path)
     assert {r["reference"] for r in rows if r["check"] == "agreement"} == {"onnx-reference"}
     assert not any("known upstream defect" in r["reason"] for r in rows)
+

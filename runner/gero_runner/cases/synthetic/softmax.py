@@ -48,10 +48,12 @@ def where_softmax(x: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return softmax(np.where(keep, x, -np.inf))
 
 
-def additive_softmax(x: np.ndarray, bias: np.ndarray) -> np.ndarray:
+def additive_softmax(inputs: Arrays) -> np.ndarray:
     """What Add(x, bias) → Softmax computes: a fully masked row is softmax(x - 1e4), a
-    proper distribution, not the law's zeros."""
-    return softmax(x + bias)
+    proper distribution, not the law's zeros. The Add's result is the dtype-rounded sum
+    when the generator provides it."""
+    masked = inputs.get("masked")
+    return softmax(inputs["X"] + inputs["bias"] if masked is None else masked)
 
 
 def _keep_mask(rng: np.random.Generator, shape: Shape) -> np.ndarray:
@@ -70,7 +72,10 @@ def _where_inputs(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays:
 def _additive_inputs(rng: np.random.Generator, dtype: str, shape: Shape) -> Arrays:
     keep = _keep_mask(rng, shape)
     bias = np.where(keep, 0.0, _ADDITIVE_MASK).astype(dtype)
-    return {"X": uniform(rng, dtype, shape, -6, 6), "bias": bias}
+    x = uniform(rng, dtype, shape, -6, 6)
+    # The graph's Add rounds x + bias into the dtype (near -1e4 a float32 step is ~1e-3):
+    # the sum rides along (not a feed) so the formula starts from the same values.
+    return {"X": x, "bias": bias, "masked": x + bias}
 
 
 def _where_graph(dtype: str, inputs: Arrays) -> ModelProto:
@@ -109,7 +114,7 @@ CASES = [
            note="Where(keep, x, -inf) → Softmax; example 1 is fully masked: the law says "
                 "zeros (contract:masked_rows), the graph (and its formula) gives NaN"),
     OpCase("MaskedSoftmax.additive", "Softmax", _additive_graph, _additive_inputs,
-           lambda i: [additive_softmax(i["X"], i["bias"])], MASK_SHAPES,
+           lambda i: [additive_softmax(i)], MASK_SHAPES,
            contracts=("masked_rows",),
            note=f"x + ({_ADDITIVE_MASK:g} where masked) → Softmax; example 1 is fully "
                 "masked: the law says zeros (contract:masked_rows), the graph (and its "

@@ -85,7 +85,7 @@ OBSERVATION_COLUMNS: Final[tuple[Column, ...]] = (
     _C("reason", pa.string(), "one sentence saying why this result", True),
     _C("arbiter", pa.string(),
        "on a disagreement: which side float64 is closer to at the out-of-tolerance elements "
-       "(actual | reference | tie | -)"),
+       "(actual | reference | tie | -); part of the verdict, so of the identity", True),
     _C("actual_hash", pa.string(), "SHA-256 of the actual output bytes", True),
     _C("reference_hash", pa.string(), "SHA-256 of the reference output bytes", True),
     _C("graph_hash", pa.string(), "SHA-256 of the serialised model", True),

@@ -206,3 +206,14 @@ def test_a_float16_output_reports_float16_ulps_against_float64_figures() -> None
     y = np.array([1.0 + 2.0 ** -10], dtype=np.float16)
     cmp = compare(y.astype(np.float64), np.array([1.0]), 0.0, 0.0, unit="float16")
     assert cmp.max_ulp == pytest.approx(1.0)
+
+
+def test_a_changed_arbiter_is_a_new_observation() -> None:
+    """Stored rows are deduplicated by identity: the blame must be part of it, or a data
+    root keeps showing the side an older gero chose."""
+    from gero_runner.schema import IDENTITY_COLUMNS
+    from gero_runner.storage.hashing import row_hash
+
+    row = {c: "x" for c in IDENTITY_COLUMNS}
+    assert row_hash({**row, "arbiter": "tie"}, IDENTITY_COLUMNS) != row_hash(
+        {**row, "arbiter": "actual"}, IDENTITY_COLUMNS)

@@ -32,9 +32,9 @@ def text(report: FindingsReport) -> list[str]:
     for f in report.findings:
         lines.append(f"{f.finding_id:<13}{f.result:<15}{f.observations:>6}{f.cases:>6}  "
                      f"{f.status or '-':<7}{f.title}")
-    for label, items in (("gone (their cases ran again and passed)", report.gone),
-                         ("unresolved (absent here, but their cases did not all run again "
-                          "or fail otherwise)", report.unresolved)):
+    for label, items in (("gone (their cases ran again and no longer show them)", report.gone),
+                         ("unresolved (absent here, but not every case that showed them ran "
+                          "again: not assessed)", report.unresolved)):
         if items:
             lines += ["", f"{label}:"]
             lines += [f"  {f.finding_id:<13}{f.observations:>6} obs  {f.title}" for f in items]

@@ -126,9 +126,9 @@ class FindingsReport:
     findings: list[Finding]
     baseline_run_id: str | None = None
     gone: list[Finding] = field(default_factory=list)
-    """Baseline findings whose cases all ran again here and passed."""
+    """Baseline findings whose cases all ran again here and no longer show them."""
     unresolved: list[Finding] = field(default_factory=list)
-    """Baseline findings absent here whose cases did not all run again, or fail otherwise."""
+    """Baseline findings absent here whose cases did not all run again: not assessed."""
     non_passed: int = 0
     """Non-passed observations of the run (each in exactly one finding)."""
 
@@ -166,18 +166,24 @@ def members_sql(relation: str = "obs") -> str:
     truth = _numeric_list(TRUTH_CHECKS)
     level = "substr(p, 13)"
     return f"""
-WITH bad AS MATERIALIZED (
+WITH raw AS MATERIALIZED (
     SELECT observation_id, case_id, op_type, dtype, "check" AS chk, optimization, result,
            CASE WHEN backend = 'onnxruntime' THEN 'onnxruntime@' || optimization
                 ELSE backend END AS path,
-           reference, arbiter, max_abs_error,
+           reference, arbiter, max_abs_error, reason,
            CASE WHEN result = '{EXECUTION}' THEN 'execution'
                 WHEN "check" IN ({numeric}) THEN 'numeric' ELSE "check" END AS family,
            "check" IN ({truth}) AS truth,
-           {_template_sql('reason')} AS template,
-           regexp_extract(reason, '^(?:variant \\S+: )?(\\S+) failed: ', 1) AS failed_path,
            {' + '.join(f"(result = '{k}')::INT * {v}" for k, v in SEVERITY.items())} AS severity
     FROM {relation} WHERE result <> 'passed'
+), templates AS (
+    -- the regular expressions run once per distinct reason, not once per row
+    SELECT reason, {_template_sql('reason')} AS template,
+           regexp_extract(reason, '^(?:variant \\S+: )?(\\S+) failed: ', 1) AS failed_path
+    FROM (SELECT DISTINCT reason FROM raw)
+), bad AS (
+    SELECT r.* EXCLUDE (reason), t.template, t.failed_path
+    FROM raw r JOIN templates t ON r.reason IS NOT DISTINCT FROM t.reason
 ), blamed AS (
     SELECT *,
            CASE WHEN family = 'execution' AND failed_path LIKE 'ort-%'
@@ -193,10 +199,11 @@ WITH bad AS MATERIALIZED (
 ), present AS MATERIALIZED (
     -- every path a case ran per check family, the agreement rows' reference side included
     SELECT case_id, CASE WHEN "check" IN ({numeric}) THEN 'numeric' ELSE "check" END AS fam,
-           list_distinct(flatten(list([
-               CASE WHEN backend = 'onnxruntime' THEN 'onnxruntime@' || optimization
-                    ELSE backend END,
-               CASE WHEN "check" = 'agreement' THEN reference END]))) AS paths
+           list_distinct(list_concat(
+               list(DISTINCT CASE WHEN backend = 'onnxruntime'
+                                  THEN 'onnxruntime@' || optimization ELSE backend END),
+               coalesce(list(DISTINCT reference) FILTER ("check" = 'agreement'), [])))
+               AS paths
     FROM {relation} WHERE case_id IN (SELECT DISTINCT case_id FROM bad) GROUP BY ALL
 ), groups AS (
     SELECT case_id, family, grp,

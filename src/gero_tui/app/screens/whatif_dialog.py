@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 DTYPES = ("float16", "float32", "float64")
 DEFAULTS = {"float16": (5e-3, 5e-4), "float32": (1e-5, 1e-6), "float64": (1e-12, 1e-13)}
-"""The specification's defaults, shown as placeholders (a run may have used others)."""
+"""The specification's defaults, shown as placeholders: a case may carry its own tolerance,
+and the value typed replaces it for every row of the dtype."""
 
 
 def result_text(w: WhatIf, findings: list[Finding]) -> Text:
@@ -76,9 +77,9 @@ class WhatIfDialog(ModalScreen[None]):
                 for i, dtype in enumerate(DTYPES):
                     yield RadioButton(dtype, value=i == 0, id=f"dtype-{dtype}")
             with Horizontal(id="whatif-inputs"):
-                yield Input(placeholder=f"rtol (run's: {DEFAULTS['float16'][0]:g})",
+                yield Input(placeholder=f"rtol (default {DEFAULTS['float16'][0]:g})",
                             id="whatif-rtol")
-                yield Input(placeholder=f"atol (run's: {DEFAULTS['float16'][1]:g})",
+                yield Input(placeholder=f"atol (default {DEFAULTS['float16'][1]:g})",
                             id="whatif-atol")
             yield Static("type an rtol or an atol", id="whatif-result")
 
@@ -93,8 +94,8 @@ class WhatIfDialog(ModalScreen[None]):
     @on(RadioSet.Changed)
     def _dtype_changed(self) -> None:
         rtol, atol = DEFAULTS[self.dtype]
-        self.query_one("#whatif-rtol", Input).placeholder = f"rtol (run's: {rtol:g})"
-        self.query_one("#whatif-atol", Input).placeholder = f"atol (run's: {atol:g})"
+        self.query_one("#whatif-rtol", Input).placeholder = f"rtol (default {rtol:g})"
+        self.query_one("#whatif-atol", Input).placeholder = f"atol (default {atol:g})"
         self._changed()
 
     @on(Input.Changed)

@@ -13,22 +13,20 @@ from typing import Any, Final
 
 import pyarrow as pa
 
+from gero_runner.result_classes import (
+    CONTRACT_ISSUE,
+    DIVERGENCE,
+    EXECUTION,
+    PASSED,
+    RESULT_CLASSES,
+    RESULT_LABELS,
+)
+
 SCHEMA_VERSION: Final = 1
 
-# The four result classes of the specification, in display order.
-PASSED: Final = "passed"
-DIVERGENCE: Final = "divergence"
-CONTRACT_ISSUE: Final = "contract_issue"
-EXECUTION: Final = "execution"
-RESULT_CLASSES: Final = (PASSED, DIVERGENCE, CONTRACT_ISSUE, EXECUTION)
-
-# Labels from the product's landing page.
-RESULT_LABELS: Final = {
-    PASSED: "Within contract",
-    DIVERGENCE: "Backend divergences",
-    CONTRACT_ISSUE: "Contract issue",
-    EXECUTION: "Execution / unsupported",
-}
+# The result classes live in a module of their own (no pyarrow); re-exported here.
+__all__ = ["CONTRACT_ISSUE", "DIVERGENCE", "EXECUTION", "PASSED", "RESULT_CLASSES",
+           "RESULT_LABELS"]
 
 OPT_LEVELS: Final = ("disable_all", "basic", "extended", "all")
 FLOAT_DTYPES: Final = ("float16", "float32", "float64")

@@ -29,10 +29,10 @@ from gero_runner.contracts.paths import (
     Evidence,
     PathRunner,
     compare_law,
-    error_text,
     execution_row,
     law_row,
 )
+from gero_runner.errors import error_text
 from gero_runner.schema import CONTRACT_ISSUE, Observation
 
 if TYPE_CHECKING:

@@ -12,10 +12,10 @@ from gero_runner.contracts.paths import (
     Evidence,
     PathRunner,
     compare_law,
-    error_text,
     execution_row,
     law_row,
 )
+from gero_runner.errors import error_text
 from gero_runner.schema import CONTRACT_ISSUE, PASSED, Observation
 from gero_runner.storage.hashing import tensors_hash
 

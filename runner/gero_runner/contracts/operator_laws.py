@@ -14,7 +14,8 @@ import onnx
 
 from gero_runner.contracts import laws
 from gero_runner.contracts.model_facts import attribute, constant, find_node, producer
-from gero_runner.contracts.paths import Evidence, PathRunner, error_text, execution_row, law_row
+from gero_runner.contracts.paths import Evidence, PathRunner, execution_row, law_row
+from gero_runner.errors import error_text
 from gero_runner.schema import Observation
 
 if TYPE_CHECKING:

@@ -7,6 +7,7 @@ Shared by the contract and the variant families.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from gero_runner import backends
 from gero_runner.cases.base import Arrays
 from gero_runner.contracts import laws
 from gero_runner.contracts.laws import LawResult
+from gero_runner.errors import GeroError
 from gero_runner.schema import EXECUTION, Observation
 from gero_runner.storage.hashing import npy_bytes, sha256
 
@@ -28,6 +30,18 @@ def base_paths(ctx: CaseContext) -> list[PathResult]:
     where the case itself ran (a failed path is already an execution row of its own; data
     paths such as the float64 formula are not executions)."""
     return [p for p in ctx.paths.values() if p.ok and backends.is_backend(p.backend)]
+
+
+def family_paths(ctx: CaseContext, what: str, names: tuple[str, ...],
+                 known: Iterable[str]) -> tuple[list[PathResult], Evidence]:
+    """What a check family (contracts, variants) starts from: the paths it runs on and its
+    evidence, once every name the case asks for is a known one."""
+    known = tuple(known)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise GeroError(f"case {ctx.case.case_id}: unknown {what}(s) {', '.join(unknown)}; "
+                        f"known: {', '.join(known)}")
+    return base_paths(ctx), Evidence(ctx)
 
 
 class PathRunner:
@@ -67,11 +81,6 @@ class PathRunner:
             return self(feeds)
         finally:
             self.close()
-
-
-def error_text(e: BaseException) -> str:
-    text = f"{type(e).__name__}: {e}".strip()
-    return text if len(text) <= 1000 else text[:1000] + " …"
 
 
 class Evidence:

@@ -11,9 +11,8 @@ from gero_runner.cases.base import BATCH_INDEPENDENT, BATCH_REDUCE
 from gero_runner.contracts.batch import independent_rows, reduction_rows
 from gero_runner.contracts.determinism import determinism_rows, thread_rows
 from gero_runner.contracts.operator_laws import NAMED
-from gero_runner.contracts.paths import Evidence, base_paths
+from gero_runner.contracts.paths import family_paths
 from gero_runner.contracts.rank import rank_change_rows
-from gero_runner.errors import GeroError
 from gero_runner.schema import Observation
 
 if TYPE_CHECKING:
@@ -27,12 +26,7 @@ def run_contracts(ctx: CaseContext) -> list[Observation]:
 
 
 def _run(ctx: CaseContext) -> list[Observation]:
-    unknown = [n for n in ctx.case.contracts if n not in NAMED]
-    if unknown:
-        raise GeroError(f"case {ctx.case.case_id}: unknown contract(s) {', '.join(unknown)}; "
-                        f"known: {', '.join(NAMED)}")
-    paths = base_paths(ctx)
-    evidence = Evidence(ctx)
+    paths, evidence = family_paths(ctx, "contract", ctx.case.contracts, NAMED)
     rows = determinism_rows(ctx, paths)
     rows += thread_rows(ctx, paths, evidence)
     if ctx.case.batch == BATCH_INDEPENDENT:

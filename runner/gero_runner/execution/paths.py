@@ -15,15 +15,11 @@ from gero_runner.backends import reference
 from gero_runner.backends.base import Backend, PathSpec
 from gero_runner.cases.base import CaseInstance
 from gero_runner.classify import arbiter, classify
+from gero_runner.errors import error_text
 from gero_runner.execution.context import NOT_APPLICABLE, CaseContext, PathResult, RunSettings
 from gero_runner.metrics.compare import compare
 from gero_runner.schema import EXECUTION, PASSED, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
-
-
-def _error_text(e: BaseException) -> str:
-    text = f"{type(e).__name__}: {e}".strip()
-    return text if len(text) <= 2000 else text[:2000] + " …"
 
 
 def runtime_specs(settings: RunSettings) -> list[tuple[Backend, PathSpec]]:
@@ -66,7 +62,7 @@ def run_path(backend: Backend, spec: PathSpec, case: CaseInstance, repeats: int)
         backend.release(session)
         del session  # released here, so that its teardown is timed with the backend
     except Exception as e:
-        path.error = _error_text(e)
+        path.error = error_text(e)
         return path
     finally:
         path.backend_seconds = time.perf_counter() - start

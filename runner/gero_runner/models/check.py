@@ -33,6 +33,7 @@ import numpy as np
 
 from gero_runner.backends import ort
 from gero_runner.cases.base import ModelChecks
+from gero_runner.errors import error_text
 from gero_runner.metrics import model_level as ml
 from gero_runner.metrics.compare import compare
 from gero_runner.models import variants as var
@@ -49,11 +50,6 @@ NOISE_RUNS = 16
 NOISE_RELATIVE = 1e-7
 
 Rows = list[Observation]
-
-
-def _error(e: BaseException) -> str:
-    text = f"{type(e).__name__}: {e}".strip()
-    return text if len(text) <= 1000 else text[:1000] + " …"
 
 
 class _Checker:
@@ -131,7 +127,7 @@ class _Checker:
         try:
             noisy = self._noisy_runs(self.case.model, "fp32")
         except Exception as e:
-            self._fail("model:noise-floor", base, "onnxruntime-noise", _error(e))
+            self._fail("model:noise-floor", base, "onnxruntime-noise", error_text(e))
             return {}
         dis = disabled.outputs if disabled is not None and disabled.ok else None
         floors = self._floors(base.outputs, dis, noisy)
@@ -220,7 +216,7 @@ class _Checker:
                     verdict = parity.evaluate_output(kind, r, a, tol)
                 except Exception as e:  # shapes the kind cannot take
                     self._row(f"parity:{kind}", name, path, label, version, a, None,
-                              CONTRACT_ISSUE, f"{kind}: {_error(e)}", {"kind": kind})
+                              CONTRACT_ISSUE, f"{kind}: {error_text(e)}", {"kind": kind})
                     continue
                 if verdict.nonfinite:
                     result, reason = CONTRACT_ISSUE, verdict.nonfinite
@@ -242,7 +238,7 @@ class _Checker:
             model = var.build(name, case.model, case.inputs, case.seed)
         except Exception as e:
             self._fail(f"model:{name}", fp32, f"{name}:onnxruntime:all",
-                       f"building the {name} variant failed: {_error(e)}")
+                       f"building the {name} variant failed: {error_text(e)}")
             return
         ctx.writer.add_bytes(f"variants/{name}.onnx", model)
         vcase = dataclasses.replace(case, model=model)
@@ -272,7 +268,7 @@ class _Checker:
         try:
             noisy = self._noisy_runs(model, name)
         except Exception as e:
-            self._fail(f"model:{name}:vs-model", base, "onnxruntime-noise", _error(e))
+            self._fail(f"model:{name}:vs-model", base, "onnxruntime-noise", error_text(e))
             return
         disabled = runs.get("ort-disable_all")
         dis = disabled.outputs if disabled is not None and disabled.ok else None

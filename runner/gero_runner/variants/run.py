@@ -14,9 +14,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gero_runner.classify import arbiter, classify
-from gero_runner.contracts.paths import Evidence, PathRunner, base_paths, error_text, execution_row
-from gero_runner.errors import GeroError
+from gero_runner.classify import classify
+from gero_runner.contracts.paths import (
+    PathRunner,
+    execution_row,
+    family_paths,
+)
+from gero_runner.errors import error_text
+from gero_runner.execution.paths import truth_arbiter
 from gero_runner.schema import PASSED, Observation
 from gero_runner.variants.builders import VARIANTS, VariantError, build_variant
 
@@ -26,27 +31,13 @@ if TYPE_CHECKING:
 BASE_LABEL = "base-graph"
 
 
-def _arbiter(ctx: CaseContext, j: int, a: np.ndarray, r: np.ndarray, rtol: float,
-             atol: float) -> str:
-    """Variant against base graph, at the out-of-tolerance elements (see classify.arbiter)."""
-    exact = ctx.case.expected_exact
-    if not exact or j >= len(exact):
-        return "-"
-    return arbiter(a, r, list(exact.values())[j], rtol, atol)
-
-
 def run_variants(ctx: CaseContext) -> list[Observation]:
     with np.errstate(all="ignore"):  # variants run on edge values on purpose
         return _run(ctx)
 
 
 def _run(ctx: CaseContext) -> list[Observation]:
-    unknown = [n for n in ctx.case.variants if n not in VARIANTS]
-    if unknown:
-        raise GeroError(f"case {ctx.case.case_id}: unknown variant(s) {', '.join(unknown)}; "
-                        f"known: {', '.join(VARIANTS)}")
-    paths = base_paths(ctx)
-    evidence = Evidence(ctx)
+    paths, evidence = family_paths(ctx, "variant", ctx.case.variants, VARIANTS)
     rows: list[Observation] = []
     for name in ctx.case.variants:
         check = f"variant:{name}"
@@ -72,7 +63,7 @@ def _run(ctx: CaseContext) -> list[Observation]:
                 rtol, atol = ctx.tolerance(dtype)
                 cmp = ctx.compare(a, r, rtol, atol)
                 result, reason = classify(cmp, rtol, atol)
-                arbiter = _arbiter(ctx, j, a, r, rtol, atol) if result != PASSED else "-"
+                arbiter = truth_arbiter(ctx, j, a, r, rtol, atol) if result != PASSED else "-"
                 rows.append(ctx.row(
                     check=check, output_name=out_name, actual=path, reference_name=BASE_LABEL,
                     reference_version=path.version, dtype=dtype, cmp=cmp, rtol=rtol,

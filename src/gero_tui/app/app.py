@@ -284,14 +284,6 @@ class GeroApp(ExplorerApp):
         current = getattr(self.screen, "current_observation_id", None)
         self.push_screen(ExportDialog(self.require_source(), scope, current_id=current))
 
-    def on_evaluations_screen_open_evaluation(self, message: EvaluationsScreen.OpenEvaluation
-                                              ) -> None:
-        self.open_detail(message.observation_id, message.row_number)
-
-    def on_evaluations_screen_replay_evaluation(
-            self, message: EvaluationsScreen.ReplayEvaluation) -> None:
-        self.open_detail(message.observation_id, message.row_number, replay=True)
-
     def on_evaluations_screen_export_rows(self, message: EvaluationsScreen.ExportRows) -> None:
         self.open_export(message.where, message.params, message.selected, message.count)
 

@@ -20,11 +20,8 @@ from typing import Any
 
 import duckdb
 
+from gero_runner.result_classes import RESULT_CLASSES as RESULT_CLASSES  # for the app
 from gero_tui.query.source import TABLE_RELATION, RunSource
-
-# The result classes of gero_runner.schema, restated because importing the schema module
-# imports pyarrow (tests hold the two in step).
-RESULT_CLASSES: tuple[str, ...] = ("passed", "divergence", "contract_issue", "execution")
 
 
 @dataclass(frozen=True)

@@ -132,24 +132,6 @@ class EvaluationsScreen(Screen[None]):
     grouping: reactive[str | None] = reactive(None, init=False)
     """A ``GROUPINGS`` key (``m``): rows that differ only in it are one row; None: every row."""
 
-    class OpenEvaluation(Message):
-        """``enter``: open the detail of one evaluation."""
-
-        def __init__(self, observation_id: str, row_number: int | None = None) -> None:
-            self.observation_id = observation_id
-            self.row_number = row_number
-            """The row's ``rn`` in the source's views: a faster fetch than the id."""
-            super().__init__()
-
-    class ReplayEvaluation(Message):
-        """``r``: replay one evaluation from its evidence."""
-
-        def __init__(self, observation_id: str, row_number: int | None = None) -> None:
-            self.observation_id = observation_id
-            self.row_number = row_number
-            """The row's ``rn`` in the source's views: a faster fetch than the id."""
-            super().__init__()
-
     class ExportRows(Message):
         """``e``: export the rows matching ``where`` (the selection, else the filter)."""
 

@@ -23,8 +23,7 @@ from gero_tui.app.widgets.timing_table import TimingTable
 from gero_tui.app.worker_errors import worker_failure
 from gero_tui.query.table import RESULT_CLASSES, TableFilter
 
-CLASS_NAMES = {"passed": "passed", "divergence": "divergence",
-               "contract_issue": "contract issue", "execution": "execution"}
+CLASS_NAMES = {c: c.replace("_", " ") for c in RESULT_CLASSES}
 
 if TYPE_CHECKING:
     from gero_tui.app.base import ExplorerApp

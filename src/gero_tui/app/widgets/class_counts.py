@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from gero_runner.result_classes import RESULT_CLASSES
 from gero_tui.app.widgets.palette import CLASS_COLORS
 
 # The landing page's three headings; the third groups two result classes.
@@ -51,8 +52,8 @@ class ClassCounts(Static):
             figure = Text("…" if counts is None else f"{sum(counts.get(c, 0) for c in classes):,}",
                           style=f"bold {color}")
             heading = Text(title, style="bold")
-            keys = " ".join(str(i) for i, c in enumerate(
-                ("passed", "divergence", "contract_issue", "execution"), start=1) if c in classes)
+            keys = " ".join(str(i) for i, c in enumerate(RESULT_CLASSES, start=1)
+                            if c in classes)
             sub = Text(caption, style="dim")
             if counts is not None and len(classes) > 1:
                 sub = Text(" · ".join(f"{counts.get(c, 0):,} {c.replace('_issue', '')}"

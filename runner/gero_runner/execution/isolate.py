@@ -9,6 +9,7 @@ happened in one sentence.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import multiprocessing as mp
 import os
@@ -83,6 +84,10 @@ def call_isolated(fn: Callable[..., T], *args: Any, timeout_s: float,
     ``cancelled`` is polled a few times a second: when it says so, the child is killed
     (the explorer's replay uses it when the user leaves).
     """
+    if threading.active_count() > 1:
+        # Forking a process whose other threads hold locks (the explorer's workers, DuckDB)
+        # can crash or hang the child: a fresh interpreter runs the call instead.
+        return _call_in_interpreter(fn, args, timeout_s, cancelled)
     ctx = mp.get_context("fork")
     reader, writer = ctx.Pipe(duplex=False)
     process = ctx.Process(target=_child, args=(writer, os.getpid(), fn, args), daemon=True)
@@ -126,3 +131,65 @@ def _exit_message(exitcode: int | None) -> str:
         except ValueError:
             return f"crashed with signal {-exitcode}"
     return f"exited with code {exitcode}"
+
+
+def _call_in_interpreter(fn: Callable[..., T], args: tuple[Any, ...], timeout_s: float,
+                         cancelled: Callable[[], bool] | None) -> T:
+    """``fn(*args)`` in a new Python process (``python -m gero_runner.execution.isolate``):
+    the call and its result travel pickled over the child's stdin and stdout."""
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    child = subprocess.Popen([sys.executable, "-m", "gero_runner.execution.isolate",
+                              str(os.getpid())], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    output: list[bytes] = []
+    collector = threading.Thread(target=lambda: output.append(child.stdout.read()  # type: ignore[union-attr]
+                                                              ), daemon=True)
+    collector.start()
+    deadline = time.monotonic() + timeout_s
+    try:
+        assert child.stdin is not None
+        try:
+            child.stdin.write(pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL))
+            child.stdin.close()
+        except BrokenPipeError:
+            pass
+        while child.poll() is None:
+            if time.monotonic() > deadline:
+                raise IsolatedFailure(f"timed out after {timeout_s:g} s", timed_out=True)
+            if cancelled is not None and cancelled():
+                raise IsolatedFailure("cancelled")
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=0.2)
+        collector.join(timeout=30)
+        answer: tuple[bool, Any] | None = None
+        with contextlib.suppress(pickle.UnpicklingError, EOFError, ValueError, IndexError):
+            answer = pickle.loads(output[0])
+        if answer is None:
+            raise IsolatedFailure(_exit_message(child.returncode))
+        if not answer[0]:
+            raise IsolatedFailure(str(answer[1]))
+        result: T = answer[1]
+        return result
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait(timeout=5)
+
+
+def _interpreter_main() -> None:
+    parent = int(sys.argv[1])
+    exit_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    fn, args = pickle.loads(sys.stdin.buffer.read())
+    try:
+        payload = pickle.dumps((True, fn(*args)), protocol=pickle.HIGHEST_PROTOCOL)
+    except BaseException as e:  # reported to the parent, which decides
+        payload = pickle.dumps((False, f"{type(e).__name__}: {str(e)[:500]}"))
+    sys.stdout.buffer.write(payload)
+    sys.stdout.buffer.flush()
+
+
+if __name__ == "__main__":
+    _interpreter_main()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +17,11 @@ from gero_tui.cli import main
 
 @pytest.fixture()
 def root(tmp_path: Path) -> Path:
-    assert main(["run", "--data-dir", str(tmp_path), "--ops", "Exp", "--dtypes", "float32",
-                 "--repeats", "1", "--jobs", "1", "--no-contracts", "--run-id", "one"]) == 0
+    # In a fresh process: workers forked from a test process that has run threads may crash.
+    subprocess.run([sys.executable, "-m", "gero_tui", "run", "--data-dir", str(tmp_path),
+                    "--ops", "Exp", "--dtypes", "float32", "--repeats", "1", "--jobs", "1",
+                    "--no-contracts", "--run-id", "one"], check=True, capture_output=True,
+                   env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     return tmp_path
 
 

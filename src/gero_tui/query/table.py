@@ -497,11 +497,14 @@ class TableQuery:
             params).fetchall() if r[0] is not None), key=natural_key)
         worst = (f"({SEVERITY_SQL}) * 4 + CASE WHEN max_abs_error IS NULL OR "
                  "isnan(max_abs_error) THEN 0 ELSE 1 + atan(max_abs_error) END")
-        if len(domain) <= MAX_COVERED:
+        covers_params: list[Any] = []
+        if not domain:
+            covers = "0::BIGINT"  # no rows: no groups, nothing covered
+        elif len(domain) <= MAX_COVERED:
             index = (f"CASE {grouping.covers} "
                      + " ".join(f"WHEN ? THEN {4 * i}" for i in range(len(domain))) + " END")
             covers = f"bit_or(1::BIGINT << ({index} + ({SEVERITY_SQL})))"
-            covers_params: list[Any] = list(domain)
+            covers_params = list(domain)
         else:
             covers = (f"string_agg(DISTINCT {grouping.covers} || '{COVERS_RESULT}' || result, "
                       f"'{COVERS_SEPARATOR}')")

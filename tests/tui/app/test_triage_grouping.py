@@ -113,3 +113,16 @@ async def test_frequency_of_the_column_under_the_cursor_and_enter_filters(
         await settle(pilot)
         assert app.screen is screen
         assert len(screen.table_filter.cases) == 1
+
+
+async def test_grouping_rows_no_filter_matches_is_empty_not_an_error(data_root: Path) -> None:
+    from gero_tui.app.widgets.filter_bar import FilterBar
+
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_table(pilot)
+        await pilot.press("slash", *"no such text", "enter", "m")
+        await settle(pilot)
+        assert screen.grouping == "levels"
+        assert screen.matching_count == 0
+        assert screen.query_one(FilterBar).problem == ""

@@ -96,3 +96,4 @@ async def test_the_why_line_shows_the_full_reason_under_the_cursor(data_root: Pa
         await pilot.press("down")
         await pilot.pause()
         assert "ort-basic failed" in str(screen.query_one("#why").render())
+

@@ -513,7 +513,7 @@ class EvaluationsScreen(Screen[None]):
     def _text_done(self) -> None:
         box = self.query_one("#text-filter", Input)
         box.display = bool(box.value)
-        self.table.focus()
+        self.set_focus(self.table)  # now: the next key is a table key
 
     def action_pick_values(self, key: str) -> None:
         """Choose values of one column (operation, dtype, optimisation, suite, check, arbiter).
@@ -611,7 +611,7 @@ class EvaluationsScreen(Screen[None]):
         box = self.query_one("#text-filter", Input)
         if self.focused is box:  # (has_focus waits for the Focus event)
             box.display = bool(box.value)
-            self.table.focus()
+            self.set_focus(self.table)  # now: the next key is a table key
         elif len(self.app.screen_stack) > 2:
             self.app.pop_screen()
         else:

@@ -121,7 +121,11 @@ def cut_keeping_shape(text: str, width: int) -> str:
     return set_cell_size(head, room) + "…" + tail.group()
 
 
-def covers_label(value: str, width: int) -> str:
+COVERED_NOUN = {"optimization": "settings", "dtype": "dtypes"}
+"""What a group's covered values are called when their names do not fit ("2 settings")."""
+
+
+def covers_label(value: str, width: int, column: str = "") -> str:
     """What a group covers, in a cell: "all 4 levels", or its names, short where narrow."""
     names = [name for name, _ in split_covers(value)]
     if names == list(OPT_LEVELS):
@@ -130,7 +134,7 @@ def covers_label(value: str, width: int) -> str:
     if cell_len(text) > width:
         text = ",".join(NARROW_VALUES["dtype"].get(n, n) for n in names)
     if cell_len(text) > width:
-        text = f"{len(names)} values"
+        text = f"{len(names)} {COVERED_NOUN.get(column, 'values')}"
     return text
 
 
@@ -423,7 +427,7 @@ class EvaluationsTable(Widget, can_focus=True):
             column = COLUMNS[col]
             value = row[2 + col]
             if column.key == self.grouped_column:
-                value = covers_label(str(value), w)
+                value = covers_label(str(value), w, column.key)
             text = _fit(format_value(column.key, value, w), w, right=column.numeric)
             style = line_style
             if column.key == "result":

@@ -24,8 +24,7 @@ SHORT = {"Select all": "All", "Reverse sort": "Reverse", "Histogram": "Hist",
          "Frequency": "Freq", "Evaluations": "Table", "Per-op histogram": "Hist",
          "prev slice": "prev", "next slice": "next", "slice axis": "axis", "row axis": "rows",
          "col axis": "cols", "copy id": "id", "copy cmd": "cmd"}
-"""Shorter descriptions where the bar is narrow (the help and palette keep the long ones)."""
-NARROW = 120
+"""Shorter descriptions in the bar (the help and the command palette keep the long ones)."""
 APP_KEYS_FROM = 100
 """Narrower than this, the bar shows the screen's own keys and `?` (help lists the rest)."""
 
@@ -67,7 +66,7 @@ class KeyBar(Widget):
 
     def _bindings_changed(self, screen: Screen[object]) -> None:
         if self.is_attached and screen is self.screen:
-            self.refresh()
+            self.refresh(layout=True)  # the keys may need another line, or one fewer
 
     def _keys(self) -> list[tuple[str, str, bool, str]]:
         """(key as shown, description, enabled, key) of each shown binding, the first of
@@ -81,9 +80,7 @@ class KeyBar(Widget):
             if narrow and node is self.app and binding.action != "help":
                 continue  # the app's keys (quit, runs, findings): `?` lists them
             seen.add(binding.action)
-            description = binding.description
-            if self.size.width < NARROW:
-                description = SHORT.get(description, description)
+            description = SHORT.get(binding.description, binding.description)
             keys.append((self.app.get_key_display(binding), description, enabled, binding.key))
         return keys
 

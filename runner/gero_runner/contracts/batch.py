@@ -65,23 +65,23 @@ def independent_rows(ctx: CaseContext, paths: list[PathResult],
     rows: list[Observation] = []
     feeds = ctx.case.inputs
     for path in paths:
-        run = PathRunner(ctx, path, model)
-        try:
-            full = run(feeds)
-        except Exception as e:  # a runtime that rejects the symbolic batch is an observation
-            run.close()
-            rows += _failed(ctx, path, INDEPENDENT_LAWS, f"the full batch failed: {error_text(e)}")
-            continue
-        selections: dict[str, list[Any]] = {
-            "partition": list(parts), "permutation": [perm], "duplication": [dup_index]}
-        got: dict[str, Any] = {}
-        for law, chosen in selections.items():
+        with PathRunner(ctx, path, model) as run:  # released before the laws are judged
             try:
-                outs = [run(take(feeds, layout.batched, s)) for s in chosen]
-                got[law] = outs if law == "partition" else outs[0]
-            except Exception as e:  # e.g. a graph constant that fixes the batch size
-                rows += _failed(ctx, path, (law,), f"running the graph failed: {error_text(e)}")
-        run.close()
+                full = run(feeds)
+            except Exception as e:  # a runtime that rejects the symbolic batch: observed
+                rows += _failed(ctx, path, INDEPENDENT_LAWS,
+                                f"the full batch failed: {error_text(e)}")
+                continue
+            selections: dict[str, list[Any]] = {
+                "partition": list(parts), "permutation": [perm], "duplication": [dup_index]}
+            got: dict[str, Any] = {}
+            for law, chosen in selections.items():
+                try:
+                    outs = [run(take(feeds, layout.batched, s)) for s in chosen]
+                    got[law] = outs if law == "partition" else outs[0]
+                except Exception as e:  # e.g. a graph constant that fixes the batch size
+                    rows += _failed(ctx, path, (law,),
+                                    f"running the graph failed: {error_text(e)}")
         for j, name in enumerate(ctx.output_names):
             f = full[j]
             dtype = str(f.dtype)
@@ -157,22 +157,21 @@ def reduction_rows(ctx: CaseContext, paths: list[PathResult],
     rows: list[Observation] = []
     feeds = ctx.case.inputs
     for path in paths:
-        run = PathRunner(ctx, path, model)
-        try:
-            full = run(feeds)
-            permuted = run(take(feeds, layout.batched, perm))
-        except Exception as e:
-            run.close()
-            rows += _failed(ctx, path, REDUCE_LAWS, f"running the graph failed: {error_text(e)}")
-            continue
-        try:
-            pieces: list[list[np.ndarray]] | None = [
-                run(take(feeds, layout.batched, s)) for s in parts]
-        except Exception as e:  # e.g. a graph constant that fixes the batch size
-            rows += _failed(ctx, path, ("partial_reduction",),
-                            f"running the graph on parts of the batch failed: {error_text(e)}")
-            pieces = None
-        run.close()
+        with PathRunner(ctx, path, model) as run:  # released before the laws are judged
+            try:
+                full = run(feeds)
+                permuted = run(take(feeds, layout.batched, perm))
+            except Exception as e:
+                rows += _failed(ctx, path, REDUCE_LAWS,
+                                f"running the graph failed: {error_text(e)}")
+                continue
+            try:
+                pieces: list[list[np.ndarray]] | None = [
+                    run(take(feeds, layout.batched, s)) for s in parts]
+            except Exception as e:  # e.g. a graph constant that fixes the batch size
+                rows += _failed(ctx, path, ("partial_reduction",), "running the graph on parts "
+                                f"of the batch failed: {error_text(e)}")
+                pieces = None
         for j, name in enumerate(ctx.output_names):
             rows += _reduction_output_rows(ctx, evidence, path, j, name, reduction, layout,
                                            parts, full, pieces, permuted)

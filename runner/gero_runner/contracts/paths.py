@@ -68,6 +68,12 @@ class PathRunner:
                 self._session = self.backend.build(self.model, self.settings)
             return self.backend.run(self._session, feeds)
 
+    def __enter__(self) -> PathRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         """Release the session now: its teardown (arenas, pool threads) is backend time too."""
         if self._session is not None:

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import re
+
 ERROR_TEXT_LIMIT = 2000
 """Characters of a path's error message kept in a row's reason (a traceback can be huge)."""
 
 
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+
+
 def error_text(e: BaseException) -> str:
-    """What a path or law raised, as a row's reason records it: type and message, cut."""
-    text = f"{type(e).__name__}: {e}".strip()
+    """What a path or law raised, as a row's reason records it: type and message, cut.
+
+    Memory addresses (``0x7ffe60733d00``) differ on every run; the reason is part of an
+    observation's identity, so they are written as ``0x…`` (or a rerun never deduplicates).
+    """
+    text = _ADDRESS.sub("0x…", f"{type(e).__name__}: {e}".strip())
     return text if len(text) <= ERROR_TEXT_LIMIT else text[:ERROR_TEXT_LIMIT] + " …"
 
 

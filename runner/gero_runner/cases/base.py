@@ -115,6 +115,10 @@ class CaseInstance:
     """Why gero cannot feed or compare this case (it becomes one execution row)."""
     wrapped: str = ""
     """What the sequence/optional wrapper changed in an onnx backend case's graph."""
+    random: bool = False
+    """The graph draws random values (Bernoulli, Random*): its outputs may differ between
+    runs even seeded (a runtime may ignore the seed), so they are not part of its
+    observations' identity: a rerun finds the same observation, not a new one."""
     reference_repeats: int | None = None
     """Timed ReferenceEvaluator runs when fewer than the run's (seconds each on a CNN)."""
     model_checks: ModelChecks | None = None

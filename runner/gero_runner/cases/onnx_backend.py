@@ -25,6 +25,7 @@ import contextlib
 import io
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,11 +117,50 @@ def op_types(testcases: list[Any]) -> dict[str, str]:
     return ops
 
 
+RANDOM_OPS = frozenset(("Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike",
+                        "RandomUniform", "RandomUniformLike"))
+RANDOM_SEED = 0.0
+"""The seed given to a random operator that has none: without it every run draws other
+values, so its observations got new ids on every rerun and never deduplicated."""
+
+
+def _nodes(graph: Any) -> Iterator[Any]:
+    import onnx
+
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            for g in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
+                yield from _nodes(g)
+
+
+def _has_random(model: Any) -> bool:
+    return any(n.op_type in RANDOM_OPS for n in _nodes(model.graph))
+
+
+def seeded(model: Any) -> Any:
+    """``model`` with every unseeded random node given ``seed=RANDOM_SEED`` (a copy; the
+    model itself when nothing needs a seed)."""
+    import onnx
+
+    nodes = _nodes
+    if not any(n.op_type in RANDOM_OPS and not any(a.name == "seed" for a in n.attribute)
+               for n in nodes(model.graph)):
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for node in nodes(copy.graph):
+        if node.op_type in RANDOM_OPS and not any(a.name == "seed" for a in node.attribute):
+            node.attribute.append(onnx.helper.make_attribute("seed", RANDOM_SEED))
+    return copy
+
+
 def to_case(tc: Any, op_type: str) -> CaseInstance:
     """One onnx TestCase as a CaseInstance (or an unsupported one carrying the reason)."""
     import onnx
 
-    model = tc.model
+    model = seeded(tc.model)
+    random = model is not tc.model or _has_random(tc.model)
     inputs_data, outputs_data = tc.data_sets[0]
     problems: list[str] = []
     try:
@@ -142,7 +182,7 @@ def to_case(tc: Any, op_type: str) -> CaseInstance:
         inputs=inputs, expected=expected if not problems else None,
         expected_label=EXPECTED_LABEL, expected_version=onnx.__version__,
         tolerance=(float(tc.rtol), float(tc.atol)),
-        unsupported="; ".join(dict.fromkeys(problems)), wrapped=note,
+        unsupported="; ".join(dict.fromkeys(problems)), wrapped=note, random=random,
     )
 
 

@@ -197,9 +197,16 @@ class CaseContext:
             details=_DETAILS_JSON.encode(details) if details else "{}", **metrics)
 
 
-def finish_row(row: Observation, artifact_path: str) -> Observation:
-    """The row with its evidence directory and its id (the hash of its identity columns)."""
+OUTPUT_IDENTITY = ("actual_hash", "reference_hash", "result", "reason")
+"""Identity columns that depend on the values a path computed."""
+RANDOM_IDENTITY = tuple(c for c in IDENTITY_COLUMNS if c not in OUTPUT_IDENTITY)
+"""A random case's identity: its slot (case, check, path, settings), not its draws."""
+
+
+def finish_row(row: Observation, artifact_path: str, random: bool = False) -> Observation:
+    """The row with its evidence directory and its id (the hash of its identity columns;
+    without the output-dependent ones for a ``random`` case)."""
     return replace(row, artifact_path=artifact_path,
-                   observation_id=row_hash(row, IDENTITY_COLUMNS))
+                   observation_id=row_hash(row, RANDOM_IDENTITY if random else IDENTITY_COLUMNS))
 
 

@@ -130,7 +130,7 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
                   for name, p in paths.items()},
     })
     artifact = writer.write(Path(settings.data_root))
-    rows = [finish_row(r, artifact) for r in rows]
+    rows = [finish_row(r, artifact, case.random) for r in rows]
     end = time.perf_counter()
     return CaseResult(rows, ctx.backend_seconds, end - start, end - evidence_start)
 

@@ -46,22 +46,41 @@ async def test_long_paste_in_the_find_box_does_not_crash(data_root: Path) -> Non
     assert app.return_code in (0, None)
 
 
-async def test_a_failed_query_is_shown_and_the_next_key_works(tmp_path: Path) -> None:
-    rows = fixture_rows()
-    write_run(tmp_path, RUN_ID, rows)
-    _corrupt_data_pages(tmp_path / "runs" / RUN_ID / "observations.parquet")
-    app = GeroApp(tmp_path, screen="evaluations")
+async def test_a_failed_query_is_shown_and_the_next_key_works(data_root: Path, monkeypatch
+                                                              ) -> None:
+    """A query that fails (the opener skips files it cannot decode; a page can still fail
+    later, e.g. a file damaged while the explorer runs), then more keys: shown, no crash."""
+    import duckdb
+
+    from gero_tui.query import table as table_query
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise duckdb.IOException("Invalid Input Error: corrupt data page")
+
+    app = GeroApp(data_root, screen="evaluations")
     async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        monkeypatch.setattr(table_query.TableQuery, "page", failing)
+        await pilot.press("2")
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, EvaluationsScreen)
         bar = screen.query_one(FilterBar)
-        assert bar.problem, "the failure is on the status line"
+        assert "corrupt data page" in bar.problem, "the failure is on the status line"
         for key in ("2", "2", "4", "slash", "a", "b", "enter", "x"):
             await pilot.press(key)
         await settle(pilot)
         assert app.is_running
         assert screen.query_one(FilterBar).problem
+
+
+def test_the_opener_skips_a_file_whose_data_pages_do_not_decode(tmp_path: Path) -> None:
+    from gero_tui.query.source import open_source
+
+    write_run(tmp_path, RUN_ID, fixture_rows())
+    _corrupt_data_pages(tmp_path / "runs" / RUN_ID / "observations.parquet")
+    source = open_source(tmp_path)
+    assert any("does not decode" in p for p in source.problems)
 
 
 async def test_an_unexpected_worker_error_is_shown_not_fatal(data_root: Path, monkeypatch

@@ -256,6 +256,11 @@ def _values(spec: InputSpec, shape: tuple[int, ...], options: InputOptions,
     return x, f"{text} (default)"
 
 
+MAX_INPUT_BYTES = 1 << 30
+"""Largest input gero generates for a model (1 GiB): a bigger one is refused before
+anything is allocated, with the shape that asked for it."""
+
+
 def build_inputs(model: onnx.ModelProto, specs: list[InputSpec], options: InputOptions,
                  seed: int, source: str) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
     """The feeds for one model and, per input, the choices behind them."""
@@ -281,6 +286,12 @@ def build_inputs(model: onnx.ModelProto, specs: list[InputSpec], options: InputO
                     key = signature.dim_key(spec, axis)
                     origin = implied[key][1] if key in implied else chosen[key].source
                     dims_note[key] = f"{shape[axis]} ({origin})"
+        size = math.prod(shape) * spec.dtype.itemsize
+        if size > MAX_INPUT_BYTES:  # checked before allocating: [100000, 100000] is 40 GB
+            raise GeroError(
+                f"{source}: input {spec.name!r} of shape {list(shape)} ({shape_source}) would "
+                f"take {size / 2**30:.1f} GiB, over the {MAX_INPUT_BYTES >> 20} MiB an input "
+                f"may take; give a smaller one with --input {spec.name}=SHAPE")
         x, values = _values(spec, shape, options, model, rng, source)
         # np.ascontiguousarray would make a rank-0 scalar [1]: copy in C order instead
         feeds[spec.name] = np.array(x, order="C", copy=True)

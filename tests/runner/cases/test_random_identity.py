@@ -31,3 +31,4 @@ def test_a_rerun_of_random_cases_finds_the_same_observations(tmp_path: Path) -> 
 def test_memory_addresses_do_not_reach_a_reason() -> None:
     text = error_text(RuntimeError("node <Func_Bernoulli0x7ffe60733d00X_random> failed"))
     assert "0x7ffe" not in text and "0x…" in text
+

@@ -187,6 +187,10 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
         raise ArtifactError(f"{directory}: no stored observations point to this directory")
 
     art = load_artifact_case(directory)
+    for name, x in art.case.inputs.items():
+        if x.dtype.kind == "c":  # no case gero makes has one; ONNX Runtime runs none
+            raise ArtifactError(f"{directory}: input {name!r} is {x.dtype}; gero replays "
+                                "real-valued cases only")
     runtimes = tuple(name for name in art.backends if backends.get(name).installed())
     for name in art.backends:
         if name not in runtimes:

@@ -109,3 +109,23 @@ def test_a_case_that_never_ends_is_stopped_by_the_replay_timeout(root: DataRoot,
     with pytest.raises(ReplayFailed, match="timed out after 1 s"):
         replay_artifact(copy, timeout_s=1.0)
     assert time.monotonic() - start < 30
+
+
+def test_complex_inputs_are_refused_in_one_sentence(root: DataRoot, tmp_path: Path) -> None:
+    import zipfile
+
+    copy = _copy(root, tmp_path)
+    with zipfile.ZipFile(copy / "tensors.npz") as archive:
+        members = {n: archive.read(n) for n in archive.namelist()}
+    for name in members:
+        if name.startswith("inputs/"):
+            members[name] = npy_bytes(load_npy(members[name]).astype(np.complex128))
+    with zipfile.ZipFile(copy / "tensors.npz", "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    manifest = json.loads((copy / MANIFEST).read_text())
+    manifest.pop("packed", None)
+    (copy / MANIFEST).write_text(json.dumps(manifest))
+    _sign(copy)
+    with pytest.raises(ArtifactError, match="is complex128; gero replays real-valued cases"):
+        replay_artifact(copy)

@@ -164,7 +164,9 @@ def reduction_bound(op_type: str, x: np.ndarray, axes: tuple[int, ...], keepdims
             return np.zeros(ref.shape), 0.0, n
         if op_type in SUM_LIKE:
             terms = np.square(x64) if op_type == "ReduceSumSquare" else np.abs(x64)
-            mass = np.sum(terms, axis=axes, keepdims=keepdims)
+            mass = np.sum(terms, axis=axes, keepdims=True)
+            if not keepdims:  # a literal keepdims type-checks against every numpy, a bool not
+                mass = np.squeeze(mass, axis=axes)
             if op_type == "ReduceMean":
                 mass = mass / n
             return atol + factor * np.broadcast_to(mass, ref.shape), factor, n

@@ -74,3 +74,17 @@ def test_large_cases_are_not_prefetched(monkeypatch: pytest.MonkeyPatch) -> None
     cases = _cases()
     outcomes = list(pool.run_cases(cases, RunSettings(data_root=""), jobs=1, timeout_s=5.0))
     assert sorted(o.index for o in outcomes) == list(range(len(cases)))
+
+
+def test_a_case_sent_to_a_dead_worker_is_not_lost() -> None:
+    # Python 3.13 reports the closed pipe of a crashed worker at once (BrokenPipeError);
+    # the case must stay pending for another worker instead of taking the run down.
+    import multiprocessing as mp
+
+    worker = pool._Worker(mp.get_context("fork"), RunSettings(data_root=""))
+    worker.process.kill()
+    worker.process.join(timeout=5)
+    case = _cases()[0]
+    sent = [worker.submit(0, case, b"x" * 100_000) for _ in range(3)]
+    assert sent[-1] is False and not worker.queue
+    worker.kill()

@@ -158,7 +158,12 @@ class DetailScreen(Screen[None]):
         arbiter = arbiter_text(obs)
         if arbiter:
             title.append(f"\n{arbiter}", style="italic")
-        self.query_one("#detail-title", Static).update(title)
+        widget = self.query_one("#detail-title", Static)
+        widget.update(title)
+        # The worker may answer before the first layout has cleared the title's pending-layout
+        # flag; Textual 8.2 then keeps the box model of "loading…" (one line; seen on Python
+        # 3.13). An inline style changes the box model's cache key, so the height is re-measured.
+        widget.styles.height = "auto"
         if self._active_tab() == "fields":
             self._fill_fields()
 

@@ -29,6 +29,8 @@ import gero_tui
 
 GATED_GERO = Path(__file__).with_name("gated_gero.py")
 OPS = ["--ops", "Exp,Relu", "--dtypes", "float32", "--repeats", "1", "--jobs", "2"]
+FOUND = 1
+"""Exit status of a complete run of OPS: its Relu cases have findings (Exp alone passes)."""
 # The processes import the same gero as this test (whatever PYTHONPATH or install chose).
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
     [str(Path(gero_tui.__file__).parents[1]), str(Path(gero_runner.__file__).parents[1]),
@@ -110,7 +112,7 @@ def snapshot(root: Path, run_id: str) -> dict[str, bytes]:
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """One undisturbed run of the cases the faults interrupt: what a run should keep."""
     root = tmp_path_factory.mktemp("baseline")
-    gero("run", "--data-dir", str(root), *OPS, cwd=root)
+    gero("run", "--data-dir", str(root), *OPS, cwd=root, check=FOUND)
     (run_id,) = runs(root)
     cases = (root / "runs" / run_id / "cases.txt").read_text().splitlines()
     return {"ids": set(stored_ids(root)), "cases": cases,
@@ -137,7 +139,7 @@ def test_two_concurrent_runs_store_each_observation_once(tmp_path: Path,
     gate.touch()  # both go on at once: their saves race for the data root
     for p in (first, second):
         _, err = p.communicate(timeout=WAIT_S)
-        assert p.returncode == 0, err
+        assert p.returncode == FOUND, err
     ids = stored_ids(root)
     assert len(ids) == len(set(ids)) == len(baseline["ids"])  # type: ignore[arg-type]
     assert set(ids) == baseline["ids"]
@@ -162,7 +164,7 @@ def test_one_run_id_twice_is_refused_and_loses_nothing(tmp_path: Path,
                            "--run-id")
     gate.touch()
     first.communicate(timeout=WAIT_S)
-    assert first.returncode == 0
+    assert first.returncode == FOUND
     assert set(stored_ids(root)) == baseline["ids"]
     assert record(root, "same")["case_count"] == len(baseline["cases"])  # type: ignore
 
@@ -198,7 +200,8 @@ def test_a_stopped_run_keeps_what_it_finished_and_resumes(
     assert kept and len(kept) == len(set(kept))
     assert snapshot(root, "earlier") == before
 
-    resumed = gero("run", "--data-dir", str(root), "--resume", "stopped", cwd=tmp_path)
+    resumed = gero("run", "--data-dir", str(root), "--resume", "stopped", cwd=tmp_path,
+                   check=FOUND)
     assert "run stopped: " in resumed.stdout
     final = record(root, "stopped")
     assert final["status"] == "complete"
@@ -234,7 +237,7 @@ def test_a_full_disk_is_one_sentence_and_keeps_a_readable_run(
         assert line.startswith("gero: error: the disk is full")
         assert "gero run --resume full" in line
         summary = json.loads(gero("summary", "--data-dir", str(root), "--format", "json",
-                                  cwd=tmp_path).stdout)
+                                  cwd=tmp_path, check=None).stdout)
         assert summary["run"]["status"] == "interrupted"
         kept = sighted_ids(root, "full") if (root / "runs/full/sightings.parquet").exists() \
             else []
@@ -275,7 +278,7 @@ def test_a_model_that_never_ends_is_bounded_by_the_timeout(tmp_path: Path) -> No
     root = tmp_path / "data"
     start = time.monotonic()
     done = gero("run", "--data-dir", str(root), "--model", str(model), "--timeout", "1",
-                "--jobs", "1", "--run-id", "hang", cwd=tmp_path)
+                "--jobs", "1", "--run-id", "hang", cwd=tmp_path, check=FOUND)
     assert time.monotonic() - start < WAIT_S
     assert "Execution / unsupported        1" in done.stdout
     rows = pq.read_table(root / "runs/hang/observations.parquet").to_pylist()

@@ -1,19 +1,25 @@
-"""The ``gero`` command: thin subcommands that validate, then delegate to a library layer.
+"""The ``gero`` command: thin subcommands that validate, then delegate to a library layer
+(``gero``, the Python API, and the query layer under it).
 
 Each subcommand is a module here with ``add_parser(subparsers)`` and ``main(args) -> int``.
-A GeroError becomes a one-line message on stderr and exit code 2, never a traceback.
+A GeroError becomes a one-line message on stderr and exit code 2, never a traceback. The
+exit status means the same for every command (``EXIT_STATUS_HELP``); ``-q`` silences
+everything but errors; colour only reaches a terminal, and never under NO_COLOR.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 from gero_runner.errors import GeroError
+from gero_tui.cli.common import EXIT_INTERRUPTED, EXIT_STATUS_HELP, EXIT_USAGE, quiet
 
 COMMANDS = ("run", "tui", "summary", "findings", "blame", "export", "replay", "bundle", "diff",
             "parity", "gc")
@@ -30,17 +36,62 @@ def _available(only: str | None = None) -> list[ModuleType]:
     return modules
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Wraps descriptions as usual; keeps the lines of the exit-status table."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("exit status"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+class _Version(argparse.Action):
+    """``--version``: gero's version and the runtimes it measures (read only when asked)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(version_line())
+        parser.exit()
+
+
+def version_line() -> str:
+    from importlib import metadata
+
+    def installed(package: str) -> str:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    runtimes = ", ".join(f"{p} {installed(p)}" for p in ("onnxruntime", "onnx", "numpy"))
+    return f"gero {installed('gero')} ({runtimes}; python {sys.version.split()[0]})"
+
+
+def _add_quiet(parser: argparse.ArgumentParser, default: Any) -> None:
+    parser.add_argument("-q", "--quiet", action="store_true", default=default,
+                        help="print nothing but errors; the exit status says the outcome")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``only``, just that subcommand's (its siblings' imports cost ~0.4 s,
     which the explorer's first paint cannot afford)."""
     parser = argparse.ArgumentParser(
-        prog="gero",
+        prog="gero", formatter_class=_Formatter, epilog=EXIT_STATUS_HELP,
         description="Test and triage the numerical behaviour of ML runtimes. "
         "Without a command: the explorer on a terminal, the summary otherwise.",
     )
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show gero's version and the runtimes' versions, then exit")
+    _add_quiet(parser, False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _available(only):
         module.add_parser(sub)
+    for command in sub.choices.values():
+        command.formatter_class = _Formatter
+        command.epilog = EXIT_STATUS_HELP
+        # SUPPRESS: `gero -q diff` and `gero diff -q` both work; the subcommand's default
+        # must not undo the top-level flag.
+        _add_quiet(command, argparse.SUPPRESS)
     return parser
 
 
@@ -58,14 +109,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(only="tui" if args_list[0] == "tui" else None)
     args = parser.parse_args(args_list)
     try:
-        return int(args.handler(args))
+        with contextlib.ExitStack() as stack:
+            if quiet(args) and args.command != "tui":  # the explorer draws on the terminal
+                stack.enter_context(contextlib.redirect_stdout(
+                    stack.enter_context(open(os.devnull, "w"))))
+            return int(args.handler(args))
     except GeroError as e:
         print(f"gero: error: {e}", file=sys.stderr)
         # Bad input is 2; an error that says otherwise (a full disk, a re-run that hung) is 1.
-        return int(getattr(e, "exit_code", 2))
+        return int(getattr(e, "exit_code", EXIT_USAGE))
     except KeyboardInterrupt:
         print("gero: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`gero diff A B | head`): stop quietly, like other tools, with
         # 128 + SIGPIPE, not 1 (which `gero diff` uses to say "regressions").

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from gero_tui.cli.common import add_data_dir, data_dir
+from gero_tui.cli.common import EXIT_CLEAN, add_data_dir, data_dir, warn
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,11 +33,11 @@ def main(args: argparse.Namespace) -> int:
     problems: list[str] = []
     row = resolve_observation(root, args.observation, problems)
     for problem in problems:
-        print(f"gero: warning: {problem}", file=sys.stderr)
+        warn(args, problem)
     blame, stored = blame_observation(root, row)
     if args.format == "json":
         print(json.dumps({**blame.as_dict(), "stored": str(stored)}, indent=2, default=float))
-        return 0
+        return EXIT_CLEAN
     print(f"{row['case_id']} {row['check']} {row['backend']} {row['optimization']}: "
           f"{row['result']} (graph {blame.graph}, onnxruntime {blame.onnxruntime_version})")
     for o in blame.levels:
@@ -59,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"  {blame.running_note}")
     print(blame.summary)
     print(f"stored: {stored}")
-    return 0
+    return EXIT_CLEAN
 
 
 def _ops(counts: dict[str, int]) -> str:

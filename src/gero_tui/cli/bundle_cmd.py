@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
 
 from gero_runner.storage.store import DataRoot
-from gero_tui.cli.common import add_data_dir, data_dir
+from gero_tui.cli.common import add_data_dir, data_dir, warn
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,7 +36,7 @@ def main(args: argparse.Namespace) -> int:
     problems: list[str] = []
     row = resolve_observation(root, args.observation, problems)
     for problem in problems:
-        print(f"gero: warning: {problem}", file=sys.stderr)
+        warn(args, problem)
     result = create_bundle(root, row, args.output)
     print(f"wrote {result.path} ({result.files} files, {result.rows} observation rows, "
           f"{result.size_bytes / 1024:.1f} KiB) for {row['case_id']} {row['check']} "

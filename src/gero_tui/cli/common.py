@@ -1,9 +1,32 @@
-"""Options shared by several subcommands."""
+"""Options and conventions shared by every subcommand: data root, quiet, colour, exit status."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
+from typing import TextIO
+
+EXIT_CLEAN = 0
+"""Nothing found (for export, bundle and tui: done)."""
+EXIT_FOUND = 1
+"""Findings, non-passed observations, regressions, or a replay that did not reproduce."""
+EXIT_USAGE = 2
+"""A usage or input error: bad option or value, unknown run, unreadable or tampered file."""
+EXIT_INTERRUPTED = 130
+"""Ctrl-C (a run keeps its finished cases)."""
+EXIT_TERMINATED = 143
+"""SIGTERM, handled like Ctrl-C."""
+
+EXIT_STATUS_HELP = """\
+exit status (the same for every command):
+  0    clean: nothing found (blame, export, bundle, tui: done)
+  1    found something: non-passed observations or findings (run, summary, findings,
+       parity), regressions (diff), a replay that did not reproduce (replay); also a
+       run stopped by a full disk (it kept what it saved: gero run --resume)
+  2    usage or input error: a bad option or value, an unknown run, an unreadable file
+  130  interrupted (Ctrl-C), 143 terminated (SIGTERM); a run keeps its finished cases"""
 
 
 def add_data_dir(parser: argparse.ArgumentParser) -> None:
@@ -24,3 +47,38 @@ def data_dir(args: argparse.Namespace) -> Path:
 
 def split_list(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def quiet(args: argparse.Namespace) -> bool:
+    """``-q``: nothing on stdout, no warnings or progress; errors still go to stderr."""
+    return bool(getattr(args, "quiet", False))
+
+
+def warn(args: argparse.Namespace, message: str) -> None:
+    if not quiet(args):
+        print(f"gero: warning: {message}", file=sys.stderr)
+
+
+def color_allowed(stream: TextIO) -> bool:
+    """Colour only for a person at a terminal who has not set NO_COLOR (no-color.org)."""
+    return stream.isatty() and not os.environ.get("NO_COLOR")
+
+
+def add_output(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
+                        help="write the report to FILE instead of stdout (e.g. a JUnit file "
+                             "for CI)")
+
+
+def write_report(args: argparse.Namespace, text: str, what: str) -> None:
+    """The report on stdout, or in ``--output FILE`` (then one line says where it went)."""
+    from gero_runner.errors import GeroError
+
+    if args.output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        Path(args.output).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise GeroError(f"--output {args.output}: cannot write ({e.strerror or e})") from e
+    print(f"wrote {what} to {args.output}")

@@ -6,10 +6,18 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from gero_tui.cli.common import add_data_dir, data_dir
+from gero_tui.cli.common import (
+    EXIT_CLEAN,
+    EXIT_FOUND,
+    add_data_dir,
+    add_output,
+    data_dir,
+    warn,
+    write_report,
+)
 
 if TYPE_CHECKING:
-    from gero_tui.query.diff import DiffEntry
+    from gero_tui.query.diff import DiffEntry, DiffReport
 
 _TITLES = {"regression": "Regressions", "fix": "Fixes", "changed": "Other class changes",
            "incompatible": "Without a compatible baseline (graph or inputs changed)",
@@ -26,8 +34,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "and input hash. A regression is a pair that passed in BASE_RUN and does not in "
         "CURRENT_RUN, or whose max abs error grew more than FACTOR times (default "
         f"{DEFAULT_FACTOR:g}×) over the larger of the baseline's max abs error and the "
-        "current atol. A fix did not pass and passes now. Exit code 1 when there are "
-        "regressions, 0 otherwise (2 on bad input).")
+        "current atol. A fix did not pass and passes now. Exit status 1 when there are "
+        "regressions, 0 otherwise, so that it gates CI; --format junit writes a report "
+        "CI systems display (a failing test case per regression, with its replay command).")
     p.add_argument("base", metavar="BASE_RUN", nargs="?",
                    help="baseline run id or unique prefix (with --backend: the run, newest "
                         "by default)")
@@ -39,7 +48,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--against", default=None, metavar="RUNTIME[/SETTING]",
                    help="... against this one as the baseline (e.g. onnxruntime/all)")
     add_data_dir(p)
-    p.add_argument("--format", choices=("text", "json", "md"), default="text")
+    p.add_argument("--format", choices=("text", "json", "md", "junit"), default="text")
+    add_output(p)
     p.add_argument("--factor", type=float, default=DEFAULT_FACTOR,
                    help="error growth that counts as a regression (default: %(default)g)")
     p.add_argument("--limit", type=int, default=50,
@@ -52,10 +62,10 @@ def _path(e: DiffEntry) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    import sys
-
+    import gero
+    from gero.junit import diff_report
     from gero_runner.errors import GeroError
-    from gero_tui.query.diff import KINDS, diff_backends, diff_runs
+    from gero_tui.query.diff import diff_backends
 
     if (args.backend is None) != (args.against is None):
         raise GeroError("--backend and --against go together: gero diff [RUN] --backend "
@@ -64,49 +74,65 @@ def main(args: argparse.Namespace) -> int:
         if args.current is not None:
             raise GeroError("with --backend/--against, give at most one run (the runs' own "
                             "runtimes are compared)")
-        report = diff_backends(data_dir(args), args.base, args.backend, args.against,
-                               args.factor)
     elif args.base is None or args.current is None:
         raise GeroError("give BASE_RUN and CURRENT_RUN, or compare runtimes of one run with "
                         "--backend A --against B")
-    else:
-        report = diff_runs(data_dir(args), args.base, args.current, args.factor)
-    for problem in report.problems:
-        print(f"gero: warning: {problem}", file=sys.stderr)
-    code = 1 if report.has_regressions else 0
-    if args.format == "json":
-        print(json.dumps(report.to_dict(), indent=2))
-        return code
+    # The run whose observations are under judgement: CURRENT_RUN, or the one run compared
+    # runtime against runtime.
+    with gero.open_run(args.current if args.backend is None else args.base,
+                       data_dir(args)) as current:
+        if args.backend is not None:
+            report = diff_backends(current.data_dir, current.id, args.backend, args.against,
+                                   args.factor)
+        else:
+            report = current.diff(args.base, args.factor)
+        for problem in report.problems:
+            warn(args, problem)
+        if args.format == "junit":
+            regressed = [e.current_id for e in report.of("regression") if e.current_id]
+            paths = current.artifact_paths(regressed)
+            text = diff_report(report, lambda oid: current.replay_command(oid, paths[oid])
+                               if oid in paths else None)
+        elif args.format == "json":
+            text = json.dumps(report.to_dict(), indent=2) + "\n"
+        else:
+            text = "\n".join(_lines(report, args.format == "md", args.limit)) + "\n"
+    write_report(args, text, f"diff {report.base_run} → {report.current_run}")
+    return EXIT_FOUND if report.has_regressions else EXIT_CLEAN
+
+
+def _lines(report: DiffReport, md: bool, limit: int) -> list[str]:
+    from gero_tui.query.diff import KINDS
+
     counts = report.counts()
-    md = args.format == "md"
     title = f"diff {report.base_run} → {report.current_run} (error-growth factor " \
             f"{report.factor:g}×)"
-    print(f"# {title}\n" if md else title)
+    out = [f"# {title}\n" if md else title]
     summary = [("compatible pairs", counts["compatible_pairs"]),
                ("unchanged", counts["unchanged"])] + [(_TITLES[k].lower(), counts[k])
                                                       for k in KINDS]
     if md:
-        print("| | count |\n|---|---|")
-        print("\n".join(f"| {name} | {n} |" for name, n in summary))
+        out.append("| | count |\n|---|---|")
+        out.append("\n".join(f"| {name} | {n} |" for name, n in summary))
     else:
-        print("  " + ", ".join(f"{name}: {n}" for name, n in summary))
+        out.append("  " + ", ".join(f"{name}: {n}" for name, n in summary))
     for kind in KINDS:
         entries = report.of(kind)
         if not entries:
             continue
-        shown = entries if args.limit <= 0 else entries[: args.limit]
+        shown = entries if limit <= 0 else entries[:limit]
         more = f" (first {len(shown)} of {len(entries)})" if len(shown) < len(entries) else ""
-        print(f"\n## {_TITLES[kind]}{more}\n" if md else f"\n{_TITLES[kind]}{more}:")
+        out.append(f"\n## {_TITLES[kind]}{more}\n" if md else f"\n{_TITLES[kind]}{more}:")
         if md:
-            print("| case | check | path | output | base | current | why |\n"
-                  "|---|---|---|---|---|---|---|")
+            out.append("| case | check | path | output | base | current | why |\n"
+                       "|---|---|---|---|---|---|---|")
         for e in shown:
             ident = (e.current_id or e.base_id or "")[:12]
             cells = (e.case_id, e.check, _path(e), e.output_name, e.base_result or "—",
                      e.current_result or "—", e.why.replace("|", "\\|"))
             if md:
-                print("| " + " | ".join(cells) + " |")
+                out.append("| " + " | ".join(cells) + " |")
             else:
-                print(f"  {ident}  {e.case_id}  {e.check}  {_path(e)}  {e.output_name}: "
-                      f"{e.why}")
-    return code
+                out.append(f"  {ident}  {e.case_id}  {e.check}  {_path(e)}  {e.output_name}: "
+                           f"{e.why}")
+    return out

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from gero_tui.cli.common import add_data_dir, data_dir
+from gero_tui.cli.common import add_data_dir, data_dir, warn
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,7 +41,7 @@ def main(args: argparse.Namespace) -> int:
     flt = parse_filter(args.where)  # validate before touching the data root
     view = open_run(data_dir(args), args.run)
     for problem in view.problems:
-        print(f"gero: warning: {problem}", file=sys.stderr)
+        warn(args, problem)
     result = export_rows(view, flt, fmt, args.output)
     what = f"{result.rows} observations"
     if fmt == "md" and result.rows > WORST_LIMIT:

@@ -8,7 +8,15 @@ import shlex
 import sys
 from pathlib import Path
 
-from gero_tui.cli.common import add_data_dir, data_dir
+from gero_tui.cli.common import (
+    EXIT_CLEAN,
+    EXIT_FOUND,
+    add_data_dir,
+    add_output,
+    data_dir,
+    warn,
+    write_report,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,7 +26,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "each: check family, outlier path, reason template, operator), mark each new or "
         "still against the previous run of the same suite (or --baseline) and list the "
         "baseline's findings that are gone. --rtol/--atol re-grade the stored figures "
-        "under other tolerances without running anything.")
+        "under other tolerances without running anything. --format junit writes a report CI "
+        "systems display: a failing test case per finding with the representative's figures "
+        "and its replay command. Exit status 1 when the run has findings.")
     add_data_dir(p)
     p.add_argument("--run", default=None, help="run id or unique prefix (default: newest)")
     p.add_argument("--baseline", default=None, metavar="RUN",
@@ -27,21 +37,32 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="what-if: re-grade this dtype's rows under this rtol")
     p.add_argument("--atol", action="append", default=[], metavar="DTYPE=V",
                    help="what-if: re-grade this dtype's rows under this atol")
-    p.add_argument("--format", choices=("text", "json", "md"), default="text")
+    p.add_argument("--format", choices=("text", "json", "md", "junit"), default="text")
+    add_output(p)
     p.set_defaults(handler=main)
 
 
 def main(args: argparse.Namespace) -> int:
+    import gero
+    from gero.junit import findings_report as junit_report
     from gero_tui.cli.findings_format import markdown, text, whatif_text
-    from gero_tui.query.finding_status import findings_report
     from gero_tui.query.whatif import parse_whatif
 
     overrides = parse_whatif(args.rtol, args.atol)
     root = data_dir(args)
-    problems: list[str] = []
-    report = findings_report(root, args.run, args.baseline, problems)
-    for problem in problems:
-        print(f"gero: warning: {problem}", file=sys.stderr)
+    with gero.open_run(args.run, root) as run:
+        report = run.findings_report(args.baseline)
+        for problem in run.warnings:
+            warn(args, problem)
+        code = EXIT_FOUND if report.findings else EXIT_CLEAN
+        if args.format == "junit":
+            write_report(args, junit_report(
+                report, lambda f: run.replay_command(f.representative.observation_id,
+                                                     f.representative.artifact_path),
+                lambda f: run.bundle_command(f.representative.observation_id,
+                                             f"finding-{f.finding_id}.tar.gz")),
+                f"findings of run {run.id}")
+            return code
     whatif = None
     if overrides:
         from gero_runner.storage.reader import open_run
@@ -59,15 +80,19 @@ def main(args: argparse.Namespace) -> int:
         out = report.as_dict()
         if whatif is not None:
             out["what_if"] = whatif.as_dict()
-        print(json.dumps(out, indent=2, default=str))
-        return 0
+        write_report(args, json.dumps(out, indent=2, default=str) + "\n",
+                     f"findings of run {report.run_id}")
+        return code
     data_flag = "" if args.data_dir is None else f" --data-dir {shlex.quote(str(root))}"
     lines = (markdown(report, Path(root), data_flag) if args.format == "md"
              else text(report))
     if whatif is not None:
         lines += ["", *whatif_text(whatif, report.findings)]
+    if args.output is not None:
+        write_report(args, "\n".join(lines) + "\n", f"findings of run {report.run_id}")
+        return code
     try:
         print("\n".join(lines))
     except UnicodeEncodeError:
         sys.stdout.buffer.write(("\n".join(lines) + "\n").encode())
-    return 0
+    return code

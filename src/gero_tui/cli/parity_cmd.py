@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from gero_runner.errors import GeroError
-from gero_tui.cli.common import add_data_dir, data_dir
+from gero_tui.cli.common import EXIT_CLEAN, EXIT_FOUND, add_data_dir, data_dir, warn
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,8 +77,7 @@ def main(args: argparse.Namespace) -> int:
         opset=args.opset, run_id=args.run_id, command_line=shlex.join(["gero", *sys.argv[1:]]),
         search_path=Path.cwd(),
     )
-    warn = lambda message: print(f"gero: warning: {message}", file=sys.stderr)  # noqa: E731
-    result = run_parity(request, warn)
+    result = run_parity(request, lambda message: warn(args, message))
     record, rows = result.record, result.rows
     print(f"parity run {record.run_id}: {args.module}, {record.case_count} sample(s), "
           f"{len(rows)} comparisons ({record.new_observation_count} new) into "
@@ -94,4 +93,4 @@ def main(args: argparse.Namespace) -> int:
         except OSError as e:
             raise GeroError(f"--output-file {args.output_file}: cannot write ({e})") from e
         print(f"report written to {args.output_file}")
-    return 0 if all(r["result"] == "passed" for r in rows) else 1
+    return EXIT_CLEAN if all(r["result"] == "passed" for r in rows) else EXIT_FOUND

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
 from gero_runner.errors import GeroError
 from gero_tui.cli.common import add_data_dir, data_dir, split_list
+from gero_tui.cli.common import warn as _warn
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
                         f"got {args.timeout!r}")
 
     def warn(message: str) -> None:
-        print(f"gero: warning: {message}", file=sys.stderr)
+        _warn(args, message)
 
     path = args.path
     if not path.exists() and not path.is_absolute():

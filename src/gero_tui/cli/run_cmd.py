@@ -1,20 +1,35 @@
-"""``gero run``: execute a suite into the data root."""
+"""``gero run``: execute a suite into the data root (through ``gero.run``).
+
+Exit status 1 when the run has non-passed observations (findings), 0 when it has none."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from gero_runner.errors import GeroError
-from gero_runner.run import DiskFull, ModelOptions, RunRequest, execute, suite_names
-from gero_runner.schema import FLOAT_DTYPES, RESULT_CLASSES, RESULT_LABELS, RunRecord
+from gero_runner.request import suite_names
+from gero_runner.run import DiskFull
+from gero_runner.schema import FLOAT_DTYPES, RESULT_CLASSES, RESULT_LABELS
 from gero_runner.tolerances import parse_overrides
-from gero_tui.cli.common import add_data_dir, data_dir, split_list
+from gero_tui.cli.common import (
+    EXIT_CLEAN,
+    EXIT_FOUND,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    add_data_dir,
+    color_allowed,
+    data_dir,
+    quiet,
+    split_list,
+    warn,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -76,48 +91,51 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def main(args: argparse.Namespace) -> int:
-    # The request checks every value (a GeroError names the bad one), for the CLI and for
-    # a script alike.
-    request = RunRequest(
-        suite=args.suite, data_root=data_dir(args), ops=split_list(args.ops),
-        dtypes=split_list(args.dtypes), models=list(args.model),
-        model_options=ModelOptions(dims=tuple(args.dim), task=args.task,
-                                   variants=tuple(split_list(args.variants)),
-                                   output_kinds=tuple(args.output_kind),
-                                   input_shapes=tuple(args.input),
-                                   input_ranges=tuple(args.input_range),
-                                   input_values=tuple(args.input_value),
-                                   inputs_file=args.inputs),
-        run_id=args.run_id, jobs=args.jobs, threads=args.threads, repeats=args.repeats,
-        seed=args.seed, tolerances=parse_overrides(args.rtol, args.atol),
-        timeout_s=args.timeout, checks=() if args.no_contracts else ("contracts", "variants"),
-        backends=tuple(split_list(args.backends)) or None,
-        command_line=shlex.join(["gero", *sys.argv[1:]]), limit=args.limit,
-    )
+    import gero
+
     if args.resume is not None and args.run_id is not None:
         raise GeroError("give --resume RUN_ID or --run-id, not both")
-    warn = lambda message: print(f"gero: warning: {message}", file=sys.stderr)  # noqa: E731
+    # The library checks every value (a GeroError names the bad one), for the CLI and for
+    # a script alike.
+    table = parse_overrides(args.rtol, args.atol)
     stop = _Terminated()
     try:
-        with stop:
-            record = _execute(request, warn, args.resume)
+        with stop, _progress(args) as progress:
+            run = gero.run(
+                suite=args.suite, models=args.model, ops=split_list(args.ops),
+                dtypes=split_list(args.dtypes), data_dir=data_dir(args), run_id=args.run_id,
+                jobs=args.jobs, threads=args.threads, repeats=args.repeats, seed=args.seed,
+                rtol={d: r for d, (r, _) in table.items()},
+                atol={d: a for d, (_, a) in table.items()},
+                dims=args.dim, input_shapes=args.input, input_ranges=args.input_range,
+                input_values=args.input_value, inputs_file=args.inputs, task=args.task,
+                variants=split_list(args.variants), backends=split_list(args.backends) or None,
+                output_kinds=args.output_kind, timeout=args.timeout, limit=args.limit,
+                contracts=not args.no_contracts, resume=args.resume,
+                command_line=shlex.join(["gero", *sys.argv[1:]]),
+                progress=progress, warn=lambda message: warn(args, message))
     except DiskFull as e:
+        # Not a usage error: the run kept what it saved and says how to resume it.
         print(f"gero: error: {e}", file=sys.stderr)
         return DiskFull.exit_code
-    if record.status == "interrupted":
+    record = run.record
+    if run.status == "interrupted":
         what = "terminated" if stop.received else "interrupted"
-        print(f"gero: {what}; run {record.run_id} keeps its {record.case_count} finished "
-              f"cases ({record.observation_count} observations) in {request.data_root}: "
-              f"gero summary --run {record.run_id}; finish it with "
-              f"gero run --resume {record.run_id}", file=sys.stderr)
-        return 143 if stop.received else 130
-    print(f"run {record.run_id}: {_count(record.case_count, 'case')}, "
-          f"{_count(record.observation_count, 'observation')} "
-          f"({record.new_observation_count} new) in {record.wall_seconds:.1f} s "
-          f"into {request.data_root}")
+        print(f"gero: {what}; run {run.id} keeps its {record['case_count']} finished "
+              f"cases ({record['observation_count']} observations) in {run.data_dir}: "
+              f"gero summary --run {run.id}; finish it with gero run --resume {run.id}",
+              file=sys.stderr)
+        return EXIT_TERMINATED if stop.received else EXIT_INTERRUPTED
+    print(f"run {run.id}: {_count(record['case_count'], 'case')}, "
+          f"{_count(record['observation_count'], 'observation')} "
+          f"({record['new_observation_count']} new) in {record['wall_seconds']:.1f} s "
+          f"into {run.data_dir}")
     for result in RESULT_CLASSES:
-        print(f"  {RESULT_LABELS[result]:<24} {record.counts[result]:>7}")
-    return 0
+        print(f"  {RESULT_LABELS[result]:<24} {run.counts[result]:>7}")
+    if run.non_passed:
+        print(f"{_count(run.non_passed, 'observation')} not passed: gero findings --run "
+              f"{run.id} groups them by cause")
+    return EXIT_FOUND if run.non_passed else EXIT_CLEAN
 
 
 def _count(n: int, noun: str) -> str:
@@ -143,21 +161,27 @@ class _Terminated:
         signal.signal(signal.SIGTERM, self._previous)
 
 
-def _execute(request: RunRequest, warn: Callable[[str], None], resume: str | None) -> RunRecord:
-    """The run, with a progress bar when a person watches the terminal."""
-    if sys.stderr.isatty():
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+@contextlib.contextmanager
+def _progress(args: argparse.Namespace) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar when a person watches the terminal (not with -q), colourless under
+    NO_COLOR."""
+    if quiet(args) or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-        with Progress(TextColumn("[bold]gero run[/]"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), TimeRemainingColumn(), transient=True) as bar:
-            task = bar.add_task("cases", total=None)
-            return execute(request, lambda done, total: bar.update(
-                task, completed=done, total=total), warn, resume)
-    return execute(request, warn=warn, resume=resume)
+    plain = not color_allowed(sys.stderr)
+    console = Console(stderr=True, no_color=plain)
+    label = TextColumn("gero run" if plain else "[bold]gero run[/]")
+    with Progress(label, BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TimeRemainingColumn(), transient=True, console=console) as bar:
+        task = bar.add_task("cases", total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
-from gero_runner.schema import RESULT_CLASSES, RESULT_LABELS
-from gero_tui.cli.common import add_data_dir, data_dir
+from gero_runner.schema import PASSED, RESULT_CLASSES, RESULT_LABELS
+from gero_tui.cli.common import EXIT_CLEAN, EXIT_FOUND, add_data_dir, data_dir, warn
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("summary", help="summarise a run (the newest by default)")
+    p = sub.add_parser("summary", help="summarise a run (the newest by default)",
+                       description="Counts per result class and per operation, versions and "
+                       "timings of a run. Exit status 1 when the run has non-passed "
+                       "observations, 0 when every observation passed.")
     add_data_dir(p)
     p.add_argument("--run", default=None, help="run id or unique prefix")
     p.add_argument("--format", choices=("text", "json"), default="text")
@@ -26,16 +28,17 @@ def _ms(value: float | None) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gero_runner.storage.reader import open_run
-    from gero_tui.query.summary import summary_dict
+    import gero
 
-    view = open_run(data_dir(args), args.run)
-    for problem in view.problems:
-        print(f"gero: warning: {problem}", file=sys.stderr)
-    summary = summary_dict(view)
+    with gero.open_run(args.run, data_dir(args)) as run:
+        summary = run.summary()
+        for problem in run.warnings:
+            warn(args, problem)
+    code = EXIT_FOUND if any(n for c, n in summary["counts"].items() if c != PASSED) \
+        else EXIT_CLEAN
     if args.format == "json":
         print(json.dumps(summary, indent=2, default=str))
-        return 0
+        return code
     run = summary["run"]
     print(f"run {run['run_id']} ({run['status']}), suite {run['suite']}, "
           f"{run['case_count']} cases, {sum(summary['counts'].values())} observations")
@@ -62,7 +65,7 @@ def main(args: argparse.Namespace) -> int:
     _print_runtimes(summary["runtimes"])
     print("\nmedian of per-case medians in ms, Python call overhead included, session "
           "construction excluded; the reference evaluator's timings are context, not a ranking.")
-    return 0
+    return code
 
 
 def _print_runtimes(runtimes: dict[str, Any]) -> None:

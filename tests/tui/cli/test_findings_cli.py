@@ -22,7 +22,7 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_text_lists_findings_worst_first_with_status(
         data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["findings", "--data-dir", str(data_root)]) == 0
+    assert main(["findings", "--data-dir", str(data_root)]) == 1  # the run has findings
     out = capsys.readouterr().out
     assert "against 20260101-000001-aaaaaa" in out and "0 new" in out
     assert "ONNX Runtime has no float64 kernel for 1 operator(s): Elu" in out
@@ -32,7 +32,7 @@ def test_text_lists_findings_worst_first_with_status(
 def test_json_covers_every_non_passed_observation(
         data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["findings", "--data-dir", str(data_root), "--run", "20260101-000001",
-                 "--format", "json"]) == 0
+                 "--format", "json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["baseline_run_id"] is None
     assert sum(f["observations"] for f in report["findings"]) == report["non_passed"] > 0
@@ -43,7 +43,7 @@ def test_json_covers_every_non_passed_observation(
 
 def test_markdown_is_a_bug_report_with_replay_and_bundle_commands(
         data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["findings", "--data-dir", str(data_root), "--format", "md"]) == 0
+    assert main(["findings", "--data-dir", str(data_root), "--format", "md"]) == 1
     out = capsys.readouterr().out
     assert out.startswith("# Findings of run 20260101-000002-bbbbbb")
     assert "- operators: Elu" in out and "- dtypes: float64" in out
@@ -53,7 +53,7 @@ def test_markdown_is_a_bug_report_with_replay_and_bundle_commands(
 def test_what_if_regrades_from_stored_figures(
         data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["findings", "--data-dir", str(data_root), "--rtol", "float16=0.5",
-                 "--atol", "float16=0.5", "--format", "json"]) == 0
+                 "--atol", "float16=0.5", "--format", "json"]) == 1
     whatif = json.loads(capsys.readouterr().out)["what_if"]
     assert whatif["to_passed"] > 0 and whatif["to_divergence"] == 0
     assert whatif["not_regraded"] > 0  # contracts and NaN rows keep their class

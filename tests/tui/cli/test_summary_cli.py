@@ -20,7 +20,7 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_text_summary_counts_classes_operations_and_laws(
         data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["summary", "--data-dir", str(data_root)]) == 0
+    assert main(["summary", "--data-dir", str(data_root)]) == 1  # non-passed observations: exit 1
     out = capsys.readouterr().out
     assert "Within contract" in out and "Backend divergences" in out
     assert "\nExp " in out and "\nSoftmax " in out
@@ -29,7 +29,7 @@ def test_text_summary_counts_classes_operations_and_laws(
 
 def test_json_summary_matches_the_run_record(
         data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["summary", "--data-dir", str(data_root), "--format", "json"]) == 0
+    assert main(["summary", "--data-dir", str(data_root), "--format", "json"]) == 1
     summary = json.loads(capsys.readouterr().out)
     assert summary["counts"] == summary["run"]["counts"]
     assert {o["op_type"] for o in summary["operations"]} == {"Exp", "Softmax"}
@@ -37,7 +37,7 @@ def test_json_summary_matches_the_run_record(
 
 def test_gero_alone_without_a_terminal_prints_the_summary(
         data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--data-dir", str(data_root)]) == 0
+    assert main(["--data-dir", str(data_root)]) == 1
     assert "Within contract" in capsys.readouterr().out
 
 

@@ -1,0 +1,304 @@
+"""The library behind the ``gero`` command: run a suite or a model, open a stored run.
+
+The CLI is a thin layer over these functions (the way sqlite-utils' CLI sits over
+``Database``): every ``gero run`` option is a keyword argument of :func:`run`, and what
+``gero summary``, ``gero export`` and ``gero diff`` print comes from a :class:`Run`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from gero_runner.errors import GeroError
+from gero_runner.request import DEFAULT_TIMEOUT_S, ModelOptions, RunRequest
+from gero_runner.schema import PASSED, RESULT_CLASSES
+from gero_runner.storage.reader import OpenRun
+from gero_runner.storage.reader import open_run as _open_reader
+from gero_runner.storage.runs import resolve_run
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+    from gero_tui.query.diff import DiffReport
+    from gero_tui.query.findings import Finding, FindingsReport
+
+PathLike = str | os.PathLike[str]
+
+
+def default_data_dir() -> Path:
+    """``$GERO_DATA_DIR``, else ``./data``: the data root every command uses by default."""
+    return Path(os.environ.get("GERO_DATA_DIR") or "data")
+
+
+def _pairs(option: str, values: Mapping[str, Any] | Iterable[str]) -> tuple[str, ...]:
+    """``{"batch": 4}`` or ``["batch=4"]`` as the CLI's ``NAME=VALUE`` strings."""
+    if isinstance(values, Mapping):
+        return tuple(f"{k}={v}" for k, v in values.items())
+    items = tuple(values)
+    bad = [v for v in items if not isinstance(v, str) or "=" not in v]
+    if bad:
+        raise GeroError(f"{option}: expected NAME=VALUE items or a mapping, got {bad[0]!r}")
+    return items
+
+
+def request(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
+            ops: Sequence[str] = (), dtypes: Sequence[str] = (),
+            data_dir: PathLike | None = None, run_id: str | None = None,
+            jobs: int | None = None, threads: int = 1, repeats: int = 5, seed: int = 0,
+            rtol: Mapping[str, float] | None = None, atol: Mapping[str, float] | None = None,
+            dims: Mapping[str, int] | Iterable[str] = (),
+            input_shapes: Mapping[str, str] | Iterable[str] = (),
+            input_ranges: Mapping[str, str] | Iterable[str] = (),
+            input_values: Mapping[str, float] | Iterable[str] = (),
+            inputs_file: PathLike | None = None, task: str | None = None,
+            variants: Sequence[str] = (), output_kinds: Mapping[str, str] | Iterable[str] = (),
+            backends: Sequence[str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
+            limit: int | None = None, contracts: bool = True,
+            command_line: str = "") -> RunRequest:
+    """The checked :class:`~gero_runner.request.RunRequest` for :func:`run`'s options.
+
+    Bad values raise :class:`GeroError` with the same sentence ``gero run`` prints.
+    """
+    from gero_runner.tolerances import parse_overrides
+
+    if isinstance(models, str | os.PathLike):
+        models = [models]
+    tolerances = parse_overrides([f"{d}={v}" for d, v in (rtol or {}).items()],
+                                 [f"{d}={v}" for d, v in (atol or {}).items()])
+    return RunRequest(
+        suite=suite, data_root=Path(data_dir) if data_dir is not None else default_data_dir(),
+        ops=list(ops), dtypes=list(dtypes), models=[str(m) for m in models],
+        model_options=ModelOptions(
+            dims=_pairs("dims", dims), task=task, variants=tuple(variants),
+            output_kinds=_pairs("output_kinds", output_kinds),
+            input_shapes=_pairs("input_shapes", input_shapes),
+            input_ranges=_pairs("input_ranges", input_ranges),
+            input_values=_pairs("input_values", input_values),
+            inputs_file=None if inputs_file is None else str(inputs_file)),
+        run_id=run_id, jobs=(os.cpu_count() or 1) if jobs is None else jobs, threads=threads,
+        repeats=repeats, seed=seed, tolerances=tolerances, timeout_s=timeout,
+        checks=("contracts", "variants") if contracts else (),
+        backends=None if backends is None else tuple(backends),
+        command_line=command_line, limit=limit)
+
+
+def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
+        ops: Sequence[str] = (), dtypes: Sequence[str] = (),
+        data_dir: PathLike | None = None, run_id: str | None = None,
+        jobs: int | None = None, threads: int = 1, repeats: int = 5, seed: int = 0,
+        rtol: Mapping[str, float] | None = None, atol: Mapping[str, float] | None = None,
+        dims: Mapping[str, int] | Iterable[str] = (),
+        input_shapes: Mapping[str, str] | Iterable[str] = (),
+        input_ranges: Mapping[str, str] | Iterable[str] = (),
+        input_values: Mapping[str, float] | Iterable[str] = (),
+        inputs_file: PathLike | None = None, task: str | None = None,
+        variants: Sequence[str] = (), output_kinds: Mapping[str, str] | Iterable[str] = (),
+        backends: Sequence[str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
+        limit: int | None = None, contracts: bool = True,
+        command_line: str = "", resume: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        warn: Callable[[str], None] | None = None) -> Run:
+    """Run a suite or models into the data root, like ``gero run``, and return the run.
+
+    Every option is the ``gero run`` flag of the same name (``models`` is ``--model``,
+    ``contracts=False`` is ``--no-contracts``, ``input_shapes`` ``--input``,
+    ``inputs_file`` ``--inputs``; ``rtol``/``atol`` map a dtype to a value; ``dims``,
+    ``input_shapes`` (``"1,3,48,192"``), ``input_ranges`` (``"-1,1"``), ``input_values`` and
+    ``output_kinds`` map an input or output name to a value, or are the CLI's ``NAME=VALUE``
+    strings; ``backends=None``, like no ``--backends``, tests every installed runtime).
+    With ``models`` and the default
+    suite, only the models run. ``progress(done, total)`` is called as cases finish;
+    ``warn(message)`` gets each warning (they are kept in :attr:`Run.warnings` too).
+    A Ctrl-C keeps the finished cases: the run's :attr:`Run.status` is then
+    ``interrupted``, and ``resume=RUN_ID`` (``--resume``) finishes it without redoing them
+    (the other options are then those stored with the run). A full disk raises
+    ``gero_runner.run.DiskFull`` (a :class:`GeroError`) after keeping what was saved.
+    """
+    from gero_runner.run import execute
+
+    if not command_line:
+        command_line = "gero.run(" + ", ".join(
+            f"{k}={v!r}" for k, v in (("suite", suite), ("models", [str(m) for m in models]),
+                                      ("ops", list(ops)), ("dtypes", list(dtypes)),
+                                      ("variants", list(variants))) if v) + ")"
+    req = request(suite=suite, models=models, ops=ops, dtypes=dtypes, data_dir=data_dir,
+                  run_id=run_id, jobs=jobs, threads=threads, repeats=repeats, seed=seed,
+                  rtol=rtol, atol=atol, dims=dims, input_shapes=input_shapes,
+                  input_ranges=input_ranges, input_values=input_values,
+                  inputs_file=inputs_file, task=task, variants=variants, backends=backends,
+                  output_kinds=output_kinds, timeout=timeout, limit=limit,
+                  contracts=contracts, command_line=command_line)
+    warnings: list[str] = []
+
+    def collect(message: str) -> None:
+        warnings.append(message)
+        if warn is not None:
+            warn(message)
+
+    record = execute(req, progress, collect, resume)
+    return Run(req.data_root, record.run_id, warnings=warnings)
+
+
+def open_run(run: str | None = None, data_dir: PathLike | None = None) -> Run:
+    """A stored run: the newest in the data root, or the one whose id starts with ``run``."""
+    root = Path(data_dir) if data_dir is not None else default_data_dir()
+    return Run(root, resolve_run(root, run))
+
+
+class Run:
+    """A run stored in a data root: its record, observations, findings and replay commands.
+
+    Opened lazily: the DuckDB view over the run's Parquet files is made on the first query
+    and released by :meth:`close` (or the ``with`` block).
+    """
+
+    def __init__(self, data_dir: PathLike, run_id: str, warnings: Sequence[str] = ()) -> None:
+        self.data_dir = Path(data_dir)
+        """The data root the run is stored in."""
+        self.id = run_id
+        """The full run id."""
+        self.warnings: list[str] = list(warnings)
+        """Files that could not be read and other problems met while running or reading."""
+        self._reader: OpenRun | None = None
+
+    def __repr__(self) -> str:
+        return f"Run({self.id!r}, data_dir={str(self.data_dir)!r})"
+
+    # Reading ----------------------------------------------------------------------------
+    @property
+    def reader(self) -> OpenRun:
+        """The run opened for DuckDB queries: an ``obs`` view (see ``storage.reader``)."""
+        if self._reader is None:
+            self._reader = _open_reader(self.data_dir, self.id)
+            self.warnings += [p for p in self._reader.problems if p not in self.warnings]
+        return self._reader
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The run's ``run.json``: versions, settings, status, counts, timings."""
+        from gero_runner.storage.runs import read_record
+
+        return read_record(self.data_dir, self.id)
+
+    @property
+    def status(self) -> str:
+        """``complete`` or ``interrupted`` (Ctrl-C kept the finished cases)."""
+        return str(self.record.get("status", "?"))
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Observations per result class: passed, divergence, contract_issue, execution."""
+        counts = self.record.get("counts") or {}
+        return {c: int(counts.get(c, 0)) for c in RESULT_CLASSES}
+
+    @property
+    def non_passed(self) -> int:
+        """Observations that are not ``passed`` (each belongs to exactly one finding)."""
+        return sum(n for c, n in self.counts.items() if c != PASSED)
+
+    @property
+    def passed(self) -> bool:
+        """Whether every observation of a complete run passed: nothing to triage."""
+        return self.non_passed == 0 and self.status == "complete"
+
+    def observations(self, where: str | None = None) -> pa.Table:
+        """The run's observations as an Arrow table (the schema of ``gero_runner.schema``).
+
+        ``where`` is the filter ``gero export --where`` takes, e.g.
+        ``"result <> 'passed' AND op_type = 'Softmax'"``.
+        """
+        from gero_tui.query.export import select_rows
+
+        return select_rows(self.reader, where)
+
+    def relation(self, where: str | None = None) -> duckdb.DuckDBPyRelation:
+        """The observations as a lazy DuckDB relation (filter, aggregate, then fetch).
+
+        It reads through this run's connection: use it before :meth:`close`.
+        """
+        from gero_tui.query.filters import parse_filter
+
+        flt = parse_filter(where)
+        return self.reader.connection.sql(f"SELECT * FROM obs WHERE {flt.sql}",
+                                          params=list(flt.params) or None)
+
+    def findings(self) -> list[Finding]:
+        """The causes behind the run's non-passed observations, worst first (each
+        non-passed observation belongs to exactly one; the same cause has the same
+        ``finding_id`` in every run)."""
+        from gero_tui.query.findings import compute_findings
+
+        return compute_findings(self.reader)
+
+    def findings_report(self, baseline: str | Run | None = None) -> FindingsReport:
+        """The findings marked ``new`` or ``still`` against ``baseline`` (default: the
+        previous run of the same suite), with the baseline's findings that are ``gone``:
+        what ``gero findings`` prints."""
+        from gero_tui.query.finding_status import findings_report
+
+        base = baseline.id if isinstance(baseline, Run) else baseline
+        problems: list[str] = []
+        report = findings_report(self.data_dir, self.id, base, problems)
+        self.warnings += [p for p in problems if p not in self.warnings]
+        return report
+
+    def summary(self) -> dict[str, Any]:
+        """What ``gero summary --format json`` prints: counts per class and per operation."""
+        from gero_tui.query.summary import summary_dict
+
+        return summary_dict(self.reader)
+
+    def diff(self, baseline: str | Run, factor: float | None = None) -> DiffReport:
+        """Regressions and fixes against ``baseline`` (a run or an id prefix), like
+        ``gero diff BASELINE THIS``."""
+        from gero_tui.query.diff import DEFAULT_FACTOR, diff_runs
+
+        base = baseline.id if isinstance(baseline, Run) else baseline
+        return diff_runs(self.data_dir, base, self.id,
+                         DEFAULT_FACTOR if factor is None else factor)
+
+    # Evidence ---------------------------------------------------------------------------
+    def artifact_paths(self, observation_ids: Iterable[str]) -> dict[str, str]:
+        """Evidence directory (relative to the data root) of each observation id."""
+        ids = list(dict.fromkeys(observation_ids))
+        if not ids:
+            return {}
+        rows = self.reader.query(
+            "SELECT observation_id, artifact_path FROM obs "
+            "WHERE observation_id IN (SELECT unnest(?::VARCHAR[]))", [ids])
+        return {str(oid): str(path) for oid, path in rows if path}
+
+    def replay_command(self, observation_id: str, artifact_path: str | None = None) -> str:
+        """The command that re-runs one observation from its evidence and says whether it
+        reproduced."""
+        if artifact_path is None:
+            artifact_path = self.artifact_paths([observation_id]).get(observation_id)
+            if artifact_path is None:
+                raise GeroError(f"observation {observation_id!r} is not in run {self.id}")
+        return shlex.join(["gero", "replay", str(self.data_dir / artifact_path),
+                           "--observation", observation_id])
+
+    def bundle_command(self, observation_id: str, output: str | None = None) -> str:
+        """The command that packs one observation's evidence into a .tar.gz to share."""
+        return shlex.join(["gero", "bundle", observation_id[:16], "--data-dir",
+                           str(self.data_dir), "-o", output or f"{observation_id[:12]}.tar.gz"])
+
+    # Lifetime ---------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release the DuckDB connection (reopened on the next query)."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()

@@ -1,0 +1,43 @@
+"""gero.testing.check_model: passes a sound model, fails a broken one with the findings
+summary and the commands that replay and bundle each finding's worst observation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from api_models import classifier
+
+from gero.testing import check_model
+
+
+def test_a_sound_model_passes(tmp_path: Path) -> None:
+    run = check_model(classifier(tmp_path / "sound.onnx"), task="classifier",
+                      data_dir=tmp_path / "data")
+    assert run.status == "complete"
+    # Whatever is not passed blames only the ReferenceEvaluator (its fp16 path), which
+    # check_model lists instead of failing; nothing blames the model or ONNX Runtime.
+    assert all(f.outlier == "onnx-reference" for f in run.findings())
+
+
+def test_a_broken_model_fails_with_a_readable_message(tmp_path: Path) -> None:
+    model = classifier(tmp_path / "mixes_batch.onnx", mixes_batch=True)
+    with pytest.raises(pytest.fail.Exception) as failure:
+        check_model(model, task="classifier", data_dir=tmp_path / "data")
+    message = str(failure.value)
+    first = message.splitlines()[0]
+    assert first.startswith(f"gero: {model} is not numerically sound: 1 finding(s)")
+    assert "breaks the partition law" in message
+    assert "\n   replay: gero replay " in message and " --observation " in message
+    assert "\n   bundle: gero bundle " in message
+    assert "allow=['" in message
+    assert "Traceback" not in message
+
+
+def test_an_allowed_finding_does_not_fail(tmp_path: Path) -> None:
+    model = classifier(tmp_path / "mixes_batch.onnx", mixes_batch=True)
+    with pytest.raises(pytest.fail.Exception) as failure:
+        check_model(model, task="classifier", data_dir=tmp_path / "a")
+    known = str(failure.value).split("allow=['")[1].split("'")[0]
+    run = check_model(model, task="classifier", data_dir=tmp_path / "b", allow=[known])
+    assert run.non_passed > 0

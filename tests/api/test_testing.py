@@ -12,12 +12,12 @@ from gero.testing import check_model
 
 
 def test_a_sound_model_passes(tmp_path: Path) -> None:
-    run = check_model(classifier(tmp_path / "sound.onnx"), task="classifier",
-                      data_dir=tmp_path / "data")
-    assert run.status == "complete"
-    # Whatever is not passed blames only the ReferenceEvaluator (its fp16 path), which
-    # check_model lists instead of failing; nothing blames the model or ONNX Runtime.
-    assert all(f.outlier == "onnx-reference" for f in run.findings())
+    with check_model(classifier(tmp_path / "sound.onnx"), task="classifier",
+                     data_dir=tmp_path / "data") as run:
+        assert run.status == "complete"
+        # Whatever is not passed blames only the ReferenceEvaluator (its fp16 path), which
+        # check_model lists instead of failing; nothing blames the model or ONNX Runtime.
+        assert all(f.outlier == "onnx-reference" for f in run.findings())
 
 
 def test_a_broken_model_fails_with_a_readable_message(tmp_path: Path) -> None:

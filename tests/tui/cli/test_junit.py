@@ -31,7 +31,8 @@ def _report(args: list[str], path: Path) -> ET.Element:
 
 
 def test_diff_junit_has_one_failing_case_per_regression(root: Path, tmp_path: Path) -> None:
-    report = gero.open_run("tight", root).diff("base")
+    with gero.open_run("tight", root) as run:
+        report = run.diff("base")
     regressions = report.of("regression")
     assert regressions
     xml = _report(["diff", "base", "tight", "--data-dir", str(root)], tmp_path / "diff.xml")
@@ -60,7 +61,8 @@ def test_a_clean_diff_is_one_passing_case(root: Path, tmp_path: Path) -> None:
 
 
 def test_findings_junit_has_one_failing_case_per_finding(root: Path, tmp_path: Path) -> None:
-    findings = gero.open_run("tight", root).findings()
+    with gero.open_run("tight", root) as run:
+        findings = run.findings()
     assert findings
     xml = _report(["findings", "--run", "tight", "--baseline", "base", "--data-dir",
                    str(root)], tmp_path / "findings.xml")

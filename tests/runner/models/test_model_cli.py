@@ -25,7 +25,7 @@ def test_input_flags_reach_the_case(tmp_path: Path, capsys: pytest.CaptureFixtur
     data = tmp_path / "d"
     assert main(["run", "--model", path, "--input", "x=5,3", "--input-range", "x=1,2",
                  "--data-dir", str(data), "--jobs", "1", "--repeats", "1",
-                 "--run-id", "flags"]) == 0
+                 "--run-id", "flags"]) in (0, 1)  # 1: the run found something; not tested here
     rows = rows_of(data, "flags")
     assert {r["input_shapes"] for r in rows} == {"[5,3]"}
     fed = json.loads(rows[0]["details"])["inputs"]
@@ -33,7 +33,7 @@ def test_input_flags_reach_the_case(tmp_path: Path, capsys: pytest.CaptureFixtur
     npz = tmp_path / "x.npz"
     np.savez(npz, x=np.ones((4, 3), np.float32))
     assert main(["run", "--model", path, "--inputs", str(npz), "--data-dir", str(data),
-                 "--jobs", "1", "--repeats", "1", "--run-id", "npz"]) == 0
+                 "--jobs", "1", "--repeats", "1", "--run-id", "npz"]) in (0, 1)
     assert {r["input_shapes"] for r in rows_of(data, "npz")} == {"[4,3]"}
     capsys.readouterr()
 

@@ -26,8 +26,9 @@ COMMANDS: list[list[str]] = [["summary"], ["export", "-o", "{tmp}/x.csv"], ["dif
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("base")
     for run_id, ops in ((OLD, "Exp,Relu"), (NEW, "Exp,Relu,Sigmoid")):
+        # Exit status 1: the Relu cases have findings.
         assert main(["run", "--data-dir", str(root), "--ops", ops, "--dtypes", "float32",
-                     "--repeats", "1", "--jobs", "1", "--no-contracts", "--run-id", run_id]) == 0
+                     "--repeats", "1", "--jobs", "1", "--no-contracts", "--run-id", run_id]) == 1
     return root
 
 
@@ -102,7 +103,7 @@ def test_observations_stored_twice_are_read_once(base: Path, tmp_path: Path,
     pq.write_table(pa.concat_tables([pq.read_table(new_file), old]), new_file)
     # A later run sights them: it must see each once.
     assert main(["run", "--data-dir", str(root), "--ops", "Exp,Relu", "--dtypes", "float32",
-                 "--repeats", "1", "--jobs", "1", "--no-contracts", "--run-id", "c"]) == 0
+                 "--repeats", "1", "--jobs", "1", "--no-contracts", "--run-id", "c"]) == 1
     sighted = pq.read_table(root / "runs" / "c" / "sightings.parquet").num_rows
     assert sighted == old.num_rows
     capsys.readouterr()

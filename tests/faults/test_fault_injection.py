@@ -19,6 +19,7 @@ import sys
 import tarfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -86,7 +87,8 @@ def stored_ids(root: Path) -> list[str]:
 
 def sighted_ids(root: Path, run_id: str) -> list[str]:
     path = root / "runs" / run_id / "sightings.parquet"
-    return pq.read_table(path, columns=["observation_id"]).column(0).to_pylist()
+    ids: list[str] = pq.read_table(path, columns=["observation_id"]).column(0).to_pylist()
+    return ids
 
 
 def children(pid: int) -> list[int]:
@@ -108,15 +110,24 @@ def snapshot(root: Path, run_id: str) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()}
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """What an undisturbed run of the cases the faults interrupt keeps."""
+
+    ids: set[str]
+    cases: list[str]
+    exp_cases: int
+
+
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> Baseline:
     """One undisturbed run of the cases the faults interrupt: what a run should keep."""
     root = tmp_path_factory.mktemp("baseline")
     gero("run", "--data-dir", str(root), *OPS, cwd=root, check=FOUND)
     (run_id,) = runs(root)
     cases = (root / "runs" / run_id / "cases.txt").read_text().splitlines()
-    return {"ids": set(stored_ids(root)), "cases": cases,
-            "exp_cases": sum(c.split("/")[1] == "Exp" for c in cases)}
+    return Baseline(ids=set(stored_ids(root)), cases=cases,
+                    exp_cases=sum(c.split("/")[1] == "Exp" for c in cases))
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +140,7 @@ def earlier_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_two_concurrent_runs_store_each_observation_once(tmp_path: Path,
-                                                         baseline: dict[str, object]) -> None:
+                                                         baseline: Baseline) -> None:
     root, gate = tmp_path / "data", tmp_path / "gate"
     first, second = (start_gated("run", "--data-dir", str(root), *OPS, "--run-id", name,
                                  cwd=tmp_path, gate=gate, gated="Exp,Relu")
@@ -141,17 +152,17 @@ def test_two_concurrent_runs_store_each_observation_once(tmp_path: Path,
         _, err = p.communicate(timeout=WAIT_S)
         assert p.returncode == FOUND, err
     ids = stored_ids(root)
-    assert len(ids) == len(set(ids)) == len(baseline["ids"])  # type: ignore[arg-type]
-    assert set(ids) == baseline["ids"]
+    assert len(ids) == len(set(ids)) == len(baseline.ids)
+    assert set(ids) == baseline.ids
     for run_id in ("first", "second"):
-        assert sorted(sighted_ids(root, run_id)) == sorted(baseline["ids"])  # type: ignore
-        assert record(root, run_id)["observation_count"] == len(baseline["ids"])  # type: ignore
+        assert sorted(sighted_ids(root, run_id)) == sorted(baseline.ids)
+        assert record(root, run_id)["observation_count"] == len(baseline.ids)
     out = gero("export", "--data-dir", str(root), "--run", "second", "-o", "x.csv", cwd=tmp_path)
-    assert f"wrote {len(baseline['ids'])} observations" in out.stdout  # type: ignore[arg-type]
+    assert f"wrote {len(baseline.ids)} observations" in out.stdout
 
 
 def test_one_run_id_twice_is_refused_and_loses_nothing(tmp_path: Path,
-                                                       baseline: dict[str, object]) -> None:
+                                                       baseline: Baseline) -> None:
     root, gate = tmp_path / "data", tmp_path / "gate"
     first = start_gated("run", "--data-dir", str(root), *OPS, "--run-id", "same",
                         cwd=tmp_path, gate=gate, gated="Exp,Relu")
@@ -165,20 +176,20 @@ def test_one_run_id_twice_is_refused_and_loses_nothing(tmp_path: Path,
     gate.touch()
     first.communicate(timeout=WAIT_S)
     assert first.returncode == FOUND
-    assert set(stored_ids(root)) == baseline["ids"]
-    assert record(root, "same")["case_count"] == len(baseline["cases"])  # type: ignore
+    assert set(stored_ids(root)) == baseline.ids
+    assert record(root, "same")["case_count"] == len(baseline.cases)
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
 def test_a_stopped_run_keeps_what_it_finished_and_resumes(
-        tmp_path: Path, baseline: dict[str, object], earlier_root: Path,
+        tmp_path: Path, baseline: Baseline, earlier_root: Path,
         how: signal.Signals) -> None:
     root, gate = tmp_path / "data", tmp_path / "gate"
     shutil.copytree(earlier_root, root)
     before = snapshot(root, "earlier")
     run = start_gated("run", "--data-dir", str(root), *OPS, "--run-id", "stopped",
                       cwd=tmp_path, gate=gate, gated="Relu")
-    exp_cases = baseline["exp_cases"]
+    exp_cases = baseline.exp_cases
     # The Exp cases finish and are saved; the Relu cases wait at the gate, never opened.
     wait_for(lambda: record(root, "stopped").get("case_count") == exp_cases,
              "the finished cases to be saved")
@@ -205,8 +216,8 @@ def test_a_stopped_run_keeps_what_it_finished_and_resumes(
     assert "run stopped: " in resumed.stdout
     final = record(root, "stopped")
     assert final["status"] == "complete"
-    assert final["case_count"] == len(baseline["cases"])  # type: ignore[arg-type]
-    assert set(sighted_ids(root, "stopped")) == baseline["ids"]
+    assert final["case_count"] == len(baseline.cases)
+    assert set(sighted_ids(root, "stopped")) == baseline.ids
     ids = stored_ids(root)
     assert len(ids) == len(set(ids))
     assert snapshot(root, "earlier") == before
@@ -225,7 +236,7 @@ def _small_filesystem(path: Path, size_kib: int) -> bool:
 
 
 def test_a_full_disk_is_one_sentence_and_keeps_a_readable_run(
-        tmp_path: Path, baseline: dict[str, object]) -> None:
+        tmp_path: Path, baseline: Baseline) -> None:
     root = tmp_path / "small"
     if not _small_filesystem(root, 160):
         pytest.skip("needs root on Linux to mount a small tmpfs")
@@ -243,8 +254,8 @@ def test_a_full_disk_is_one_sentence_and_keeps_a_readable_run(
             else []
         cases = (root / "runs/full/cases.txt").read_text().splitlines() \
             if (root / "runs/full/cases.txt").exists() else []
-        assert summary["run"]["case_count"] == len(cases) < len(baseline["cases"])  # type: ignore
-        assert len(kept) == len(set(kept)) and set(kept) <= baseline["ids"]  # type: ignore
+        assert summary["run"]["case_count"] == len(cases) < len(baseline.cases)
+        assert len(kept) == len(set(kept)) and set(kept) <= baseline.ids
     finally:
         subprocess.run(["umount", "-l", str(root)], capture_output=True)
 

@@ -22,7 +22,7 @@ from gero_runner.storage.store import DataRoot
 
 def _rows(root: Path, run_id: str) -> list[dict[str, Any]]:
     path = DataRoot(root).run_dir(run_id) / "observations.parquet"
-    rel = duckdb.sql(f"SELECT * FROM read_parquet('{path}')")
+    rel = duckdb.read_parquet(str(path))
     return [dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()]
 
 

@@ -137,6 +137,7 @@ def test_float64_formula_agrees_with_the_reference_evaluator(name: str) -> None:
     rtol, atol = 1e-12, 1e-13
     for shape in case.shapes:
         instance = registry.instantiate(case, "float64", shape, SEED)
+        assert instance.expected is not None, "a synthetic case has its float64 formula"
         with np.errstate(all="ignore"):
             outputs = corrected_evaluator(onnx.load_from_string(instance.model)).run(
                 None, instance.inputs)
@@ -153,6 +154,7 @@ def test_fully_masked_formula_is_the_graphs_arithmetic(name: str, dtype: str) ->
     """The float64 formula computes what the graph computes (softmax of x + mask, or of
     Where(keep, x, -inf)); the law (a fully masked row is zeros) is the contract row."""
     instance = registry.instantiate(ENTRIES[name], dtype, ENTRIES[name].shapes[0], SEED)
+    assert instance.expected_exact is not None
     (exact,) = instance.expected_exact.values()
     row = exact[FULLY_MASKED[name]]
     if name == "MaskedSoftmax.additive":
@@ -175,6 +177,7 @@ def test_gelu_formula_divides_by_the_graphs_rounded_sqrt2() -> None:
     entry = ENTRIES["Gelu.erf"]
     instance = registry.instantiate(entry, "float16", entry.shapes[0], SEED)
     x = instance.inputs["X"].astype(np.float64)
+    assert instance.expected_exact is not None
     (exact,) = instance.expected_exact.values()
     want = 0.5 * x * (1.0 + np.vectorize(math.erf)(x / 1.4140625))
     np.testing.assert_array_equal(exact, want)

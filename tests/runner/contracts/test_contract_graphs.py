@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 import pytest
 from onnx import helper, numpy_helper
 
@@ -18,7 +19,7 @@ from gero_runner.contracts.determinism import determinism_rows, machine_threads
 from gero_runner.contracts.rank import unsqueezed_case
 from gero_runner.execution.context import CaseContext, PathResult, RunSettings
 from gero_runner.execution.evaluate import evaluate_case
-from gero_runner.schema import CONTRACT_ISSUE, PASSED
+from gero_runner.schema import CONTRACT_ISSUE, PASSED, Observation
 from gero_runner.storage.artifacts import EvidenceWriter, load_array
 from gero_runner.tolerances import ToleranceTable
 
@@ -26,7 +27,7 @@ LEVELS = ("disable_all", "all")
 F = "float32"
 
 
-def _model(nodes: list, feeds: dict[str, np.ndarray], inits: dict[str, np.ndarray]
+def _model(nodes: list[onnx.NodeProto], feeds: dict[str, np.ndarray], inits: dict[str, np.ndarray]
            | None = None, out_rank: int | None = None) -> bytes:
     rank = next(iter(feeds.values())).ndim if out_rank is None else out_rank
     graph = helper.make_graph(
@@ -43,14 +44,14 @@ def _case(model: bytes, feeds: dict[str, np.ndarray], batch: str = BATCH_INDEPEN
                         contracts=contracts, **facts)
 
 
-def _rows(case: CaseInstance, tmp_path: Path) -> list[dict]:
+def _rows(case: CaseInstance, tmp_path: Path) -> list[Observation]:
     settings = RunSettings(data_root=str(tmp_path), levels=LEVELS, repeats=2,
                            checks=("contracts",))
     return evaluate_case(case, settings).rows
 
 
-def _by_check(rows: list[dict], check: str) -> list[dict]:
-    return [r for r in rows if r["check"] == check]
+def _by_check(rows: list[Observation], check: str) -> list[Observation]:
+    return [r for r in rows if r.check == check]
 
 
 def _x(shape: tuple[int, ...] = (4, 6), seed: int = 0) -> np.ndarray:
@@ -223,7 +224,8 @@ def test_additive_mask_gives_a_non_zero_masked_row(tmp_path: Path) -> None:
 def _ln_input() -> np.ndarray:
     z = np.random.default_rng(9).normal(size=(4, 16))
     spread = np.array([[1.0], [np.sqrt(1e-5)], [1e-7], [0.05]])
-    return (z * spread + np.array([[0.0], [0.0], [0.0], [10.0]])).astype(F)
+    x: np.ndarray = (z * spread + np.array([[0.0], [0.0], [0.0], [10.0]])).astype(F)
+    return x
 
 
 def test_layernorm_operator_keeps_the_variance_law(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from gero_runner.schema import CONTRACT_ISSUE, PASSED
 
 def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
+    y: np.ndarray = e / e.sum(axis=axis, keepdims=True)
+    return y
 
 
 # ---------------------------------------------------------------- two-sided laws
@@ -233,13 +234,15 @@ def _rows() -> np.ndarray:
     z = np.random.default_rng(5).normal(size=(4, 32))
     z = (z - z.mean(1, keepdims=True)) / z.std(1, keepdims=True)
     # ordinary variance, variance ≈ ε, variance ≪ ε, near-constant far from zero
-    return z * np.array([[1.0], [np.sqrt(EPS)], [1e-4 * np.sqrt(EPS)], [0.05]]) + np.array(
-        [[0.0], [0.0], [0.0], [100.0]])
+    rows: np.ndarray = z * np.array([[1.0], [np.sqrt(EPS)], [1e-4 * np.sqrt(EPS)], [0.05]]) \
+        + np.array([[0.0], [0.0], [0.0], [100.0]])
+    return rows
 
 
 def _layer_norm(x: np.ndarray, eps: float, ddof: int = 0) -> np.ndarray:
     mean = x.mean(1, keepdims=True)
-    return (x - mean) / np.sqrt(x.var(1, keepdims=True, ddof=ddof) + eps)
+    y: np.ndarray = (x - mean) / np.sqrt(x.var(1, keepdims=True, ddof=ddof) + eps)
+    return y
 
 
 @pytest.mark.parametrize("dtype, rtol, atol", [("float32", 1e-5, 1e-6),

@@ -13,7 +13,7 @@ from gero_runner.backends import reference_defects as rd
 from gero_runner.cases.base import CaseInstance
 from gero_runner.execution.context import RunSettings
 from gero_runner.execution.evaluate import evaluate_case
-from gero_runner.schema import DIVERGENCE, PASSED
+from gero_runner.schema import DIVERGENCE, PASSED, Observation
 
 
 def _decomposed_layernorm() -> bytes:
@@ -42,7 +42,7 @@ def _case(model: bytes, inputs: dict[str, np.ndarray], op: str) -> CaseInstance:
                         case_name=op, dtype="float32", seed=0, model=model, inputs=inputs)
 
 
-def _rows(case: CaseInstance, tmp_path: Path) -> list[dict]:  # type: ignore[type-arg]
+def _rows(case: CaseInstance, tmp_path: Path) -> list[Observation]:
     return evaluate_case(case, RunSettings(data_root=str(tmp_path), repeats=1,
                                            checks=())).rows
 

@@ -43,7 +43,7 @@ def test_metric_columns_are_the_comparisons_figures_by_name() -> None:
     assert set(METRIC_COLUMNS) == names & set(schema.COLUMN_NAMES)
     assert {"max_abs_error", "min_rtol", "bit_exact", "inf_reference"} <= set(METRIC_COLUMNS)
     with pytest.raises(TypeError):
-        Comparison(1, 0)  # type: ignore[misc]  # keyword-only: 16 positions were a trap
+        Comparison(1, 0)  # type: ignore[call-arg, misc]  # keyword-only: 16 positions were a trap
 
 
 @pytest.fixture

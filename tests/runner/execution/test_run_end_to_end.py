@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 
 from gero_runner import run as run_module
 from gero_runner.errors import GeroError
-from gero_runner.execution import evaluate
+from gero_runner.execution import evaluate, pool
 from gero_runner.run import RunRequest, execute
 from gero_runner.storage.store import DataRoot
 
@@ -28,7 +30,7 @@ def _request(root: Path, **kw: object) -> RunRequest:
 
 def _ids(root: Path, run_id: str) -> list[str]:
     path = DataRoot(root).run_dir(run_id) / "sightings.parquet"
-    return sorted(r[0] for r in duckdb.sql(
+    return sorted(r[0] for r in duckdb.execute(
         f"SELECT observation_id FROM read_parquet('{path}')").fetchall())
 
 
@@ -36,7 +38,7 @@ def test_small_run_writes_rows_artifacts_and_record(tmp_path: Path) -> None:
     record = execute(_request(tmp_path, jobs=1))
     assert record.status == "complete" and record.case_count >= 4
     obs = DataRoot(tmp_path).run_dir(record.run_id) / "observations.parquet"
-    rows = duckdb.sql(
+    rows = duckdb.execute(
         f"""SELECT "check", backend, optimization, result, artifact_path, rtol, atol
             FROM read_parquet('{obs}')"""
     ).fetchall()
@@ -71,7 +73,7 @@ def test_rerun_into_same_root_is_deduplicated(tmp_path: Path) -> None:
 def test_tolerance_override_is_stored(tmp_path: Path) -> None:
     record = execute(_request(tmp_path, tolerances={"float32": (1e-3, 1e-4)}))
     obs = DataRoot(tmp_path).run_dir(record.run_id) / "observations.parquet"
-    got = duckdb.sql(f"SELECT DISTINCT rtol, atol FROM read_parquet('{obs}')").fetchall()
+    got = duckdb.execute(f"SELECT DISTINCT rtol, atol FROM read_parquet('{obs}')").fetchall()
     assert got == [(1e-3, 1e-4)]
 
 
@@ -99,17 +101,15 @@ def test_crashing_or_hanging_case_becomes_execution_and_run_completes(
     record = execute(_request(tmp_path, jobs=2, timeout_s=3.0))
     assert record.status == "complete"
     obs = DataRoot(tmp_path).run_dir(record.run_id) / "observations.parquet"
-    rows = duckdb.sql(f"SELECT op_type, result, reason FROM read_parquet('{obs}')").fetchall()
+    rows = duckdb.execute(f"SELECT op_type, result, reason FROM read_parquet('{obs}')").fetchall()
     relu = [r for r in rows if r[0] == "Relu"]
     assert relu and all(r[1] == "execution" and message in r[2] for r in relu)
     assert any(r[0] == "Exp" and r[1] == "passed" for r in rows)
 
 
 def test_ctrl_c_keeps_finished_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = run_module.run_cases
-
-    def interrupted(*args, **kwargs):  # type: ignore[no-untyped-def]
-        for i, outcome in enumerate(real(*args, **kwargs)):
+    def interrupted(*args: Any, **kwargs: Any) -> Iterator[pool.Outcome]:
+        for i, outcome in enumerate(pool.run_cases(*args, **kwargs)):
             if i == 2:
                 raise KeyboardInterrupt
             yield outcome

@@ -7,6 +7,7 @@ import os
 import signal
 import time
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -58,11 +59,11 @@ def test_each_case_has_one_outcome_and_queued_cases_survive(
             assert (row["case_id"], row["result"]) == (case.case_id, "passed")
 
 
-def _rows(outcome: pool.Outcome) -> list[dict[str, object]]:
+def _rows(outcome: pool.Outcome) -> list[dict[str, Any]]:
     """A worker sends its rows in Arrow form; the parent's own fallback rows are typed."""
     if outcome.result.batch is not None:
         assert outcome.result.rows == []
-        rows: list[dict[str, object]] = batch_from_bytes(outcome.result.batch).to_pylist()
+        rows: list[dict[str, Any]] = batch_from_bytes(outcome.result.batch).to_pylist()
         return rows
     return [r.as_dict() for r in outcome.result.rows]
 

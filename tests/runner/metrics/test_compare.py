@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 
 from gero_runner.classify import classify
-from gero_runner.metrics.compare import compare, ulp_distance
+from gero_runner.metrics.compare import Comparison, compare, ulp_distance
 from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, PASSED
 
 F16_MAX = float(np.finfo(np.float16).max)
 
 
-def _cmp(a, r, dtype="float32", rtol=1e-5, atol=1e-6):  # type: ignore[no-untyped-def]
+def _cmp(a: list[float], r: list[float], dtype: str = "float32", rtol: float = 1e-5,
+         atol: float = 1e-6) -> Comparison:
     return compare(np.array(a, dtype=dtype), np.array(r, dtype=dtype), rtol, atol)
 
 

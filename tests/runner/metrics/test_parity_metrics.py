@@ -6,6 +6,7 @@ import math
 import sys
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from gero_runner.errors import GeroError
@@ -29,12 +30,13 @@ def rot_z(deg: float) -> np.ndarray:
     return np.array([[math.cos(t), -math.sin(t), 0], [math.sin(t), math.cos(t), 0], [0, 0, 1]])
 
 
-def rot_axis(axis: np.ndarray, deg: float) -> np.ndarray:
+def rot_axis(axis: npt.ArrayLike, deg: float) -> np.ndarray:
     """Rodrigues' formula, written independently of the library."""
     k = np.asarray(axis, dtype=np.float64) / np.linalg.norm(axis)
     kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
     t = math.radians(deg)
-    return np.eye(3) + math.sin(t) * kx + (1 - math.cos(t)) * kx @ kx
+    rotation: np.ndarray = np.eye(3) + math.sin(t) * kx + (1 - math.cos(t)) * kx @ kx
+    return rotation
 
 
 @pytest.fixture(params=["scipy", "numpy"])
@@ -67,7 +69,7 @@ def test_dense_figures_follow_the_seed_formulas() -> None:
 @pytest.mark.parametrize("values", [[0.0, -0.0], [1e-30, -1e-30], [65504.0, -65504.0],
                                     [np.inf, -np.inf], [1.0, 3.0]])
 def test_dense_identical_inputs_pass_with_zero_error(dtype: type, values: list[float]) -> None:
-    x = np.array(values, dtype=dtype)
+    x: np.ndarray = np.array(values, dtype=dtype)
     m = dense_metrics(x, x.copy(), rtol=0.0, atol=0.0)
     assert m.allclose
     finite = np.isfinite(x)

@@ -16,7 +16,7 @@ from gero_runner.storage.store import DataRoot
 
 def rows_of(root: Path, run_id: str) -> list[dict[str, Any]]:
     path = DataRoot(root).run_dir(run_id) / "observations.parquet"
-    rel = duckdb.sql(f"SELECT * FROM read_parquet('{path}')")
+    rel = duckdb.read_parquet(str(path))
     return [dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()]
 
 
@@ -34,8 +34,8 @@ def save(path: Path, nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoPro
 
 def opts(**options: Any) -> ModelOptions:
     """ModelOptions from lists, as a script would write them."""
-    return ModelOptions(**{k: tuple(v) if isinstance(v, list) else v
-                           for k, v in options.items()})
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
+    return ModelOptions(**fields)
 
 
 def request(path: str, **options: Any) -> RunRequest:

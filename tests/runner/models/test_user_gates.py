@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -39,7 +40,7 @@ def dense(tmp: Path, name: str, *, broken_fp16: bool = False) -> str:
                 [helper.make_tensor_value_info("logits", F, ["batch", 4])], inits)
 
 
-def run(tmp: Path, path: str, **options: object) -> list[dict[str, object]]:
+def run(tmp: Path, path: str, **options: object) -> list[dict[str, Any]]:
     record = execute(RunRequest(models=[path], data_root=tmp / "d", repeats=1, jobs=1,
                                 checks=(), model_options=opts(**options)))
     return rows_of(tmp / "d", record.run_id)
@@ -61,7 +62,7 @@ def test_a_broken_fp16_variant_fails_against_the_fp32_model(tmp_path: Path) -> N
 def test_a_clean_variant_passes_against_the_fp32_model(tmp_path: Path) -> None:
     rows = run(tmp_path, dense(tmp_path, "clean"), dims=["batch=16"], task="classifier",
                variants=["fp16", "int8-dynamic"])
-    vs = [r for r in rows if r["check"].endswith(":vs-model")]  # type: ignore[union-attr]
+    vs = [r for r in rows if r["check"].endswith(":vs-model")]
     assert {r["check"] for r in vs} == {"model:fp16:vs-model", "model:int8-dynamic:vs-model"}
     assert all(r["result"] == "passed" for r in vs), [r["reason"] for r in vs]
     figures = json.loads(str(vs[0]["details"]))

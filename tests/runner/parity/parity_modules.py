@@ -7,6 +7,7 @@ imported the way a user's module is: from the current directory.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import nn
@@ -71,11 +72,11 @@ class _SigmoidWithHardLowering(torch.autograd.Function):
     """Exact sigmoid in PyTorch, exported as ONNX HardSigmoid: a lowering that differs."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
         return torch.sigmoid(x)
 
     @staticmethod
-    def symbolic(g, x):  # type: ignore[no-untyped-def]
+    def symbolic(g: Any, x: torch.Value) -> torch.Value:
         return g.op("HardSigmoid", x, alpha_f=0.2, beta_f=0.5)
 
 

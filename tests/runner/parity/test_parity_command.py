@@ -6,6 +6,7 @@ import json
 import math
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ LEVELS = ["disable_all", "basic", "extended", "all"]
 
 
 @pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A user's directory holding parity_modules.py; gero runs from there (not on sys.path)."""
     shutil.copy(HELPERS, tmp_path / "parity_modules.py")
     monkeypatch.chdir(tmp_path)
@@ -50,7 +51,8 @@ def stored_rows(workdir: Path) -> list[dict[str, Any]]:
 
 
 def details(row: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(row["details"])
+    parsed: dict[str, Any] = json.loads(row["details"])
+    return parsed
 
 
 def export_model(workdir: Path, factory: str, input_arg: str) -> onnx.ModelProto:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -52,7 +53,7 @@ def test_inputs_are_seeded_and_typed() -> None:
 
 def test_without_pytorch_the_command_says_how_to_install(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        tmp_path) -> None:  # type: ignore[no-untyped-def]
+        tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
     code = main(["parity", "--data-dir", str(tmp_path), "--module", "m:f", "--input", "x=2"])
     err = capsys.readouterr().err

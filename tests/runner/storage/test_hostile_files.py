@@ -49,7 +49,13 @@ def _corrupt_pages(path: Path) -> None:
 
 
 OLD_OBS = f"runs/{OLD}/observations.parquet"
-HOSTILE: dict[str, tuple[str, Callable[[Path], None], str]] = {
+def _junk_run_directory(path: Path) -> None:
+    path.parent.mkdir()
+    path.write_text("{}")
+
+
+# What each damage returns (a byte count, say) is ignored.
+HOSTILE: dict[str, tuple[str, Callable[[Path], object], str]] = {
     "no sightings": (f"runs/{NEW}/sightings.parquet", lambda p: p.unlink(), ""),
     "junk sightings": (f"runs/{NEW}/sightings.parquet", lambda p: p.write_bytes(b"PAR1junk"),
                        "skipped, not a readable Parquet file"),
@@ -66,8 +72,7 @@ HOSTILE: dict[str, tuple[str, Callable[[Path], None], str]] = {
     "run.json wrong types": (f"runs/{OLD}/run.json", lambda p: p.write_text(json.dumps(
         {**json.loads(p.read_text()), "counts": "many", "case_count": "x", "status": 5})),
         "wrong type for status, case_count, counts"),
-    "junk run directory": ("runs/zzzz-junk/run.json",
-                           lambda p: (p.parent.mkdir(), p.write_text("{}")),
+    "junk run directory": ("runs/zzzz-junk/run.json", _junk_run_directory,
                            "not a gero run record"),
 }
 

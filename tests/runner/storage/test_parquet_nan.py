@@ -15,6 +15,6 @@ def test_isnan_filter_finds_nan_rows(tmp_path: Path) -> None:
     values = [1.0, math.nan, 2.0, math.nan] * 500
     path = tmp_path / "t.parquet"
     atomic_write_table(path, pa.table({"x": values, "k": list(range(len(values)))}))
-    ((count,),) = duckdb.sql(
+    ((count,),) = duckdb.execute(
         f"SELECT count(*) FROM read_parquet('{path}') WHERE isnan(x)").fetchall()
     assert count == 1000

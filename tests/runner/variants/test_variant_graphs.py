@@ -4,6 +4,7 @@ every path against the base graph, and a wrong decomposition is caught."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -17,7 +18,7 @@ from gero_runner.cases.synthetic.registry import all_cases, instantiate
 from gero_runner.errors import GeroError
 from gero_runner.execution.context import RunSettings
 from gero_runner.execution.evaluate import evaluate_case
-from gero_runner.schema import DIVERGENCE, PASSED
+from gero_runner.schema import DIVERGENCE, PASSED, Observation
 from gero_runner.storage.artifacts import has_member
 from gero_runner.variants import builders
 from gero_runner.variants.builders import VARIANTS, VariantError, build_variant
@@ -27,7 +28,7 @@ RNG = np.random.default_rng(0)
 
 
 def _single(op: str, feeds: dict[str, np.ndarray], inits: dict[str, np.ndarray],
-            order: list[str], out_rank: int, **attrs: object) -> bytes:
+            order: list[str], out_rank: int, **attrs: Any) -> bytes:
     graph = helper.make_graph(
         [helper.make_node(op, order, ["Y"], **attrs)], "t",
         [value_info(k, v.dtype, v.shape) for k, v in feeds.items()],
@@ -70,6 +71,12 @@ def test_at_least_eight_variants_and_every_one_has_a_base_here() -> None:
     assert len(VARIANTS) >= 8 and set(BASES) == set(VARIANTS)
 
 
+def _outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    outputs = ReferenceEvaluator(model).run(None, feeds)
+    assert isinstance(outputs, list)  # a dict only with intermediate=True
+    return outputs
+
+
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_variant_computes_the_base_function(name: str) -> None:
     model, feeds = BASES[name]()
@@ -78,8 +85,8 @@ def test_variant_computes_the_base_function(name: str) -> None:
     replaced = VARIANTS[name][0]
     assert replaced not in {n.op_type for n in graph.graph.node} or name == "conv_bias_add"
     assert graph.opset_import[0].version == 19 and graph.ir_version == 10
-    base = ReferenceEvaluator(onnx.load_from_string(model)).run(None, feeds)[0]
-    got = ReferenceEvaluator(graph).run(None, feeds)[0]
+    (base,) = _outputs(onnx.load_from_string(model), feeds)
+    (got,) = _outputs(graph, feeds)
     np.testing.assert_allclose(got, base, rtol=2e-5, atol=2e-6)
 
 
@@ -98,10 +105,10 @@ def _case(name: str, variants: tuple[str, ...]) -> CaseInstance:
                         variants=variants)
 
 
-def _variant_rows(case: CaseInstance, tmp_path: Path) -> list[dict]:
+def _variant_rows(case: CaseInstance, tmp_path: Path) -> list[Observation]:
     settings = RunSettings(data_root=str(tmp_path), levels=("disable_all", "all"), repeats=1,
                            checks=("variants",))
-    return [r for r in evaluate_case(case, settings).rows if r["check"].startswith("variant:")]
+    return [r for r in evaluate_case(case, settings).rows if r.check.startswith("variant:")]
 
 
 def test_variant_rows_on_every_path_with_evidence(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ class Harness(App[None]):
 
 
 
-def sync(test: Callable[..., Awaitable[None]]) -> Callable[..., None]:
+def sync(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
     """Run an async pilot test with asyncio (no async pytest plugin is installed)."""
 
     @functools.wraps(test)

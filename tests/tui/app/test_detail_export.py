@@ -14,6 +14,7 @@ from detail_harness import Harness, sync
 from textual.widgets import Input, Static
 
 from gero_tui.app.app import GeroApp
+from gero_tui.app.screens.evaluations import EvaluationsScreen
 from gero_tui.app.screens.export_dialog import ExportDialog
 
 
@@ -59,9 +60,12 @@ async def test_select_two_rows_and_export(tmp_path: Path, fmt: str) -> None:
     app = GeroApp(root, screen="evaluations")
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(pilot)
-        first = app.screen.current_observation_id
+        screen = app.screen
+        assert isinstance(screen, EvaluationsScreen)
+        first = screen.current_observation_id
         await pilot.press("space")  # selects and moves down
-        second = app.screen.current_observation_id
+        second = screen.current_observation_id
+        assert first is not None and second is not None
         await pilot.press("space")
         await _settle(pilot)
         await pilot.press("e")

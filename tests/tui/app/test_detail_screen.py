@@ -12,7 +12,7 @@ import pytest
 from detail_data import build
 from detail_harness import Harness, sync
 from rich.console import Console
-from textual.widgets import DataTable, Static
+from textual.widgets import ContentSwitcher, DataTable, Static
 
 from gero_runner.storage.artifacts import PACKED, is_packed
 from gero_tui.app.screens.detail import DetailScreen
@@ -62,7 +62,8 @@ async def test_detail_fields_histogram_and_worst(data: tuple[Path, dict[str, str
         # The row holds +inf against -inf: a non-finite mismatch is a contract issue.
         assert "Softmax" in title and "contract_issue" in title
         assert "closer to the reference side (onnx-reference)" in title
-        assert app.screen.query_one("#detail-tabs").current == "histogram"  # opens on it
+        # It opens on the histogram.
+        assert app.screen.query_one("#detail-tabs", ContentSwitcher).current == "histogram"
         await pilot.press("f")
         fields = _text(app, "#fields-table")
         for expected in ("backend_version", "1.20.0", "session_settings",
@@ -153,7 +154,7 @@ async def test_execution_row_explains_missing_evidence(
         await _settle(pilot)
         assert "kept no tensors" in _text(app, "#histogram-counts")
         # Nothing to draw: the screen shows the recorded fields instead.
-        assert app.screen.query_one("#detail-tabs").current == "fields"
+        assert app.screen.query_one("#detail-tabs", ContentSwitcher).current == "fields"
         assert "observation_id" in _text(app, "#fields-table")
         await pilot.press("r")
         await _settle(pilot)
@@ -276,5 +277,5 @@ async def test_tab_bar_click_and_bit_exact_worst_list(data: tuple[Path, dict[str
         worst = app.screen.query_one("#worst", WorstList)
         assert worst.rows == [] and "no element differs" in worst.empty
         await pilot.click("#detail-tab-bar", offset=(3, 0))  # on "Fields"
-        assert app.screen.query_one("#detail-tabs").current == "fields"
+        assert app.screen.query_one("#detail-tabs", ContentSwitcher).current == "fields"
         assert "observation_id" in _text(app, "#fields-table")

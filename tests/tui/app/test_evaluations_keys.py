@@ -171,13 +171,16 @@ async def test_selection_space_and_all(data_root: Path, observations: Path) -> N
         assert screen.selection.is_empty and screen.selected_count == 0
 
 
-async def test_part_two_hooks_post_messages(data_root: Path) -> None:
+async def test_part_two_hooks_post_messages(data_root: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     app = GeroApp(data_root, screen="evaluations")
     seen: list[object] = []
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_table(pilot)
-        screen.open_evaluation = lambda oid, rn: seen.append(("open", oid, rn))  # type: ignore[method-assign]
-        screen.replay_evaluation = lambda oid, rn: seen.append(("replay", oid, rn))  # type: ignore[method-assign]
+        monkeypatch.setattr(screen, "open_evaluation",
+                            lambda oid, rn: seen.append(("open", oid, rn)))
+        monkeypatch.setattr(screen, "replay_evaluation",
+                            lambda oid, rn: seen.append(("replay", oid, rn)))
         await pilot.press("down", "enter", "r")
         await pilot.pause()
         second = shown(app)[1]

@@ -7,24 +7,27 @@ import io
 import itertools
 import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import pytest
 from conftest import RUN_ID, fixture_rows, settle, write_run
 from rich.console import Console
 
 from gero_tui.app.app import GeroApp
 from gero_tui.app.screens.evaluations import EvaluationsScreen
 from gero_tui.app.screens.help import HelpScreen, bindings_table
+from gero_tui.app.widgets.filter_bar import FilterBar
 from gero_tui.query import table as table_query
 from gero_tui.query.table import TableFilter, TableQuery
 
 
-async def test_slow_query_is_interrupted_by_a_newer_filter(data_root: Path, monkeypatch
-                                                           ) -> None:
+async def test_slow_query_is_interrupted_by_a_newer_filter(
+        data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     interrupted: list[str] = []
     real_page = TableQuery.page
 
-    def page(self: TableQuery, table_filter: TableFilter, *args: object) -> table_query.Page:
+    def page(self: TableQuery, table_filter: TableFilter, *args: Any) -> table_query.Page:
         if table_filter.text == "slow":
             try:  # a query that would run for minutes unless interrupted
                 self.cursor.execute("SELECT count(*) FROM range(10000000000) a "
@@ -32,7 +35,7 @@ async def test_slow_query_is_interrupted_by_a_newer_filter(data_root: Path, monk
             except duckdb.InterruptException:
                 interrupted.append("slow")
                 raise
-        return real_page(self, table_filter, *args)  # type: ignore[arg-type]
+        return real_page(self, table_filter, *args)
 
     monkeypatch.setattr(table_query.TableQuery, "page", page)
     app = GeroApp(data_root, screen="evaluations")
@@ -49,12 +52,12 @@ async def test_slow_query_is_interrupted_by_a_newer_filter(data_root: Path, monk
         # A blocked loop would tick once or twice in 0.5 s; allow for a busy 2-core CI box.
         assert len(ticks) >= 5
         assert max(b - a for a, b in itertools.pairwise(ticks)) < 0.4
-        assert screen.query_one("FilterBar").busy
+        assert screen.query_one(FilterBar).busy
         screen.set_filter(TableFilter(text="fast"))
         await settle(pilot)
         assert interrupted == ["slow"]
         assert screen.table_filter.text == "fast"
-        assert screen.matching_count is not None and not screen.query_one("FilterBar").busy
+        assert screen.matching_count is not None and not screen.query_one(FilterBar).busy
 
 
 async def test_empty_data_root_says_how_to_make_a_run(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from conftest import RUN_ID, fixture_rows, settle, write_run
 from textual import events
 
@@ -46,8 +47,8 @@ async def test_long_paste_in_the_find_box_does_not_crash(data_root: Path) -> Non
     assert app.return_code in (0, None)
 
 
-async def test_a_failed_query_is_shown_and_the_next_key_works(data_root: Path, monkeypatch
-                                                              ) -> None:
+async def test_a_failed_query_is_shown_and_the_next_key_works(
+        data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A query that fails (the opener skips files it cannot decode; a page can still fail
     later, e.g. a file damaged while the explorer runs), then more keys: shown, no crash."""
     import duckdb
@@ -83,8 +84,8 @@ def test_the_opener_skips_a_file_whose_data_pages_do_not_decode(tmp_path: Path) 
     assert any("does not decode" in p for p in source.problems)
 
 
-async def test_an_unexpected_worker_error_is_shown_not_fatal(data_root: Path, monkeypatch
-                                                            ) -> None:
+async def test_an_unexpected_worker_error_is_shown_not_fatal(
+        data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gero_tui.query import table as table_query
 
     def broken(*args: object, **kwargs: object) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,11 +54,10 @@ def test_a_small_run_reports_its_counts_quietly(tmp_path: Path,
 def test_ctrl_c_says_what_the_run_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from gero_runner import run as run_module
+    from gero_runner.execution import pool
 
-    real = run_module.run_cases
-
-    def interrupted(*args, **kwargs):  # type: ignore[no-untyped-def]
-        for i, outcome in enumerate(real(*args, **kwargs)):
+    def interrupted(*args: Any, **kwargs: Any) -> Iterator[pool.Outcome]:
+        for i, outcome in enumerate(pool.run_cases(*args, **kwargs)):
             if i == 2:
                 raise KeyboardInterrupt
             yield outcome

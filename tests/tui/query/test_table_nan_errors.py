@@ -52,7 +52,7 @@ def _sightings(path: Path, run_id: str, rows: list[dict[str, Any]]) -> None:
 
 
 def _root(tmp_path: Path, runner_writer: bool, two_runs: bool, nulls: bool
-          ) -> tuple[Path, list[dict]]:
+          ) -> tuple[Path, list[dict[str, Any]]]:
     first, second = "20260101-000000-aaaaaa", "20260102-000000-bbbbbb"
     old, new = _rows(first, 0, 40, nulls), _rows(second, 40, 40, nulls)
     for run_id, rows in ((first, old), (second, new)):

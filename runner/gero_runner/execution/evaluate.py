@@ -13,6 +13,7 @@ from pathlib import Path
 from gero_runner import backends
 from gero_runner.backends import reference
 from gero_runner.cases.base import CaseInstance
+from gero_runner.execution.case_record import add_case_record, start_evidence, store_outputs
 from gero_runner.execution.context import (
     NOT_APPLICABLE,
     CaseContext,
@@ -29,7 +30,6 @@ from gero_runner.execution.paths import (
     run_path,
     run_reference,
     runtime_specs,
-    store_outputs,
 )
 from gero_runner.schema import EXECUTION, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
@@ -51,12 +51,9 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
         return CaseResult(execution_rows(case, case.unsupported, unattributed=NOT_APPLICABLE),
                           0.0,
                           time.perf_counter() - start)
-    writer = EvidenceWriter()
     model = onnx.load_from_string(case.model)
     output_names = [o.name for o in model.graph.output]
-    writer.add_bytes("model.onnx", case.model)
-    input_files = {name: writer.add_array(f"inputs/input_{i}.npy", x)
-                   for i, (name, x) in enumerate(case.inputs.items())}
+    writer, input_files = start_evidence(case.model, case.inputs)
 
     paths: dict[str, PathResult] = {}
     for backend, spec in runtime_specs(settings):
@@ -115,20 +112,7 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
         list(case.inputs.items()),
         list(zip(output_names, reference_outputs.outputs or [], strict=False)),
     )
-    writer.add_json("case.json", {
-        "suite": case.suite, "case_id": case.case_id, "op_type": case.op_type,
-        "case_name": case.case_name, "dtype": case.dtype, "seed": case.seed,
-        "inputs": input_files, "outputs": output_names,
-        # What replay needs to rebuild the CaseInstance (gero_runner.evidence.rebuild).
-        "expected_label": case.expected_label, "expected_version": case.expected_version,
-        "tolerance": list(case.tolerance) if case.tolerance is not None else None,
-        "batch": case.batch, "contracts": list(case.contracts),
-        "variants": list(case.variants), "spec_name": case.spec_name,
-        "paths": {name: {"backend": p.backend, "version": p.version,
-                         "optimization": p.optimization, "threads": p.threads,
-                         "settings": p.settings, "files": p.files, "error": p.error}
-                  for name, p in paths.items()},
-    })
+    add_case_record(writer, case, input_files, output_names, paths)
     artifact = writer.write(Path(settings.data_root))
     rows = [finish_row(r, artifact, case.random) for r in rows]
     end = time.perf_counter()

@@ -19,7 +19,6 @@ from gero_runner.errors import error_text
 from gero_runner.execution.context import NOT_APPLICABLE, CaseContext, PathResult, RunSettings
 from gero_runner.metrics.compare import compare
 from gero_runner.schema import EXECUTION, PASSED, Observation
-from gero_runner.storage.artifacts import EvidenceWriter
 
 
 def runtime_specs(settings: RunSettings) -> list[tuple[Backend, PathSpec]]:
@@ -218,12 +217,5 @@ def _dtype_of(path: PathResult, j: int) -> str | None:
     if path.outputs is None or j >= len(path.outputs):
         return None
     return str(path.outputs[j].dtype)
-
-
-def store_outputs(writer: EvidenceWriter, path: PathResult) -> None:
-    if path.outputs is None:
-        return
-    path.files = [writer.add_array(f"outputs/{path.name}/output_{j}.npy", x)
-                  for j, x in enumerate(path.outputs)]
 
 

@@ -31,6 +31,7 @@ import numpy as np
 from gero_runner.backends import ort
 from gero_runner.cases.base import CaseInstance
 from gero_runner.errors import GeroError
+from gero_runner.execution.case_record import add_case_record, start_evidence, store_outputs
 from gero_runner.execution.context import (
     NOT_APPLICABLE,
     CaseContext,
@@ -55,7 +56,6 @@ from gero_runner.parity.export import DEFAULT_OPSET, ExportError, export_onnx
 from gero_runner.parity.module import InputSpec, flatten_outputs, make_inputs
 from gero_runner.parity.torch_support import require_torch
 from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, PASSED, Observation
-from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import sha256, tensor_hash, tensors_hash
 from gero_runner.tolerances import ToleranceTable
 
@@ -168,11 +168,7 @@ def evaluate_sample(module: Any, module_spec: str, specs: list[InputSpec], sampl
         model=model or b"", inputs=inputs, expected=dict(zip(names, pt.outputs, strict=True)),
         expected_label=PYTORCH, expected_version=pt.version,
     )
-    writer = EvidenceWriter()
-    if model is not None:
-        writer.add_bytes("model.onnx", model)
-    input_files = {name: writer.add_array(f"inputs/input_{i}.npy", x)
-                   for i, (name, x) in enumerate(inputs.items())}
+    writer, input_files = start_evidence(model, inputs)
     paths: dict[str, PathResult] = {PYTORCH: pt}
     backend_start = time.perf_counter()
     if model is not None:
@@ -182,9 +178,7 @@ def evaluate_sample(module: Any, module_spec: str, specs: list[InputSpec], sampl
                                              case, settings.repeats)
     backend_seconds = time.perf_counter() - backend_start
     for path in paths.values():
-        if path.outputs is not None:
-            path.files = [writer.add_array(f"outputs/{path.name}/output_{j}.npy", x)
-                          for j, x in enumerate(path.outputs)]
+        store_outputs(writer, path)
 
     ctx = CaseContext(case, RunSettings(data_root=settings.data_root, levels=settings.levels,
                                         threads=settings.threads, repeats=settings.repeats),
@@ -198,18 +192,11 @@ def evaluate_sample(module: Any, module_spec: str, specs: list[InputSpec], sampl
             rows += _level_rows(ctx, paths[f"ort-{level}"], pt, names, settings)
         writer.add_test_data_set(list(inputs.items()), list(zip(names, pt.outputs,
                                                                 strict=True)))
-    writer.add_json("case.json", {
-        "suite": SUITE, "case_id": case.case_id, "op_type": case.op_type,
-        "case_name": case.case_name, "dtype": case.dtype, "seed": seed, "inputs": input_files,
-        "outputs": names, "expected_label": PYTORCH, "expected_version": pt.version,
-        "paths": {name: {"backend": p.backend, "version": p.version, "settings": p.settings,
-                         "files": p.files, "error": p.error} for name, p in paths.items()},
-        "parity": {"module": module_spec, "sample": sample, "opset": settings.opset,
-                   "exported": onnx_model is None, "export_error": exporter.error,
-                   "output_kinds": {n: settings.output_kinds.get(n, DENSE) for n in names},
-                   "tolerances": settings.tolerances.__dict__,
-                   "inputs": [s.label for s in specs]},
-    })
+    add_case_record(writer, case, input_files, names, paths, parity={
+        "module": module_spec, "sample": sample, "opset": settings.opset,
+        "exported": onnx_model is None, "export_error": exporter.error,
+        "output_kinds": {n: settings.output_kinds.get(n, DENSE) for n in names},
+        "tolerances": settings.tolerances.__dict__, "inputs": [s.label for s in specs]})
     artifact = writer.write(Path(settings.data_root))
     rows = [finish_row(r, artifact) for r in rows]
     return CaseResult(rows, backend_seconds, time.perf_counter() - start)

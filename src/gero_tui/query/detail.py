@@ -34,8 +34,9 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 @dataclass(frozen=True)
-class Observation:
-    """One observation row (every schema column), as the runner stored it."""
+class DetailRecord:
+    """One observation row (every schema column) as the runner stored it, read back for the
+    detail view: a plain mapping, where the runner's ``schema.Observation`` is typed."""
 
     fields: dict[str, Any]
 
@@ -73,7 +74,7 @@ class Observation:
 
 
 def fetch_observation(connection: duckdb.DuckDBPyConnection, observation_id: str,
-                      row_number: int | None = None) -> Observation:
+                      row_number: int | None = None) -> DetailRecord:
     """The row of ``observation_id`` from the ``obs`` view; GeroError if the id is unknown.
 
     With the row's table number ``row_number`` (``rn``) the row is read by it, a filter
@@ -89,14 +90,14 @@ def fetch_observation(connection: duckdb.DuckDBPyConnection, observation_id: str
         except duckdb.CatalogException:
             row = None
         if row is not None and row[COLUMN_NAMES.index("observation_id")] == observation_id:
-            return Observation(dict(zip(COLUMN_NAMES, row, strict=True)))
+            return DetailRecord(dict(zip(COLUMN_NAMES, row, strict=True)))
     cursor = connection.execute(
         f"SELECT {columns} FROM obs WHERE observation_id = ? LIMIT 1", [observation_id]
     )
     row = cursor.fetchone()
     if row is None:
         raise GeroError(f"no observation {observation_id!r} in this run")
-    return Observation(dict(zip(COLUMN_NAMES, row, strict=True)))
+    return DetailRecord(dict(zip(COLUMN_NAMES, row, strict=True)))
 
 
 def format_value(column: str, value: Any) -> str:

@@ -135,11 +135,11 @@ def test_contract_side_labels(details: dict[str, object], check: str,
     import numpy as np
 
     from gero_tui.app.screens.detail import contract_labels
-    from gero_tui.query.detail import Observation
+    from gero_tui.query.detail import DetailRecord
     from gero_tui.query.tensors import Evidence
 
-    obs = Observation({"check": check, "details": json.dumps(details),
-                       "backend": "onnxruntime"})
+    obs = DetailRecord({"check": check, "details": json.dumps(details),
+                        "backend": "onnxruntime"})
     x = np.zeros(2, np.float32)
     ev = Evidence(Path("."), x, x, None, "contracts/x/a.npy", "contracts/x/b.npy", 0, 0)
     assert contract_labels(obs, ev) == expected

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 from gero_runner.schema import COLUMN_NAMES
-from gero_tui.query.detail import Observation
+from gero_tui.query.detail import DetailRecord
 
 
-def _obs(details: dict[str, object]) -> Observation:
+def _obs(details: dict[str, object]) -> DetailRecord:
     fields: dict[str, object] = dict.fromkeys(COLUMN_NAMES)
     fields.update(input_shapes="[1,512];[]", details=json.dumps(details))
-    return Observation(fields)
+    return DetailRecord(fields)
 
 
 def test_the_inputs_fed_follow_the_input_shapes() -> None:

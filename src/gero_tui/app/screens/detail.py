@@ -34,7 +34,7 @@ from gero_tui.app.widgets.tab_bar import TabBar
 from gero_tui.app.widgets.tensor_view import TensorView, format_element, side_label
 from gero_tui.app.widgets.worst_list import WorstList
 from gero_tui.app.worker_errors import worker_failure
-from gero_tui.query.detail import Observation, fetch_observation
+from gero_tui.query.detail import DetailRecord, fetch_observation
 from gero_tui.query.tensors import ElementAnalysis, Evidence, analyse, load_evidence
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class DetailScreen(Screen[None]):
         self.replay_on_mount = replay
         self.source = source
         self.observation_id = observation_id
-        self.observation: Observation | None = None
+        self.observation: DetailRecord | None = None
         self.evidence: Evidence | None = None
         self.analysis: ElementAnalysis | None = None
         self._fields_filled = False
@@ -145,7 +145,7 @@ class DetailScreen(Screen[None]):
     def _show_error(self, message: str) -> None:
         self.query_one("#detail-title", Static).update(Text(message, style="bold red"))
 
-    def _show_observation(self, obs: Observation) -> None:
+    def _show_observation(self, obs: DetailRecord) -> None:
         self.observation = obs
         f = obs.fields
         title = Text()
@@ -339,7 +339,7 @@ def blame_text(blame: dict[str, Any], stored: bool) -> Text:
     return text
 
 
-def arbiter_text(obs: Observation) -> str:
+def arbiter_text(obs: DetailRecord) -> str:
     """For a disagreement: which side the float64 arbiter is closer to (at the elements out
     of tolerance), in words. Contract issues show it when one was recorded."""
     side = obs.fields.get("arbiter")
@@ -357,7 +357,7 @@ def arbiter_text(obs: Observation) -> str:
     return "float64 arbiter: none (no float64 value for this comparison)"
 
 
-def fields_table(obs: Observation) -> Table:
+def fields_table(obs: DetailRecord) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="cyan", no_wrap=True)
     table.add_column(overflow="fold")
@@ -458,7 +458,7 @@ LAW_SIDES: dict[str, tuple[str, str]] = {
 }
 
 
-def contract_labels(obs: Observation, evidence: Evidence) -> tuple[str, str]:
+def contract_labels(obs: DetailRecord, evidence: Evidence) -> tuple[str, str]:
     """The two sides of a contract: as the runner named them if it recorded names, else by
     the law (the evidence file names are no guide, see LAW_SIDES)."""
     details = obs.json_field("details")

@@ -22,3 +22,12 @@ RESULT_LABELS: Final = {
     CONTRACT_ISSUE: "Contract issue",
     EXECUTION: "Execution / unsupported",
 }
+RESULT_WORDS: Final = {
+    PASSED: "passed", DIVERGENCE: "divergence", CONTRACT_ISSUE: "contract",
+    EXECUTION: "execution",
+}
+"""One word a class, where the explorer names a row's class (table cells, the filter bar)."""
+RESULT_ABBREVIATIONS: Final = {
+    PASSED: "pass", DIVERGENCE: "div", CONTRACT_ISSUE: "contr", EXECUTION: "exec",
+}
+"""Five letters at most, for narrow columns and headers."""

@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from gero_runner.errors import GeroError
+from gero_runner.result_classes import RESULT_ABBREVIATIONS
 from gero_tui.app.widgets.key_bar import KeyBar
 from gero_tui.app.widgets.palette import CLASS_COLORS
 from gero_tui.query.table import TableFilter
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from gero_tui.app.base import ExplorerApp
     from gero_tui.query.findings import Finding, FindingsReport
 
-CLASS_SHORT = {"contract_issue": "contract", "divergence": "diverg.", "execution": "exec."}
 STATUS_STYLE = {"new": "bold #f4005f", "still": "dim", "gone": "#98e024"}
 
 
@@ -118,7 +118,7 @@ class FindingsScreen(Screen[None]):
         table.clear()
         for f in message.report.findings:
             color = CLASS_COLORS.get(f.result, "")
-            table.add_row(Text(CLASS_SHORT.get(f.result, f.result), style=color),
+            table.add_row(Text(RESULT_ABBREVIATIONS.get(f.result, f.result), style=color),
                           Text(f"{f.observations:,}", justify="right"),
                           Text(f"{f.cases:,}", justify="right"),
                           Text(f.status or "—", style=STATUS_STYLE.get(f.status, "dim")),

@@ -19,12 +19,10 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 from textual.worker import Worker
 
+from gero_runner.result_classes import RESULT_ABBREVIATIONS
 from gero_tui.app.widgets.palette import CLASS_COLORS
 from gero_tui.app.worker_errors import worker_failure
 from gero_tui.query.table import RESULT_CLASSES, Frequency
-
-CLASS_HEADERS = {"passed": "pass", "divergence": "div", "contract_issue": "contr",
-                 "execution": "exec"}
 
 
 class FrequencyScreen(ModalScreen[str | None]):
@@ -65,7 +63,7 @@ class FrequencyScreen(ModalScreen[str | None]):
         table.add_column(Text("rows", justify="right"), key="rows")
         table.add_column(Text("share", justify="right"), key="share")
         for result in RESULT_CLASSES:
-            table.add_column(Text(CLASS_HEADERS[result], justify="right",
+            table.add_column(Text(RESULT_ABBREVIATIONS[result], justify="right",
                                   style=CLASS_COLORS[result]), key=result)
         table.focus()
         self._load()

@@ -22,6 +22,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
+from gero_runner.result_classes import RESULT_ABBREVIATIONS, RESULT_WORDS
 from gero_tui.query.table import COLUMNS, OPT_LEVELS, Page, TableSort, split_covers
 
 PAGE_SIZE = 128
@@ -49,10 +50,9 @@ CONFIGS: tuple[tuple[frozenset[str], bool], ...] = (
 CASE_MIN, CASE_FIT, CASE_MAX = 20, 30, 40
 DETAILS_MIN = 10
 MARK_WIDTH = 2
-RESULT_SHORT = {"contract_issue": "contract"}
 NARROW_VALUES = {
     "dtype": {"float16": "f16", "float32": "f32", "float64": "f64", "bfloat16": "bf16"},
-    "result": {"contract_issue": "contract", "execution": "exec", "divergence": "diverge"},
+    "result": RESULT_ABBREVIATIONS,
     "arbiter": {"actual": "act", "reference": "ref"},
 }
 SHAPE_TAIL = re.compile(r" (\d+(?:x\d+)*|\[[\d,; \[\]]*\])$")
@@ -101,7 +101,7 @@ def format_value(key: str, value: Any, width: int | None = None) -> str:
         return "0" if v == 0 else f"{v:.2e}"
     text = str(value).replace("\n", " ")
     if key == "result":
-        text = RESULT_SHORT.get(text, text)
+        text = RESULT_WORDS.get(text, text)
     if width is not None and cell_len(text) > width:
         short = NARROW_VALUES.get(key, {}).get(str(value))
         if short is not None:

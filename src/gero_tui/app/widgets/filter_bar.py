@@ -6,13 +6,10 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from gero_runner.result_classes import RESULT_ABBREVIATIONS, RESULT_WORDS
 from gero_tui.app.widgets.palette import CLASS_COLORS
 from gero_tui.query.table import RESULT_CLASSES, TableFilter, TableSort
 
-CLASS_LABELS = {"passed": "passed", "divergence": "divergence",
-                "contract_issue": "contract", "execution": "execution"}
-SHORT_LABELS = {"passed": "pass", "divergence": "div", "contract_issue": "contract",
-                "execution": "exec"}
 WIDE = 100
 """Content width from which the class keys carry their full names."""
 KEYS_HINT = "1-4 result · / text · o op · t dtype · z opt · u suite · c check"
@@ -51,7 +48,7 @@ class FilterBar(Static):
 
     def render(self) -> Text:
         f = self.table_filter
-        labels = CLASS_LABELS if self.size.width >= WIDE else SHORT_LABELS
+        labels = RESULT_WORDS if self.size.width >= WIDE else RESULT_ABBREVIATIONS
         text = Text(no_wrap=False, overflow="fold")
         for n, result in enumerate(RESULT_CLASSES, start=1):
             on = result in f.classes

@@ -152,11 +152,36 @@ def _why(row: dict[str, Any], factor: float) -> str:
     return text
 
 
+def _check_factor(factor: float) -> None:
+    if not factor > 1:
+        raise GeroError(f"error-growth factor must be greater than 1, got {factor}")
+
+
+def _pair(con: duckdb.DuckDBPyConnection, factor: float) -> tuple[tuple[DiffEntry, ...], int]:
+    """The differences between temp tables ``base`` and ``cur``, and how many slots are
+    unchanged."""
+    cursor = con.execute(_DIFF_SQL + "SELECT * FROM kinds WHERE kind <> 'unchanged' "
+                         "ORDER BY kind, case_id, \"check\", backend, optimization, "
+                         "output_name", [factor])
+    names = [d[0] for d in cursor.description]
+    entries = []
+    for values in cursor.fetchall():
+        row = dict(zip(names, values, strict=True))
+        entries.append(DiffEntry(
+            kind=row["kind"], **{s: row[s] for s in SLOT}, base_id=row["base_id"],
+            current_id=row["current_id"], base_result=row["base_result"],
+            current_result=row["current_result"], base_error=row["base_error"],
+            current_error=row["current_error"],
+            tolerance_changed=bool(row["tolerance_changed"]), why=_why(row, factor)))
+    unchanged = con.execute(_DIFF_SQL + "SELECT count(*) FROM kinds WHERE kind = 'unchanged'",
+                            [factor]).fetchone()
+    return tuple(entries), int(unchanged[0]) if unchanged else 0
+
+
 def diff_runs(data_root: str | os.PathLike[str], base: str, current: str,
               factor: float = DEFAULT_FACTOR) -> DiffReport:
     """Pair the observations of two runs (id prefixes) and classify every difference."""
-    if not factor > 1:
-        raise GeroError(f"error-growth factor must be greater than 1, got {factor}")
+    _check_factor(factor)
     with duckdb.connect() as con:  # closed at once: see storage.reader.resolve_observation
         problems: list[str] = []
         run_ids = []
@@ -166,23 +191,8 @@ def diff_runs(data_root: str | os.PathLike[str], base: str, current: str,
             cols = ", ".join(f'"{c}"' for c in _COLUMNS)
             con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT {cols} FROM obs")
             run_ids.append(view.run_id)
-        cursor = con.execute(_DIFF_SQL + "SELECT * FROM kinds WHERE kind <> 'unchanged' "
-                             "ORDER BY kind, case_id, \"check\", backend, optimization, "
-                             "output_name", [factor])
-        names = [d[0] for d in cursor.description]
-        entries = []
-        for values in cursor.fetchall():
-            row = dict(zip(names, values, strict=True))
-            entries.append(DiffEntry(
-                kind=row["kind"], **{s: row[s] for s in SLOT}, base_id=row["base_id"],
-                current_id=row["current_id"], base_result=row["base_result"],
-                current_result=row["current_result"], base_error=row["base_error"],
-                current_error=row["current_error"],
-                tolerance_changed=bool(row["tolerance_changed"]), why=_why(row, factor)))
-        unchanged = con.execute(_DIFF_SQL + "SELECT count(*) FROM kinds WHERE kind = 'unchanged'",
-                                [factor]).fetchone()
-    return DiffReport(run_ids[0], run_ids[1], factor, tuple(entries),
-                      int(unchanged[0]) if unchanged else 0, tuple(problems))
+        entries, unchanged = _pair(con, factor)
+    return DiffReport(run_ids[0], run_ids[1], factor, entries, unchanged, tuple(problems))
 
 
 def diff_backends(data_root: str | os.PathLike[str], run: str | None, backend: str,
@@ -191,8 +201,7 @@ def diff_backends(data_root: str | os.PathLike[str], run: str | None, backend: s
     output and reference (graph and inputs are the run's own). ``against`` is the baseline:
     a regression passes there and not on ``backend``. Each is ``RUNTIME`` or
     ``RUNTIME/SETTING``; ``against`` needs a setting when its runtime has several."""
-    if not factor > 1:
-        raise GeroError(f"error-growth factor must be greater than 1, got {factor}")
+    _check_factor(factor)
     with duckdb.connect() as con:  # closed at once: see storage.reader.resolve_observation
         view = open_run(data_root, run, connection=con)
         settings: dict[str, list[str]] = {}
@@ -218,26 +227,11 @@ def diff_backends(data_root: str | os.PathLike[str], run: str | None, backend: s
                     f"c.optimization FROM obs, (SELECT DISTINCT backend, optimization "
                     f"FROM cur) c WHERE obs.backend = ? AND obs.optimization = ?",
                     [base, base_opt])
-        cursor = con.execute(_DIFF_SQL + "SELECT * FROM kinds WHERE kind <> 'unchanged' "
-                             "ORDER BY kind, case_id, \"check\", backend, optimization, "
-                             "output_name", [factor])
-        names = [d[0] for d in cursor.description]
-        entries = []
-        for values in cursor.fetchall():
-            row = dict(zip(names, values, strict=True))
-            entries.append(DiffEntry(
-                kind=row["kind"], **{s: row[s] for s in SLOT}, base_id=row["base_id"],
-                current_id=row["current_id"], base_result=row["base_result"],
-                current_result=row["current_result"], base_error=row["base_error"],
-                current_error=row["current_error"],
-                tolerance_changed=bool(row["tolerance_changed"]), why=_why(row, factor)))
-        unchanged = con.execute(_DIFF_SQL + "SELECT count(*) FROM kinds WHERE kind = 'unchanged'",
-                                [factor]).fetchone()
+        entries, unchanged = _pair(con, factor)
         run_id = view.run_id
     return DiffReport(f"{run_id}:{base}/{base_opt}",
                       f"{run_id}:{mine}" + (f"/{mine_opt}" if mine_opt else ""), factor,
-                      tuple(entries), int(unchanged[0]) if unchanged else 0,
-                      tuple(view.problems))
+                      entries, unchanged, tuple(view.problems))
 
 
 def _runtime(text: str, option: str, settings: dict[str, list[str]]) -> tuple[str, str | None]:

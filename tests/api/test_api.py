@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from api_models import classifier
+from shared_helpers import classifier
 
 import gero
 from gero_runner.schema import COLUMN_NAMES, RESULT_CLASSES

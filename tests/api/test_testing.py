@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from api_models import classifier
+from shared_helpers import classifier
 
 from gero.testing import check_model
 

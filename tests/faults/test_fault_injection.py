@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from shared_helpers import never_ending_model
 
 import gero_runner
 import gero_tui
@@ -260,32 +261,9 @@ def test_a_full_disk_is_one_sentence_and_keeps_a_readable_run(
         subprocess.run(["umount", "-l", str(root)], capture_output=True)
 
 
-def _never_ending_model(path: Path) -> None:
-    import onnx
-    from onnx import TensorProto
-    from onnx import helper as h
-
-    body = h.make_graph(
-        [h.make_node("Identity", ["cond_in"], ["cond_out"]),
-         h.make_node("Add", ["x_in", "one"], ["x_out"])], "body",
-        [h.make_tensor_value_info("i", TensorProto.INT64, []),
-         h.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-         h.make_tensor_value_info("x_in", TensorProto.FLOAT, [2])],
-        [h.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-         h.make_tensor_value_info("x_out", TensorProto.FLOAT, [2])],
-        [h.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
-    graph = h.make_graph(
-        [h.make_node("Loop", ["", "cond", "X"], ["Y"], body=body)], "hang",
-        [h.make_tensor_value_info("X", TensorProto.FLOAT, [2])],
-        [h.make_tensor_value_info("Y", TensorProto.FLOAT, [2])],
-        [h.make_tensor("cond", TensorProto.BOOL, [], [True])])
-    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 19)], ir_version=10),
-              str(path))
-
-
 def test_a_model_that_never_ends_is_bounded_by_the_timeout(tmp_path: Path) -> None:
     model = tmp_path / "hang.onnx"
-    _never_ending_model(model)
+    model.write_bytes(never_ending_model())
     root = tmp_path / "data"
     start = time.monotonic()
     done = gero("run", "--data-dir", str(root), "--model", str(model), "--timeout", "1",
@@ -319,7 +297,7 @@ def test_a_hostile_bundle_is_refused_or_bounded(tmp_path: Path) -> None:
         return name
 
     # A re-signed bundle whose model never ends: the replay stops at its timeout.
-    _never_ending_model(case / "model.onnx")
+    (case / "model.onnx").write_bytes(never_ending_model())
     start = time.monotonic()
     done = gero("replay", pack("hang.tar.gz"), "--timeout", "1", cwd=tmp_path, check=1)
     assert time.monotonic() - start < WAIT_S

@@ -5,76 +5,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import duckdb
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from shared_helpers import classifier, rows_of, save
 
 from gero_runner.errors import GeroError
 from gero_runner.metrics import parity
 from gero_runner.run import ModelOptions, RunRequest, execute
 from gero_runner.storage.artifacts import load_array
-from gero_runner.storage.store import DataRoot
-
-
-def _rows(root: Path, run_id: str) -> list[dict[str, Any]]:
-    path = DataRoot(root).run_dir(run_id) / "observations.parquet"
-    rel = duckdb.read_parquet(str(path))
-    return [dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()]
-
-
-def _save(path: Path, nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
-          outputs: list[onnx.ValueInfoProto], inits: list[onnx.TensorProto]) -> str:
-    model = helper.make_model(helper.make_graph(nodes, path.stem, inputs, outputs, inits),
-                              opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 9
-    onnx.checker.check_model(model)
-    onnx.save(model, str(path))
-    return str(path)
-
-
-def _classifier(path: Path, *, mixes_batch: bool = False) -> str:
-    """x[batch, 4] -> tanh(x·W1 + b) -> ·W2 -> logits[batch, 3] and probs (softmax)."""
-    rng = np.random.default_rng(3)
-    w1 = numpy_helper.from_array((rng.standard_normal((4, 4)) * 0.5).astype(np.float32), "W1")
-    w2 = numpy_helper.from_array((rng.standard_normal((4, 3)) * 0.5).astype(np.float32), "W2")
-    b = numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b")
-    nodes = [helper.make_node("MatMul", ["x", "W1"], ["h"]),
-             helper.make_node("Add", ["h", "b"], ["h2"]),
-             helper.make_node("Tanh", ["h2"], ["h3"])]
-    if mixes_batch:  # subtracting the batch mean couples the examples: a contract violation
-        nodes += [helper.make_node("ReduceMean", ["h3"], ["m"], axes=[0], keepdims=1),
-                  helper.make_node("Sub", ["h3", "m"], ["h4"])]
-    else:
-        nodes += [helper.make_node("Identity", ["h3"], ["h4"])]
-    nodes += [helper.make_node("MatMul", ["h4", "W2"], ["logits"]),
-              helper.make_node("Softmax", ["logits"], ["probs"], axis=-1)]
-    return _save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                                                             ["batch", 4])],
-                 [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 3]),
-                  helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["batch", 3])],
-                 [w1, w2, b])
-
-
-@pytest.mark.slow
-def test_shipped_light_model_end_to_end(tmp_path: Path) -> None:
-    record = execute(RunRequest(suite="models", ops=["shufflenet"], data_root=tmp_path,
-                                repeats=1, jobs=1))
-    rows = _rows(tmp_path, record.run_id)
-    assert record.case_count == 1 and {r["suite"] for r in rows} == {"models"}
-    expected = [r for r in rows if r["check"] == "expected"]
-    assert {r["backend"] for r in expected} == {"onnxruntime", "onnx-reference"}
-    assert all((r["rtol"], r["atol"]) == (1e-3, 1e-7) for r in expected)
-    assert all(r["reference"] == "onnx-shipped" for r in expected)
-    ort_rows = [r for r in expected if r["backend"] == "onnxruntime"]
-    assert len(ort_rows) == 4 and all(r["result"] == "passed" for r in ort_rows)
-    checks = {r["check"] for r in rows}
-    assert {"model:fp32", "model:noise-floor", "agreement"} <= checks
-    floor = next(r for r in rows if r["check"] == "model:noise-floor")
-    assert json.loads(floor["details"])["floor"]["samples"] == 17  # disable_all + 16 noisy
 
 
 def test_shipped_models_reject_unknown_names(tmp_path: Path) -> None:
@@ -83,11 +23,11 @@ def test_shipped_models_reject_unknown_names(tmp_path: Path) -> None:
 
 
 def test_batch_mixing_user_model_is_a_contract_issue(tmp_path: Path) -> None:
-    good = _classifier(tmp_path / "good.onnx")
-    bad = _classifier(tmp_path / "mixing.onnx", mixes_batch=True)
+    good = classifier(tmp_path / "good.onnx")
+    bad = classifier(tmp_path / "mixing.onnx", mixes_batch=True)
     record = execute(RunRequest(models=[good, bad], data_root=tmp_path / "data", repeats=1,
                                 jobs=1, model_options=ModelOptions(dims=("batch=4",))))
-    rows = _rows(tmp_path / "data", record.run_id)
+    rows = rows_of(tmp_path / "data", record.run_id)
     partition = {(r["op_type"], r["result"]) for r in rows if r["check"] == "contract:partition"}
     assert partition == {("good", "passed"), ("mixing", "contract_issue")}
     assert {r["input_shapes"] for r in rows if r["op_type"] == "good"} == {"[4,4]"}
@@ -97,12 +37,12 @@ def test_batch_mixing_user_model_is_a_contract_issue(tmp_path: Path) -> None:
 
 
 def test_int8_and_fp16_variants_pass_their_gates(tmp_path: Path) -> None:
-    path = _classifier(tmp_path / "small.onnx")
+    path = classifier(tmp_path / "small.onnx")
     record = execute(RunRequest(
         models=[path], data_root=tmp_path / "data", repeats=1, jobs=1, checks=(),
         model_options=ModelOptions(dims=("batch=8",), task="classifier",
                                    variants=("int8-dynamic", "int8-static", "fp16"))))
-    rows = _rows(tmp_path / "data", record.run_id)
+    rows = rows_of(tmp_path / "data", record.run_id)
     gates = [r for r in rows if r["check"].startswith("model:int8") or
              r["check"].startswith("model:fp16")]
     kinds = {r["check"] for r in gates}
@@ -139,7 +79,7 @@ def test_output_kinds_apply_the_parity_metrics(tmp_path: Path) -> None:
              helper.make_node("Sigmoid", ["c_in"], ["conf"])]
     half = numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half")
     f = TensorProto.FLOAT
-    path = _save(tmp_path / "pose.onnx", nodes,
+    path = save(tmp_path / "pose.onnx", nodes,
                  [helper.make_tensor_value_info("r_in", f, ["batch", 3, 3]),
                   helper.make_tensor_value_info("t_in", f, ["batch", 3]),
                   helper.make_tensor_value_info("kp_in", f, [5, 4]),
@@ -152,7 +92,7 @@ def test_output_kinds_apply_the_parity_metrics(tmp_path: Path) -> None:
     record = execute(RunRequest(models=[path], data_root=tmp_path / "data", repeats=1, jobs=1,
                                 checks=(), model_options=ModelOptions(
                                     output_kinds=tuple(f"{k}={v}" for k, v in kinds.items()))))
-    rows = [r for r in _rows(tmp_path / "data", record.run_id)
+    rows = [r for r in rows_of(tmp_path / "data", record.run_id)
             if r["check"].startswith("parity:")]
     assert {(r["output_name"], r["check"]) for r in rows} == {
         (k, f"parity:{v}") for k, v in kinds.items()}
@@ -187,7 +127,7 @@ def test_unloadable_model_is_a_clear_error(tmp_path: Path, content: bytes, match
 
 
 def test_unknown_dim_names_the_known_ones(tmp_path: Path) -> None:
-    path = _classifier(tmp_path / "m.onnx")
+    path = classifier(tmp_path / "m.onnx")
     with pytest.raises(GeroError, match="can be set: batch"):
         execute(RunRequest(models=[path], data_root=tmp_path / "data",
                            model_options=ModelOptions(dims=("seq=4",))))

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from evidence_helpers import artifact_dirs, never_ending_model, small_run
+from evidence_helpers import artifact_dirs, small_run
+from shared_helpers import never_ending_model
 
 from gero_runner.errors import ArtifactError
 from gero_runner.evidence import bundle

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from model_helpers import rows_of, save
 from onnx import TensorProto, helper
+from shared_helpers import rows_of, save
 
 from gero_tui.cli import main
 

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from model_helpers import opts, rows_of, save
+from model_helpers import opts
 from onnx import TensorProto, helper, numpy_helper
+from shared_helpers import rows_of, save
 
 from gero_runner.cases.user_models import cases_for_request
 from gero_runner.errors import GeroError

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from model_helpers import opts, request, rows_of, save
+from model_helpers import opts, request
 from onnx import TensorProto, helper, numpy_helper
+from shared_helpers import rows_of, save
 
 from gero_runner.cases.user_models import cases_for_request
 from gero_runner.errors import GeroError

@@ -1,0 +1,82 @@
+"""Helpers that tests in several folders share: small ONNX models written with onnx.helper
+and the stored rows of a run. pytest finds this folder through ``pythonpath`` in
+pyproject.toml, mypy through ``mypy_path``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from gero_runner.storage.store import DataRoot
+
+
+def save(path: Path, nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
+         outputs: list[onnx.ValueInfoProto], inits: list[onnx.TensorProto] | None = None,
+         opsets: dict[str, int] | None = None) -> str:
+    """A checked model (opset 17 unless ``opsets`` says otherwise) at ``path``."""
+    imports = [helper.make_opsetid(d, v) for d, v in (opsets or {"": 17}).items()]
+    model = helper.make_model(helper.make_graph(nodes, path.stem, inputs, outputs, inits or []),
+                              opset_imports=imports)
+    model.ir_version = 9
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def classifier(path: Path, *, mixes_batch: bool = False) -> str:
+    """x[batch, 4] -> tanh(x·W1 + b) -> ·W2 -> logits[batch, 3], probs (softmax).
+
+    With ``mixes_batch`` the hidden layer subtracts the batch mean: each example's output
+    depends on the others, which the batch partition law catches (a broken model).
+    """
+    rng = np.random.default_rng(3)
+    w1 = numpy_helper.from_array((rng.standard_normal((4, 4)) * 0.5).astype(np.float32), "W1")
+    w2 = numpy_helper.from_array((rng.standard_normal((4, 3)) * 0.5).astype(np.float32), "W2")
+    b = numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b")
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["h"]),
+             helper.make_node("Add", ["h", "b"], ["h2"]),
+             helper.make_node("Tanh", ["h2"], ["h3"])]
+    if mixes_batch:
+        nodes += [helper.make_node("ReduceMean", ["h3"], ["m"], axes=[0], keepdims=1),
+                  helper.make_node("Sub", ["h3", "m"], ["h4"])]
+    else:
+        nodes += [helper.make_node("Identity", ["h3"], ["h4"])]
+    nodes += [helper.make_node("MatMul", ["h4", "W2"], ["logits"]),
+              helper.make_node("Softmax", ["logits"], ["probs"], axis=-1)]
+    return save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                            ["batch", 4])],
+                [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 3]),
+                 helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["batch", 3])],
+                [w1, w2, b])
+
+
+def never_ending_model() -> bytes:
+    """An ONNX model whose Loop never ends (no trip count, the condition stays true)."""
+    h = helper
+    body = h.make_graph(
+        [h.make_node("Identity", ["cond_in"], ["cond_out"]),
+         h.make_node("Add", ["x_in", "one"], ["x_out"])], "body",
+        [h.make_tensor_value_info("i", TensorProto.INT64, []),
+         h.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         h.make_tensor_value_info("x_in", TensorProto.FLOAT, [2])],
+        [h.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         h.make_tensor_value_info("x_out", TensorProto.FLOAT, [2])],
+        [h.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
+    graph = h.make_graph(
+        [h.make_node("Loop", ["", "cond", "X"], ["Y"], body=body)], "hang",
+        [h.make_tensor_value_info("X", TensorProto.FLOAT, [2])],
+        [h.make_tensor_value_info("Y", TensorProto.FLOAT, [2])],
+        [h.make_tensor("cond", TensorProto.BOOL, [], [True])])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 19)], ir_version=10)
+    return bytes(model.SerializeToString())
+
+
+def rows_of(root: Path, run_id: str) -> list[dict[str, Any]]:
+    """Every stored observation of the run, as dicts."""
+    rel = duckdb.read_parquet(str(DataRoot(root).run_dir(run_id) / "observations.parquet"))
+    return [dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()]

@@ -1,9 +1,10 @@
-"""Helpers that tests in several folders share: small ONNX models written with onnx.helper
-and the stored rows of a run. pytest finds this folder through ``pythonpath`` in
+"""Helpers that tests in several folders share: small ONNX models written with onnx.helper,
+a Ctrl-C'd run, and the stored rows of a run. pytest finds this folder through ``pythonpath`` in
 pyproject.toml, mypy through ``mypy_path``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from gero_runner.execution import pool
 from gero_runner.storage.store import DataRoot
 
 
@@ -74,6 +76,19 @@ def never_ending_model() -> bytes:
         [h.make_tensor("cond", TensorProto.BOOL, [], [True])])
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 19)], ir_version=10)
     return bytes(model.SerializeToString())
+
+
+def interrupted_after(finished: int) -> Callable[..., Iterator[pool.Outcome]]:
+    """A stand-in for ``pool.run_cases`` that is Ctrl-C'd (KeyboardInterrupt) once
+    ``finished`` cases are done: monkeypatch ``gero_runner.run.run_cases`` with it."""
+
+    def run_cases(*args: Any, **kwargs: Any) -> Iterator[pool.Outcome]:
+        for i, outcome in enumerate(pool.run_cases(*args, **kwargs)):
+            if i == finished:
+                raise KeyboardInterrupt
+            yield outcome
+
+    return run_cases
 
 
 def rows_of(root: Path, run_id: str) -> list[dict[str, Any]]:

@@ -5,16 +5,15 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pytest
+from shared_helpers import interrupted_after
 
 from gero_runner import run as run_module
 from gero_runner.errors import GeroError
-from gero_runner.execution import evaluate, pool
+from gero_runner.execution import evaluate
 from gero_runner.run import RunRequest, execute
 from gero_runner.storage.store import DataRoot
 
@@ -108,13 +107,7 @@ def test_crashing_or_hanging_case_becomes_execution_and_run_completes(
 
 
 def test_ctrl_c_keeps_finished_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def interrupted(*args: Any, **kwargs: Any) -> Iterator[pool.Outcome]:
-        for i, outcome in enumerate(pool.run_cases(*args, **kwargs)):
-            if i == 2:
-                raise KeyboardInterrupt
-            yield outcome
-
-    monkeypatch.setattr(run_module, "run_cases", interrupted)
+    monkeypatch.setattr(run_module, "run_cases", interrupted_after(2))
     # Ctrl-C is a status of the returned record, not an exception carrying it.
     kept = execute(_request(tmp_path))
     assert kept.status == "interrupted" and kept.case_count == 2

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from shared_helpers import interrupted_after
 
 from gero_tui.cli import main
 
@@ -54,15 +53,8 @@ def test_a_small_run_reports_its_counts_quietly(tmp_path: Path,
 def test_ctrl_c_says_what_the_run_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from gero_runner import run as run_module
-    from gero_runner.execution import pool
 
-    def interrupted(*args: Any, **kwargs: Any) -> Iterator[pool.Outcome]:
-        for i, outcome in enumerate(pool.run_cases(*args, **kwargs)):
-            if i == 2:
-                raise KeyboardInterrupt
-            yield outcome
-
-    monkeypatch.setattr(run_module, "run_cases", interrupted)
+    monkeypatch.setattr(run_module, "run_cases", interrupted_after(2))
     code = main(["run", "--data-dir", str(tmp_path), "--ops", "Exp,Relu", "--dtypes",
                  "float32", "--repeats", "1", "--no-contracts"])
     err = capsys.readouterr().err

@@ -9,15 +9,21 @@ ERROR_TEXT_LIMIT = 2000
 
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+_OPENVINO_NODE = re.compile(r"(opset\d+::(\w+) \2|friendly_name '\w+?)_\d+\b")
+"""OpenVINO names the nodes it builds from a per-process counter (``opset1::Parameter
+Parameter_93664``, ``friendly_name 'GatherElements_93665'``): the number depends on what
+the process compiled before, so it differs between workers and runs."""
 
 
 def error_text(e: BaseException) -> str:
     """What a path or law raised, as a row's reason records it: type and message, cut.
 
     Memory addresses (``0x7ffe60733d00``) differ on every run; the reason is part of an
-    observation's identity, so they are written as ``0x…`` (or a rerun never deduplicates).
+    observation's identity, so they are written as ``0x…`` (or a rerun never deduplicates);
+    OpenVINO's numbered node names likewise lose their number (``Parameter_…``).
     """
     text = _ADDRESS.sub("0x…", f"{type(e).__name__}: {e}".strip())
+    text = _OPENVINO_NODE.sub(r"\1_…", text)
     return text if len(text) <= ERROR_TEXT_LIMIT else text[:ERROR_TEXT_LIMIT] + " …"
 
 

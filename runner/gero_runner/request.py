@@ -16,6 +16,7 @@ from gero_runner.errors import GeroError
 from gero_runner.schema import FLOAT_DTYPES
 
 DEFAULT_TIMEOUT_S = 120.0
+EXECUTORS = ("local", "dask")
 # Suites by name: "module:function" returning the cases of a request (imported lazily).
 SUITES: dict[str, str] = {
     "synthetic": "gero_runner.cases.synthetic.registry:cases_for_request",
@@ -81,6 +82,11 @@ class RunRequest:
     command_line: str = ""
     limit: int | None = None
     """Run only the first N cases (for quick looks and tests)."""
+    executor: str = "local"
+    """Where cases run: ``local`` (``jobs`` worker processes here) or ``dask`` (the Dask
+    distributed cluster whose scheduler is ``scheduler``)."""
+    scheduler: str | None = None
+    """``tcp://HOST:PORT`` of the Dask scheduler (default: ``$GERO_DASK_SCHEDULER``)."""
 
     def __post_init__(self) -> None:
         if self.suite not in suite_names():
@@ -95,6 +101,11 @@ class RunRequest:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise GeroError(f"{name} (--{name}) must be a whole number of at least 1, "
                                 f"got {value!r}")
+        if self.executor not in EXECUTORS:
+            raise GeroError(f"unknown executor {self.executor!r}; choose from "
+                            f"{', '.join(EXECUTORS)}")
+        if self.scheduler is not None and self.executor != "dask":
+            raise GeroError("--scheduler names a Dask scheduler; it needs --executor dask")
         if self.limit is not None and (isinstance(self.limit, bool) or self.limit < 1):
             raise GeroError(f"limit (--limit) must be at least 1, got {self.limit!r}")
         if not (isinstance(self.timeout_s, int | float) and math.isfinite(self.timeout_s)

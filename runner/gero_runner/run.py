@@ -12,7 +12,7 @@ from dataclasses import asdict, fields
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -26,6 +26,9 @@ from gero_runner.schema import RunRecord
 from gero_runner.storage.run_writer import RunWriter
 from gero_runner.storage.store import DataRoot, batch_from_bytes, new_run_id, rows_to_batch
 from gero_runner.tolerances import ToleranceTable
+
+if TYPE_CHECKING:  # imported when a run asks for Dask (an optional extra)
+    from gero_runner.execution.cluster import DaskCluster
 
 # The request types live in a leaf module (the case modules import them); a run is asked for
 # from here.
@@ -111,8 +114,10 @@ def request_to_json(request: RunRequest) -> dict[str, Any]:
     return values
 
 
-def request_from_json(values: dict[str, Any], data_root: Path, jobs: int) -> RunRequest:
-    """The stored request, into ``data_root`` with ``jobs`` workers (this machine's)."""
+def request_from_json(values: dict[str, Any], data_root: Path, jobs: int,
+                      executor: str = "local", scheduler: str | None = None) -> RunRequest:
+    """The stored request, into ``data_root`` on this invocation's executor (``jobs``
+    workers here, or the Dask cluster at ``scheduler``)."""
     known = {f.name for f in fields(RunRequest)}
     values = {k: v for k, v in values.items() if k in known}
     options = values.get("model_options") or {}
@@ -126,7 +131,8 @@ def request_from_json(values: dict[str, Any], data_root: Path, jobs: int) -> Run
     values["tolerances"] = {k: (float(v[0]), float(v[1]))
                             for k, v in values.get("tolerances", {}).items()}
     values["run_id"] = None
-    return RunRequest(**{**values, "data_root": data_root, "jobs": jobs})
+    return RunRequest(**{**values, "data_root": data_root, "jobs": jobs,
+                         "executor": executor, "scheduler": scheduler})
 
 
 def _record_fields(request: RunRequest, run_id: str, started: datetime,
@@ -161,19 +167,41 @@ def execute(request: RunRequest,
     ``interrupted`` (and is returned like any other). With ``resume`` (a run id), finish
     that interrupted run instead: its stored request is collected again and the cases it
     finished are not run twice. A full disk raises ``DiskFull`` after keeping what it can.
+    With ``request.executor == "dask"`` the cases run on that Dask cluster (connected to
+    before anything is written).
     """
+    if request.executor != "dask":
+        return _execute(request, progress, warn, resume, None)
+    from gero_runner.execution.cluster import DaskCluster
+
+    with DaskCluster(request.scheduler) as dask:
+        return _execute(request, progress, warn, resume, dask)
+
+
+def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
+             warn: Callable[[str], None] | None, resume: str | None,
+             dask: DaskCluster | None) -> RunRecord:
     started = datetime.now(UTC)
     root = DataRoot(request.data_root)
     if resume is not None:
         writer, stored = RunWriter.resume(root, resume, warn)
         try:
-            request = request_from_json(stored, request.data_root, jobs=request.jobs)
+            request = request_from_json(stored, request.data_root, jobs=request.jobs,
+                                        executor=request.executor,
+                                        scheduler=request.scheduler)
         except (TypeError, ValueError, IndexError, GeroError) as e:
             writer.close()
             raise GeroError(f"run {resume}: its stored request is unusable ({e})") from e
     else:
         run_id = allocate_run_id(root, request.run_id, started)
     runtimes = backends.select(request.backends)
+    if dask is not None:
+        try:
+            dask.check_workers(runtimes)
+        except GeroError:
+            if resume is not None:
+                writer.close()
+            raise
     cases = collect_cases(request)
     if not cases and resume is None:
         raise GeroError("no cases selected: check --suite, --ops, --dtypes and --model")
@@ -194,8 +222,12 @@ def execute(request: RunRequest,
     )
     status = "complete"
     try:
-        for outcome in run_cases([cases[i] for i in todo], settings, jobs=request.jobs,
-                                 timeout_s=request.timeout_s, tick=writer.save_if_due):
+        for outcome in (
+                run_cases([cases[i] for i in todo], settings, jobs=request.jobs,
+                          timeout_s=request.timeout_s, tick=writer.save_if_due)
+                if dask is None else
+                dask.run_cases([cases[i] for i in todo], settings, request.timeout_s,
+                               tick=writer.save_if_due)):
             result = outcome.result
             position = todo[outcome.index]
             writer.add(position, cases[position].case_id, _batch(result),

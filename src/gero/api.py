@@ -60,7 +60,8 @@ def request(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
             variants: Sequence[str] = (), output_kinds: Mapping[str, str] | Iterable[str] = (),
             backends: Sequence[str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
             limit: int | None = None, contracts: bool = True,
-            command_line: str = "") -> RunRequest:
+            command_line: str = "", executor: str = "local",
+            scheduler: str | None = None) -> RunRequest:
     """The checked :class:`~gero_runner.request.RunRequest` for :func:`run`'s options.
 
     Bad values raise :class:`GeroError` with the same sentence ``gero run`` prints.
@@ -85,7 +86,7 @@ def request(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
         repeats=repeats, seed=seed, tolerances=tolerances, timeout_s=timeout,
         checks=("contracts", "variants") if contracts else (),
         backends=None if backends is None else tuple(backends),
-        command_line=command_line, limit=limit)
+        command_line=command_line, limit=limit, executor=executor, scheduler=scheduler)
 
 
 def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
@@ -102,6 +103,7 @@ def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
         backends: Sequence[str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
         limit: int | None = None, contracts: bool = True,
         command_line: str = "", resume: str | None = None,
+        executor: str = "local", scheduler: str | None = None,
         progress: Callable[[int, int], None] | None = None,
         warn: Callable[[str], None] | None = None) -> Run:
     """Run a suite or models into the data root, like ``gero run``, and return the run.
@@ -115,6 +117,9 @@ def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
     With ``models`` and the default
     suite, only the models run. ``progress(done, total)`` is called as cases finish;
     ``warn(message)`` gets each warning (they are kept in :attr:`Run.warnings` too).
+    ``executor="dask"`` (``--executor dask``) runs the cases on the Dask distributed
+    cluster whose scheduler is ``scheduler`` (``tcp://HOST:PORT``; default:
+    ``$GERO_DASK_SCHEDULER``); it needs ``pip install 'gero[dask]'``.
     A Ctrl-C keeps the finished cases: the run's :attr:`Run.status` is then
     ``interrupted``, and ``resume=RUN_ID`` (``--resume``) finishes it without redoing them
     (the other options are then those stored with the run). A full disk raises
@@ -133,7 +138,8 @@ def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
                   input_ranges=input_ranges, input_values=input_values,
                   inputs_file=inputs_file, task=task, variants=variants, backends=backends,
                   output_kinds=output_kinds, timeout=timeout, limit=limit,
-                  contracts=contracts, command_line=command_line)
+                  contracts=contracts, command_line=command_line, executor=executor,
+                  scheduler=scheduler)
     warnings: list[str] = []
 
     def collect(message: str) -> None:

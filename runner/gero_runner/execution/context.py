@@ -48,6 +48,9 @@ class RunSettings:
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
     checks: tuple[str, ...] = ("contracts", "variants")
     """Extra check families to run (see execution.checks); empty for the bare comparison."""
+    evidence_inline: bool = False
+    """Return each case's evidence files in ``CaseResult.evidence`` instead of writing
+    them under ``data_root`` (a Dask worker sends them to the client, which writes them)."""
 
 
 @dataclass
@@ -100,6 +103,9 @@ class CaseResult:
     batch: bytes | None = None
     """The rows as an Arrow IPC record batch of the observation schema, when a worker made
     it (``rows`` is then empty): the parent stores them without touching a dict."""
+    evidence: dict[str, dict[str, bytes]] | None = None
+    """With ``RunSettings.evidence_inline``: the evidence directory by its path relative to
+    the data root, file name to bytes, for the client to publish."""
 
 
 @dataclass

@@ -113,10 +113,16 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
         list(zip(output_names, reference_outputs.outputs or [], strict=False)),
     )
     add_case_record(writer, case, input_files, output_names, paths)
-    artifact = writer.write(Path(settings.data_root))
+    evidence = None
+    if settings.evidence_inline:
+        artifact, files = writer.directory()
+        evidence = {artifact: files}
+    else:
+        artifact = writer.write(Path(settings.data_root))
     rows = [finish_row(r, artifact, case.random) for r in rows]
     end = time.perf_counter()
-    return CaseResult(rows, ctx.backend_seconds, end - start, end - evidence_start)
+    return CaseResult(rows, ctx.backend_seconds, end - start, end - evidence_start,
+                      evidence=evidence)
 
 
 def execution_rows(case: CaseInstance, message: str, running: str = "",

@@ -178,99 +178,133 @@ def run_cases(cases: Sequence[CaseInstance], settings: RunSettings, jobs: int = 
     ``tick`` is called at least every ``TICK_S`` while cases run (the run saves its
     finished cases on time even while a slow case holds every worker).
     """
-    ctx = _context()
-    # Pending cases, next first; a dead worker's queued cases go back to the front.
-    pending: deque[tuple[int, CaseInstance, bytes | None]] = deque(
-        (i, case, None) for i, case in enumerate(cases))
-    workers: list[_Worker] = []
-    for _ in range(max(1, min(jobs, len(cases)))):
-        workers.append(_Worker(ctx, settings, workers))
-
-    def fill(worker: _Worker) -> None:
-        while pending and worker.process.is_alive():
-            if worker.queue and len(pending) < len(workers):
-                return  # near the end, a reserve would wait while another worker idles
-            index, case, message = pending[0]
-            if message is None:
-                message = pickle.dumps((index, case), protocol=pickle.HIGHEST_PROTOCOL)
-                pending[0] = (index, case, message)
-            if not worker.accepts(message):
-                return
-            if not worker.submit(index, case, message):
-                return
-            pending.popleft()
-
-    def fallback(index: int, case: CaseInstance, started: float, message: str,
-                 running: str = "") -> Outcome:
-        rows = evaluate.execution_rows(case, message, running)
-        return Outcome(index, CaseResult(rows, 0.0, time.monotonic() - started))
-
+    pool = WorkerPool(settings, min(jobs, len(cases)))
     try:
-        for w in workers:
-            fill(w)
-        while pending or any(w.queue for w in workers):
-            for i, w in enumerate(workers):
-                if not w.queue and not w.process.is_alive():  # died idle: replace it
-                    w.kill()
-                    workers[i] = w = _Worker(ctx, settings, workers)
-                    fill(w)
-            busy = [w for w in workers if w.queue]
-            if not busy:
-                for w in workers:
-                    fill(w)
-                continue
-            now = time.monotonic()
-            wait_for = min(max(0.0, w.started + timeout_s - now) for w in busy)
-            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
-                         timeout=min(wait_for, TICK_S))
-            if tick is not None:
-                tick()
-            for i, w in enumerate(workers):
-                if not w.queue:
-                    continue
-                outcome: Outcome | None = None
-                died: str | None = None  # the worker died or hung: start a fresh one
-                if w.conn in ready:
-                    try:
-                        index, result, error = w.conn.recv()
-                    except (EOFError, OSError):
-                        w.process.join(timeout=5)
-                        died = _death_message(w.process.exitcode)
-                    else:
-                        if isinstance(error, DiskFullReport):
-                            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC),
-                                          error.filename or None)
-                        started = w.started
-                        _, case = w.finish_head()
-                        outcome = (Outcome(index, result) if error is None
-                                   else fallback(index, case, started,
-                                                 f"evaluator raised: {error}"))
-                elif w.process.sentinel in ready:
-                    w.process.join(timeout=5)
-                    died = _death_message(w.process.exitcode)
-                elif time.monotonic() - w.started > timeout_s:
-                    died = f"timed out after {timeout_s:g} s; worker killed"
-                if died is not None:
-                    # The head of the queue was running; the cases behind it are resent.
-                    index, case = w.queue.popleft()
-                    outcome = fallback(index, case, w.started, died,
-                                       w.running.value.decode(errors="replace"))
-                    pending.extendleft((j, c, None) for j, c in reversed(w.queue))
-                    w.kill()
-                    workers[i] = w = _Worker(ctx, settings, workers)
-                if outcome is None:
-                    continue
-                if on_done is not None:
-                    on_done(outcome)
-                yield outcome
-                fill(w)
+        yield from pool.run(cases, timeout_s, on_done, tick)
     finally:
-        # Idle workers are asked to exit; busy ones (a stop mid-run) run cases nobody awaits.
-        for w in workers:
+        pool.close()
+
+
+class WorkerPool:
+    """Up to ``jobs`` worker processes, kept from one ``run`` to the next until ``close``:
+    a Dask worker serves batch after batch with the same children (their imports paid once).
+
+    ``ctx`` is the multiprocessing context that starts them (default: ``_context()``).
+    """
+
+    def __init__(self, settings: RunSettings, jobs: int = 1, ctx: Any = None) -> None:
+        self.settings = settings
+        self.jobs = max(1, jobs)
+        self.ctx = _context() if ctx is None else ctx
+        self.workers: list[_Worker] = []
+
+    def close(self) -> None:
+        """Idle workers are asked to exit; busy ones (a stop mid-run) are killed."""
+        for w in self.workers:
             if w.queue:
                 w.kill()
             else:
                 w.stop()
-        for w in workers:
+        for w in self.workers:
             w.process.join(timeout=2)
             w.kill()
+        self.workers = []
+
+    def run(self, cases: Sequence[CaseInstance], timeout_s: float = DEFAULT_TIMEOUT_S,
+            on_done: Callable[[Outcome], None] | None = None,
+            tick: Callable[[], None] | None = None) -> Iterator[Outcome]:
+        """Yield one Outcome per case (in completion order; ``Outcome.index`` is the
+        position in ``cases``); see ``run_cases``."""
+        ctx, settings = self.ctx, self.settings
+        # Pending cases, next first; a dead worker's queued cases go back to the front.
+        pending: deque[tuple[int, CaseInstance, bytes | None]] = deque(
+            (i, case, None) for i, case in enumerate(cases))
+        workers = self.workers
+        while len(workers) < min(self.jobs, max(1, len(cases))):
+            workers.append(_Worker(ctx, settings, workers))
+
+        def fill(worker: _Worker) -> None:
+            while pending and worker.process.is_alive():
+                if worker.queue and len(pending) < len(workers):
+                    return  # near the end, a reserve would wait while another worker idles
+                index, case, message = pending[0]
+                if message is None:
+                    message = pickle.dumps((index, case), protocol=pickle.HIGHEST_PROTOCOL)
+                    pending[0] = (index, case, message)
+                if not worker.accepts(message):
+                    return
+                if not worker.submit(index, case, message):
+                    return
+                pending.popleft()
+
+        def fallback(index: int, case: CaseInstance, started: float, message: str,
+                     running: str = "") -> Outcome:
+            rows = evaluate.execution_rows(case, message, running)
+            return Outcome(index, CaseResult(rows, 0.0, time.monotonic() - started))
+
+        try:
+            for w in workers:
+                fill(w)
+            while pending or any(w.queue for w in workers):
+                for i, w in enumerate(workers):
+                    if not w.queue and not w.process.is_alive():  # died idle: replace it
+                        w.kill()
+                        workers[i] = w = _Worker(ctx, settings, workers)
+                        fill(w)
+                busy = [w for w in workers if w.queue]
+                if not busy:
+                    for w in workers:
+                        fill(w)
+                    continue
+                now = time.monotonic()
+                wait_for = min(max(0.0, w.started + timeout_s - now) for w in busy)
+                ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
+                             timeout=min(wait_for, TICK_S))
+                if tick is not None:
+                    tick()
+                for i, w in enumerate(workers):
+                    if not w.queue:
+                        continue
+                    outcome: Outcome | None = None
+                    died: str | None = None  # the worker died or hung: start a fresh one
+                    if w.conn in ready:
+                        try:
+                            index, result, error = w.conn.recv()
+                        except (EOFError, OSError):
+                            w.process.join(timeout=5)
+                            died = _death_message(w.process.exitcode)
+                        else:
+                            if isinstance(error, DiskFullReport):
+                                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC),
+                                              error.filename or None)
+                            started = w.started
+                            _, case = w.finish_head()
+                            outcome = (Outcome(index, result) if error is None
+                                       else fallback(index, case, started,
+                                                     f"evaluator raised: {error}"))
+                    elif w.process.sentinel in ready:
+                        w.process.join(timeout=5)
+                        died = _death_message(w.process.exitcode)
+                    elif time.monotonic() - w.started > timeout_s:
+                        died = f"timed out after {timeout_s:g} s; worker killed"
+                    if died is not None:
+                        # The head of the queue was running; the cases behind it are resent.
+                        index, case = w.queue.popleft()
+                        outcome = fallback(index, case, w.started, died,
+                                           w.running.value.decode(errors="replace"))
+                        pending.extendleft((j, c, None) for j, c in reversed(w.queue))
+                        w.kill()
+                        workers[i] = w = _Worker(ctx, settings, workers)
+                    if outcome is None:
+                        continue
+                    if on_done is not None:
+                        on_done(outcome)
+                    yield outcome
+                    fill(w)
+        finally:
+            # Busy workers (a stop mid-run) run cases nobody awaits: killed, and replaced
+            # by the next run; idle ones stay for it.
+            for w in workers:
+                if w.queue:
+                    w.kill()
+            workers[:] = [w for w in workers if not w.queue]

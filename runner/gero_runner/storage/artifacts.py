@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import tempfile
 import zipfile
@@ -100,45 +101,74 @@ class EvidenceWriter:
             manifest["packed"] = {PACKED: packed}
         return manifest
 
-    def write(self, data_root: Path) -> str:
-        """Write the directory (if new) and return its path relative to the data root."""
+    def directory(self) -> tuple[str, dict[str, bytes]]:
+        """The directory's path relative to the data root, and its files (the manifest
+        among them) as ``write`` writes them."""
         physical = self.physical_files()
         manifest = self.manifest(physical)
         key = sha256(json.dumps(manifest, sort_keys=True).encode())
-        relative = f"{ARTIFACTS_DIR}/{key[:2]}/{key[:24]}"
-        final = os.path.join(data_root, relative)
-        if os.path.exists(os.path.join(final, MANIFEST)):
-            return relative
-        # Directory operations are the dearest part of evidence on slow disks: the prefix
-        # directory is made only when the first artifact under it finds it missing.
-        parent = os.path.dirname(final)
-        try:
-            staging = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
-        except FileNotFoundError:
-            os.makedirs(parent, exist_ok=True)
-            staging = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
-        try:
-            os.chmod(staging, dir_mode())  # mkdtemp's 0700 would hide it from the team
-            made = {""}
-            for rel, data in physical.items():
-                folder = os.path.dirname(rel)
-                if folder not in made:  # one mkdir per directory, not per file
-                    os.makedirs(os.path.join(staging, folder), exist_ok=True)
-                    made.add(folder)
-                with open(os.path.join(staging, rel), "wb") as f:
-                    f.write(data)
-            with open(os.path.join(staging, MANIFEST), "w") as f:
-                f.write(json.dumps(manifest, indent=2, sort_keys=True))
-            try:
-                os.rename(staging, final)
-            except OSError:
-                # Another writer published identical evidence first: keep theirs.
-                if not os.path.exists(os.path.join(final, MANIFEST)):
-                    raise
-        finally:
-            if os.path.exists(staging):
-                shutil.rmtree(staging, ignore_errors=True)
+        return (f"{ARTIFACTS_DIR}/{key[:2]}/{key[:24]}",
+                {**physical, MANIFEST: json.dumps(manifest, indent=2, sort_keys=True).encode()})
+
+    def write(self, data_root: Path) -> str:
+        """Write the directory (if new) and return its path relative to the data root."""
+        relative, files = self.directory()
+        _write_directory(data_root, relative, files)
         return relative
+
+
+_RELATIVE = re.compile(rf"{ARTIFACTS_DIR}/([0-9a-f]{{2}})/([0-9a-f]{{24}})")
+
+
+def publish(data_root: Path | str, relative: str, files: dict[str, bytes]) -> None:
+    """Write an evidence directory's files (``MANIFEST`` among them) at ``relative`` under
+    the data root, atomically, unless it is there already. Evidence that a remote worker
+    made (``EvidenceWriter.directory``) is published here as a local run writes its own;
+    a directory whose manifest does not hash to its name, or a file outside it, is refused.
+    """
+    match = _RELATIVE.fullmatch(relative)
+    manifest = files.get(MANIFEST)
+    if (match is None or manifest is None or match[1] != match[2][:2]
+            or not sha256(json.dumps(json.loads(manifest), sort_keys=True).encode()
+                          ).startswith(match[2])
+            or any(os.path.isabs(k) or ".." in k.split("/") for k in files)):
+        raise ArtifactError(f"refusing evidence directory {relative!r}: its name is not the "
+                            "hash of its manifest, or a file lies outside it")
+    _write_directory(data_root, relative, files)
+
+
+def _write_directory(data_root: Path | str, relative: str, files: dict[str, bytes]) -> None:
+    final = os.path.join(data_root, relative)
+    if os.path.exists(os.path.join(final, MANIFEST)):
+        return
+    # Directory operations are the dearest part of evidence on slow disks: the prefix
+    # directory is made only when the first artifact under it finds it missing.
+    parent = os.path.dirname(final)
+    try:
+        staging = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+    except FileNotFoundError:
+        os.makedirs(parent, exist_ok=True)
+        staging = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+    try:
+        os.chmod(staging, dir_mode())  # mkdtemp's 0700 would hide it from the team
+        made = {""}
+        # The manifest last: a directory with a manifest is complete.
+        for rel in sorted(files, key=lambda k: k == MANIFEST):
+            folder = os.path.dirname(rel)
+            if folder not in made:  # one mkdir per directory, not per file
+                os.makedirs(os.path.join(staging, folder), exist_ok=True)
+                made.add(folder)
+            with open(os.path.join(staging, rel), "wb") as f:
+                f.write(files[rel])
+        try:
+            os.rename(staging, final)
+        except OSError:
+            # Another writer published identical evidence first: keep theirs.
+            if not os.path.exists(os.path.join(final, MANIFEST)):
+                raise
+    finally:
+        if os.path.exists(staging):
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def _inside(base: Path, relative: str) -> Path | None:

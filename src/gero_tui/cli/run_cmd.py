@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gero_runner.errors import GeroError
-from gero_runner.request import suite_names
+from gero_runner.request import EXECUTORS, suite_names
 from gero_runner.run import DiskFull
 from gero_runner.schema import FLOAT_DTYPES, RESULT_CLASSES, RESULT_LABELS
 from gero_runner.tolerances import parse_overrides
@@ -72,6 +72,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="id of the new run (default: date, time and a random suffix)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="parallel worker processes (default: CPU count)")
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="where cases run: local (--jobs worker processes here, the default) "
+                   "or dask (a Dask distributed cluster; pip install 'gero[dask]')")
+    p.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                   help="the Dask scheduler of --executor dask (default: "
+                   "$GERO_DASK_SCHEDULER)")
     p.add_argument("--threads", type=int, default=1, help="ONNX Runtime intra-op threads")
     p.add_argument("--repeats", type=int, default=5, help="timed runs per path")
     p.add_argument("--seed", type=int, default=0,
@@ -112,6 +118,7 @@ def main(args: argparse.Namespace) -> int:
                 variants=split_list(args.variants), backends=split_list(args.backends) or None,
                 output_kinds=args.output_kind, timeout=args.timeout, limit=args.limit,
                 contracts=not args.no_contracts, resume=args.resume,
+                executor=args.executor, scheduler=args.scheduler,
                 command_line=shlex.join(["gero", *sys.argv[1:]]),
                 progress=progress, warn=lambda message: warn(args, message))
     except DiskFull as e:

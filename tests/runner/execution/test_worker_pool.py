@@ -89,3 +89,31 @@ def test_a_case_sent_to_a_dead_worker_is_not_lost() -> None:
     sent = [worker.submit(0, case, b"x" * 100_000) for _ in range(3)]
     assert sent[-1] is False and not worker.queue
     worker.kill()
+
+
+def _pid(case: CaseInstance, settings: RunSettings) -> CaseResult:
+    if case.op_type == "Relu":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return CaseResult([replace(_passed(case), reason=str(os.getpid()))], 0.0, 0.0)
+
+
+def test_a_worker_pool_keeps_its_processes_from_one_run_to_the_next(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a Dask worker relies on: its case process (and its imports) serves batch after
+    batch; one that a case killed is replaced, and the next run gets the fresh one."""
+    monkeypatch.setattr(evaluate, "evaluate_case", _pid)
+    cases = [c for c in _cases() if c.op_type != "Relu"]
+    relu = next(c for c in _cases() if c.op_type == "Relu")
+    workers = pool.WorkerPool(RunSettings(data_root=""), jobs=1)
+    try:
+        def pids(batch: list[CaseInstance]) -> set[object]:
+            return {row["reason"] for o in workers.run(batch, timeout_s=30.0)
+                    for row in _rows(o) if row["result"] == "passed"}
+
+        first, second = pids(cases[:2]), pids(cases[2:])
+        assert len(first) == 1 and first == second
+        assert pids([relu]) == set()  # the process died with the case...
+        third = pids(cases[:1])
+        assert len(third) == 1 and third != first  # ...and its successor serves the next run
+    finally:
+        workers.close()

@@ -1,0 +1,324 @@
+"""Cases on an existing Dask distributed cluster (``gero run --executor dask``).
+
+The client sends batches of cases; each Dask worker thread runs its batches in a
+``pool.WorkerPool`` of one child process that it keeps between batches (the imports and
+caches of a child are paid once), so a case that crashes or hangs kills that child, not
+the Dask worker: the pool's per-case timeout and crash handling apply on the worker, and
+the case becomes an ``execution`` observation exactly as in a local run. Dask never sees
+a worker die for a case, so it never retries one; a Dask worker lost for another reason
+(the machine went away) ends as ``KilledWorker`` after the scheduler's own retries, and
+the cases of that batch become ``execution`` observations.
+
+Workers need not share a file system with the client: a case's evidence files come back
+with its rows (``RunSettings.evidence_inline``), and the client publishes them into its
+data root under the same content address, so the data root holds exactly what a local
+run of the same cases writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+import multiprocessing as mp
+import os
+import pickle
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+from gero_runner import backends
+from gero_runner.cases.base import CaseInstance
+from gero_runner.errors import GeroError
+from gero_runner.execution.context import CaseResult, RunSettings
+from gero_runner.execution.evaluate import execution_rows
+from gero_runner.execution.pool import TICK_S, Outcome, WorkerPool
+from gero_runner.storage.artifacts import publish
+
+SCHEDULER_ENV = "GERO_DASK_SCHEDULER"
+INSTALL_HINT = "pip install 'gero[dask]'"
+BATCH_SECONDS = 1.0
+"""A batch holds about this much work once case times are known: long enough that the
+round trip to the scheduler is a small part of it, short enough that a Ctrl-C loses little
+and the last batches spread over every worker."""
+FIRST_BATCH = 4
+"""Cases per batch before any case time is known."""
+MAX_BATCH = 256
+BATCH_BYTES = 32 * 1024 * 1024
+"""A batch's pickled cases stay under this (a case larger than it goes alone)."""
+CONNECT_S = 30.0
+"""How long to wait for the scheduler, and for its first worker."""
+
+PRELOAD = ("onnxruntime", "onnx.reference.ops", "numpy.random",
+           "gero_runner.execution.evaluate", "gero_runner.execution.checks",
+           "gero_runner.contracts.run", "gero_runner.variants.run",
+           "gero_runner.cases.synthetic.registry")
+"""What the fork server of a worker's case processes imports once (a missing name costs
+only time: its import then happens in each case process, on its first case)."""
+
+
+def scheduler_address(option: str | None) -> str:
+    """The scheduler to use: the option, else ``GERO_DASK_SCHEDULER``; one must be set."""
+    address = option or os.environ.get(SCHEDULER_ENV, "")
+    if not address:
+        raise GeroError(f"--executor dask needs the scheduler's address: give --scheduler "
+                        f"tcp://HOST:PORT or set {SCHEDULER_ENV}")
+    return address
+
+
+def _distributed() -> Any:
+    try:
+        import distributed
+    except ImportError as e:
+        raise GeroError(f"--executor dask needs Dask distributed, which is not installed "
+                        f"({e.name}): {INSTALL_HINT}") from None
+    return distributed
+
+
+# ---- on the worker -------------------------------------------------------------------
+
+_POOLS: list[tuple[str, WorkerPool]] = []
+"""Idle pools of this Dask worker process, by their settings (``repr``)."""
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool_context() -> Any:
+    """A fork server that has imported the evaluation once: children fork from it, never
+    from the Dask worker (whose threads could leave a forked child holding a lock).
+
+    Dask's nanny starts worker processes as daemons (``distributed.worker.daemon``), and
+    multiprocessing refuses children to a daemon; the children here die with their
+    worker anyway (``exit_with_parent``), which is what the flag is for, so it is lifted.
+    """
+    mp.current_process()._config.pop("daemon", None)  # type: ignore[attr-defined]
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(list(PRELOAD))
+    return ctx
+
+
+@contextlib.contextmanager
+def _borrow_pool(settings: RunSettings) -> Iterator[WorkerPool]:
+    """A pool for these settings (one per running batch of this worker, kept when idle);
+    the pools of other settings (an earlier run's) are closed when a new one is made."""
+    with _POOLS_LOCK:
+        found = next((i for i, (k, _) in enumerate(_POOLS) if k == repr(settings)), None)
+        if found is not None:
+            stale, pool = [], _POOLS.pop(found)[1]
+        else:
+            stale = [p for k, p in _POOLS if k != repr(settings)]
+            _POOLS[:] = [(k, p) for k, p in _POOLS if k == repr(settings)]
+            pool = WorkerPool(settings, 1, _pool_context())
+    for old in stale:
+        old.close()
+    try:
+        yield pool
+    except BaseException:
+        pool.close()
+        raise
+    with _POOLS_LOCK:
+        _POOLS.append((repr(settings), pool))
+
+
+def run_batch(payload: bytes, settings: RunSettings, timeout_s: float
+              ) -> list[tuple[int, CaseResult]]:
+    """Run a batch of pickled ``(index, case)`` pairs on this worker (the Dask task); each
+    result carries its evidence files (``CaseResult.evidence``) for the client."""
+    batch: list[tuple[int, CaseInstance]] = pickle.loads(payload)
+    # The client's data root may not exist here: the evidence travels with the rows.
+    settings = replace(settings, data_root="", evidence_inline=True)
+    with _borrow_pool(settings) as pool:
+        return [(batch[outcome.index][0], outcome.result)
+                for outcome in pool.run([case for _, case in batch], timeout_s)]
+
+
+def dask_setup(worker: Any) -> None:
+    """``dask worker --preload gero_runner.execution.cluster``: the fork server of the
+    case processes starts with the worker (its imports done before the first batch)."""
+    from multiprocessing import forkserver
+
+    _pool_context()
+    forkserver.ensure_running()
+
+
+def worker_versions() -> dict[str, str]:
+    """What decides a worker's observation ids: gero's and each runtime's version."""
+    import gero_runner
+
+    versions = {"gero": gero_runner.__version__}
+    for name in backends.installed_runtimes():
+        versions[name] = backends.get(name).version()
+    versions[backends.REFERENCE] = backends.get(backends.REFERENCE).version()
+    return versions
+
+
+# ---- on the client -------------------------------------------------------------------
+
+
+class _Batcher:
+    """Cuts the pending cases into batches of about ``BATCH_SECONDS`` of work."""
+
+    def __init__(self, cases: Sequence[CaseInstance]) -> None:
+        self.pending = deque(range(len(cases)))
+        self.cases = cases
+        self.case_seconds: float | None = None
+
+    def learn(self, results: list[tuple[int, CaseResult]]) -> None:
+        if results:
+            mean = sum(r.total_seconds for _, r in results) / len(results)
+            self.case_seconds = (mean if self.case_seconds is None
+                                 else 0.5 * self.case_seconds + 0.5 * mean)
+
+    def next(self, slots: int) -> tuple[list[int], bytes]:
+        if self.case_seconds is None:
+            size = FIRST_BATCH
+        else:
+            size = round(BATCH_SECONDS / max(self.case_seconds, 1e-4))
+        # The tail is spread over every worker thread rather than left to a few.
+        size = max(1, min(size, MAX_BATCH, math.ceil(len(self.pending) / max(1, slots))))
+        indices: list[int] = []
+        parts: list[tuple[int, CaseInstance]] = []
+        nbytes = 0
+        while self.pending and len(indices) < size:
+            index = self.pending[0]
+            nbytes += len(self.cases[index].model)
+            if indices and nbytes > BATCH_BYTES:
+                break
+            indices.append(self.pending.popleft())
+            parts.append((index, self.cases[index]))
+        return indices, pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+class DaskCluster:
+    """A connection to a Dask distributed cluster that runs cases (a context manager).
+
+    ``scheduler`` is ``tcp://HOST:PORT`` (default: ``$GERO_DASK_SCHEDULER``); connecting
+    waits for the scheduler and for one worker, and says in one sentence what is missing.
+    """
+
+    def __init__(self, scheduler: str | None) -> None:
+        address = scheduler_address(scheduler)
+        self.distributed = _distributed()
+        try:  # before a client exists: one made for a bad address lingers on its way out
+            from distributed.comm import parse_address
+            from distributed.comm.registry import get_backend
+
+            get_backend(parse_address(address)[0])
+        except ValueError as e:
+            raise GeroError(f"bad Dask scheduler address {address!r}: {e}") from None
+        try:
+            self.client = self.distributed.Client(address, timeout=CONNECT_S,
+                                                  set_as_default=False)
+        except (OSError, TimeoutError) as e:
+            raise GeroError(f"cannot reach the Dask scheduler at {address} ({e}); check "
+                            f"--scheduler or {SCHEDULER_ENV}") from None
+        except ValueError as e:
+            raise GeroError(f"bad Dask scheduler address {address!r}: {e}") from None
+        try:
+            self.client.wait_for_workers(1, timeout=CONNECT_S)
+        except TimeoutError:
+            self.client.close()
+            raise GeroError(f"the Dask scheduler at {address} has no workers; start some "
+                            f"with `dask worker {address}` on each machine") from None
+        self.address = address
+
+    def __enter__(self) -> DaskCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.client.close()
+
+    def check_workers(self, runtimes: Sequence[str]) -> None:
+        """Every worker must compute what this machine would: the same gero and runtimes
+        (they are in every observation's id)."""
+        here = worker_versions()
+        try:
+            answers = self.client.run(worker_versions)
+        except Exception as e:  # an import error on a worker comes back as itself
+            raise GeroError(f"a Dask worker cannot run gero ({type(e).__name__}: {e}); "
+                            f"install the same gero and runtimes on every worker") from None
+        for address, theirs in sorted(answers.items()):
+            for name in ["gero", *runtimes, backends.REFERENCE]:
+                if theirs.get(name) != here.get(name):
+                    raise GeroError(
+                        f"Dask worker {address} has {name} "
+                        f"{theirs.get(name, 'not installed')} but this machine "
+                        f"{here.get(name, 'not installed')}: observation ids would differ; "
+                        f"install the same versions on every worker")
+
+    def _slots(self) -> int:
+        """Worker threads in the cluster now (workers may join or leave)."""
+        threads: dict[str, int] = self.client.nthreads()
+        return max(1, sum(threads.values()))
+
+    def run_cases(self, cases: Sequence[CaseInstance], settings: RunSettings,
+                  timeout_s: float, on_done: Callable[[Outcome], None] | None = None,
+                  tick: Callable[[], None] | None = None) -> Iterator[Outcome]:
+        """``pool.run_cases`` on the cluster: one Outcome per case, in completion order,
+        with its evidence already published in ``settings.data_root``. Leaving early
+        (Ctrl-C, an error) cancels the batches not yet finished."""
+        client, distributed = self.client, self.distributed
+        futures: dict[Any, list[int]] = {}
+        batcher = _Batcher(cases)
+        prefix = f"gero-batch-{uuid.uuid4().hex[:12]}"
+        numbers = itertools.count()
+        slots = self._slots()
+        recount = time.monotonic() + 5.0
+
+        def refill() -> None:
+            # Two batches per worker thread: one running, one queued to follow at once.
+            while batcher.pending and len(futures) < 2 * slots:
+                indices, payload = batcher.next(slots)
+                future = client.submit(run_batch, payload, settings, timeout_s,
+                                       key=f"{prefix}-{next(numbers)}", pure=False,
+                                       retries=0)
+                futures[future] = indices
+
+        try:
+            refill()
+            while futures:
+                try:
+                    with client.as_current():
+                        done, _ = distributed.wait(list(futures), timeout=TICK_S,
+                                                   return_when="FIRST_COMPLETED")
+                except TimeoutError:
+                    done = set()
+                if tick is not None:
+                    tick()
+                if time.monotonic() > recount:
+                    slots, recount = self._slots(), time.monotonic() + 5.0
+                for future in done:
+                    indices = futures.pop(future)
+                    results = _batch_results(future, indices, cases, distributed)
+                    batcher.learn(results)
+                    refill()
+                    for index, result in results:
+                        for relative, files in (result.evidence or {}).items():
+                            publish(settings.data_root, relative, files)
+                        outcome = Outcome(index, replace(result, evidence=None))
+                        if on_done is not None:
+                            on_done(outcome)
+                        yield outcome
+        finally:
+            if futures:
+                client.cancel(list(futures))
+
+
+def _batch_results(future: Any, indices: list[int], cases: Sequence[CaseInstance],
+                   distributed: Any) -> list[tuple[int, CaseResult]]:
+    """A finished batch's results; a batch whose Dask worker died is ``execution`` rows."""
+    try:
+        results: list[tuple[int, CaseResult]] = future.result()
+    except distributed.KilledWorker:
+        message = ("the Dask worker running this case's batch died, and the scheduler gave "
+                   "up on it (KilledWorker); gero does not run it again")
+        return [(i, CaseResult(execution_rows(cases[i], message), 0.0, 0.0)) for i in indices]
+    except Exception as e:
+        raise GeroError(f"a Dask worker failed a batch: {type(e).__name__}: {e}") from None
+    return results

@@ -28,6 +28,8 @@ from shared_helpers import never_ending_model
 
 import gero_runner
 import gero_tui
+from gero_runner.storage.reader import sighted_ids
+from gero_runner.storage.store import DataRoot
 
 GATED_GERO = Path(__file__).with_name("gated_gero.py")
 OPS = ["--ops", "Exp,Relu", "--dtypes", "float32", "--repeats", "1", "--jobs", "2"]
@@ -79,16 +81,8 @@ def runs(root: Path) -> list[str]:
 def stored_ids(root: Path) -> list[str]:
     """Every observation id in every run's observation file (duplicates kept)."""
     ids: list[str] = []
-    for run_id in runs(root):
-        path = root / "runs" / run_id / "observations.parquet"
-        if path.is_file():
-            ids += pq.read_table(path, columns=["observation_id"]).column(0).to_pylist()
-    return ids
-
-
-def sighted_ids(root: Path, run_id: str) -> list[str]:
-    path = root / "runs" / run_id / "sightings.parquet"
-    ids: list[str] = pq.read_table(path, columns=["observation_id"]).column(0).to_pylist()
+    for path in DataRoot(root).observation_files():
+        ids += pq.read_table(path, columns=["observation_id"]).column(0).to_pylist()
     return ids
 
 

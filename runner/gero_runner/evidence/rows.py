@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gero_runner.errors import ArtifactError
+from gero_runner.storage.index import KEY_COLUMN
 from gero_runner.storage.layout import RUNS_DIR
 from gero_runner.storage.store import DataRoot
 
@@ -43,7 +44,8 @@ def rows_for_artifact(root: DataRoot, directory: Path,
             if warn is not None:
                 warn(f"{path}: unreadable Parquet file, skipped ({e})")
             continue
-        rows += table.to_pylist()
+        rows += table.drop_columns([c for c in (KEY_COLUMN,) if c in table.column_names]
+                                   ).to_pylist()
     return rows
 
 

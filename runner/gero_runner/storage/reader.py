@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from gero_runner.errors import StoreError
-from gero_runner.storage.layout import OBSERVATIONS_FILE, RUNS_DIR, SIGHTINGS_FILE, run_ids
+from gero_runner.storage.index import (
+    KEY_COLUMN,
+    StoreIndex,
+    read_index,
+    run_observation_file,
+    verified_rows,
+)
+from gero_runner.storage.index import observation_files as indexed_files
+from gero_runner.storage.layout import RUNS_DIR, SIGHTINGS_FILE
 from gero_runner.storage.runs import (
     RunInfo,
     list_runs,
@@ -68,6 +76,11 @@ class OpenRun:
     """Whether ``obs`` reads the run's own observation file without a join."""
     duplicates: int = 0
     """Observations stored by more than one run's file (read once each)."""
+    keyed: bool = False
+    """Whether any of ``files`` has the ``observation_key`` column (left out of ``obs``)."""
+    sighted_by: tuple[str, ...] = ()
+    """The columns the run's sightings name observations by: ``observation_key`` and/or
+    ``observation_id`` (runs of a gero before keys, observations stored without one)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
@@ -91,6 +104,24 @@ class OpenRun:
     def relation(self) -> duckdb.DuckDBPyRelation:
         """The observations as a lazy DuckDB relation (filter, aggregate, then fetch)."""
         return self.connection.sql("SELECT * FROM obs")
+
+    def sighted(self, stored: str, columns: str = "o.*") -> str:
+        """SQL: the rows of ``stored`` (a FROM item) this run sighted, with its timings and
+        without the key column (``columns`` names ``stored`` as ``o``)."""
+        assert self.sightings is not None
+        exclude = f" EXCLUDE ({KEY_COLUMN})" if self.keyed and columns.endswith("*") else ""
+        timings = ", ".join(f"s.{c} AS {c}" for c in TIMING_COLUMNS)
+        return " UNION ALL ".join(
+            f"SELECT {columns}{exclude} REPLACE ({timings}) FROM {stored} o JOIN "
+            f"(SELECT DISTINCT ON ({by}) * FROM read_parquet({quote_path(self.sightings)}) "
+            f"WHERE {by} IS NOT NULL) s ON o.{by} = s.{by}" for by in self.sighted_by)
+
+    def sighted_filter(self) -> str:
+        """SQL condition on a stored row (its columns unqualified): this run sighted it."""
+        assert self.sightings is not None
+        return "(" + " OR ".join(
+            f"{by} IN (SELECT {by} FROM read_parquet({quote_path(self.sightings)}) "
+            f"WHERE {by} IS NOT NULL)" for by in self.sighted_by) + ")"
 
     def record(self) -> dict[str, Any]:
         """The run's ``run.json``: versions, settings, status, counts."""
@@ -139,8 +170,9 @@ _FAMILIES = {
     "INTEGER": ("BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "HUGEINT"),
     "TIMESTAMP": ("TIMESTAMP",),
 }
-_checked: dict[tuple[str, int, int], str | None] = {}
-"""Files already checked in this process, by (path, mtime, size): None or the problem."""
+_checked: dict[tuple[str, int, int], tuple[str | None, frozenset[str]]] = {}
+"""Files already checked in this process, by (path, mtime, size): None or the problem,
+and the file's columns."""
 _checked_lock = threading.Lock()
 
 
@@ -163,10 +195,7 @@ def _first_line(error: BaseException) -> str:
     return str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
 
 
-def _schema_problem(con: duckdb.DuckDBPyConnection, path: Path,
-                    expected: dict[str, str]) -> str | None:
-    described = con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]).fetchall()
-    types = {str(r[0]): str(r[1]) for r in described}
+def _schema_problem(types: dict[str, str], expected: dict[str, str]) -> str | None:
     if "observation_id" not in types:
         return "it has no observation_id column"
     for name, family in expected.items():
@@ -175,12 +204,29 @@ def _schema_problem(con: duckdb.DuckDBPyConnection, path: Path,
     return None
 
 
+def _columns(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, str]:
+    described = con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]).fetchall()
+    return {str(r[0]): str(r[1]) for r in described}
+
+
+def file_columns(path: Path) -> frozenset[str]:
+    """The columns of a file ``check_file`` accepted in this process (empty: not checked)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return frozenset()
+    with _checked_lock:
+        return _checked.get((str(path), st.st_mtime_ns, st.st_size), (None, frozenset()))[1]
+
+
 def check_file(con: duckdb.DuckDBPyConnection, path: Path, problems: list[str],
-               expected: dict[str, str] = OBSERVATION_TYPES) -> int | None:
+               expected: dict[str, str] = OBSERVATION_TYPES,
+               verified: int | None = None) -> int | None:
     """Rows in a Parquet file gero can read, or None (and a problem) when it must be left
     out: an unreadable footer, a foreign schema, or (up to ``DEEP_CHECK_ROWS`` rows) a data
-    page that does not decode."""
-    rows = row_count(con, path, problems)
+    page that does not decode. ``verified``: the rows of a store file that is as its
+    compaction wrote and decoded it (only its schema is read)."""
+    rows = verified if verified is not None else row_count(con, path, problems)
     if rows is None:
         return None
     try:
@@ -190,17 +236,21 @@ def check_file(con: duckdb.DuckDBPyConnection, path: Path, problems: list[str],
         return None
     key = (str(path), st.st_mtime_ns, st.st_size)
     with _checked_lock:
-        known = key in _checked
-        problem = _checked.get(key)
-    if not known:
+        cached = _checked.get(key)
+    if cached is None:
+        columns: frozenset[str] = frozenset()
         try:
-            problem = _schema_problem(con, path, expected)
-            if problem is None and rows <= DEEP_CHECK_ROWS:
+            types = _columns(con, path)
+            columns = frozenset(types)
+            problem = _schema_problem(types, expected)
+            if problem is None and rows <= DEEP_CHECK_ROWS and verified is None:
                 con.execute("SELECT max(hash(COLUMNS(*))) FROM read_parquet(?)", [str(path)])
         except duckdb.Error as e:
             problem = f"its data does not decode ({_first_line(e)})"
         with _checked_lock:
-            _checked[key] = problem
+            _checked[key] = (problem, columns)
+    else:
+        problem = cached[0]
     if problem is not None:
         problems.append(skipped(path, problem))
         return None
@@ -208,14 +258,14 @@ def check_file(con: duckdb.DuckDBPyConnection, path: Path, problems: list[str],
 
 
 def observation_files(data_root: Path, con: duckdb.DuckDBPyConnection,
-                      problems: list[str]) -> list[Path]:
-    """Every run's observation file gero can read, oldest run first."""
-    files = []
-    for rid in run_ids(data_root):
-        path = data_root / RUNS_DIR / rid / OBSERVATIONS_FILE
-        if path.is_file() and check_file(con, path, problems) is not None:
-            files.append(path)
-    return files
+                      problems: list[str], index: StoreIndex | None = None) -> list[Path]:
+    """Every file of stored observations gero can read: the store's, then loose runs'."""
+    index = read_index(data_root) if index is None else index
+    if index.problem is not None:
+        problems.append(index.problem)
+    return [path for path in indexed_files(data_root, index)
+            if check_file(con, path, problems, verified=verified_rows(data_root, path, index))
+            is not None]
 
 
 def _empty_columns() -> str:
@@ -234,9 +284,10 @@ def open_run(data_root: str | os.PathLike[str], run: str | None = None,
     """Open a run (the newest, or a unique id prefix): ``obs`` has every observation it made.
 
     The run's own observation file is read directly, with no join, when it holds every
-    observation the run sighted (always so for a first run); otherwise every run's file is
-    read (``union_by_name``: older files may lack newer columns) and joined with the run's
-    sightings, which also give this run's timings.
+    observation the run sighted (always so for a first run not yet compacted); otherwise
+    the store's files and the loose runs' files are read (``union_by_name``: older files
+    may lack newer columns) and joined with the run's sightings, by key (or, for runs of a
+    gero before keys, by id), which also give this run's timings.
     """
     root = Path(data_root)
     run_id = resolve_run(root, run)
@@ -246,28 +297,33 @@ def open_run(data_root: str | os.PathLike[str], run: str | None = None,
     # a sort key. Without statistics propagation it looks at the values.
     con.execute("SET GLOBAL disabled_optimizers = 'statistics_propagation'")
     problems: list[str] = []
-    run_dir = root / RUNS_DIR / run_id
-    own = run_dir / OBSERVATIONS_FILE
-    sightings = run_dir / SIGHTINGS_FILE
+    index = read_index(root)
+    own = run_observation_file(root, run_id)
+    sightings = root / RUNS_DIR / run_id / SIGHTINGS_FILE
     problems += record_problems(root, run_id)
-    own_rows = check_file(con, own, problems) if own.is_file() else None
+    own_rows = (check_file(con, own, problems) if run_id not in index.compacted
+                and own.is_file() else None)
     sighted = (check_file(con, sightings, problems, SIGHTING_TYPES) if sightings.is_file()
                else None)
     if own_rows is not None and (sighted is None or sighted == own_rows):
         # The run's own file holds only observations it sighted; as many rows as sightings
         # means all of them, each with this run's timings.
-        con.execute(f"CREATE OR REPLACE VIEW obs AS SELECT * FROM read_parquet({quote_path(own)})")
+        columns = "* EXCLUDE (observation_key)" if KEY_COLUMN in file_columns(own) else "*"
+        con.execute(f"CREATE OR REPLACE VIEW obs AS SELECT {columns} "
+                    f"FROM read_parquet({quote_path(own)})")
         return OpenRun(root, run_id, con, problems, files=(own,), direct=True)
-    files: list[Path] = []
-    for rid in run_ids(root):
-        path = root / RUNS_DIR / rid / OBSERVATIONS_FILE
-        if path == own:
-            if own_rows is not None:
-                files.append(path)
-        elif path.is_file() and check_file(con, path, problems) is not None:
-            files.append(path)
+    before = list(problems)
+    files = [path for path in observation_files(root, con, problems, index)
+             if path != own or own_rows is not None]
+    # The own file was checked above: its problem is not named twice.
+    problems[:] = before + [p for p in problems[len(before):] if p not in before]
     if files and sighted is not None:
-        timings = ", ".join(f"s.{c} AS {c}" for c in TIMING_COLUMNS)
+        keyed = any(KEY_COLUMN in file_columns(path) for path in files)
+        by = [KEY_COLUMN] if keyed and KEY_COLUMN in file_columns(sightings) else []
+        if KEY_COLUMN not in file_columns(sightings) or con.execute(
+                f"SELECT count(observation_id) > 0 FROM read_parquet({quote_path(sightings)})"
+        ).fetchone() == (True,):
+            by.append("observation_id")
         stored = f"read_parquet({quoted_list(files)}, union_by_name = true)"
         twice = con.execute(f"SELECT count(*) - count(DISTINCT observation_id) FROM {stored}"
                             ).fetchone()
@@ -279,14 +335,18 @@ def open_run(data_root: str | os.PathLike[str], run: str | None = None,
                             "file; each is read once")
             stored = (f"(SELECT * FROM {stored} QUALIFY row_number() OVER "
                       "(PARTITION BY observation_id ORDER BY created_at) = 1)")
-        con.execute(
-            f"CREATE OR REPLACE VIEW obs AS SELECT o.* REPLACE ({timings}) FROM {stored} o "
-            f"JOIN (SELECT DISTINCT ON (observation_id) * FROM "
-            f"read_parquet({quote_path(sightings)})) s USING (observation_id)")
-        return OpenRun(root, run_id, con, problems, files=tuple(files), sightings=sightings,
-                       duplicates=duplicates)
+        source = OpenRun(root, run_id, con, problems, files=tuple(files), sightings=sightings,
+                         duplicates=duplicates, keyed=keyed, sighted_by=tuple(by))
+        con.execute(f"CREATE OR REPLACE VIEW obs AS {source.sighted(stored)}")
+        return source
     con.execute(f"CREATE OR REPLACE VIEW obs AS SELECT {_empty_columns()} WHERE false")
     return OpenRun(root, run_id, con, problems)
+
+
+def sighted_ids(data_root: str | os.PathLike[str], run: str | None = None) -> list[str]:
+    """The ids of the observations a run made (its sightings, by key or by id)."""
+    with open_run(data_root, run) as source:
+        return [str(r[0]) for r in source.query("SELECT observation_id FROM obs")]
 
 
 def resolve_observation(data_root: str | os.PathLike[str], prefix: str,
@@ -306,7 +366,8 @@ def resolve_observation(data_root: str | os.PathLike[str], prefix: str,
             raise StoreError(f"no observations in {root}: create a run with "
                              f"`gero run --data-dir {root}`")
         cursor = con.execute(
-            f"SELECT * FROM read_parquet({quoted_list(files)}, union_by_name = true) "
+            f"SELECT COLUMNS(lambda c: c <> '{KEY_COLUMN}') FROM "
+            f"read_parquet({quoted_list(files)}, union_by_name = true) "
             "WHERE starts_with(observation_id, ?) ORDER BY observation_id LIMIT 11", [prefix])
         names = [d[0] for d in cursor.description]
         rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]

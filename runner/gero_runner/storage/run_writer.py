@@ -30,19 +30,35 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from gero_runner.errors import GeroError, StoreError
-from gero_runner.schema import OBSERVATION_SCHEMA, RESULT_CLASSES, SIGHTING_SCHEMA, RunRecord
+from gero_runner.schema import OBSERVATION_SCHEMA, RESULT_CLASSES, RunRecord
+from gero_runner.storage.compact import maybe_compact
+from gero_runner.storage.index import (
+    KEY_COLUMN,
+    StoreIndex,
+    loose_runs,
+    observation_files,
+    read_index,
+    run_observation_file,
+    write_index,
+)
 from gero_runner.storage.layout import OBSERVATIONS_FILE, RUN_FILE, SIGHTINGS_FILE
 from gero_runner.storage.locks import RunLock, RunningError, effective_status, root_lock
 from gero_runner.storage.store import (
+    KEY_FIELD,
+    STORED_OBSERVATION_SCHEMA,
+    STORED_SIGHTING_SCHEMA,
     DataRoot,
     atomic_write_bytes,
     atomic_write_table,
     with_constants,
 )
 
+TIMING_COLUMNS = ("actual_median_ms", "reference_median_ms")
+"""What a sighting keeps of its observation's row besides the key: this run's timings."""
 REQUEST_FILE = "request.json"
 CASES_FILE = "cases.txt"
 SAVE_EVERY_S = 1.0
@@ -72,37 +88,102 @@ class _Stored:
         order = np.argsort(np.concatenate(self.positions), kind="stable")
         return table.take(pa.array(order))
 
+    def max_key(self) -> int:
+        """The largest key these rows hold (-1: none)."""
+        tops = [pc.max(t.column(KEY_COLUMN)).as_py() for t in self.tables if t.num_rows]
+        return max((int(k) for k in tops if k is not None), default=-1)
+
 
 class KnownIds:
-    """Observation ids stored by other runs, re-read only from files that changed."""
+    """Observations stored by other runs (id and key), re-read only from files that changed."""
 
     def __init__(self, root: DataRoot, own_run: str) -> None:
         self.root = root
         self.own_run = own_run
-        self.ids: set[str] = set()
-        self._stamps: dict[Path, tuple[int, int]] = {}
+        self._tables: dict[Path, tuple[tuple[int, int], pa.Table]] = {}
+        self._ids: pa.ChunkedArray = pa.chunked_array([], pa.string())
+        self._keys: pa.ChunkedArray = pa.chunked_array([], pa.int64())
 
-    def refresh(self, warn: Warn | None) -> set[str]:
-        for run_id in self.root.run_ids():
-            if run_id == self.own_run:
+    def refresh(self, index: StoreIndex, warn: Warn | None) -> None:
+        own = run_observation_file(self.root.path, self.own_run)
+        tables: dict[Path, tuple[tuple[int, int], pa.Table]] = {}
+        for path in observation_files(self.root.path, index):
+            if path == own:
                 continue
-            path = self.root.run_dir(run_id) / OBSERVATIONS_FILE
             try:
                 st = path.stat()
             except OSError:
                 continue
             stamp = (st.st_mtime_ns, st.st_size)
-            if self._stamps.get(path) == stamp:
+            cached = self._tables.get(path)
+            if cached is not None and cached[0] == stamp:
+                tables[path] = cached
                 continue
             try:
-                column = pq.read_table(path, columns=["observation_id"]).column(0)
+                tables[path] = (stamp, _ids_and_keys(path))
             except (OSError, pa.ArrowException, KeyError) as e:
                 if warn is not None:
                     warn(f"{path}: unreadable observation file, skipped ({e})")
-                continue
-            self._stamps[path] = stamp
-            self.ids.update(i for i in column.to_pylist() if isinstance(i, str))
-        return self.ids
+        if tables.keys() != self._tables.keys() or any(
+                tables[p][0] != self._tables[p][0] for p in tables):
+            self._tables = tables
+            parts = [t for _, t in tables.values()]
+            self._ids = pa.chunked_array([t.column(0) for t in parts], pa.string())
+            self._keys = pa.chunked_array([t.column(1) for t in parts], pa.int64())
+
+    def lookup(self, ids: pa.Array) -> tuple[np.ndarray, pa.Array]:
+        """For each id: whether another run stores it, and its key there (null: none)."""
+        found = pc.index_in(ids, value_set=self._ids.combine_chunks())
+        keys = self._keys.combine_chunks().take(found)
+        return found.is_valid().to_numpy(zero_copy_only=False), keys
+
+    def ids_for(self, keys: pa.Array) -> pa.Array:
+        """The ids of stored keys (null where no other run's file holds the key)."""
+        found = pc.index_in(keys, value_set=self._keys.combine_chunks())
+        return self._ids.combine_chunks().take(found)
+
+    def max_key(self) -> int:
+        """The largest key any other run's file holds (-1: none)."""
+        top = pc.max(self._keys).as_py()
+        return -1 if top is None else int(top)
+
+
+def _ids_and_keys(path: Path) -> pa.Table:
+    """A file's ids and keys (null keys for a file written without them)."""
+    names = pq.read_schema(path).names
+    columns = ["observation_id"] + ([KEY_COLUMN] if KEY_COLUMN in names else [])
+    table = pq.read_table(path, columns=columns)
+    ids = table.column("observation_id").cast(pa.string())
+    keys = (table.column(KEY_COLUMN).cast(pa.int64()) if KEY_COLUMN in names
+            else pa.nulls(table.num_rows, pa.int64()))
+    return pa.table({"observation_id": ids, KEY_COLUMN: keys})
+
+
+class _Seen:
+    """The ids a run has sighted, as Arrow arrays (a run sights tens of thousands)."""
+
+    def __init__(self) -> None:
+        self._chunks: list[pa.Array] = []
+        self._count = 0
+
+    def add(self, ids: pa.Array) -> None:
+        """Ids not seen before (the caller makes sure)."""
+        self._chunks.append(ids)
+        self._count += len(ids)
+
+    def contains(self, ids: pa.Array) -> np.ndarray:
+        if not self._count:
+            return np.zeros(len(ids), dtype=bool)
+        values = pa.chunked_array(self._chunks, pa.string()).combine_chunks()
+        self._chunks = [values]
+        found: np.ndarray = pc.is_in(ids, value_set=values).to_numpy(zero_copy_only=False)
+        return found
+
+    def to_set(self) -> set[str]:
+        return {i for c in self._chunks for i in c.to_pylist() if isinstance(i, str)}
+
+    def __len__(self) -> int:
+        return self._count
 
 
 @dataclass
@@ -124,7 +205,7 @@ class RunWriter:
         self.lock = lock
         self.warn = warn
         self.known = KnownIds(root, run_id)
-        self.seen: set[str] = set()
+        self.seen = _Seen()
         self.counts = dict.fromkeys(RESULT_CLASSES, 0)
         self.case_ids: list[str] = []
         self.observations = _Stored()
@@ -195,12 +276,31 @@ class RunWriter:
         return writer, request
 
     def _load(self, record: dict[str, Any]) -> None:
-        observations = _read_table(self.directory / OBSERVATIONS_FILE, OBSERVATION_SCHEMA)
-        sightings = _read_table(self.directory / SIGHTINGS_FILE, SIGHTING_SCHEMA)
+        """The interrupted run's rows (the caller holds the root's lock), in today's form:
+        observations of a run written before keys get theirs now."""
+        index = self._index()
+        self.known.refresh(index, self.warn)
+        observations = _read_table(self.directory / OBSERVATIONS_FILE)
+        if KEY_COLUMN not in observations.column_names:
+            first = self._next_key(index)
+            observations = observations.append_column(KEY_FIELD, pa.array(
+                np.arange(first, first + observations.num_rows, dtype=np.int64)))
+            index.next_key = first + observations.num_rows
+            write_index(self.root.path, index)
+        observations = _conform(observations, STORED_OBSERVATION_SCHEMA)
+        sightings = _conform(_read_table(self.directory / SIGHTINGS_FILE),
+                             STORED_SIGHTING_SCHEMA)
         self.observations.add(observations, np.full(observations.num_rows, -1))
         self.sightings.add(sightings, np.full(sightings.num_rows, -1))
-        self.seen = {i for i in sightings.column("observation_id").to_pylist()
-                     if isinstance(i, str)}
+        # Sighted ids: by id where a sighting has one, else from the key (own or stored).
+        own_keys = observations.column(KEY_COLUMN).combine_chunks()
+        own_ids = observations.column("observation_id").combine_chunks()
+        keys = sightings.column(KEY_COLUMN).combine_chunks()
+        mine = pc.index_in(keys, value_set=own_keys)
+        ids = pc.coalesce(sightings.column("observation_id").combine_chunks(),
+                          own_ids.take(mine), self.known.ids_for(keys))
+        self.seen = _Seen()
+        self.seen.add(pc.unique(ids.drop_null()))
         self.new_count = observations.num_rows
         cases = self.directory / CASES_FILE
         self.case_ids = cases.read_text().splitlines() if cases.is_file() else []
@@ -210,11 +310,26 @@ class RunWriter:
             self.seconds[name] = float(value) if isinstance(value, int | float) else 0.0
         self.saved_cases = len(self.case_ids)
 
+    def _index(self) -> StoreIndex:
+        """The store's index (under the root's lock); an unreadable one stops the save."""
+        index = read_index(self.root.path)
+        if index.problem is not None:
+            raise StoreError(f"{index.problem}; `gero compact` rebuilds it from the files")
+        if not index.exists and any(r != self.run_id for r in loose_runs(self.root.path, index)):
+            index.legacy = True  # runs of a gero before keys: compacted when this one ends
+        return index
+
+    def _next_key(self, index: StoreIndex) -> int:
+        """The first unused key: the index's, or past every key a file holds."""
+        own = self.observations.max_key()
+        return max(index.next_key, self.known.max_key() + 1, own + 1)
+
     def _stored_counts(self, own: pa.Table) -> dict[str, int]:
         """Result classes of the ids this run sighted, from whichever file stores each."""
         results = dict(zip(own.column("observation_id").to_pylist(),
                            own.column("result").to_pylist(), strict=True))
-        missing = self.seen - results.keys()
+        seen = self.seen.to_set()
+        missing = seen - results.keys()
         for path in self.root.observation_files():
             if not missing:
                 break
@@ -228,7 +343,7 @@ class RunWriter:
                     results[oid] = result
                     missing.discard(oid)
         counts = dict.fromkeys(RESULT_CLASSES, 0)
-        for oid in self.seen:
+        for oid in seen:
             result = results.get(oid)
             if result in counts:
                 counts[result] += 1
@@ -266,14 +381,20 @@ class RunWriter:
         start = time.perf_counter()
         now = datetime.now(UTC)
         with root_lock(self.root.path):
-            known = self.known.refresh(self.warn)
+            index = self._index()
+            self.known.refresh(index, self.warn)
             if self._pending:
-                self._take(self._pending, known, now)
+                first = self._next_key(index)
+                stored = self._take(self._pending, first, now)
                 self._pending = []
+                if stored or not index.exists:
+                    # Keys are reserved before any file holds them: a crash leaves a gap.
+                    index.next_key = first + stored
+                    write_index(self.root.path, index)
             atomic_write_table(self.directory / OBSERVATIONS_FILE,
-                               self.observations.in_case_order(OBSERVATION_SCHEMA))
+                               self.observations.in_case_order(STORED_OBSERVATION_SCHEMA))
             atomic_write_table(self.directory / SIGHTINGS_FILE,
-                               self.sightings.in_case_order(SIGHTING_SCHEMA))
+                               self.sightings.in_case_order(STORED_SIGHTING_SCHEMA))
         atomic_write_bytes(self.directory / CASES_FILE,
                            "".join(f"{c}\n" for c in self.case_ids).encode())
         self._save_cost = time.perf_counter() - start
@@ -283,34 +404,43 @@ class RunWriter:
         self._last_save = time.monotonic()
         return record
 
-    def _take(self, pending: Sequence[_Pending], known: set[str], now: datetime) -> None:
+    def _take(self, pending: Sequence[_Pending], first_key: int, now: datetime) -> int:
+        """Deduplicate finished cases: new observations get keys from ``first_key`` on,
+        every first sighting in this run is kept by key. Returns the keys used."""
         pending = sorted(pending, key=lambda p: p.position)
         rows = pa.Table.from_batches([p.batch for p in pending],
                                      schema=OBSERVATION_SCHEMA).combine_chunks()
         positions = np.repeat([p.position for p in pending], [p.batch.num_rows for p in pending])
-        first: list[bool] = []  # first sighting in this run
-        new: list[bool] = []  # ... and stored by no other run
-        for oid, result in zip(rows.column("observation_id").to_pylist(),
-                               rows.column("result").to_pylist(), strict=True):
-            is_first = oid not in self.seen
-            first.append(is_first)
-            new.append(is_first and oid not in known)
-            if is_first:
-                self.seen.add(oid)
-                self.counts[result] = self.counts.get(result, 0) + 1
-        new_mask = pa.array(new, pa.bool_())
-        observations = with_constants(rows.filter(new_mask), run_id=self.run_id, created_at=now)
-        self.observations.add(observations, positions[np.asarray(new, dtype=bool)])
+        ids = rows.column("observation_id").combine_chunks()
+        stored_elsewhere, stored_keys = self.known.lookup(ids)
+        # First sighting in this run: the first row of its id here, not seen in a save before.
+        first = (pc.index_in(ids, value_set=ids).to_numpy(zero_copy_only=False)
+                 == np.arange(rows.num_rows)) & ~self.seen.contains(ids)
+        self.seen.add(ids.filter(pa.array(first)))
+        for item in pc.value_counts(rows.column("result").filter(pa.array(first))).to_pylist():
+            self.counts[item["values"]] = self.counts.get(item["values"], 0) + item["counts"]
+        new = first & ~stored_elsewhere  # ... and stored by no other run
+        new_keys = np.full(rows.num_rows, -1, dtype=np.int64)
+        new_keys[new] = np.arange(first_key, first_key + int(new.sum()), dtype=np.int64)
+        observations = with_constants(rows.filter(pa.array(new)), run_id=self.run_id,
+                                      created_at=now).append_column(
+            KEY_FIELD, pa.array(new_keys[new]))
+        self.observations.add(observations, positions[new])
         self.new_count += observations.num_rows
-        first_mask = np.asarray(first, dtype=bool)
-        sighted = rows.filter(pa.array(first_mask))
-        sightings = with_constants(
-            pa.table({f.name: sighted.column(f.name) if f.name in sighted.column_names else
-                      pa.nulls(sighted.num_rows, f.type) for f in SIGHTING_SCHEMA},
-                     schema=SIGHTING_SCHEMA),
-            run_id=self.run_id, seen_at=now)
-        self.sightings.add(sightings, positions[first_mask])
+        keys = pc.if_else(pa.array(new), pa.array(new_keys), stored_keys).filter(
+            pa.array(first))
+        sighted = rows.select(["observation_id", *TIMING_COLUMNS]).filter(pa.array(first))
+        # An observation stored without a key (by a gero before keys) is sighted by id.
+        sightings = with_constants(pa.table({
+            "run_id": pa.nulls(sighted.num_rows, pa.string()), KEY_COLUMN: keys,
+            "observation_id": pc.if_else(keys.is_null(), sighted.column("observation_id"),
+                                         pa.nulls(sighted.num_rows, pa.string())),
+            **{name: sighted.column(name) for name in TIMING_COLUMNS},
+            "seen_at": pa.nulls(sighted.num_rows, STORED_SIGHTING_SCHEMA.field("seen_at").type),
+        }, schema=STORED_SIGHTING_SCHEMA), run_id=self.run_id, seen_at=now)
+        self.sightings.add(sightings, positions[first])
         self.case_ids += [p.case_id for p in pending]
+        return int(new.sum())
 
     def _write_record(self, status: str, now: datetime | None = None) -> RunRecord:
         now = now or datetime.now(UTC)
@@ -327,11 +457,19 @@ class RunWriter:
         return record
 
     def finish(self, status: str) -> RunRecord:
-        """The last save (``complete`` or ``interrupted``), then the run's lock is released."""
+        """The last save (``complete`` or ``interrupted``), then the run's lock is released
+        and, past a number of loose runs, the store is compacted."""
         try:
-            return self.save(status)
+            record = self.save(status)
         finally:
             self.close()
+        try:
+            maybe_compact(self.root)
+        except (OSError, pa.ArrowException, GeroError) as e:
+            if self.warn is not None:
+                self.warn(f"compacting {self.root.path} failed, the run is saved ({e}); "
+                          "`gero compact` tries again")
+        return record
 
     def close(self) -> None:
         self.lock.release()
@@ -370,10 +508,21 @@ def _read_json(path: Path, kind: type) -> Any:
     return value
 
 
-def _read_table(path: Path, schema: pa.Schema) -> pa.Table:
+def _read_table(path: Path) -> pa.Table:
     if not path.is_file():
-        return schema.empty_table()
+        return pa.table({})
     try:
-        return pq.read_table(path, schema=schema)
+        return pq.read_table(path)
     except (OSError, pa.ArrowException) as e:
         raise StoreError(f"{path}: unreadable Parquet file ({e}); cannot resume") from e
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with exactly ``schema``'s columns: missing ones null, extra ones dropped."""
+    try:
+        return pa.table({f.name: table.column(f.name).cast(f.type) if f.name in
+                         table.column_names else pa.nulls(table.num_rows, f.type)
+                         for f in schema}, schema=schema)
+    except (pa.ArrowException, ValueError) as e:
+        raise StoreError(f"a stored table does not fit gero's schema ({e}); cannot resume"
+                         ) from e

@@ -6,9 +6,11 @@ Layout::
       runs/RUN_ID/run.json                 the run record
       runs/RUN_ID/observations.parquet     observations first made by this run
       runs/RUN_ID/sightings.parquet        every observation this run made, with its timings
+      store/index.json, store/*.parquet    the compacted observation store (``index``)
       artifacts/AB/ABCDEF.../              evidence directories (content-addressed)
 
-An observation made again by a later run is not stored twice: only its sighting is.
+An observation made again by a later run is not stored twice: only its sighting is, by the
+observation's integer key (``index.KEY_COLUMN``).
 Every file is written to a temporary name and renamed, so readers never see half a file.
 """
 
@@ -22,13 +24,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gero_runner.errors import GeroError
 from gero_runner.schema import OBSERVATION_SCHEMA, SIGHTING_SCHEMA, Observation, RunRecord
+from gero_runner.storage.index import KEY_COLUMN
+from gero_runner.storage.index import observation_files as indexed_observation_files
 from gero_runner.storage.layout import (
     OBSERVATIONS_FILE,
     RUN_FILE,
@@ -38,6 +42,16 @@ from gero_runner.storage.layout import (
 )
 from gero_runner.storage.locks import file_mode
 from gero_runner.storage.runs import read_record
+
+KEY_FIELD: Final = pa.field(KEY_COLUMN, pa.int64())
+STORED_OBSERVATION_SCHEMA: Final = OBSERVATION_SCHEMA.append(KEY_FIELD)
+"""An observation file as a run writes it: the observation columns and the key."""
+STORED_SIGHTING_SCHEMA: Final = pa.schema([
+    SIGHTING_SCHEMA.field("run_id"), KEY_FIELD, SIGHTING_SCHEMA.field("observation_id"),
+    SIGHTING_SCHEMA.field("actual_median_ms"), SIGHTING_SCHEMA.field("reference_median_ms"),
+    SIGHTING_SCHEMA.field("seen_at")])
+"""A sightings file as a run writes it: the observation's key, or (for an observation
+stored without one, by an older gero) its id."""
 
 
 def default_data_root() -> Path:
@@ -99,8 +113,15 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_table(path: Path, table: pa.Table) -> None:
+    names = table.schema.names
+    # Keys ascend (a rerun sights them in the order they were stored): delta-coded, they
+    # take about a bit each, where a dictionary would take more than the ids' count.
+    encoding: dict[str, Any] = ({"use_dictionary": [n for n in names if n != KEY_COLUMN],
+                                 "column_encoding": {KEY_COLUMN: "DELTA_BINARY_PACKED"}}
+                                if KEY_COLUMN in names else {})
     write_file(path, lambda name: pq.write_table(
-        table, name, compression="zstd", write_statistics=statistics_columns(table.schema)))
+        table, name, compression="zstd", write_statistics=statistics_columns(table.schema),
+        **encoding))
 
 
 def statistics_columns(schema: pa.Schema) -> list[str]:
@@ -139,7 +160,7 @@ def with_constants(table: pa.Table, **values: Any) -> pa.Table:
     for name, value in values.items():
         i = table.schema.get_field_index(name)
         field = table.schema.field(i)
-        table = table.set_column(i, field, pa.array([value] * table.num_rows, field.type))
+        table = table.set_column(i, field, pa.repeat(pa.scalar(value, field.type), table.num_rows))
     return table
 
 
@@ -168,8 +189,8 @@ class DataRoot:
         return read_record(self.path, run_id)
 
     def observation_files(self) -> list[Path]:
-        return [self.run_dir(r) / OBSERVATIONS_FILE for r in self.run_ids()
-                if (self.run_dir(r) / OBSERVATIONS_FILE).is_file()]
+        """Every file that stores observations (the store's, then loose runs')."""
+        return indexed_observation_files(self.path)
 
     def known_observation_ids(self, warn: Any = None) -> set[str]:
         """Ids already stored; a corrupt file is reported through ``warn`` and skipped."""
@@ -186,7 +207,9 @@ class DataRoot:
 
     def write_run(self, record: RunRecord, new_rows: list[dict[str, Any]] | pa.Table,
                   sightings: Iterable[dict[str, Any]] | pa.Table) -> Path:
-        """Write the run's tables and record (the record last, so a run is complete or absent)."""
+        """Write the run's tables as given and its record (the record last, so a run is
+        complete or absent): sightings by id, observations without keys, as a gero before
+        the store wrote them (``run_writer.RunWriter`` writes runs as ``gero run`` does)."""
         directory = self.run_dir(record.run_id)
         if not isinstance(new_rows, pa.Table):
             new_rows = rows_to_table(new_rows)

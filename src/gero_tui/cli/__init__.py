@@ -22,7 +22,7 @@ from gero_runner.errors import GeroError
 from gero_tui.cli.common import EXIT_INTERRUPTED, EXIT_STATUS_HELP, EXIT_USAGE, quiet
 
 COMMANDS = ("run", "tui", "summary", "findings", "blame", "export", "replay", "bundle", "diff",
-            "parity", "gc")
+            "parity", "gc", "compact")
 
 
 def _available(only: str | None = None) -> list[ModuleType]:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import duckdb
 
-from gero_runner.storage.reader import TIMING_COLUMNS, OpenRun, open_run, quote_path
+from gero_runner.storage.index import KEY_COLUMN
+from gero_runner.storage.reader import OpenRun, file_columns, open_run, quote_path
 
 RunSource = OpenRun
 """The explorer's name for an open run (kept for its screens' annotations)."""
@@ -45,15 +46,14 @@ def open_source(data_root: Path, run: str | None = None,
     table_columns = ", ".join(_ident(name) for name in TABLE_COLUMNS)
     if source.direct:
         (own,) = source.files
+        key = f", {KEY_COLUMN}" if KEY_COLUMN in file_columns(own) else ""
         con.execute(f"CREATE OR REPLACE VIEW {TABLE_RELATION} AS SELECT file_row_number AS rn, "
                     f"{table_columns} FROM read_parquet({quote_path(own)}, "
                     "file_row_number = true)")
         con.execute(f"CREATE OR REPLACE VIEW {NUMBERED_RELATION} AS SELECT file_row_number AS rn, "
-                    f"* EXCLUDE (file_row_number) FROM read_parquet({quote_path(own)}, "
+                    f"* EXCLUDE (file_row_number{key}) FROM read_parquet({quote_path(own)}, "
                     "file_row_number = true)")
     elif source.sightings is not None:
-        sightings = quote_path(source.sightings)
-        timings = ", ".join(f"s.{c} AS {c}" for c in TIMING_COLUMNS)
         numbered = " UNION ALL BY NAME ".join(
             f"SELECT (file_row_number + {i << FILE_BITS}) AS rn, * EXCLUDE (file_row_number) "
             f"FROM read_parquet({quote_path(path)}, file_row_number = true)"
@@ -61,13 +61,11 @@ def open_source(data_root: Path, run: str | None = None,
         if source.duplicates:  # read each observation once, as ``obs`` does
             numbered = (f"SELECT * FROM ({numbered}) QUALIFY row_number() OVER "
                         "(PARTITION BY observation_id ORDER BY created_at, rn) = 1")
-        con.execute(
-            f"CREATE OR REPLACE VIEW {NUMBERED_RELATION} AS SELECT o.* REPLACE ({timings}) "
-            f"FROM ({numbered}) o JOIN read_parquet({sightings}) s USING (observation_id)")
+        con.execute(f"CREATE OR REPLACE VIEW {NUMBERED_RELATION} AS "
+                    f"{source.sighted(f'({numbered})')}")
         con.execute(
             f"CREATE OR REPLACE VIEW {TABLE_RELATION} AS SELECT rn, {table_columns} "
-            f"FROM ({numbered}) WHERE observation_id IN "
-            f"(SELECT observation_id FROM read_parquet({sightings}))")
+            f"FROM ({numbered}) WHERE {source.sighted_filter()}")
     else:
         con.execute(f"CREATE OR REPLACE VIEW {TABLE_RELATION} AS "
                     f"SELECT NULL::BIGINT AS rn, {table_columns} FROM obs")

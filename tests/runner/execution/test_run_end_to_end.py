@@ -15,6 +15,7 @@ from gero_runner import run as run_module
 from gero_runner.errors import GeroError
 from gero_runner.execution import evaluate
 from gero_runner.run import RunRequest, execute
+from gero_runner.storage.reader import sighted_ids
 from gero_runner.storage.store import DataRoot
 
 OPS = ["Exp", "Relu"]
@@ -28,9 +29,7 @@ def _request(root: Path, **kw: object) -> RunRequest:
 
 
 def _ids(root: Path, run_id: str) -> list[str]:
-    path = DataRoot(root).run_dir(run_id) / "sightings.parquet"
-    return sorted(r[0] for r in duckdb.execute(
-        f"SELECT observation_id FROM read_parquet('{path}')").fetchall())
+    return sorted(sighted_ids(root, run_id))
 
 
 def test_small_run_writes_rows_artifacts_and_record(tmp_path: Path) -> None:

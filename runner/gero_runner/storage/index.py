@@ -1,0 +1,155 @@
+"""The observation store's index: which files hold a data root's stored observations.
+
+Only the standard library: every reader consults it before it opens a file (the explorer
+before its first paint). Layout::
+
+    DATA_ROOT/store/index.json                 this index (written under the root's lock)
+    DATA_ROOT/store/observations-GEN.parquet   observations of compacted runs, with keys
+
+Every stored observation has an integer ``observation_key``, handed out in order under the
+data root's lock (``next_key``); a run's sightings name observations by key, 8 bytes that
+compress to almost nothing where the hex id took 64. Runs written by a gero before keys
+have no keys: their observation files and sightings (by id) stay readable as they are,
+and ``gero compact`` (also done automatically) gives their observations keys.
+
+``compacted`` lists the runs whose observation file has been merged into the store:
+readers ignore such a file even where it still exists. A compaction removes the files it
+replaced at the next compaction (``superseded``), not at once, so a reader that listed
+them just before (an explorer left open) keeps working through one compaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gero_runner.storage.layout import OBSERVATIONS_FILE, RUNS_DIR, run_ids
+from gero_runner.storage.locks import file_mode
+
+STORE_DIR = "store"
+INDEX_FILE = "index.json"
+KEY_COLUMN = "observation_key"
+"""The integer key of a stored observation (in observation files and sightings)."""
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class StoreFile:
+    """A store file as the compaction that wrote it left it (a matching file was checked)."""
+
+    name: str
+    rows: int
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class StoreIndex:
+    next_key: int = 0
+    files: list[StoreFile] = field(default_factory=list)
+    compacted: set[str] = field(default_factory=set)
+    superseded: list[str] = field(default_factory=list)
+    """Paths (relative to the data root) replaced by the last compaction."""
+    legacy: bool = False
+    """Whether the root holds observation files written without keys (to be compacted)."""
+    exists: bool = False
+    """Whether the index was read from disk (a root written by a gero before the store has
+    none)."""
+    problem: str | None = None
+    """Why an index file could not be read (it is then rebuilt by the next compaction)."""
+
+
+def index_path(data_root: Path) -> Path:
+    return Path(data_root) / STORE_DIR / INDEX_FILE
+
+
+def read_index(data_root: Path) -> StoreIndex:
+    """The index, or an empty one (no store yet, or an unreadable index: ``problem``)."""
+    path = index_path(data_root)
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        return StoreIndex()
+    except (OSError, ValueError) as e:
+        return StoreIndex(problem=f"{path}: unreadable store index, ignored ({e})")
+    try:
+        return _parse(raw)
+    except (TypeError, ValueError, KeyError) as e:
+        return StoreIndex(problem=f"{path}: not a gero store index, ignored ({e})")
+
+
+def _parse(raw: Any) -> StoreIndex:
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise ValueError(f"format {raw.get('format') if isinstance(raw, dict) else '?'}")
+    files = [StoreFile(str(f["name"]), int(f["rows"]), int(f["size"]), int(f["mtime_ns"]))
+             for f in raw["files"]]
+    for f in files:
+        if "/" in f.name or f.name.startswith("."):
+            raise ValueError(f"bad store file name {f.name!r}")
+    return StoreIndex(next_key=int(raw["next_key"]), files=files,
+                      compacted={str(r) for r in raw["compacted"]},
+                      superseded=[str(p) for p in raw.get("superseded", [])],
+                      legacy=bool(raw.get("legacy", False)), exists=True)
+
+
+def write_index(data_root: Path, index: StoreIndex) -> None:
+    """Write the index atomically (the caller holds the data root's lock)."""
+    path = index_path(data_root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "format": FORMAT, "next_key": index.next_key,
+        "files": [f.__dict__ for f in index.files],
+        "compacted": sorted(index.compacted), "superseded": index.superseded,
+        "legacy": index.legacy,
+    }
+    fd, tmp = tempfile.mkstemp(prefix=".gero-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(payload, f, indent=1)
+        os.chmod(tmp, file_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    index.exists = True
+
+
+def store_file_path(data_root: Path, name: str) -> Path:
+    return Path(data_root) / STORE_DIR / name
+
+
+def run_observation_file(data_root: Path, run_id: str) -> Path:
+    return Path(data_root) / RUNS_DIR / run_id / OBSERVATIONS_FILE
+
+
+def loose_runs(data_root: Path, index: StoreIndex | None = None) -> list[str]:
+    """Runs (oldest first) whose observation file is read as it is, not from the store."""
+    index = read_index(data_root) if index is None else index
+    return [r for r in run_ids(Path(data_root)) if r not in index.compacted
+            and run_observation_file(data_root, r).is_file()]
+
+
+def observation_files(data_root: Path, index: StoreIndex | None = None) -> list[Path]:
+    """Every file that stores observations: the store's, then each loose run's, oldest
+    first. Each observation is in one of them (older concurrent runs: possibly two)."""
+    index = read_index(data_root) if index is None else index
+    root = Path(data_root)
+    return ([store_file_path(root, f.name) for f in index.files]
+            + [run_observation_file(root, r) for r in loose_runs(root, index)])
+
+
+def verified_rows(data_root: Path, path: Path, index: StoreIndex) -> int | None:
+    """Rows of a store file that is as its compaction wrote and checked it, else None."""
+    for f in index.files:
+        if store_file_path(data_root, f.name) == path:
+            try:
+                st = path.stat()
+            except OSError:
+                return None
+            if (st.st_size, st.st_mtime_ns) == (f.size, f.mtime_ns):
+                return f.rows
+    return None

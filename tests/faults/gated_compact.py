@@ -1,0 +1,31 @@
+"""``gero`` as a real process whose compaction stops, holding the data root's lock, just
+before it swaps the store's index, until a gate file exists.
+
+It marks the moment by creating GERO_TEST_HOLDING; GERO_TEST_GATE lets it go on.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from gero_runner.storage import compact
+from gero_tui.cli import main
+
+_write_index = compact.write_index
+
+
+def _gated(*args: Any) -> None:
+    Path(os.environ["GERO_TEST_HOLDING"]).touch()
+    while not os.path.exists(os.environ["GERO_TEST_GATE"]):
+        time.sleep(0.02)
+    _write_index(*args)
+
+
+compact.write_index = _gated  # type: ignore[assignment]
+
+if __name__ == "__main__":
+    sys.exit(main())

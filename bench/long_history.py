@@ -130,16 +130,17 @@ def build(args: argparse.Namespace) -> int:
     source = Source(args.source)
     print(f"source: {args.source}, {source.table.num_rows} observations in "
           f"{len(source.cases)} cases")
-    for root in (args.one, args.long):
-        if root.exists():
-            shutil.rmtree(root)
-        root.mkdir(parents=True)
-        subprocess.run(["cp", "-al", str(args.source / "artifacts"), str(root / "artifacts")],
-                       check=True)
-    replay(args.one, source, 0, 0, args.saves)
+    if args.first_night == 0:
+        for root in (args.one, args.long):
+            if root.exists():
+                shutil.rmtree(root)
+            root.mkdir(parents=True)
+            subprocess.run(["cp", "-al", str(args.source / "artifacts"),
+                            str(root / "artifacts")], check=True)
+        replay(args.one, source, 0, 0, args.saves)
     start = time.perf_counter()
     known = KnownIds(DataRoot(args.long), "")
-    for night in range(args.runs):
+    for night in range(args.first_night, args.runs):
         timing = replay(args.long, source, night, args.new, 1, known)
         if night % 50 == 0 or night == args.runs - 1:
             print(f"  night {night + 1}/{args.runs}: {time.perf_counter() - start:.0f} s, "
@@ -234,6 +235,9 @@ def main() -> int:
     b = sub.add_parser("build")
     b.add_argument("--source", type=Path, required=True, help="a data root with a real run")
     b.add_argument("--runs", type=int, default=1000)
+    b.add_argument("--first-night", type=int, default=0,
+                   help="add nights from this one on to an existing --long root (several "
+                   "builders may share a root: the writer's lock orders them)")
     b.add_argument("--new", type=int, default=60, help="new observations per rerun")
     b.add_argument("--saves", type=int, default=8, help="saves of the one-run root's run")
     m = sub.add_parser("measure")

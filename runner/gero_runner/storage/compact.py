@@ -39,7 +39,7 @@ from gero_runner.storage.locks import is_running, root_lock
 from gero_runner.storage.runs import read_record
 from gero_runner.storage.store import STORED_OBSERVATION_SCHEMA, DataRoot, atomic_write_table
 
-AUTO_THRESHOLD = 16
+AUTO_THRESHOLD = 8
 """Loose finished runs that make a run's end compact the store (``maybe_compact``)."""
 
 

@@ -126,20 +126,24 @@ def run_observation_file(data_root: Path, run_id: str) -> Path:
     return Path(data_root) / RUNS_DIR / run_id / OBSERVATIONS_FILE
 
 
-def loose_runs(data_root: Path, index: StoreIndex | None = None) -> list[str]:
-    """Runs (oldest first) whose observation file is read as it is, not from the store."""
+def loose_runs(data_root: Path, index: StoreIndex | None = None,
+               runs: list[str] | None = None) -> list[str]:
+    """Runs (oldest first; of ``runs`` when the caller listed them) whose observation file
+    is read as it is, not from the store."""
     index = read_index(data_root) if index is None else index
-    return [r for r in run_ids(Path(data_root)) if r not in index.compacted
+    runs = run_ids(Path(data_root)) if runs is None else runs
+    return [r for r in runs if r not in index.compacted
             and run_observation_file(data_root, r).is_file()]
 
 
-def observation_files(data_root: Path, index: StoreIndex | None = None) -> list[Path]:
+def observation_files(data_root: Path, index: StoreIndex | None = None,
+                      runs: list[str] | None = None) -> list[Path]:
     """Every file that stores observations: the store's, then each loose run's, oldest
     first. Each observation is in one of them (older concurrent runs: possibly two)."""
     index = read_index(data_root) if index is None else index
     root = Path(data_root)
     return ([store_file_path(root, f.name) for f in index.files]
-            + [run_observation_file(root, r) for r in loose_runs(root, index)])
+            + [run_observation_file(root, r) for r in loose_runs(root, index, runs)])
 
 
 def verified_rows(data_root: Path, path: Path, index: StoreIndex) -> int | None:

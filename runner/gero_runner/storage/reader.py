@@ -31,7 +31,7 @@ from gero_runner.storage.index import (
     verified_rows,
 )
 from gero_runner.storage.index import observation_files as indexed_files
-from gero_runner.storage.layout import RUNS_DIR, SIGHTINGS_FILE
+from gero_runner.storage.layout import RUNS_DIR, SIGHTINGS_FILE, run_ids
 from gero_runner.storage.runs import (
     RunInfo,
     list_runs,
@@ -170,9 +170,9 @@ _FAMILIES = {
     "INTEGER": ("BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "HUGEINT"),
     "TIMESTAMP": ("TIMESTAMP",),
 }
-_checked: dict[tuple[str, int, int], tuple[str | None, frozenset[str]]] = {}
+_checked: dict[tuple[str, int, int], tuple[str | None, frozenset[str], int]] = {}
 """Files already checked in this process, by (path, mtime, size): None or the problem,
-and the file's columns."""
+the file's columns and its rows."""
 _checked_lock = threading.Lock()
 
 
@@ -216,7 +216,8 @@ def file_columns(path: Path) -> frozenset[str]:
     except OSError:
         return frozenset()
     with _checked_lock:
-        return _checked.get((str(path), st.st_mtime_ns, st.st_size), (None, frozenset()))[1]
+        found = _checked.get((str(path), st.st_mtime_ns, st.st_size))
+    return found[1] if found else frozenset()
 
 
 def check_file(con: duckdb.DuckDBPyConnection, path: Path, problems: list[str],
@@ -226,18 +227,19 @@ def check_file(con: duckdb.DuckDBPyConnection, path: Path, problems: list[str],
     out: an unreadable footer, a foreign schema, or (up to ``DEEP_CHECK_ROWS`` rows) a data
     page that does not decode. ``verified``: the rows of a store file that is as its
     compaction wrote and decoded it (only its schema is read)."""
-    rows = verified if verified is not None else row_count(con, path, problems)
-    if rows is None:
-        return None
     try:
         st = path.stat()
     except OSError as e:
-        problems.append(skipped(path, f"cannot be read ({e.strerror})"))
+        if row_count(con, path, problems) is not None:
+            problems.append(skipped(path, f"cannot be read ({e.strerror})"))
         return None
     key = (str(path), st.st_mtime_ns, st.st_size)
     with _checked_lock:
         cached = _checked.get(key)
     if cached is None:
+        rows = verified if verified is not None else row_count(con, path, problems)
+        if rows is None:
+            return None
         columns: frozenset[str] = frozenset()
         try:
             types = _columns(con, path)
@@ -247,25 +249,53 @@ def check_file(con: duckdb.DuckDBPyConnection, path: Path, problems: list[str],
                 con.execute("SELECT max(hash(COLUMNS(*))) FROM read_parquet(?)", [str(path)])
         except duckdb.Error as e:
             problem = f"its data does not decode ({_first_line(e)})"
+        cached = (problem, columns, rows)
         with _checked_lock:
-            _checked[key] = (problem, columns)
-    else:
-        problem = cached[0]
+            _checked[key] = cached
+    problem, _, rows = cached
     if problem is not None:
         problems.append(skipped(path, problem))
         return None
     return rows
 
 
+def _check_together(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> None:
+    """Check small observation files in three queries, not three each (the loose runs of a
+    long history); on any error each is checked alone, to name the one at fault."""
+    keys = {}
+    for path in paths:
+        st = path.stat()
+        keys[path] = (str(path), st.st_mtime_ns, st.st_size)
+    try:
+        rows = dict(con.execute("SELECT file_name, num_rows FROM parquet_file_metadata(?)",
+                                [[str(p) for p in paths]]).fetchall())
+        types = {p: _columns(con, p) for p in paths}
+        if any(_schema_problem(t, OBSERVATION_TYPES) for t in types.values()) or any(
+                rows.get(str(p), DEEP_CHECK_ROWS + 1) > DEEP_CHECK_ROWS for p in paths):
+            return
+        con.execute(f"SELECT max(hash(COLUMNS(*))) FROM read_parquet({quoted_list(paths)}, "
+                    "union_by_name = true)")
+    except (duckdb.Error, OSError):
+        return
+    with _checked_lock:
+        for path in paths:
+            _checked[keys[path]] = (None, frozenset(types[path]), int(rows[str(path)]))
+
+
 def observation_files(data_root: Path, con: duckdb.DuckDBPyConnection,
-                      problems: list[str], index: StoreIndex | None = None) -> list[Path]:
+                      problems: list[str], index: StoreIndex | None = None,
+                      runs: list[str] | None = None) -> list[Path]:
     """Every file of stored observations gero can read: the store's, then loose runs'."""
     index = read_index(data_root) if index is None else index
     if index.problem is not None:
         problems.append(index.problem)
-    return [path for path in indexed_files(data_root, index)
-            if check_file(con, path, problems, verified=verified_rows(data_root, path, index))
-            is not None]
+    paths = indexed_files(data_root, index, runs)
+    verified = {path: verified_rows(data_root, path, index) for path in paths}
+    unknown = [path for path in paths if verified[path] is None and not file_columns(path)]
+    if len(unknown) > 1:
+        _check_together(con, unknown)
+    return [path for path in paths
+            if check_file(con, path, problems, verified=verified[path]) is not None]
 
 
 def _empty_columns() -> str:
@@ -290,7 +320,8 @@ def open_run(data_root: str | os.PathLike[str], run: str | None = None,
     gero before keys, by id), which also give this run's timings.
     """
     root = Path(data_root)
-    run_id = resolve_run(root, run)
+    runs = run_ids(root)
+    run_id = resolve_run(root, run, runs)
     con = connection or duckdb.connect()
     # Parquet files written with float min/max statistics (pyarrow's default, older runs)
     # leave NaN out of them; DuckDB 2.0 then folds isnan(max_abs_error) to false, even in
@@ -313,7 +344,7 @@ def open_run(data_root: str | os.PathLike[str], run: str | None = None,
                     f"FROM read_parquet({quote_path(own)})")
         return OpenRun(root, run_id, con, problems, files=(own,), direct=True)
     before = list(problems)
-    files = [path for path in observation_files(root, con, problems, index)
+    files = [path for path in observation_files(root, con, problems, index, runs)
              if path != own or own_rows is not None]
     # The own file was checked above: its problem is not named twice.
     problems[:] = before + [p for p in problems[len(before):] if p not in before]

@@ -48,10 +48,12 @@ class RunInfo:
         return self.run_id[:8]
 
 
-def resolve_run(data_root: str | os.PathLike[str], prefix: str | None) -> str:
-    """The newest run, or the one run whose id starts with ``prefix`` (like git)."""
+def resolve_run(data_root: str | os.PathLike[str], prefix: str | None,
+                runs: list[str] | None = None) -> str:
+    """The newest run, or the one run whose id starts with ``prefix`` (like git); of
+    ``runs`` when the caller listed them."""
     data_root = Path(data_root)
-    runs = run_ids(data_root)
+    runs = run_ids(data_root) if runs is None else runs
     if not runs:
         raise StoreError(
             f"no runs in {data_root}: create one with `gero run --data-dir {data_root}`"

@@ -12,7 +12,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser(
         "compact", help="merge finished runs' observation files into one store file",
         description="Readers open one store file and the few runs not yet merged instead "
-        "of one file per run. A run's end does this by itself once 16 finished runs are "
+        "of one file per run. A run's end does this by itself once 8 finished runs are "
         "loose; runs written by a gero before the store get integer keys here. Safe while "
         "runs are running: it holds the data root's lock and leaves running and "
         "interrupted runs as they are.")

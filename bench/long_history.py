@@ -175,7 +175,7 @@ def first_paints(gero: Path, root: Path, repeats: int) -> list[float]:
         explorer_bench.tmux("new-session", "-d", "-s", explorer_bench.SESSION, "-x", "120",
                             "-y", "40", command)
         explorer_bench.wait_for(lambda s: " of " in explorer_bench.status_line(s)
-                                and "passed" in s.split("Details", 1)[-1])
+                                and "passed" in s.split("Details", 1)[-1], timeout=180)
         paints.append(time.perf_counter() - start)
     subprocess.run(["tmux", "kill-session", "-t", explorer_bench.SESSION], capture_output=True)
     return paints

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gero_runner.storage import compact
+from gero_runner.storage import compact, index
 from gero_tui.cli import main
 
-_write_index = compact.write_index
+_write_index = index.write_index
 
 
 def _gated(*args: Any) -> None:
@@ -25,7 +25,7 @@ def _gated(*args: Any) -> None:
     _write_index(*args)
 
 
-compact.write_index = _gated  # type: ignore[assignment]
+setattr(compact, "write_index", _gated)  # noqa: B010 (the name compaction calls)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -32,6 +32,8 @@ def problems(cmp: Comparison, rtol: float, atol: float, *, actual: str = ACTUAL,
             f"{cmp.finite_mismatch} of {n} elements outside atol={atol:g} + rtol={rtol:g}·|r|; "
             f"max |a−r| = {cmp.max_abs_error:.3g}, max ULP = {format_ulp(cmp.max_ulp)}, "
             f"needs atol ≥ {cmp.min_atol:.3g}")
+    if cmp.saturation is not None:
+        out.append(cmp.saturation.describe(n))
     return out
 
 

@@ -24,6 +24,29 @@ _FLOAT_LAYOUT: dict[np.dtype[Any], tuple[int, int]] = {
     np.dtype(np.float64): (52, -1022),
 }
 ACTUAL, REFERENCE = "actual", "reference"
+NARROW_LIMITS: tuple[tuple[str, float], ...] = (
+    ("float16", 65504.0), ("bfloat16", 3.3895313892515355e38),
+    ("float32", 3.4028234663852886e38))
+"""The largest finite value of each float type a runtime may compute in below the declared
+one: an output held at exactly that value where the reference is beyond it saturated."""
+
+
+@dataclass(frozen=True)
+class Saturation:
+    """Actual elements held at a narrower float type's largest finite value (± ``limit``)
+    where the reference lies beyond it: the path computed in that type and clamped (OpenVINO's
+    CPU plugin computes float64 in float32 and saturates rather than overflowing to inf)."""
+
+    dtype: str
+    limit: float
+    count: int
+    largest_reference: float
+    """The largest |reference| at those elements."""
+
+    def describe(self, total: int) -> str:
+        return (f"{self.count} of {total} elements held at ±{self.limit:.3g}, {self.dtype}'s "
+                f"largest value, where |reference| is up to {self.largest_reference:.3g} "
+                f"(computed in {self.dtype}, saturated)")
 
 
 @dataclass(frozen=True)
@@ -99,6 +122,8 @@ class Comparison:
     actual_dtype: str = ""
     reference_dtype: str = ""
     ulp_dtype: str = ""
+    saturation: Saturation | None = None
+    """Finite mismatches where the actual side saturated at a narrower type's largest value."""
 
     @property
     def within_tolerance(self) -> bool:
@@ -296,8 +321,25 @@ def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float,
         bit_exact=bit_exact,
         finite_mismatch=int(finite_mismatch.sum()),
         nonfinite=_nonfinite_groups(a, r, nonfinite_mismatch),
+        saturation=_saturation(a, r, finite_mismatch, actual.dtype),
         **shapes, **dtypes,
     )
+
+
+def _saturation(a: np.ndarray, r: np.ndarray, mismatch: np.ndarray,
+                dtype: np.dtype[Any]) -> Saturation | None:
+    """The narrowest type whose largest value the actual side is held at, beyond it."""
+    if dtype.kind != "f" or not mismatch.any():
+        return None
+    wide = float(np.finfo(dtype).max)
+    am, rm = a[mismatch], r[mismatch]
+    for name, limit in NARROW_LIMITS:
+        if limit >= wide:
+            continue
+        held = (np.abs(am) == limit) & (np.abs(rm) > limit) & (np.sign(am) == np.sign(rm))
+        if held.any():
+            return Saturation(name, limit, int(held.sum()), float(np.abs(rm[held]).max()))
+    return None
 
 
 def _zero_error(size: int, inf: int, bit_exact: bool, shapes: dict[str, Any],

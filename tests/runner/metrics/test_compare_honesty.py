@@ -217,3 +217,28 @@ def test_a_changed_arbiter_is_a_new_observation() -> None:
     row = {c: "x" for c in IDENTITY_COLUMNS}
     assert row_hash({**row, "arbiter": "tie"}, IDENTITY_COLUMNS) != row_hash(
         {**row, "arbiter": "actual"}, IDENTITY_COLUMNS)
+
+
+def test_an_output_held_at_float32s_largest_value_is_named_as_saturated() -> None:
+    """OpenVINO's CPU plugin computes a float64 model in float32 and clamps: the float64 edge
+    value max/4 (4.49e307) comes back as 3.40e38, not inf. The error 4.49e307 is true; the
+    reason says where it comes from."""
+    big = float(np.finfo(np.float64).max) / 4
+    reference = np.array([big, -big, 1.0, 2.0])
+    f32_max = float(np.finfo(np.float32).max)
+    actual = np.array([f32_max, -f32_max, 1.0, 2.0])
+    rtol, atol = TOL["float64"]
+    cmp = compare(actual, reference, rtol, atol)
+    assert cmp.max_abs_error == pytest.approx(big)
+    assert cmp.saturation is not None
+    assert (cmp.saturation.dtype, cmp.saturation.count) == ("float32", 2)
+    result, reason = classify(cmp, rtol, atol)
+    assert result == DIVERGENCE
+    assert ("2 of 4 elements held at ±3.4e+38, float32's largest value, where |reference| "
+            "is up to 4.49e+307 (computed in float32, saturated)") in reason
+    # An output at its own type's largest value is not saturation of a narrower type.
+    own = compare(np.array([65504.0], np.float16), np.array([65536.0]), 5e-3, 5e-4,
+                  unit="float16")
+    assert own.saturation is None
+    # Nor is a float64 output that merely differs.
+    assert compare(np.array([1.5]), np.array([1.0]), rtol, atol).saturation is None

@@ -279,46 +279,105 @@ class TableSort:
 
 
 @dataclass(frozen=True)
-class Selection:
-    """Selected rows: explicit ids, plus optionally every row matching a filter snapshot.
+class SelectionStep:
+    """One thing the user did to the selection: rows chosen or dropped one by one (by id),
+    or every row a condition matches (all matching rows, a group) chosen or dropped."""
 
-    Kept as SQL rather than a set of ids, so selecting a million matching rows costs
-    nothing; ``where()`` says which rows are selected.
+    chosen: frozenset[str] = frozenset()
+    """Ids selected one by one (``space``)."""
+    dropped: frozenset[str] = frozenset()
+    """Ids unselected one by one."""
+    condition: tuple[str, tuple[Any, ...]] | None = None
+    """A WHERE clause and its parameters: the rows it matches are ``selects`` (or not)."""
+    selects: bool = True
+
+    @property
+    def adds(self) -> bool:
+        """Whether this step can select a row."""
+        return bool(self.chosen) if self.condition is None else self.selects
+
+    def cases(self) -> tuple[list[str], list[Any]]:
+        """``WHEN … THEN …`` branches of this step and their parameters."""
+        if self.condition is not None:
+            sql, values = self.condition
+            return [f"WHEN ({sql}) THEN {str(self.selects).lower()}"], list(values)
+        branches: list[str] = []
+        params: list[Any] = []
+        for ids, selects in ((self.chosen, "true"), (self.dropped, "false")):
+            if ids:
+                branches.append(f"WHEN observation_id IN ({', '.join('?' * len(ids))}) "
+                                f"THEN {selects}")
+                params.extend(sorted(ids))
+        return branches, params
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Selected rows, as the steps that chose them, oldest first: a row is selected when the
+    newest step that names it selects it (so a row dropped after "select all" stays out,
+    and a group chosen after that is in again, row by row).
+
+    Kept as SQL rather than a set of ids, so selecting a million matching rows (or a group
+    of them) costs nothing; ``where()`` says which rows are selected.
     """
 
-    matching: tuple[str, tuple[Any, ...]] | None = None
-    """WHERE clause and parameters of a "select all matching" (key ``a``)."""
-    added: frozenset[str] = frozenset()
-    removed: frozenset[str] = frozenset()
+    steps: tuple[SelectionStep, ...] = ()
+
+    @classmethod
+    def matching(cls, where: str, params: Sequence[Any]) -> Selection:
+        """Every row ``where`` matches (key ``a``)."""
+        return cls((SelectionStep(condition=(where, tuple(params))),))
 
     @property
     def is_empty(self) -> bool:
-        return self.matching is None and not self.added
+        """Whether no step selects anything (rows dropped from nothing are no selection)."""
+        return not any(step.adds for step in self.steps)
 
     def toggle(self, observation_id: str, selected: bool) -> Selection:
         """Flip one row, given whether it is selected now."""
+        # The newest step decides a row, so earlier steps need not name it any more.
+        steps = [replace(step, chosen=step.chosen - {observation_id},
+                         dropped=step.dropped - {observation_id})
+                 if step.condition is None else step for step in self.steps]
+        steps = [step for step in steps if step.condition is not None
+                 or step.chosen or step.dropped]
+        last = steps.pop() if steps and steps[-1].condition is None else SelectionStep()
         if selected:
-            return replace(self, added=self.added - {observation_id},
-                           removed=self.removed | {observation_id})
-        return replace(self, added=self.added | {observation_id},
-                       removed=self.removed - {observation_id})
+            last = replace(last, dropped=last.dropped | {observation_id})
+        else:
+            last = replace(last, chosen=last.chosen | {observation_id})
+        return Selection((*steps, last))
+
+    def toggle_rows(self, where: str, params: Sequence[Any], selected: bool) -> Selection:
+        """Flip every row ``where`` matches (a group), given whether it is selected now."""
+        condition = (where, tuple(params))
+        # A later step on the same rows overrides an earlier one entirely.
+        steps = [step for step in self.steps if step.condition != condition]
+        step = SelectionStep(condition=condition, selects=not selected)
+        if not steps and selected:
+            return Selection()
+        return Selection((*steps, step))
 
     def where(self) -> tuple[str, list[Any]]:
         """The selection as a parameterised SQL condition and its parameters."""
+        if not self.steps:
+            return "false", []
+        if len(self.steps) == 1:
+            (step,) = self.steps
+            if step.condition is not None and step.selects:
+                return f"({step.condition[0]})", list(step.condition[1])
+            if step.condition is None and step.chosen:
+                return (f"observation_id IN ({', '.join('?' * len(step.chosen))})",
+                        sorted(step.chosen))
+        branches: list[str] = []
         params: list[Any] = []
-        clauses: list[str] = []
-        if self.matching is not None:
-            sql, base = self.matching
-            clause = f"({sql})"
-            params.extend(base)
-            if self.removed:
-                clause += f" AND observation_id NOT IN ({', '.join('?' * len(self.removed))})"
-                params.extend(sorted(self.removed))
-            clauses.append(f"({clause})")
-        if self.added:
-            clauses.append(f"observation_id IN ({', '.join('?' * len(self.added))})")
-            params.extend(sorted(self.added))
-        return (" OR ".join(clauses) or "false"), params
+        for step in reversed(self.steps):  # the newest step that names a row decides it
+            sql, step_params = step.cases()
+            branches.extend(sql)
+            params.extend(step_params)
+        if not branches:
+            return "false", []
+        return f"(CASE {' '.join(branches)} ELSE false END)", params
 
 
 @dataclass(frozen=True)
@@ -330,6 +389,8 @@ class Page:
     """(observation_id, selected, *column values in COLUMNS order)"""
     numbers: list[int] = field(default_factory=list)
     """Each row's ``rn`` (the detail view fetches a row by it), when known."""
+    groups: list[int] = field(default_factory=list)
+    """Grouped: each row's group key (``GroupedRows.members`` selects the group's rows)."""
 
 
 SEVERITY_SQL = ("CASE result WHEN 'execution' THEN 3 WHEN 'contract_issue' THEN 2 "
@@ -424,6 +485,13 @@ class GroupedRows:
                 items.append(f"{labels.get(value, value)}{COVERS_RESULT}{present[-1]}")
         return COVERS_SEPARATOR.join(items)
 
+    def members(self, where: str, params: Sequence[Any], key: int) -> tuple[str, list[Any]]:
+        """The rows of the group ``key`` (a ``Page.groups`` value) among those ``where``
+        matches (the filter the groups were made under), as a condition over ``obs`` or the
+        table's relation: what selecting a grouped row selects and exports."""
+        return (f"({where}) AND hash({', '.join(self.grouping.by)}) = ?::UBIGINT",
+                [*params, key])
+
 
 TEXT_VALUES_MAX = 5000
 """A text column with more distinct values is searched with contains(), value by value."""
@@ -509,12 +577,13 @@ class TableQuery:
             covers = (f"string_agg(DISTINCT {grouping.covers} || '{COVERS_RESULT}' || result, "
                       f"'{COVERS_SEPARATOR}')")
             covers_params, domain = [], []
+        key = f"hash({', '.join(grouping.by)})"
         # By the hash of the key columns: 40% less time than by the columns on a million
         # rows; two groups would merge only on a 64-bit hash collision.
         self.cursor.execute(
             f"CREATE OR REPLACE TABLE {name} AS SELECT arg_max(rn, {worst}) AS rn, "
-            f"{covers} AS covers, count(*) AS members FROM {TABLE_RELATION} WHERE {where} "
-            f"GROUP BY hash({', '.join(grouping.by)})", [*covers_params, *params])
+            f"{covers} AS covers, count(*) AS members, {key} AS gk FROM {TABLE_RELATION} "
+            f"WHERE {where} GROUP BY {key}", [*covers_params, *params])
         row = self.cursor.execute(f"SELECT count(*), sum(members) FROM {name}").fetchone()
         groups, rows = (int(row[0]), int(row[1] or 0)) if row else (0, 0)
         return GroupedRows(name, grouping, groups, rows, tuple(domain))
@@ -556,15 +625,17 @@ class TableQuery:
             f"FROM {TABLE_RELATION} WHERE rn IN (SELECT unnest(?::BIGINT[]))",
             [*selected_params, numbers]).fetchall()
         by_number = {row[0]: row[1:] for row in fetched}
+        keys: list[int] = []
         if groups is not None:
             # The covered column lists the group's values ("basic=passed,all=divergence").
-            covered = dict(self.cursor.execute(
-                f"SELECT rn, covers FROM {groups.name} WHERE rn IN (SELECT unnest(?::BIGINT[]))",
-                [numbers]).fetchall())
+            covered = {rn: (covers, key) for rn, covers, key in self.cursor.execute(
+                f"SELECT rn, covers, gk FROM {groups.name} "
+                "WHERE rn IN (SELECT unnest(?::BIGINT[]))", [numbers]).fetchall()}
             at = 2 + COLUMN_KEYS.index(groups.grouping.column)
-            by_number = {n: (*row[:at], groups.covers_text(covered.get(n)), *row[at + 1:])
+            by_number = {n: (*row[:at], groups.covers_text(covered[n][0]), *row[at + 1:])
                          for n, row in by_number.items()}
-        return Page(offset, [by_number[n] for n in numbers], numbers)
+            keys = [int(covered[n][1]) for n in numbers]
+        return Page(offset, [by_number[n] for n in numbers], numbers, keys)
 
     def selected_count(self, selection: Selection) -> int:
         where, params = selection.where()

@@ -92,7 +92,7 @@ async def test_frequency_of_the_column_under_the_cursor_and_enter_filters(
         await settle(pilot)
         await pilot.press("right", "right")
         assert screen.table.column_key == "check"
-        await pilot.press("f")
+        await pilot.press("F")
         await settle(pilot)
         freq = app.screen
         assert isinstance(freq, FrequencyScreen)
@@ -109,7 +109,7 @@ async def test_frequency_of_the_column_under_the_cursor_and_enter_filters(
         assert screen.table_filter.checks == frozenset({want[1][0]})
         assert screen.matching_count == want[1][1]
         # Typed in one burst, before the counts are there: the keys wait for them.
-        await pilot.press("left", "left", "f", "enter")
+        await pilot.press("left", "left", "F", "enter")
         await settle(pilot)
         assert app.screen is screen
         assert len(screen.table_filter.cases) == 1
@@ -126,3 +126,76 @@ async def test_grouping_rows_no_filter_matches_is_empty_not_an_error(data_root: 
         assert screen.grouping == "levels"
         assert screen.matching_count == 0
         assert screen.query_one(FilterBar).problem == ""
+
+
+async def test_space_on_a_grouped_row_selects_its_group_and_export_writes_it(
+        data_root: Path, observations: Path, tmp_path: Path) -> None:
+    import csv
+
+    from textual.widgets import Input
+
+    from gero_tui.app.screens.export_dialog import ExportDialog
+
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_table(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        grouped = rows(screen)
+        # Softmax 4x16 float16, agreement: the four ORT levels in one row.
+        at = next(i for i, r in enumerate(grouped) if r["case"] == "Softmax 4x16"
+                  and r["dtype"] == "float16" and r["check"] == "agreement")
+        screen.table.cursor = at
+        await pilot.press("space")
+        await settle(pilot)
+        members = sorted(r[0] for r in duckdb.execute(
+            f"SELECT observation_id FROM read_parquet('{observations}') WHERE case_id = "
+            "'synthetic/Softmax/[4,16]/float16' AND \"check\" = 'agreement'").fetchall())
+        assert len(members) == 4
+        assert screen.selected_count == 4
+        assert screen.selected_observation_ids() == members
+        assert rows(screen)[at]["id"] in members and screen.table.row(at)[1] is True  # type: ignore[index]
+        # Ungrouped, each of the four rows is marked; the others are not.
+        await pilot.press("m", "m")
+        await settle(pilot)
+        assert screen.grouping is None
+        marked = sorted(str(r[0]) for i in range(screen.table.row_count)
+                        if (r := screen.table.row(i)) is not None and r[1])
+        assert marked == members
+        # Export writes the group's rows.
+        await pilot.press("e")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ExportDialog)
+        assert "4 selected rows" in str(dialog.scope.description)
+        out = tmp_path / "group.csv"
+        dialog.query_one("#export-path", Input).value = str(out)
+        dialog.query_one("#export-path", Input).focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        with out.open() as f:
+            assert sorted(r["observation_id"] for r in csv.DictReader(f)) == members
+        await pilot.press("escape")
+        await settle(pilot)
+        # Grouped again, space on the group unselects all four.
+        await pilot.press("m")
+        await settle(pilot)
+        screen.table.cursor = at
+        await pilot.press("space")
+        await settle(pilot)
+        assert screen.selection.is_empty and screen.selected_count == 0
+
+
+async def test_a_group_selected_under_a_filter_holds_only_the_rows_it_matched(
+        data_root: Path) -> None:
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_table(pilot)
+        await pilot.press("2", "m")  # divergences, levels merged
+        await settle(pilot)
+        first = rows(screen)[0]
+        assert first["optimization"] == "extended=divergence,all=divergence"
+        await pilot.press("space")
+        await settle(pilot)
+        # The group's two divergent levels, not its two passed ones.
+        assert screen.selected_count == 2

@@ -89,13 +89,33 @@ def test_sort_and_paging(query: TableQuery) -> None:
 def test_selection(query: TableQuery) -> None:
     chosen = Selection().toggle("id00", selected=False).toggle("id03", selected=False)
     assert query.selected_ids(chosen) == ["id00", "id03"]
-    everything_exp = Selection(matching=(
-        TableFilter(operations=frozenset({"Exp"})).where()[0],
-        tuple(TableFilter(operations=frozenset({"Exp"})).where()[1])))
+    everything_exp = Selection.matching(*TableFilter(operations=frozenset({"Exp"})).where())
     assert query.selected_ids(everything_exp.toggle("id02", selected=True)) == ["id01"]
     assert query.selected_count(Selection()) == 0
     page = query.page(TableFilter(), TableSort(), 0, 10, chosen)
     assert [r[1] for r in page.rows] == [True, False, False, True]
+
+
+def test_selection_steps_the_newest_decides(query: TableQuery) -> None:
+    exp = TableFilter(operations=frozenset({"Exp"})).where()
+    # A row picked, then every Exp row, then one Exp row dropped, then the Exp rows again.
+    steps = Selection().toggle("id00", selected=False)
+    steps = steps.toggle_rows(*exp, selected=False)
+    assert query.selected_ids(steps) == ["id00", "id01", "id02"]
+    steps = steps.toggle("id01", selected=True)
+    assert query.selected_ids(steps) == ["id00", "id02"]
+    again = steps.toggle_rows(*exp, selected=False)
+    assert query.selected_ids(again) == ["id00", "id01", "id02"]
+    # Dropping the Exp rows leaves the row picked before them.
+    dropped = again.toggle_rows(*exp, selected=True)
+    assert query.selected_ids(dropped) == ["id00"]
+    assert not dropped.is_empty
+    # Unpicking it empties the selection; rows dropped from nothing are no selection.
+    assert dropped.toggle("id00", selected=True).is_empty
+    assert query.selected_ids(dropped.toggle("id00", selected=True)) == []
+    # Picking a group and dropping it again leaves nothing behind.
+    assert Selection().toggle_rows(*exp, selected=False).toggle_rows(
+        *exp, selected=True) == Selection()
 
 
 def test_distinct_values_and_describe(query: TableQuery) -> None:

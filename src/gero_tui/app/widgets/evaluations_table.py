@@ -217,6 +217,8 @@ class EvaluationsTable(Widget, can_focus=True):
         self._rows: dict[int, tuple[Any, ...]] = {}
         self._numbers: dict[int, int] = {}
         """Each loaded row's ``rn`` (the detail view reads the row by it)."""
+        self._group_keys: dict[int, int] = {}
+        """Grouped: each loaded row's group key (``space`` selects the group's rows)."""
         self._pending: set[int] = set()
         self._sort = TableSort()
         self.loading_text = "Loading evaluations…"
@@ -231,6 +233,7 @@ class EvaluationsTable(Widget, can_focus=True):
         """Show a new query's result: its row count and first page."""
         self._rows.clear()
         self._numbers.clear()
+        self._group_keys.clear()
         self._pending.clear()
         self.loaded = True
         self.set_reactive(EvaluationsTable.row_count, row_count)
@@ -243,11 +246,13 @@ class EvaluationsTable(Widget, can_focus=True):
         for i, row in enumerate(page.rows, start=page.offset):
             self._rows[i] = row
         self._numbers.update(enumerate(page.numbers, start=page.offset))
+        self._group_keys.update(enumerate(page.groups, start=page.offset))
         self._pending.discard(page.offset)
         if len(self._rows) > KEEP_ROWS:
             keep = range(self.top - KEEP_ROWS // 2, self.top + KEEP_ROWS // 2)
             self._rows = {i: r for i, r in self._rows.items() if i in keep}
             self._numbers = {i: n for i, n in self._numbers.items() if i in keep}
+            self._group_keys = {i: k for i, k in self._group_keys.items() if i in keep}
         self.refresh()
         if page.offset <= self.cursor < page.offset + len(page.rows):
             self._announce_cursor()
@@ -265,6 +270,11 @@ class EvaluationsTable(Widget, can_focus=True):
     def current_row_number(self) -> int | None:
         """The ``rn`` of the row under the cursor, when its page said."""
         return self._numbers.get(self.cursor) if self.cursor in self._rows else None
+
+    @property
+    def current_group_key(self) -> int | None:
+        """The group key of the (grouped) row under the cursor, when its page said."""
+        return self._group_keys.get(self.cursor) if self.cursor in self._rows else None
 
     def set_selected(self, index: int, selected: bool) -> None:
         """Mark a loaded row selected or not (the screen keeps the selection itself)."""

@@ -1,7 +1,7 @@
 """The Findings screen's first paint on a large data root, in a real terminal (tmux).
 
 Per start: the explorer opens on the overview; the clock for the findings starts when the
-overview shows its class counts, `F` is pressed at once, and stops when the findings list
+overview shows its class counts, `i` is pressed at once, and stops when the findings list
 is drawn (its summary line and first row). Also from process start with
 ``--screen findings``. Polls ``tmux capture-pane`` every 5 ms.
 
@@ -59,14 +59,14 @@ def main() -> int:
         start(command, width, height)
         overview.append(wait_for(lambda s: COUNTS.search(s) is not None))
         pressed = time.perf_counter()
-        tmux("send-keys", "-t", SESSION, "F")
+        tmux("send-keys", "-t", SESSION, "i")
         wait_for(findings_drawn)
         after.append(time.perf_counter() - pressed)
         start(f"{command} --screen findings", width, height)
         direct.append(wait_for(findings_drawn))
     subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
     for name, times in (("overview with counts, from start", overview),
-                        ("findings drawn, from F pressed on the overview's paint", after),
+                        ("findings drawn, from i pressed on the overview's paint", after),
                         ("findings drawn, from start with --screen findings", direct)):
         print(f"{name:55s} median {statistics.median(times):.3f} s "
               f"(min {min(times):.3f}, max {max(times):.3f}, {len(times)} starts)")

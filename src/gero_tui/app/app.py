@@ -56,7 +56,7 @@ class GeroApp(ExplorerApp):
         Binding("q", "quit", "Quit", tooltip="Leave the explorer"),
         Binding("question_mark", "help", "Help", tooltip="Every key of this screen"),
         Binding("p", "pick_run", "Runs", tooltip="Switch to another run of the data root"),
-        Binding("F", "findings", "Findings",
+        Binding("i", "findings", "Findings",
                 tooltip="The causes behind the run's non-passed observations"),
     ]
 
@@ -226,7 +226,7 @@ class GeroApp(ExplorerApp):
             self.pop_screen()
 
     def action_findings(self) -> None:
-        """``F``: the findings (the open one, or a new one over the current screen)."""
+        """``i``: the findings (the open one, or a new one over the current screen)."""
         from gero_tui.app.screens.findings import FindingsScreen
 
         for screen in self.screen_stack:

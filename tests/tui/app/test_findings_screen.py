@@ -1,4 +1,4 @@
-"""The Findings screen: `F` from anywhere, `enter` filters the table to a finding, snapshots."""
+"""The Findings screen: `i` from anywhere, `enter` filters the table to a finding, snapshots."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ async def test_f_opens_findings_and_enter_shows_its_observations(data_root: Path
         await settle(pilot)
         assert isinstance(app.screen, OverviewScreen)
         count = str(app.screen.query_one("#findings-count").render())
-        await pilot.press("F")
+        await pilot.press("i")
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, FindingsScreen) and screen.report is not None
@@ -43,7 +43,7 @@ async def test_f_opens_findings_and_enter_shows_its_observations(data_root: Path
         rows = [table.table.row(i) for i in range(table.table.row_count)]
         assert len(rows) == chosen.observations
         assert chosen.representative.observation_id in {str(r[0]) for r in rows if r}
-        await pilot.press("F")  # from the table: back to the open findings
+        await pilot.press("i")  # from the table: back to the open findings
         await settle(pilot)
         assert app.screen is screen
 

@@ -97,3 +97,33 @@ async def test_the_why_line_shows_the_full_reason_under_the_cursor(data_root: Pa
         await pilot.pause()
         assert "ort-basic failed" in str(screen.query_one("#why").render())
 
+
+
+async def test_at_80_columns_the_key_bar_keeps_the_app_keys_and_one_key_means_one_thing(
+        data_root: Path) -> None:
+    """Findings is `i` everywhere, help `?`, quit `q`; `F` on the table is the frequency view
+    (VisiData's Shift-F), and no screen binds a key to Findings but the app."""
+    from gero_tui.app.widgets.key_bar import KeyBar
+
+    app = GeroApp(data_root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        seen: dict[str, str] = {}
+        for keys in ((), ("v",), ("i",)):
+            await pilot.press(*keys)
+            await settle(pilot)
+            bar = app.screen.query_one(KeyBar)
+            lines = str(bar.render()).splitlines()
+            assert 1 <= len(lines) <= 3 and all(len(line) <= 80 for line in lines)
+            text = " ".join(lines)
+            for shown in ("i Findings", "p Runs", "q Quit", "? Help"):
+                assert shown in text, (type(app.screen).__name__, shown, text)
+            for active in app.screen.active_bindings.values():
+                binding = active.binding
+                if binding.description == "Findings":
+                    assert binding.key == "i" and active.node is app
+                if active.node is app.screen:
+                    seen.setdefault(f"{type(app.screen).__name__}:{binding.key}",
+                                    binding.action)
+        assert seen["EvaluationsScreen:F"] == "frequency"
+        assert "OverviewScreen:f" not in seen and "OverviewScreen:F" not in seen

@@ -103,7 +103,8 @@ class EvaluationsScreen(Screen[None]):
         Binding("r", "replay", "Replay",
                 tooltip="Replay the evaluation under the cursor", priority=True),
         Binding("space", "toggle_selected", "Select",
-                tooltip="Select/unselect the row under the cursor", priority=True),
+                tooltip="Select/unselect the row under the cursor (a grouped row: its whole "
+                "group)", priority=True),
         Binding("a", "select_matching", "Select all",
                 tooltip="Select every matching row (again: none)", priority=True),
         Binding("e", "export", "Export",
@@ -111,8 +112,8 @@ class EvaluationsScreen(Screen[None]):
         Binding("g", "op_histogram", "Histogram",
                 tooltip="Max abs. error histogram of the operation under the cursor",
                 priority=True),
-        # VisiData's Shift-F; F is the app's Findings key, so lower case here.
-        Binding("f", "frequency", "Frequency",
+        # VisiData's Shift-F (f as well: no other key of the table or the app uses it).
+        Binding("F,f", "frequency", "Frequency",
                 tooltip="Counts of each value of the column under the column cursor "
                 "(left/right move it) within the filter; enter filters to a value",
                 priority=True),
@@ -270,6 +271,10 @@ class EvaluationsScreen(Screen[None]):
             return
         self.query_one("#title", Static).update(self.app.title_line())
         self.total_count = None
+        if self.selection != Selection():
+            self.selection = Selection()  # rows (and groups) of the run shown before
+        self._groups = None
+        self._counted = None  # the count was the other run's
         self.refresh_rows()
 
     def refresh_rows(self) -> None:
@@ -428,7 +433,7 @@ class EvaluationsScreen(Screen[None]):
         self.refresh_rows()
 
     def action_frequency(self) -> None:
-        """``f``: the values of the column under the column cursor, with their counts."""
+        """``F``: the values of the column under the column cursor, with their counts."""
         from gero_tui.app.screens.frequency import FrequencyScreen
 
         key = self.table.column_key
@@ -572,19 +577,25 @@ class EvaluationsScreen(Screen[None]):
             self.sort = TableSort(self.sort.column, not self.sort.descending)
 
     def action_toggle_selected(self) -> None:
-        """Select or unselect the row under the cursor."""
+        """Select or unselect the row under the cursor: on a grouped row, every row of its
+        group (what ``e`` then exports)."""
         row = self.table.row(self.table.cursor)
         if row is None:
             return
         observation_id, selected = str(row[0]), bool(row[1])
+        key = self.table.current_group_key
+        if self._groups is not None and key is not None:
+            where, params = self._groups.members(*self.filter_where(), key)
+            self.selection = self.selection.toggle_rows(where, params, selected)
+        else:
+            self.selection = self.selection.toggle(observation_id, selected)
         self.table.set_selected(self.table.cursor, not selected)
-        self.selection = self.selection.toggle(observation_id, selected)
         self.table.action_cursor_down()
 
     def action_select_matching(self) -> None:
         """Select every row matching the filter; again (with nothing changed) unselects all."""
         where, params = self.filter_where()
-        everything = Selection(matching=(where, tuple(params)))
+        everything = Selection.matching(where, params)
         self.selection = Selection() if self.selection == everything else everything
         self.refresh_rows()
 

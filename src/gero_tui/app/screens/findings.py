@@ -1,6 +1,6 @@
 """The findings: a run's non-passed observations grouped by cause, worst first.
 
-`F` from anywhere. The findings are computed in DuckDB off the UI thread (the members
+`i` from anywhere. The findings are computed in DuckDB off the UI thread (the members
 table stays in the run's database, so ``enter`` opens the evaluations table filtered to
 the highlighted finding); each row says its class, how many observations and cases it
 covers, whether it is new since the previous run of the suite, and the cause in words.

@@ -1,6 +1,6 @@
 """How often each value of one column occurs within the current filter, per result class.
 
-``f`` on the evaluations table (VisiData's Shift-F): the column under the column cursor,
+``F`` (VisiData's Shift-F) on the evaluations table: the column under the column cursor,
 its values with their row counts, most frequent first; ``enter`` filters to a value. It
 opens at once and counts in a worker; keys typed meanwhile wait for the counts.
 """

@@ -12,13 +12,17 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Label, Static
 
+from gero_tui.app.widgets.key_bar import APP_ORDER
+
 NAVIGATION = ("cursor_", "page_", "first", "last", "column", "move", "focus_", "scroll_",
-              "select_cursor", "toggle_highlighted")
-"""Action names (prefixes) of keys that move around: listed last, after what the app does."""
+              "select_cursor", "toggle_highlighted", "copy_text")
+"""Action names (prefixes) of keys that move around (and Textual's own copy): listed last,
+after what the app does."""
 
 
 def _is_navigation(action: str) -> bool:
-    return action.startswith(NAVIGATION)
+    """Whether ``action`` moves around; ``app.focus_next`` counts as ``focus_next``."""
+    return action.rpartition(".")[2].startswith(NAVIGATION)
 
 
 def bindings_table(screen: Screen[object]) -> Table:
@@ -31,6 +35,8 @@ def bindings_table(screen: Screen[object]) -> Table:
     own: list[tuple[Text, Text, Text]] = []
     app: list[tuple[Text, Text, Text]] = []
     navigation: list[tuple[Text, Text, Text]] = []
+    actions: list[str] = []
+    """The action of each ``app`` row."""
     for active in screen.active_bindings.values():
         binding = active.binding
         if binding.system:
@@ -41,8 +47,13 @@ def bindings_table(screen: Screen[object]) -> Table:
             navigation.append(row)
         elif active.node is screen.app:
             app.append(row)
+            actions.append(binding.action)
         else:
             own.append(row)
+    # The app's keys as the key bar lists them (findings, runs, quit, help), then the rest.
+    app = [row for _, row in sorted(enumerate(app), key=lambda item: (
+        APP_ORDER.index(actions[item[0]]) if actions[item[0]] in APP_ORDER else len(APP_ORDER),
+        item[0]))]
     for n, rows in enumerate((own, app, navigation)):
         if n and rows:
             table.add_row("", "", "")

@@ -62,7 +62,6 @@ class OverviewScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open_operation", "Open operation", show=False),
-        Binding("f", "app.findings", "Findings"),
         Binding("n", "group_bars", "By finding", tooltip="Bars per operation or per finding"),
         # Priority, and awaited: the keys typed right after these reach the table they open.
         Binding("v", "open_all", "Evaluations", priority=True),
@@ -153,7 +152,7 @@ class OverviewScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="overview-findings")
     def _load_findings(self, source: Any) -> None:
-        """The findings, beside the other figures rather than after them: `F` pressed as
+        """The findings, beside the other figures rather than after them: `i` pressed as
         soon as the overview paints finds them computed or nearly."""
         try:
             self.post_message(self.FindingsCounted(self.app.findings(source)))
@@ -185,7 +184,7 @@ class OverviewScreen(Screen[None]):
         self.query_one("#findings-count", Static).update(Text.assemble(
             (f"{len(report.findings)} findings", "bold"),
             f" behind {report.non_passed:,} non-passed observations  ",
-            ("f: list · n: bars by finding", "dim")))
+            ("i: list · n: bars by finding", "dim")))
         if self.by_finding:
             self._show_bars()
 

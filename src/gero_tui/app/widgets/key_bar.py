@@ -25,8 +25,15 @@ SHORT = {"Select all": "All", "Reverse sort": "Reverse", "Histogram": "Hist",
          "prev slice": "prev", "next slice": "next", "slice axis": "axis", "row axis": "rows",
          "col axis": "cols", "copy id": "id", "copy cmd": "cmd"}
 """Shorter descriptions in the bar (the help and the command palette keep the long ones)."""
-APP_KEYS_FROM = 100
-"""Narrower than this, the bar shows the screen's own keys and `?` (help lists the rest)."""
+MAX_LINES = 3
+APP_ORDER = ("findings", "pick_run", "quit", "help")
+"""The app's keys, after the screen's own, help last (it lists every key)."""
+DROP_ORDER = ("reverse_sort", "pick_values('suites')", "select_matching", "pick_run",
+              "op_histogram", "pick_values('arbiters')", "pick_values('backends')", "copy('case')",
+              "copy('replay')", "group_bars", "replay", "findings")
+"""Where every key does not fit in ``MAX_LINES`` lines (80 columns), the keys left out, in
+this order, until the rest fit: keys help lists that a session needs least. Quit, help
+and the screen's filters, open and back stay."""
 
 
 class KeyBar(Widget):
@@ -68,47 +75,50 @@ class KeyBar(Widget):
         if self.is_attached and screen is self.screen:
             self.refresh(layout=True)  # the keys may need another line, or one fewer
 
-    def _keys(self) -> list[tuple[str, str, bool, str]]:
-        """(key as shown, description, enabled, key) of each shown binding, the first of
-        an action."""
-        keys = []
+    def _keys(self) -> list[tuple[str, str, bool, str, str]]:
+        """(key as shown, description, enabled, key, action) of each shown binding, the
+        first of an action: the screen's, then the app's in ``APP_ORDER``."""
+        own: list[tuple[str, str, bool, str, str]] = []
+        app: list[tuple[str, str, bool, str, str]] = []
         seen: set[str] = set()
-        narrow = self.size.width < APP_KEYS_FROM
         for node, binding, enabled, _tooltip in self.screen.active_bindings.values():
             if not binding.show or binding.action in seen:
                 continue
-            if narrow and node is self.app and binding.action != "help":
-                continue  # the app's keys (quit, runs, findings): `?` lists them
             seen.add(binding.action)
             description = SHORT.get(binding.description, binding.description)
-            keys.append((self.app.get_key_display(binding), description, enabled, binding.key))
-        return keys
+            item = (self.app.get_key_display(binding), description, enabled, binding.key,
+                    binding.action)
+            (app if node is self.app else own).append(item)
+        app.sort(key=lambda item: APP_ORDER.index(item[4]) if item[4] in APP_ORDER
+                 else len(APP_ORDER))
+        return own + app
 
-    def _lines(self, width: int) -> list[list[tuple[str, str, bool, str]]]:
-        lines: list[list[tuple[str, str, bool, str]]] = [[]]
-        used = 0
-        for item in self._keys():
-            cells = len(item[0]) + len(item[1]) + 3
-            if used + cells > width and lines[-1]:
-                lines.append([])
-                used = 0
-            lines[-1].append(item)
-            used += cells
+    def _lines(self, width: int) -> list[list[tuple[str, str, bool, str, str]]]:
+        """The keys in lines of ``width`` cells; where they need more than ``MAX_LINES``,
+        without the keys ``DROP_ORDER`` names first."""
+        keys = self._keys()
+        lines = _wrap(keys, width)
+        for action in DROP_ORDER:
+            if len(lines) <= MAX_LINES:
+                break
+            if any(item[4] == action for item in keys):
+                keys = [item for item in keys if item[4] != action]
+                lines = _wrap(keys, width)
         return lines
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return min(3, len(self._lines(width)))
+        return min(MAX_LINES, len(self._lines(width)))
 
     def render(self) -> Text:
         key_style = self.get_component_rich_style("key-bar--key")
         description_style = self.get_component_rich_style("key-bar--description")
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         spans: list[tuple[int, int, int, str]] = []
-        for y, line in enumerate(self._lines(self.size.width)[:3]):
+        for y, line in enumerate(self._lines(self.size.width)[:MAX_LINES]):
             if y:
                 text.append("\n")
             x = 0
-            for shown, description, enabled, key in line:
+            for shown, description, enabled, key, _action in line:
                 dim = Style() if enabled else Style(dim=True)
                 text.append(f" {shown} ", style=key_style + dim)
                 text.append(f"{description} ", style=description_style + dim)
@@ -123,3 +133,18 @@ class KeyBar(Widget):
             if line == event.y and start <= event.x < end:
                 self.app.simulate_key(key)
                 return
+
+
+def _wrap(keys: list[tuple[str, str, bool, str, str]], width: int
+          ) -> list[list[tuple[str, str, bool, str, str]]]:
+    """Keys in lines of at most ``width`` cells, in order."""
+    lines: list[list[tuple[str, str, bool, str, str]]] = [[]]
+    used = 0
+    for item in keys:
+        cells = len(item[0]) + len(item[1]) + 3
+        if used + cells > width and lines[-1]:
+            lines.append([])
+            used = 0
+        lines[-1].append(item)
+        used += cells
+    return lines

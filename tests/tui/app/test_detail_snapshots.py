@@ -4,7 +4,6 @@ hand-made data."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -33,11 +32,7 @@ def fixture_root(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("view", list(VIEWS))
 def test_detail_view_snapshot(snap_compare, fixture_root: tuple[Path, dict[str, str]],  # type: ignore[no-untyped-def]
-                              view: str, size: tuple[int, int],
-                              request: pytest.FixtureRequest) -> None:
-    if view == "op_histogram" and sys.version_info >= (3, 12):
-        request.applymarker(pytest.mark.xfail(
-            strict=False, reason="renders differently on CI's second interpreter (3.13); open"))
+                              view: str, size: tuple[int, int]) -> None:
     root, ids = fixture_root
     screen, target, keys = VIEWS[view]
     app = Harness(root, screen, ids.get(target, target), directory=Path("/exports"))

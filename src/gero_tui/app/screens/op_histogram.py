@@ -95,7 +95,12 @@ class OpHistogramScreen(Screen[None]):
                      "level and dtype")
         if high >= low:
             title.append(f"; decades {decade_label(low)} … {decade_label(high)}", style="dim")
-        self.query_one("#op-title", Static).update(title)
+        widget = self.query_one("#op-title", Static)
+        widget.update(title)
+        # As the detail's title (screens/detail.py): the worker may answer before the first
+        # layout, and Textual 8.2 then keeps the box model of "loading…" (one line; Python
+        # 3.13). An inline style changes the box model's cache key: the height is measured anew.
+        widget.styles.height = "auto"
         table: DataTable[Any] = self.query_one("#op-groups", DataTable)
         table.clear(columns=True)
         table.add_columns("optimisation", "dtype", "n", "exact", "log10 max abs error",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from rich.console import Group, RenderableType
 from rich.text import Text
+from textual.geometry import Size
 from textual.reactive import reactive
 from textual.widget import Widget
 
@@ -52,16 +53,12 @@ class Histogram(Widget):
     chart: reactive[Chart | None] = reactive(None, layout=True)
     """What to draw; None shows nothing."""
 
-    _content_height: bool | None = None
-    """Whether the stylesheet leaves the height to the content (decided on the first chart)."""
-
-    def watch_chart(self, chart: Chart | None) -> None:
-        if self._content_height is None:
-            height = self.styles.height
-            self._content_height = height is None or height.is_auto
-        if self._content_height:
-            # A known height: the layout need not render the chart once more to measure it.
-            self.styles.height = chart_height(chart)
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """A known height (where the stylesheet leaves it to the content): the layout need
+        not render the chart once more to measure it. (Set as an inline height when the first
+        chart came, it depended on whether the stylesheet had been applied by then: on Python
+        3.13 a ``1fr`` histogram was sometimes as tall as its chart.)"""
+        return chart_height(self.chart)
 
     def render(self) -> RenderableType:
         chart = self.chart

@@ -30,7 +30,6 @@ from gero_runner.storage.runs import RunInfo, list_runs, read_info, resolve_run
 from gero_tui.app.base import ExplorerApp
 from gero_tui.app.prefetch import Opened, Prefetch
 from gero_tui.app.screens.evaluations import EvaluationsScreen
-from gero_tui.app.screens.overview import OverviewScreen
 from gero_tui.app.worker_errors import worker_failure
 from gero_tui.query.source import RunSource, open_source
 from gero_tui.query.table import Page, TableFilter, TableSort
@@ -114,14 +113,18 @@ class GeroApp(ExplorerApp):
             opened = prefetch.take(self.run_id)
             if opened is not None:
                 self._adopt(opened)
-        if self.start_screen == "findings":
-            from gero_tui.app.screens.findings import FindingsScreen
+        if self.start_screen == "evaluations":
+            # The overview's module (and the widgets it imports) loads when escape asks for
+            # it: ~20 ms less before the table's first paint.
+            self.push_screen(EvaluationsScreen())
+        else:
+            from gero_tui.app.screens.overview import OverviewScreen
 
             self.push_screen(OverviewScreen())
-            self.push_screen(FindingsScreen())
-        else:
-            self.push_screen(EvaluationsScreen() if self.start_screen == "evaluations"
-                             else OverviewScreen())
+            if self.start_screen == "findings":
+                from gero_tui.app.screens.findings import FindingsScreen
+
+                self.push_screen(FindingsScreen())
         if self.source is None:
             self._open(self.run_id)
 
@@ -219,6 +222,8 @@ class GeroApp(ExplorerApp):
 
     def show_overview(self) -> None:
         """Back to the overview: pop to it, or make it in place of the table opened first."""
+        from gero_tui.app.screens.overview import OverviewScreen
+
         if not any(isinstance(s, OverviewScreen) for s in self.screen_stack):
             self.switch_screen(OverviewScreen())
             return

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pytest
 from conftest import settle
 from test_evaluations_keys import open_table
 
@@ -199,3 +200,33 @@ async def test_a_group_selected_under_a_filter_holds_only_the_rows_it_matched(
         await settle(pilot)
         # The group's two divergent levels, not its two passed ones.
         assert screen.selected_count == 2
+
+
+async def test_grouping_again_under_the_same_filter_reuses_its_table(
+        data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gero_tui.query.table import TableQuery
+
+    made: list[str] = []
+    group = TableQuery.group
+
+    def counting(self: TableQuery, *args: object, **kwargs: object) -> object:
+        made.append(args[1].key)  # type: ignore[attr-defined]
+        return group(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(TableQuery, "group", counting)
+    app = GeroApp(data_root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_table(pilot)
+        first: list[list[dict[str, object]]] = []
+        for _ in range(2):  # levels, dtypes, none; twice
+            for _ in range(3):
+                await pilot.press("m")
+                await settle(pilot)
+                first.append(rows(screen))
+        assert made == ["levels", "dtypes"]
+        # The same rows as the first time (repr: a failed path's error is NaN).
+        assert repr(first[3:]) == repr(first[:3])
+        await pilot.press("2", "m")  # another filter: grouped anew
+        await settle(pilot)
+        assert made == ["levels", "dtypes", "levels"]
+        assert screen.matching_count == 2  # Softmax f16's two shapes, extended and all merged

@@ -49,6 +49,9 @@ if TYPE_CHECKING:
     from gero_tui.app.base import ExplorerApp
 
 T = TypeVar("T")
+GROUP_CACHE = 4
+"""Grouped tables kept (a few MB each on a million rows): the two groupings of the last
+two filters."""
 
 
 class EvaluationsScreen(Screen[None]):
@@ -183,6 +186,9 @@ class EvaluationsScreen(Screen[None]):
         self._find_on_mount = find
         self._groups: GroupedRows | None = None
         """The grouped table the rows on screen come from."""
+        self._group_cache: dict[tuple[TableFilter, str], GroupedRows] = {}
+        """The grouped tables last made, by filter and grouping, newest last: ``m`` back to
+        one of them pages it again instead of grouping every row anew."""
         """Open with the find box focused (``/`` on the overview)."""
         self.set_reactive(EvaluationsScreen.table_filter, table_filter or TableFilter())
         self.set_reactive(EvaluationsScreen.sort, sort or TableSort())
@@ -274,6 +280,7 @@ class EvaluationsScreen(Screen[None]):
         if self.selection != Selection():
             self.selection = Selection()  # rows (and groups) of the run shown before
         self._groups = None
+        self._group_cache.clear()  # tables of the run shown before
         self._counted = None  # the count was the other run's
         self.refresh_rows()
 
@@ -300,7 +307,8 @@ class EvaluationsScreen(Screen[None]):
         counted = (self.table_filter, self.grouping)
         known = self.matching_count if self._counted == counted else None
         grouping = GROUPINGS.get(self.grouping or "")
-        groups = self._groups if self._groups is not None and known is not None else None
+        groups = (self._group_cache.get((self.table_filter, self.grouping))
+                  if self.grouping is not None else None)
         self._load_rows(self._rows_query, self._generation, self.table_filter, self.sort,
                         self.selection, limit, need_total=self.total_count is None,
                         known_count=known, grouping=grouping, groups=groups)
@@ -372,8 +380,13 @@ class EvaluationsScreen(Screen[None]):
         self._rows_query = None
         self.matching_count = message.count
         self._counted = (self.table_filter, self.grouping)
-        if self._groups is not None and message.groups is not self._groups:
-            self._drop_groups(self._groups.name)
+        if message.groups is not None and self.grouping is not None:
+            key = (self.table_filter, self.grouping)
+            self._group_cache.pop(key, None)
+            self._group_cache[key] = message.groups
+            while len(self._group_cache) > GROUP_CACHE:
+                old = self._group_cache.pop(next(iter(self._group_cache)))
+                self._drop_groups(old.name)
         self._groups = message.groups
         self.table.grouped_column = (None if message.groups is None
                                      else message.groups.grouping.column)

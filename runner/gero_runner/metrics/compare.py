@@ -33,9 +33,10 @@ one: an output held at exactly that value where the reference is beyond it satur
 
 @dataclass(frozen=True)
 class Saturation:
-    """Actual elements held at a narrower float type's largest finite value (± ``limit``)
-    where the reference lies beyond it: the path computed in that type and clamped (OpenVINO's
-    CPU plugin computes float64 in float32 and saturates rather than overflowing to inf)."""
+    """Mismatching actual elements held at a narrower float type's largest finite value
+    (± ``limit``): the path computed in that type and clamped what overflowed (OpenVINO's CPU
+    plugin computes float64 in float32 and saturates rather than returning ±inf: a float64
+    input of 4.49e307 comes back as 3.40e38, and log(1e-310) as -3.40e38)."""
 
     dtype: str
     limit: float
@@ -45,8 +46,8 @@ class Saturation:
 
     def describe(self, total: int) -> str:
         return (f"{self.count} of {total} elements held at ±{self.limit:.3g}, {self.dtype}'s "
-                f"largest value, where |reference| is up to {self.largest_reference:.3g} "
-                f"(computed in {self.dtype}, saturated)")
+                f"largest value (computed in {self.dtype}, clamped where it overflowed; "
+                f"|reference| there up to {self.largest_reference:.3g})")
 
 
 @dataclass(frozen=True)
@@ -336,7 +337,7 @@ def _saturation(a: np.ndarray, r: np.ndarray, mismatch: np.ndarray,
     for name, limit in NARROW_LIMITS:
         if limit >= wide:
             continue
-        held = (np.abs(am) == limit) & (np.abs(rm) > limit) & (np.sign(am) == np.sign(rm))
+        held = (np.abs(am) == limit) & (np.abs(rm) != limit)
         if held.any():
             return Saturation(name, limit, int(held.sum()), float(np.abs(rm[held]).max()))
     return None

@@ -234,8 +234,11 @@ def test_an_output_held_at_float32s_largest_value_is_named_as_saturated() -> Non
     assert (cmp.saturation.dtype, cmp.saturation.count) == ("float32", 2)
     result, reason = classify(cmp, rtol, atol)
     assert result == DIVERGENCE
-    assert ("2 of 4 elements held at ±3.4e+38, float32's largest value, where |reference| "
-            "is up to 4.49e+307 (computed in float32, saturated)") in reason
+    assert ("2 of 4 elements held at ±3.4e+38, float32's largest value (computed in float32, "
+            "clamped where it overflowed; |reference| there up to 4.49e+307)") in reason
+    # An overflow inside the path (log of a float64 subnormal is -inf in float32) clamps too.
+    log = compare(np.array([-f32_max, 0.0]), np.array([-713.0, 0.0]), rtol, atol)
+    assert log.saturation is not None and log.saturation.count == 1
     # An output at its own type's largest value is not saturation of a narrower type.
     own = compare(np.array([65504.0], np.float16), np.array([65536.0]), 5e-3, 5e-4,
                   unit="float16")

@@ -91,9 +91,11 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--size", default="120x40")
     parser.add_argument("--paints", type=int, default=5, help="starts timed to first paint")
+    parser.add_argument("--gero", type=Path, default=Path(sys.executable).parent / "gero",
+                        help="the gero command to time (default: this interpreter's)")
     args = parser.parse_args()
     width, height = args.size.split("x")
-    gero = Path(sys.executable).parent / "gero"
+    gero = args.gero
     command = f"{shlex.quote(str(gero))} tui --data-dir {shlex.quote(str(args.data_dir))}"
     paints = []
     for _ in range(args.paints):

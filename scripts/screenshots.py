@@ -5,8 +5,8 @@
     .venv/bin/python scripts/screenshots.py --data-dir /tmp/shots-data [--out screenshots]
 
 At 120×40: the overview, help, the run picker, the evaluations table (divergences and
-contract issues, largest error first; then grouped, levels merged; the check column's
-frequency view), the export dialog, an evaluation's detail (fields,
+contract issues, largest error first; then grouped, levels merged, a group selected; the
+check column's frequency view), the export dialog, an evaluation's detail (fields,
 histogram, side by side) and the per-operation histogram; at 80×24: the overview and the
 table. The evaluation shown is the divergence (else any observation with evidence) with
 the most elements, so that its views have something to show. A second run in the data
@@ -87,8 +87,9 @@ async def _wide(data_dir: Path, out: Path) -> list[Path]:
         s.shoot("run-picker")
         await s.keys("escape", "v", "2", "3", *SORT_BY_ERROR)
         s.shoot("evaluations")
-        # One row per case and check (levels merged), then the frequency of the check column.
-        await s.keys("m")
+        # One row per case and check (levels merged), its first group selected (space: every
+        # row of the group), then the frequency of the check column.
+        await s.keys("m", "space", "up")
         s.shoot("evaluations-grouped")
         await s.keys("m", "m", "right", "right", "F")
         s.shoot("frequency")

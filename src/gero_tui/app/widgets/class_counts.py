@@ -59,8 +59,10 @@ class ClassCounts(Static):
                 sub = Text(" · ".join(f"{counts.get(c, 0):,} {c.replace('_issue', '')}"
                                       for c in classes), style="dim")
             # The keys that open these rows, said as keys: "[34]" read like a count.
-            sub.append(f"  key {keys.replace(' ', ' or ')}" if len(classes) > 1
-                       else f"  key {keys}", style="dim")
+            # (At 80 columns "keys 3,4": "key 3 or 4" was cut to "key 3 or…".)
+            both = (f"keys {keys.replace(' ', ',')}" if narrow
+                    else f"key {keys.replace(' ', ' or ')}")
+            sub.append(f"  {both}" if len(classes) > 1 else f"  key {keys}", style="dim")
             if narrow:
                 grid.add_row(heading, figure, sub)
             else:

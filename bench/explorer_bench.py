@@ -13,6 +13,7 @@ picker is on screen (opening the picker is not the sort).
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import statistics
 import subprocess
@@ -21,7 +22,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-SESSION = "gero-bench"
+SESSION = f"gero-bench-{os.getpid()}"
+"""Per process: two benches on one machine (one tmux server) must not kill each other's."""
 POLL_S = 0.005
 
 

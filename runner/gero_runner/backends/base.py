@@ -56,6 +56,8 @@ class Backend(ABC):
     """The import name, probed without importing it."""
     extra: ClassVar[str | None] = None
     """gero's optional extra that installs it (None: a core dependency)."""
+    title: ClassVar[str] = ""
+    """How sentences name it ("ONNX Runtime"); its name when empty."""
 
     def installed(self) -> bool:
         return importlib.util.find_spec(self.module) is not None
@@ -70,6 +72,15 @@ class Backend(ABC):
     @abstractmethod
     def paths(self, threads: int) -> list[PathSpec]:
         """Every setting this runtime is run at, in display order (the first is its base)."""
+
+    def label(self) -> str:
+        return self.title or self.name
+
+    def model_baseline(self, paths: list[PathSpec]) -> PathSpec:
+        """Of this runtime's paths (``paths(threads)``), the one the model family measures
+        its noise floor on and judges a model's int8/fp16 variants against: its most
+        optimised setting (the last) unless a runtime says otherwise."""
+        return paths[-1]
 
     def supports(self, case: CaseInstance) -> str | None:
         """None when the runtime can take the case, else a one-line reason."""

@@ -25,6 +25,7 @@ class OnnxRuntime(Backend):
     prefix = "ort"
     distribution = "onnxruntime"
     module = "onnxruntime"
+    title = "ONNX Runtime"
 
     def paths(self, threads: int) -> list[PathSpec]:
         return [self.level(level, threads) for level in LEVEL_NAMES]

@@ -4,23 +4,30 @@ parity metrics for the outputs whose kind the user named.
 Runs for the ``models`` (shipped) and ``model`` (user) suites only. Rows (one per float
 output unless said otherwise; figures in ``details``):
 
-- ``model:noise-floor``: ONNX Runtime's own sensitivity: ``disable_all`` against ``all``,
-  and 16 ``all`` runs with 1e-7 relative noise on the float inputs.
-- ``model:fp32``: each ORT level and the ReferenceEvaluator against the arbiter (the float64
-  shadow or the shipped expected outputs; ORT ``all`` when there is neither): scaled error
-  ≤ 1e-4 for float32 (8 roundings of a narrower output dtype: 4e-3 for float16), and with a
-  decision task, argmax agreement at least the floor's.
-- ``model:VARIANT:vs-model``: the variant itself (ORT ``all`` on it) against the fp32
-  model it replaces (ORT ``all`` on the original), on the same inputs: row cosine (and
-  mean-pooled cosine) at least min(0.99, floor), argmax agreement with a decision task; the
-  floor is ORT's own sensitivity on the variant. What a user ships is judged here.
+Each selected runtime has a baseline setting (``Backend.model_baseline``: ONNX Runtime
+``all``, OpenVINO ``f32``, tract ``optimized``); the first selected runtime's baseline (ORT
+``all`` when ONNX Runtime runs) is the run's.
+
+- ``model:noise-floor``: each runtime's own sensitivity, on its baseline: its first setting
+  (ORT ``disable_all``) against the baseline, and 16 baseline runs with 1e-7 relative noise
+  on the float inputs.
+- ``model:fp32``: each runtime setting and the ReferenceEvaluator against the arbiter (the
+  float64 shadow or the shipped expected outputs; the run's baseline when there is
+  neither): scaled error ≤ 1e-4 for float32 (8 roundings of a narrower output dtype: 4e-3
+  for float16), and with a decision task, argmax agreement at least the floor's (the
+  runtime's own; the run's baseline's for the ReferenceEvaluator).
+- ``model:VARIANT:vs-model``: per runtime, the variant itself (its baseline on it) against
+  the fp32 model it replaces (its baseline on the original), on the same inputs: row cosine
+  (and mean-pooled cosine) at least min(0.99, floor), argmax agreement with a decision
+  task; the floor is that runtime's own sensitivity on the variant. What a user ships is
+  judged here.
 - ``model:VARIANT:cosine`` / ``:decision`` (int8) and ``model:fp16:scaled`` /
-  ``model:fp16:vs-fp32``: every other path on the variant against ORT ``all`` on it,
+  ``model:fp16:vs-fp32``: every other path on the variant against the run's baseline on it,
   gated as seed 002 says.
 - ``model:outputs``: one execution row per output that is not a tensor (a ZipMap's
   sequence of maps), naming it and its type.
-- ``parity:KIND``: ORT ``all`` and the ReferenceEvaluator against the arbiter with the
-  parity metric of the output's kind (``--output-kind``).
+- ``parity:KIND``: each runtime's baseline and the ReferenceEvaluator against the arbiter
+  with the parity metric of the output's kind (``--output-kind``).
 """
 
 from __future__ import annotations
@@ -31,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gero_runner.backends import ort
+from gero_runner import backends
+from gero_runner.backends.base import Backend, PathSpec
 from gero_runner.cases.base import ModelChecks
 from gero_runner.errors import error_text
 from gero_runner.metrics import model_level as ml
@@ -52,6 +60,33 @@ NOISE_RELATIVE = 1e-7
 Rows = list[Observation]
 
 
+@dataclasses.dataclass(frozen=True)
+class Baseline:
+    """A runtime's baseline setting for the model family, and its first setting (the other
+    end of its floor; the baseline itself when it has one setting)."""
+
+    backend: Backend
+    spec: PathSpec
+    first: PathSpec
+
+    @property
+    def label(self) -> str:
+        """As rows name it, e.g. 'onnxruntime:all'."""
+        return f"{self.backend.name}:{self.spec.optimization}"
+
+
+def baselines(ctx: CaseContext) -> list[Baseline]:
+    """Each selected runtime's baseline, in the run's order (the first is the run's)."""
+    out = []
+    for name in ctx.settings.backends:
+        backend = backends.get(name)
+        every = backend.paths(ctx.settings.threads)
+        chosen = [s for s in every if s.optimization in ctx.settings.levels] or every
+        spec = backend.model_baseline(chosen)
+        out.append(Baseline(backend, spec, chosen[0]))
+    return out
+
+
 class _Checker:
     def __init__(self, ctx: CaseContext) -> None:
         self.ctx = ctx
@@ -59,6 +94,7 @@ class _Checker:
         self.opts = self.case.model_checks or ModelChecks()
         self.decision = self.opts.task in DECISION_TASKS
         self.rows: Rows = []
+        self.baselines = [b for b in baselines(ctx) if b.spec.name in ctx.paths]
 
     # ------------------------------------------------------------------ helpers
     def _row(self, check: str, name: str, actual: PathResult, ref_name: str, ref_version: str,
@@ -90,22 +126,27 @@ class _Checker:
     def _float_outputs(self, outputs: list[np.ndarray]) -> list[int]:
         return [j for j, x in enumerate(outputs) if x.dtype.kind == "f"]
 
-    def _noisy_runs(self, model: bytes, label: str) -> list[list[np.ndarray]]:
-        """16 ORT ``all`` runs with 1e-7 relative noise on the float inputs."""
+    def _noisy_runs(self, model: bytes, label: str, base: Baseline) -> list[list[np.ndarray]]:
+        """16 runs of a runtime's baseline with 1e-7 relative noise on the float inputs."""
+        backend = base.backend
         with self.ctx.backend_time():
-            session = ort.make_session(model, ort.session_settings("all",
-                                                                    self.ctx.settings.threads))
+            session = backend.build(model, base.spec.settings)
         rng = np.random.default_rng([self.case.seed & 0xFFFFFFFF, len(label)])
         runs = []
-        for _ in range(NOISE_RUNS):
-            feeds = {}
-            for k, x in self.case.inputs.items():
-                if x.dtype.kind == "f":
-                    noise = 1.0 + NOISE_RELATIVE * rng.standard_normal(x.shape)
-                    x = (x.astype(np.float64) * noise).astype(x.dtype)
-                feeds[k] = x
+        try:
+            for _ in range(NOISE_RUNS):
+                feeds = {}
+                for k, x in self.case.inputs.items():
+                    if x.dtype.kind == "f":
+                        noise = 1.0 + NOISE_RELATIVE * rng.standard_normal(x.shape)
+                        x = (x.astype(np.float64) * noise).astype(x.dtype)
+                    feeds[k] = x
+                with self.ctx.backend_time():
+                    runs.append(backend.run(session, feeds))
+        finally:
             with self.ctx.backend_time():
-                runs.append(ort.run(session, feeds))
+                backend.release(session)
+                del session
         return runs
 
     def _floors(self, base: list[np.ndarray], disabled: list[np.ndarray] | None,
@@ -120,32 +161,53 @@ class _Checker:
         return floors
 
     # ------------------------------------------------------------------ fp32
-    def noise_floor_rows(self) -> dict[int, ml.Floor]:
-        paths = self.ctx.paths
-        base, disabled = paths.get("ort-all"), paths.get("ort-disable_all")
-        assert base is not None and base.outputs is not None
+    def _first_outputs(self, b: Baseline, paths: dict[str, PathResult]
+                       ) -> list[np.ndarray] | None:
+        """The outputs of the runtime's first setting, the floor's other end (None when it
+        is the baseline itself or failed)."""
+        first = paths.get(b.first.name) if b.first.name != b.spec.name else None
+        return first.outputs if first is not None and first.ok else None
+
+    def noise_floor_rows(self) -> dict[str, dict[int, ml.Floor]]:
+        """Each runtime's floor rows; its floors by output, by runtime."""
+        out = {}
+        for b in self.baselines:
+            path = self.ctx.paths[b.spec.name]
+            if path.ok:
+                out[b.backend.name] = self._noise_floor(b, path)
+        return out
+
+    def _noise_floor(self, b: Baseline, base: PathResult) -> dict[int, ml.Floor]:
+        assert base.outputs is not None
+        title = b.backend.label()
         try:
-            noisy = self._noisy_runs(self.case.model, "fp32")
+            noisy = self._noisy_runs(self.case.model, "fp32", b)
         except Exception as e:
-            self._fail("model:noise-floor", base, "onnxruntime-noise", error_text(e))
+            self._fail("model:noise-floor", base, f"{b.backend.name}-noise", error_text(e))
             return {}
-        dis = disabled.outputs if disabled is not None and disabled.ok else None
+        dis = self._first_outputs(b, self.ctx.paths)
         floors = self._floors(base.outputs, dis, noisy)
-        for j, (floor, first) in floors.items():
+        first = b.first.optimization
+        ends = f"{first} and " if dis is not None else ""
+        for j, (floor, first_stats) in floors.items():
             ok = not math.isnan(floor.row_cosine)
-            reason = (f"ONNX Runtime's own floor (disable_all and {NOISE_RUNS} runs with "
-                      f"{NOISE_RELATIVE:g} relative input noise, against all): row cosine "
+            reason = (f"{title}'s own floor ({ends}{NOISE_RUNS} runs with "
+                      f"{NOISE_RELATIVE:g} relative input noise, against "
+                      f"{b.spec.optimization}): row cosine "
                       f"{floor.row_cosine:.7f}, scaled error {floor.scaled_error:.3g}, floored "
                       f"relative error {floor.floored_rel_error:.3g}")
             if self.decision:
                 reason += f", argmax agrees on ≥ {floor.decisions_agree} of {floor.decisions}"
             if not ok:
-                reason = "non-finite output: ONNX Runtime's noise floor cannot be assessed"
+                reason = f"non-finite output: {title}'s noise floor cannot be assessed"
+            details: dict[str, Any] = {"floor": floor.as_dict(), "noise_runs": NOISE_RUNS,
+                                       "noise_relative": NOISE_RELATIVE}
+            if dis is not None:
+                details[f"{first}_vs_{b.spec.optimization}"] = first_stats
             self._row("model:noise-floor", self.ctx.output_names[j], base,
-                      "onnxruntime:disable_all+noise", base.version, base.outputs[j],
-                      base.outputs[j], PASSED if ok else CONTRACT_ISSUE, reason,
-                      {"floor": floor.as_dict(), "disable_all_vs_all": first,
-                       "noise_runs": NOISE_RUNS, "noise_relative": NOISE_RELATIVE})
+                      f"{b.label if dis is None else b.backend.name + ':' + first}+noise",
+                      base.version, base.outputs[j], base.outputs[j],
+                      PASSED if ok else CONTRACT_ISSUE, reason, details)
         return {j: f for j, (f, _) in floors.items()}
 
     def arbiter(self) -> tuple[str, str, list[np.ndarray]] | None:
@@ -156,19 +218,22 @@ class _Checker:
             return c.expected_label, c.expected_version, list(c.expected.values())
         return None
 
-    def fp32_rows(self, floors: dict[int, ml.Floor]) -> None:
+    def fp32_rows(self, floors: dict[str, dict[int, ml.Floor]]) -> None:
         paths = self.ctx.paths
         arb = self.arbiter()
-        base = paths.get("ort-all")
         candidates = [p for n, p in paths.items() if n != self.case.expected_label and p.ok]
-        if arb is None:  # no shadow, no shipped outputs: ORT `all` is the baseline
-            if base is None:
+        if arb is None:  # no shadow, no shipped outputs: the run's baseline is the arbiter
+            if not self.baselines or not paths[self.baselines[0].spec.name].ok:
                 return
-            arb = ("onnxruntime:all", base.version, list(base.outputs or []))
+            first = self.baselines[0]
+            base = paths[first.spec.name]
+            arb = (first.label, base.version, list(base.outputs or []))
             candidates = [p for p in candidates if p is not base]
         label, version, truth = arb
+        run_floors = floors.get(self.baselines[0].backend.name, {}) if self.baselines else {}
         for path in candidates:
             assert path.outputs is not None
+            own = floors.get(path.backend, run_floors)
             for j in self._float_outputs(path.outputs):
                 if j >= len(truth):
                     continue
@@ -179,13 +244,13 @@ class _Checker:
                               f"shape {list(a.shape)} differs from {label} {list(r.shape)}", {})
                     continue
                 stats = ml.output_stats(a, r, decision=self.decision)
-                gate = ml.fp32_gate(stats, floors.get(j), self.decision,
+                gate = ml.fp32_gate(stats, own.get(j), self.decision,
                                     ml.scaled_limit(a.dtype))
                 result = PASSED if gate.passed else (CONTRACT_ISSUE if not stats.finite
                                                      else DIVERGENCE)
                 self._row("model:fp32", name, path, label, version, a, r, result, gate.reason,
                           {**gate.figures, "arbiter": label,
-                           "floor": floors[j].as_dict() if j in floors else None},
+                           "floor": own[j].as_dict() if j in own else None},
                           (path.files[j] if j < len(path.files) else "", ""))
 
     # ------------------------------------------------------------------ parity
@@ -197,13 +262,13 @@ class _Checker:
             return
         paths = self.ctx.paths
         arb = self.arbiter()
-        base = paths["ort-all"]
+        bases = [paths[b.spec.name] for b in self.baselines if paths[b.spec.name].ok]
         ref = paths.get("onnx-reference")
         pairs: list[tuple[PathResult, str, str, list[np.ndarray]]] = []
         if arb is not None:
-            pairs = [(p, *arb) for p in (base, ref) if p is not None and p.ok]
+            pairs = [(p, *arb) for p in (*bases, ref) if p is not None and p.ok]
         elif ref is not None and ref.ok:
-            pairs = [(base, ref.backend, ref.version, list(ref.outputs or []))]
+            pairs = [(b, ref.backend, ref.version, list(ref.outputs or [])) for b in bases]
         tol = parity.ParityTolerances()
         for j, name in enumerate(self.ctx.output_names):
             kind = kinds.get(name)
@@ -233,11 +298,13 @@ class _Checker:
         from gero_runner.execution.paths import run_path, run_reference, runtime_specs
 
         ctx, case = self.ctx, self.case
-        fp32 = ctx.paths["ort-all"]
+        run_base = self.baselines[0]
+        fp32 = ctx.paths[run_base.spec.name]
+        base_label = f"{name}:{run_base.label}"
         try:
             model = var.build(name, case.model, case.inputs, case.seed)
         except Exception as e:
-            self._fail(f"model:{name}", fp32, f"{name}:onnxruntime:all",
+            self._fail(f"model:{name}", fp32, base_label,
                        f"building the {name} variant failed: {error_text(e)}")
             return
         ctx.writer.add_bytes(f"variants/{name}.onnx", model)
@@ -253,38 +320,50 @@ class _Checker:
             if p.outputs is not None:
                 p.files = [ctx.writer.add_array(f"outputs/{name}/{key}/output_{j}.npy", x)
                            for j, x in enumerate(p.outputs)]
-        base = runs["ort-all"]
+        base = runs[run_base.spec.name]
         if not base.ok:
-            self._fail(f"model:{name}", base, f"{name}:onnxruntime:all",
-                       f"ONNX Runtime cannot run the {name} variant: {base.error}")
+            self._fail(f"model:{name}", base, base_label,
+                       f"{run_base.backend.label()} cannot run the {name} variant: "
+                       f"{base.error}")
             return
         assert base.outputs is not None
-        others = [p for k, p in runs.items() if k != "ort-all"]
+        others = [p for p in runs.values() if p is not base]
         for p in others:
             if not p.ok:
-                self._fail(f"model:{name}", p, f"{name}:onnxruntime:all",
-                           f"{p.name} failed: {p.error}")
+                self._fail(f"model:{name}", p, base_label, f"{p.name} failed: {p.error}")
         others = [p for p in others if p.ok]
-        try:
-            noisy = self._noisy_runs(model, name)
-        except Exception as e:
-            self._fail(f"model:{name}:vs-model", base, "onnxruntime-noise", error_text(e))
-            return
-        disabled = runs.get("ort-disable_all")
-        dis = disabled.outputs if disabled is not None and disabled.ok else None
-        floors = self._floors(base.outputs, dis, noisy)
-        self._vs_model_rows(name, base, fp32, floors)
+        run_floors = None
+        for b in self.baselines:  # what each runtime's users would ship: its own judgement
+            own, original = runs[b.spec.name], ctx.paths[b.spec.name]
+            if not own.ok or not original.ok:
+                continue
+            assert own.outputs is not None
+            try:
+                noisy = self._noisy_runs(model, name, b)
+            except Exception as e:
+                self._fail(f"model:{name}:vs-model", own, f"{b.backend.name}-noise",
+                           error_text(e))
+                continue
+            floors = self._floors(own.outputs, self._first_outputs(b, runs), noisy)
+            self._vs_model_rows(name, own, original, floors, b)
+            if b is run_base:
+                run_floors = floors
+        if run_floors is None:
+            return  # the run's baseline could not be floored: its row says why
         if name == var.FP16:
-            self._fp16_rows(base, others, fp32)
+            self._fp16_rows(base, others, fp32, run_base)
         else:
-            self._int8_rows(name, base, others, fp32, floors)
+            self._int8_rows(name, base, others, fp32, run_floors, run_base)
 
     def _vs_model_rows(self, name: str, base: PathResult, fp32: PathResult,
-                       floors: dict[int, tuple[ml.Floor, list[dict[str, Any]]]]) -> None:
-        """The variant (ORT ``all`` on it) against the fp32 model it replaces (ORT ``all``
-        on the original), on the same inputs: what a user ships instead of the model."""
+                       floors: dict[int, tuple[ml.Floor, list[dict[str, Any]]]],
+                       b: Baseline) -> None:
+        """The variant (a runtime's baseline on it) against the fp32 model it replaces (the
+        same baseline on the original), on the same inputs: what a user ships instead of
+        the model."""
         assert base.outputs is not None and fp32.outputs is not None
         check = f"model:{name}:vs-model"
+        fp32_label = f"fp32:{b.label}"
         for j, (floor, _) in floors.items():
             out = self.ctx.output_names[j]
             a = base.outputs[j]
@@ -292,7 +371,7 @@ class _Checker:
                 continue
             r = fp32.outputs[j]
             if a.shape != r.shape:
-                self._row(check, out, base, "fp32:onnxruntime:all", fp32.version, a, None,
+                self._row(check, out, base, fp32_label, fp32.version, a, None,
                           DIVERGENCE, f"shape {list(a.shape)} differs from the fp32 model's "
                           f"{list(r.shape)}", {})
                 continue
@@ -304,7 +383,7 @@ class _Checker:
             if a.dtype == r.dtype and a.tobytes() == r.tobytes():
                 reason = (f"bit-identical to the fp32 model: the {name} variant changed "
                           f"nothing that reaches this output; {reason}")
-            self._row(check, out, base, "fp32:onnxruntime:all", fp32.version, a,
+            self._row(check, out, base, fp32_label, fp32.version, a,
                       r.astype(a.dtype) if r.dtype != a.dtype else r, _gate_class(gate, stats),
                       reason, {**gate.figures, "variant": name,
                                     "variant_vs_fp32": stats.as_dict()},
@@ -312,9 +391,10 @@ class _Checker:
 
     def _int8_rows(self, name: str, base: PathResult, others: list[PathResult],
                    fp32: PathResult,
-                   floors: dict[int, tuple[ml.Floor, list[dict[str, Any]]]]) -> None:
+                   floors: dict[int, tuple[ml.Floor, list[dict[str, Any]]]],
+                   b: Baseline) -> None:
         assert base.outputs is not None
-        ref_label = f"{name}:onnxruntime:all"
+        ref_label = f"{name}:{b.label}"
         for j, (floor, _) in floors.items():
             out = self.ctx.output_names[j]
             r = base.outputs[j]
@@ -341,9 +421,10 @@ class _Checker:
                               _gate_class(gate, stats), gate.reason,
                               {**gate.figures, "int8_vs_fp32": accuracy}, files)
 
-    def _fp16_rows(self, base: PathResult, others: list[PathResult], fp32: PathResult) -> None:
+    def _fp16_rows(self, base: PathResult, others: list[PathResult], fp32: PathResult,
+                   b: Baseline) -> None:
         assert base.outputs is not None and fp32.outputs is not None
-        ref_label = "fp16:onnxruntime:all"
+        ref_label = f"fp16:{b.label}"
         for j in self._float_outputs(base.outputs):
             out = self.ctx.output_names[j]
             r, f = base.outputs[j], fp32.outputs[j]
@@ -361,7 +442,7 @@ class _Checker:
                                          ort_vs_fp32)
                 for check, gate, ref, rl, rfile in (
                         ("model:fp16:scaled", same, r, ref_label, base.files[j]),
-                        ("model:fp16:vs-fp32", vs, f, "fp32:onnxruntime:all",
+                        ("model:fp16:vs-fp32", vs, f, f"fp32:{b.label}",
                          fp32.files[j] if j < len(fp32.files) else "")):
                     result = (CONTRACT_ISSUE if not finite else PASSED if gate.passed
                               else DIVERGENCE)
@@ -388,15 +469,10 @@ def run_model_checks(ctx: CaseContext) -> list[Observation]:
     """Entry point of the ``model`` family (execution.checks.FAMILIES)."""
     if ctx.case.suite not in MODEL_SUITES:
         return []
-    base = ctx.paths.get("ort-all")
-    if base is None:
-        # ONNX Runtime not selected: no noise floor of its own and no int8/fp16 variants
-        # (built and gated against it), but every runtime still meets the fp32 gate.
-        checker = _Checker(ctx)
-        if checker.arbiter() is not None:
-            checker.fp32_rows({})
-        return checker.rows
     checker = _Checker(ctx)
+    if not checker.baselines:
+        return []
+    base = ctx.paths[checker.baselines[0].spec.name]
     for name, kind in ctx.case.non_tensor_outputs.items():
         checker._fail("model:outputs", base, "-", f"output {name!r} is {kind}, not a tensor: "
                       "gero compares tensor outputs only, so this one is not compared", name)
@@ -411,7 +487,7 @@ def run_model_checks(ctx: CaseContext) -> list[Observation]:
         checker._fail("model:float64-shadow", shadow, "-",
                       f"the float64 shadow could not run: {shadow_error}")
     if not base.ok:
-        return checker.rows  # ORT `all` failed: its execution rows already say why
+        return checker.rows  # the run's baseline failed: its execution rows already say why
     floors = checker.noise_floor_rows()
     checker.fp32_rows(floors)
     checker.parity_rows()

@@ -27,7 +27,7 @@ from gero_runner.errors import GeroError
 from gero_runner.evidence.replay import replay_artifact
 from gero_runner.execution import pool
 from gero_runner.execution.context import RunSettings
-from gero_runner.run import RunRequest, collect_cases, execute
+from gero_runner.run import ModelOptions, RunRequest, collect_cases, execute
 from gero_runner.schema import EXECUTION, PASSED
 from gero_runner.storage.store import DataRoot, batch_from_bytes
 
@@ -126,12 +126,34 @@ def test_model_family_on_a_user_model(name: str, tmp_path: Path) -> None:
     path = tmp_path / "tiny.onnx"
     onnx.save(_conv_model(), path)
     request = RunRequest(models=[str(path)], data_root=tmp_path / "data", repeats=1,
-                         backends=("onnxruntime", name))
+                         backends=("onnxruntime", name),
+                         model_options=ModelOptions(variants=("fp16",)))
     record = execute(request)
     rows = _stored(tmp_path / "data", record.run_id)
     fp32 = {r["optimization"] for r in rows if r["check"] == "model:fp32"
             and r["backend"] == name}
     assert fp32 == set(_paths(name))
+    _has_its_own_floor_and_fp16_rows(rows, name, "fp16:onnxruntime:all")
+
+
+def _has_its_own_floor_and_fp16_rows(rows: list[dict[str, Any]], name: str,
+                                     fp16_baseline: str) -> None:
+    """The runtime's own noise floor and fp16 verdict, through the backend interface; its
+    settings run the float16 variant (OpenVINO once failed to feed it: the graph input that
+    feeds a Cast also takes the Cast's name)."""
+    mine = [r for r in rows if r["backend"] == name]
+    (floor,) = [r for r in mine if r["check"] == "model:noise-floor"]
+    assert floor["result"] == PASSED and floor["reference"].startswith(f"{name}:")
+    (vs_model,) = [r for r in mine if r["check"] == "model:fp16:vs-model"]
+    assert vs_model["reference"].startswith(f"fp32:{name}:"), vs_model["reason"]
+    fp16 = [r for r in mine if r["check"].startswith("model:fp16")]
+    assert fp16 and all(r["result"] != EXECUTION for r in fp16), [r["reason"] for r in fp16]
+    # Every setting of the runtime is gated against the run's baseline, but that itself.
+    _, backend, setting = fp16_baseline.split(":")
+    gated = {r["optimization"] for r in fp16 if r["check"] == "model:fp16:scaled"}
+    assert gated == set(_paths(name)) - ({setting} if backend == name else set())
+    assert {r["reference"] for r in fp16 if r["check"] == "model:fp16:scaled"} <= {
+        fp16_baseline}
 
 
 @pytest.mark.parametrize("name", [n for n in RUNTIMES if n != "onnxruntime"])
@@ -140,11 +162,16 @@ def test_model_family_without_onnxruntime(name: str, tmp_path: Path) -> None:
     path = tmp_path / "tiny.onnx"
     onnx.save(_conv_model(), path)
     record = execute(RunRequest(models=[str(path)], data_root=tmp_path / "data", repeats=1,
-                                backends=(name,)))
+                                backends=(name,),
+                                model_options=ModelOptions(variants=("fp16",))))
     rows = _stored(tmp_path / "data", record.run_id)
     fp32 = {r["optimization"] for r in rows if r["check"] == "model:fp32"
             and r["backend"] == name}
     assert fp32 == set(_paths(name))
+    # Without ONNX Runtime, this runtime's baseline is the run's: the fp16 gates judge the
+    # variant against it.
+    baseline = {"openvino": "f32", "tract": "optimized"}[name]
+    _has_its_own_floor_and_fp16_rows(rows, name, f"fp16:{name}:{baseline}")
 
 
 def _stored(root: Path, run_id: str) -> list[dict[str, Any]]:
@@ -183,10 +210,39 @@ def _openvino_paths() -> tuple[str, dict[str, dict[str, Any]], float]:
 def test_openvino_default_precision_is_its_own_labelled_path() -> None:
     _require("openvino")
     precision, paths, f32_error = _in_child(_openvino_paths)
-    assert set(paths) == {"f32", f"{precision}-default"}
-    assert paths[f"{precision}-default"]["inference_precision"] == precision
     assert paths["f32"]["inference_precision"] == "f32"
+    if precision == "f32":  # the default is the f32 path again: recorded on it, not rerun
+        assert set(paths) == {"f32"} and paths["f32"]["plugin_default"] == "f32"
+    else:
+        assert set(paths) == {"f32", f"{precision}-default"}
+        assert paths[f"{precision}-default"]["inference_precision"] == precision
     assert f32_error < 1e-4  # the f32 path computes a float32 Conv to float32 accuracy
+
+
+def _openvino_cached(cache: str) -> tuple[list[str], list[bytes]]:
+    """The Conv model compiled with the cache in ``cache`` twice (a miss, then a hit) and once
+    with the cache off, each run on the same input: the cache's files and the outputs."""
+    from gero_runner.backends import openvino
+
+    backend = backends.get("openvino")
+    spec = backend.paths(1)[0]
+    model = _conv_model().SerializeToString()
+    x = {"x": np.random.default_rng(2).standard_normal((1, 3, 8, 8)).astype(np.float32)}
+    outputs = []
+    for setting in (cache, cache, "off"):
+        os.environ["GERO_CACHE_DIR"] = setting
+        openvino.cache_dir.cache_clear()
+        (y,) = backend.run(backend.build(model, spec.settings), x)
+        outputs.append(y.tobytes())
+    folder = Path(cache)
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()), outputs
+
+
+def test_openvino_reuses_a_compiled_graph_from_its_cache(tmp_path: Path) -> None:
+    _require("openvino")
+    files, outputs = _in_child(_openvino_cached, str(tmp_path))
+    assert files and all(f.startswith("openvino-") for f in files)
+    assert outputs[0] == outputs[1] == outputs[2]  # a hit computes what a compile does
 
 
 def test_tract_reads_outputs_in_their_own_element_type() -> None:

@@ -52,20 +52,38 @@ def main(args: argparse.Namespace) -> int:
     for result in RESULT_CLASSES:
         print(f"  {RESULT_LABELS[result]:<24} {summary['counts'][result]:>7}")
     print()
+    timed = _timed_runtimes(summary["operations"])
+    several = len(timed) > 1  # one column per runtime, named; else ONNX Runtime's as before
+    columns = "".join(f"{_SHORT.get(b, b[:8]) + ' ms':>12}" for b in timed) if several \
+        else f"{'runtime ms':>12}"
     header = (f"{'operation':<28}{'passed':>8}{'diverg.':>8}{'contract':>9}{'exec.':>7}"
-              f"{'pairs':>7}{'runtime ms':>12}{'reference ms':>14}")
+              f"{'pairs':>7}{columns}{'reference ms':>14}")
     print(header)
     print("-" * len(header))
     for op in summary["operations"]:
+        by = op.get("runtime_median_ms_by_backend", {})
+        cells = "".join(f"{_ms(by.get(b)):>12}" for b in timed) if several \
+            else f"{_ms(op['runtime_median_ms']):>12}"
         print(f"{op['op_type'][:27]:<28}{op['passed']:>8}{op['divergence']:>8}"
               f"{op['contract_issue']:>9}{op['execution']:>7}{op['measured_pairs']:>7}"
-              f"{_ms(op['runtime_median_ms']):>12}{_ms(op['reference_median_ms']):>14}")
+              f"{cells}{_ms(op['reference_median_ms']):>14}")
     if summary["checks"]:
         _print_checks(summary["checks"], args.all_checks)
     _print_runtimes(summary["runtimes"])
     print("\nmedian of per-case medians in ms, Python call overhead included, session "
           "construction excluded; the reference evaluator's timings are context, not a ranking.")
     return code
+
+
+_SHORT = {"onnxruntime": "ort", "openvino": "openvino", "tract": "tract"}
+
+
+def _timed_runtimes(operations: list[dict[str, Any]]) -> list[str]:
+    """The runtimes with an inference time on some operation, in first-seen order."""
+    seen: dict[str, None] = {}
+    for op in operations:
+        seen.update(dict.fromkeys(op.get("runtime_median_ms_by_backend", {})))
+    return list(seen)
 
 
 def _print_runtimes(runtimes: dict[str, Any]) -> None:

@@ -65,6 +65,25 @@ def operations(view: OpenRun) -> list[OperationSummary]:
     return [OperationSummary(*row) for row in view.query(_OPERATIONS_SQL)]
 
 
+def runtime_medians(view: OpenRun) -> dict[str, dict[str, float]]:
+    """Per operation, each runtime's median over cases of its per-case median inference time
+    (ms), on its comparison rows (every setting together), runtimes by name."""
+    rows = view.query("""
+        WITH per_case AS (
+            SELECT op_type, backend, case_id, median(actual_median_ms) AS ms
+            FROM obs
+            WHERE "check" IN ('agreement', 'analytic', 'expected')
+              AND backend <> 'onnx-reference' AND isfinite(actual_median_ms)
+            GROUP BY ALL
+        )
+        SELECT op_type, backend, median(ms) FROM per_case GROUP BY op_type, backend
+        ORDER BY op_type, backend""")
+    out: dict[str, dict[str, float]] = {}
+    for op, backend, ms in rows:
+        out.setdefault(str(op), {})[str(backend)] = float(ms)
+    return out
+
+
 def check_outcomes(view: OpenRun) -> list[tuple[str, str, int, int]]:
     """Per operator (or model) and contract, variant or model-level check:
     (op_type, check, passed, not passed)."""
@@ -82,11 +101,13 @@ def summary_dict(view: OpenRun) -> dict[str, Any]:
     from gero_tui.query.runtimes import runtimes_dict
 
     record = view.record()
+    by_runtime = runtime_medians(view)
     return {
         "runtimes": runtimes_dict(view),
         "run": record,
         "counts": class_counts(view),
-        "operations": [asdict(o) for o in operations(view)],
+        "operations": [{**asdict(o), "runtime_median_ms_by_backend": by_runtime.get(o.op_type, {})}
+                       for o in operations(view)],
         "checks": [
             {"op_type": a, "check": b, "passed": c, "not_passed": d}
             for a, b, c, d in check_outcomes(view)

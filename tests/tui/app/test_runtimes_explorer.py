@@ -58,3 +58,16 @@ async def test_b_key_filters_by_runtime(two_runtimes: Path) -> None:
         screen = app.screen
         assert isinstance(screen, EvaluationsScreen)
         assert screen.table_filter.backends == frozenset({"onnx-reference"})
+
+
+async def test_timing_table_has_a_column_per_runtime(two_runtimes: Path) -> None:
+    from gero_tui.app.widgets.timing_table import TimingTable
+
+    app = GeroApp(two_runtimes)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(TimingTable)
+        labels = [str(c.label) for c in table.ordered_columns]
+        assert labels == ["Operation", "Pairs", "ORT", "tract", "Reference"]
+        row = [str(c).strip() for c in table.get_row("Relu")]
+        assert all(float(ms) > 0 for ms in row[2:]), row  # each runtime timed Relu

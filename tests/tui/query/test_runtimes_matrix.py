@@ -58,6 +58,23 @@ def test_summary_prints_the_matrix(data_root: Path, capsys: pytest.CaptureFixtur
     assert "runtimes: agreement / analytic / expected comparisons per setting" in out
     assert "tract           optimized" in out and "session build and run" in out
     assert f"tract {backends.get('tract').version()}" in out.splitlines()[1]
+    # The operations table times each runtime in a column of its own.
+    header = next(line for line in out.splitlines() if line.startswith("operation"))
+    assert "ort ms" in header and "tract ms" in header and "runtime ms" not in header
+    relu = next(line for line in out.splitlines() if line.startswith("Relu "))
+    assert relu.split()[-3:] and all(float(x) > 0 for x in relu.split()[-3:])
+
+
+def test_operations_give_each_runtime_its_median(data_root: Path) -> None:
+    from gero_tui.query.summary import runtime_medians, summary_dict
+
+    view = open_run(data_root)
+    medians = runtime_medians(view)
+    assert set(medians) == {"Relu", "Softmax"}
+    for by in medians.values():
+        assert list(by) == ["onnxruntime", "tract"] and all(ms > 0 for ms in by.values())
+    ops = {o["op_type"]: o for o in summary_dict(view)["operations"]}
+    assert ops["Relu"]["runtime_median_ms_by_backend"] == medians["Relu"]
 
 
 def test_lower_precision_is_named_from_the_recorded_settings(tmp_path: Path) -> None:

@@ -78,13 +78,16 @@ class OverviewScreen(Screen[None]):
     class Loaded(Message):
         def __init__(self, counts: dict[str, int], operations: list[OperationSummary],
                      per_runtime: list[tuple[str, str, dict[str, int]]] | None = None,
-                     notes: list[str] | None = None) -> None:
+                     notes: list[str] | None = None,
+                     runtime_ms: dict[str, dict[str, float]] | None = None) -> None:
             self.counts = counts
             self.operations = operations
             self.per_runtime = per_runtime or []
             """(operation, runtime, counts) when the run has several runtimes."""
             self.notes = notes or []
             """Runtime settings that compute below the precision the model declares."""
+            self.runtime_ms = runtime_ms or {}
+            """Per operation, each runtime's median inference time (ms)."""
             super().__init__()
 
     class FindingsCounted(Message):
@@ -168,14 +171,15 @@ class OverviewScreen(Screen[None]):
         # Deferred: the summary module imports the runner's schema, and so pyarrow (~0.2 s),
         # which the explorer does not pay before its first paint.
         from gero_tui.query.runtimes import lower_precision, operation_runtimes
-        from gero_tui.query.summary import class_counts, operations
+        from gero_tui.query.summary import class_counts, operations, runtime_medians
 
         try:
             notes = [f"ⓘ {lp.backend} {lp.optimization} computes {lp.dtype} tensors in "
                      f"{lp.precision} ({lp.not_passed} of {lp.observations} comparisons not "
                      "passed)" for lp in lower_precision(source)]
             self.post_message(self.Loaded(class_counts(source), operations(source),
-                                          operation_runtimes(source), notes))
+                                          operation_runtimes(source), notes,
+                                          runtime_medians(source)))
         except (duckdb.Error, GeroError) as e:
             self.post_message(self.Failed(str(e)))
 
@@ -224,9 +228,12 @@ class OverviewScreen(Screen[None]):
             problems.display = True
             problems.update("\n".join([*(f"⚠ {p}" for p in self.app.source.problems),
                                         *message.notes] if self.app.source else message.notes))
+        several = len({b for by in message.runtime_ms.values() for b in by}) > 1
         self.query_one(TimingTable).show([
-            (o.op_type, o.measured_pairs, o.runtime_median_ms, o.reference_median_ms)
-            for o in message.operations])
+            (o.op_type, o.measured_pairs,
+             message.runtime_ms.get(o.op_type, {}) if several or o.runtime_median_ms is None
+             else {"onnxruntime": o.runtime_median_ms},  # ORT's, timed beside the reference
+             o.reference_median_ms) for o in message.operations])
 
     def on_overview_screen_failed(self, message: Failed) -> None:
         self.notify(message.error, title="Overview query failed", severity="error", timeout=10)

@@ -12,20 +12,38 @@ def _ms(value: float | None) -> str:
 
 
 class TimingTable(DataTable[str]):
-    """Operation, measured pairs, runtime median, reference median (ms)."""
+    """Operation, measured pairs, each runtime's median and the reference median (ms)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        self._runtimes: tuple[str, ...] | None = None
 
     def on_mount(self) -> None:
+        self._columns(())
+
+    def _columns(self, runtimes: tuple[str, ...]) -> None:
+        """One column per runtime when there are several, else one named Runtime."""
+        if runtimes == self._runtimes:
+            return
+        self.clear(columns=True)
+        self._runtimes = runtimes
         self.add_column("Operation", key="op")
         self.add_column("Pairs", key="pairs")
-        self.add_column("Runtime", key="runtime")
+        if len(runtimes) > 1:
+            for name in runtimes:
+                self.add_column(_SHORT.get(name, name[:8]), key=f"runtime:{name}")
+        else:
+            self.add_column("Runtime", key="runtime")
         self.add_column("Reference", key="reference")
 
-    def show(self, rows: list[tuple[str, int, float | None, float | None]]) -> None:
-        """(operation, measured pairs, runtime median, reference median) per operation."""
+    def show(self, rows: list[tuple[str, int, dict[str, float], float | None]]) -> None:
+        """(operation, measured pairs, median per runtime, reference median) per operation."""
+        runtimes = tuple(dict.fromkeys(name for _, _, by, _ in rows for name in by))
+        self._columns(runtimes)
         self.clear()
-        for op, pairs, runtime, reference in rows:
-            self.add_row(op, f"{pairs:>5}", f"{_ms(runtime):>7}", f"{_ms(reference):>9}",
-                         key=op)
+        for op, pairs, by, reference in rows:
+            cells = [f"{_ms(by.get(name)):>7}" for name in runtimes] or [f"{_ms(None):>7}"]
+            self.add_row(op, f"{pairs:>5}", *cells, f"{_ms(reference):>9}", key=op)
+
+
+_SHORT = {"onnxruntime": "ORT", "openvino": "OpenVINO", "tract": "tract"}

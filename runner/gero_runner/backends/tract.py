@@ -7,6 +7,12 @@ optimises), hence the extra's ``<0.23``. tract loads models from a file, so the 
 written to a temporary file that lives only while the model is read. tract 0.22's
 ``Value.to_numpy`` reads every tensor as float32 whatever its element type (float16 outputs
 come back as garbage), so outputs are read here with the element type tract reports.
+
+tract analyses a graph from its declared input facts. Where it cannot (an input without a
+shape, a Flatten of symbolic dims: "Can not compute a shape with square of symbols"), the
+graph is analysed again with the case's concrete input shapes and element types
+(``set_input_fact``), once per input signature: the settings record this policy as
+``input_facts``, and a graph tract cannot run even with concrete shapes keeps its error.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ BACKEND = "tract"
 OPTIMIZED = "optimized"
 UNOPTIMIZED = "unoptimized"
 _PIPELINES = {OPTIMIZED: "into_optimized", UNOPTIMIZED: "into_typed"}
+INPUT_FACTS = "declared; the inputs' shapes where tract cannot analyse the declared ones"
 
 
 class Tract(Backend):
@@ -37,7 +44,8 @@ class Tract(Backend):
 
     def paths(self, threads: int) -> list[PathSpec]:
         # tract runs on the calling thread: no thread setting to record.
-        return [self.spec(level, 1, {"pipeline": _PIPELINES[level]})
+        return [self.spec(level, 1, {"pipeline": _PIPELINES[level],
+                                     "input_facts": INPUT_FACTS})
                 for level in (UNOPTIMIZED, OPTIMIZED)]
 
     def supports(self, case: CaseInstance) -> str | None:
@@ -52,27 +60,81 @@ class Tract(Backend):
 
     def run(self, session: Any, inputs: Arrays) -> list[np.ndarray]:
         with _short_errors():
+            if isinstance(session, _Concrete):
+                session = session.for_inputs(inputs)
             names, runnable = session
             outputs = runnable.run([np.ascontiguousarray(inputs[n]) for n in names])
             return [_to_numpy(o) for o in outputs]
 
     def _build(self, model: bytes, settings: Mapping[str, Any]) -> Any:
-        import tract
-
-        fd, path = tempfile.mkstemp(suffix=".onnx", prefix="gero-tract-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(model)
-            inference = tract.onnx().model_for_path(path)
-        finally:
-            os.unlink(path)
-        names = [inference.input_name(i) for i in range(inference.input_count())]
         pipeline = settings["pipeline"]
         if pipeline not in _PIPELINES.values():
             raise ValueError(f"unknown tract pipeline {pipeline!r}; known: "
                              f"{', '.join(_PIPELINES.values())}")
-        typed = getattr(inference, pipeline)()
-        return names, typed.into_runnable()
+        try:
+            return _runnable(model, pipeline, None)
+        except Exception:
+            if not _open_inputs(model):
+                raise
+            return _Concrete(model, pipeline)  # analysed on the first run, from its inputs
+
+
+def _runnable(model: bytes, pipeline: str, inputs: Arrays | None) -> tuple[list[str], Any]:
+    """The input names and a runnable of the graph, its input facts set from ``inputs``
+    (shape and element type) when given."""
+    import tract
+
+    fd, path = tempfile.mkstemp(suffix=".onnx", prefix="gero-tract-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(model)
+        inference = tract.onnx().model_for_path(path)
+    finally:
+        os.unlink(path)
+    names = [inference.input_name(i) for i in range(inference.input_count())]
+    if inputs is not None:
+        for i, name in enumerate(names):
+            x = inputs[name]
+            inference.set_input_fact(i, ",".join([*(str(d) for d in x.shape),
+                                                  _FACT_TYPES[x.dtype.str[1:]]]))
+    typed = getattr(inference, pipeline)()
+    return names, typed.into_runnable()
+
+
+class _Concrete:
+    """A graph tract analyses only with concrete input facts: one runnable per input
+    signature (shapes and element types), built on its first run."""
+
+    def __init__(self, model: bytes, pipeline: str) -> None:
+        self.model, self.pipeline = model, pipeline
+        self.runnables: dict[tuple[Any, ...], tuple[list[str], Any]] = {}
+
+    def for_inputs(self, inputs: Arrays) -> tuple[list[str], Any]:
+        key = tuple((k, x.shape, x.dtype.str) for k, x in inputs.items())
+        if key not in self.runnables:
+            self.runnables[key] = _runnable(self.model, self.pipeline, inputs)
+        return self.runnables[key]
+
+
+def _open_inputs(model: bytes) -> bool:
+    """Some graph input (not an initializer) has no shape or a dimension without a value."""
+    import onnx
+
+    graph = onnx.load_from_string(model).graph
+    weights = {t.name for t in graph.initializer}
+    for value in graph.input:
+        if value.name in weights:
+            continue
+        tensor = value.type.tensor_type
+        if not tensor.HasField("shape") or any(
+                not d.HasField("dim_value") for d in tensor.shape.dim):
+            return True
+    return False
+
+
+# NumPy element types (dtype.str without the byte order) -> tract's fact mnemonics.
+_FACT_TYPES = {"b1": "bool", "u1": "u8", "u2": "u16", "u4": "u32", "u8": "u64", "i1": "i8",
+               "i2": "i16", "i4": "i32", "i8": "i64", "f2": "f16", "f4": "f32", "f8": "f64"}
 
 
 @contextlib.contextmanager

@@ -261,6 +261,33 @@ def test_tract_reads_outputs_in_their_own_element_type() -> None:
             assert y.dtype == x.dtype and np.array_equal(y, x)
 
 
+def test_tract_takes_the_inputs_shapes_where_it_cannot_analyse_symbolic_ones() -> None:
+    backend = _require("tract")
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 12
+    flags = np.array([[True, False], [False, True]])
+    graphs = [  # tract: "Can not compute a shape with square of symbols"
+        ([helper.make_node("Flatten", ["x"], ["y"], axis=1)],
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "C", "L"]), x,
+         x.reshape(2, 12)),
+        # no declared shape at all: "Source node without a determined fact"
+        ([helper.make_node("Relu", ["x"], ["y"])],
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, None), x, np.maximum(x, 0)),
+        ([helper.make_node("Not", ["x"], ["y"])],
+         helper.make_tensor_value_info("x", TensorProto.BOOL, None), flags, ~flags)]
+    for nodes, declared, feed, expected in graphs:
+        graph = helper.make_graph(nodes, "g", [declared],
+                                  [helper.make_tensor_value_info("y", declared.type.tensor_type
+                                                                 .elem_type, None)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 9
+        for spec in backend.paths(1):
+            assert "input_facts" in spec.settings
+            session = backend.build(model.SerializeToString(), spec.settings)
+            for batch in (feed, feed[:1]):  # a second input signature: analysed again
+                (y,) = backend.run(session, {"x": batch})
+                assert np.array_equal(y, expected[:len(batch)]), (nodes[0].op_type, spec)
+
+
 def test_unknown_or_missing_runtime_is_named_with_its_pip_command(
         monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(GeroError, match="unknown backend 'nosuch'; choose from onnxruntime"):

@@ -135,23 +135,30 @@ class OpenVino(Backend):
 
     def run(self, session: Any, inputs: Arrays) -> list[np.ndarray]:
         compiled, request = session
-        request.infer({i: inputs[_input_name(p, inputs)] for i, p in enumerate(compiled.inputs)})
+        names = list(inputs)
+        request.infer({i: inputs[_input_name(p, names[i] if i < len(names) else None, inputs)]
+                       for i, p in enumerate(compiled.inputs)})
         # Copies: the request reuses its output buffers on the next run.
         return [np.array(request.get_output_tensor(i).data, copy=True)
                 for i in range(len(compiled.outputs))]
 
 
-def _input_name(port: Any, inputs: Arrays) -> str:
+def _input_name(port: Any, at: str | None, inputs: Arrays) -> str:
     """The graph input a compiled model's input port stands for. A port can carry several
     tensor names (a graph input that feeds a Cast straight away also takes the Cast's output
-    name, as in a float16 model with float32 inputs), and ``get_any_name`` may give either."""
+    name, as in a float16 model with float32 inputs), and ``get_any_name`` may give either;
+    a port whose names are all another tensor's (a graph input passed straight through to an
+    output, as by Dropout, takes the output's name) is the graph input at its position (the
+    ONNX frontend keeps the graph's input order)."""
     names = port.get_names()
     found = [n for n in inputs if n in names]
-    if len(found) != 1:
-        raise ValueError(f"OpenVINO input {port.get_any_name()!r} (names: "
-                         f"{', '.join(sorted(names))}) matches {len(found)} of the case's "
-                         f"inputs ({', '.join(inputs)})")
-    return found[0]
+    if len(found) == 1:
+        return found[0]
+    if not found and at is not None:
+        return at
+    raise ValueError(f"OpenVINO input {port.get_any_name()!r} (names: "
+                     f"{', '.join(sorted(names))}) matches {len(found)} of the case's "
+                     f"inputs ({', '.join(inputs)})")
 
 
 def _settings(hint: str, precision: str, threads: int) -> dict[str, Any]:

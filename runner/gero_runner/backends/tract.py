@@ -63,7 +63,7 @@ class Tract(Backend):
             if isinstance(session, _Concrete):
                 session = session.for_inputs(inputs)
             names, runnable = session
-            outputs = runnable.run([np.ascontiguousarray(inputs[n]) for n in names])
+            outputs = runnable.run([_value(inputs[n]) for n in names])
             return [_to_numpy(o) for o in outputs]
 
     def _build(self, model: bytes, settings: Mapping[str, Any]) -> Any:
@@ -156,6 +156,24 @@ _BACKTRACE = "Stack backtrace:"
 _DTYPES = {0x01: np.bool_, 0x11: np.uint8, 0x12: np.uint16, 0x14: np.uint32, 0x18: np.uint64,
            0x21: np.int8, 0x22: np.int16, 0x24: np.int32, 0x28: np.int64, 0x32: np.float16,
            0x34: np.float32, 0x38: np.float64}
+
+
+def _value(x: np.ndarray) -> Any:
+    """A tract value holding a copy of ``x``. tract 0.22's ``Value.from_numpy`` passes the
+    array through ``np.ascontiguousarray``, which makes a 0-d array shape [1]: a scalar
+    input then fails tract's fact check ("got 1,F32 -1, expected to match fact ,F32")."""
+    import ctypes
+
+    from tract.bindings import check, lib
+    from tract.value import Value, dt_numpy_to_tract
+
+    x = np.asarray(x, order="C")  # keeps a 0-d array 0-d
+    shape = (ctypes.c_size_t * x.ndim)(*x.shape)
+    ptr = ctypes.c_void_p()
+    check(lib.tract_value_from_bytes(dt_numpy_to_tract(x.dtype), ctypes.c_size_t(x.ndim), shape,
+                                     ctypes.c_void_p(x.__array_interface__["data"][0]),
+                                     ctypes.byref(ptr)))
+    return Value(ptr)
 
 
 def _to_numpy(value: Any) -> np.ndarray:

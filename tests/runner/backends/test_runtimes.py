@@ -288,6 +288,35 @@ def test_tract_takes_the_inputs_shapes_where_it_cannot_analyse_symbolic_ones() -
                 assert np.array_equal(y, expected[:len(batch)]), (nodes[0].op_type, spec)
 
 
+def _scalar_and_passthrough(name: str) -> list[tuple[list[int], list[int]]]:
+    """A 0-d input (tract's own from_numpy made it shape [1]) and an input the graph passes
+    straight to an output (OpenVINO's port then carries only the output's name), run on
+    every setting: the shapes of what came out and what was expected."""
+    backend = backends.get(name)
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "s"], ["y"]), helper.make_node("Dropout", ["x"], ["z"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+              helper.make_tensor_value_info("s", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    x, scalar = np.arange(6, dtype=np.float32).reshape(2, 3), np.array(0.5, np.float32)
+    wrong = []
+    for spec in backend.paths(1):
+        y, z = backend.run(backend.build(model.SerializeToString(), spec.settings),
+                           {"x": x, "s": scalar})
+        if not (np.array_equal(y, x + scalar) and np.array_equal(z, x)):
+            wrong.append((list(y.shape), list(z.shape)))
+    return wrong
+
+
+@pytest.mark.parametrize("name", RUNTIMES)
+def test_scalar_inputs_and_passed_through_inputs(name: str) -> None:
+    _require(name)
+    assert _in_child(_scalar_and_passthrough, name) == []
+
+
 def test_unknown_or_missing_runtime_is_named_with_its_pip_command(
         monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(GeroError, match="unknown backend 'nosuch'; choose from onnxruntime"):

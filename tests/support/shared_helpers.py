@@ -57,22 +57,27 @@ def classifier(path: Path, *, mixes_batch: bool = False) -> str:
                 [w1, w2, b])
 
 
-def never_ending_model() -> bytes:
-    """An ONNX model whose Loop never ends (no trip count, the condition stays true)."""
+def never_ending_model(name: str = "X", dtype: str = "float32",
+                       shape: tuple[int, ...] = (2,)) -> bytes:
+    """An ONNX model whose Loop never ends (no trip count, the condition stays true); its one
+    input ``name`` has ``dtype`` and ``shape``, so a case fed like that runs it for ever."""
+    import numpy as np
+
     h = helper
+    elem = h.np_dtype_to_tensor_dtype(np.dtype(dtype))
     body = h.make_graph(
         [h.make_node("Identity", ["cond_in"], ["cond_out"]),
          h.make_node("Add", ["x_in", "one"], ["x_out"])], "body",
         [h.make_tensor_value_info("i", TensorProto.INT64, []),
          h.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-         h.make_tensor_value_info("x_in", TensorProto.FLOAT, [2])],
+         h.make_tensor_value_info("x_in", elem, list(shape))],
         [h.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-         h.make_tensor_value_info("x_out", TensorProto.FLOAT, [2])],
-        [h.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
+         h.make_tensor_value_info("x_out", elem, list(shape))],
+        [h.make_tensor("one", elem, [1], np.ones(1, dtype))])
     graph = h.make_graph(
-        [h.make_node("Loop", ["", "cond", "X"], ["Y"], body=body)], "hang",
-        [h.make_tensor_value_info("X", TensorProto.FLOAT, [2])],
-        [h.make_tensor_value_info("Y", TensorProto.FLOAT, [2])],
+        [h.make_node("Loop", ["", "cond", name], ["Y"], body=body)], "hang",
+        [h.make_tensor_value_info(name, elem, list(shape))],
+        [h.make_tensor_value_info("Y", elem, list(shape))],
         [h.make_tensor("cond", TensorProto.BOOL, [], [True])])
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 19)], ir_version=10)
     return bytes(model.SerializeToString())

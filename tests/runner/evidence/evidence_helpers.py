@@ -17,4 +17,3 @@ def small_run(root: Path, run_id: str = "base", **overrides: object) -> DataRoot
 
 def artifact_dirs(root: DataRoot) -> list[Path]:
     return sorted(p for p in (root.path / "artifacts").glob("*/*") if p.is_dir())
-

@@ -17,6 +17,17 @@ from gero_runner.schema import FLOAT_DTYPES
 
 DEFAULT_TIMEOUT_S = 120.0
 EXECUTORS = ("local", "dask")
+
+
+def check_timeout(value: object) -> None:
+    """A per-case timeout is a positive, finite number of seconds (``inf`` would overflow
+    the waits, 0 would time out every case)."""
+    if not (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value) and value > 0):
+        raise GeroError(f"timeout (--timeout) must be a positive number of seconds, "
+                        f"got {value!r}")
+
+
 # Suites by name: "module:function" returning the cases of a request (imported lazily).
 SUITES: dict[str, str] = {
     "synthetic": "gero_runner.cases.synthetic.registry:cases_for_request",
@@ -108,10 +119,7 @@ class RunRequest:
             raise GeroError("--scheduler names a Dask scheduler; it needs --executor dask")
         if self.limit is not None and (isinstance(self.limit, bool) or self.limit < 1):
             raise GeroError(f"limit (--limit) must be at least 1, got {self.limit!r}")
-        if not (isinstance(self.timeout_s, int | float) and math.isfinite(self.timeout_s)
-                and self.timeout_s > 0):
-            raise GeroError(f"timeout (--timeout) must be a positive number of seconds, "
-                            f"got {self.timeout_s!r}")
+        check_timeout(self.timeout_s)
         if self.run_id is not None and (not _RUN_ID.fullmatch(self.run_id)
                                         or self.run_id in (".", "..")):
             raise GeroError(f"run id {self.run_id!r} must be a plain name: letters, digits, "

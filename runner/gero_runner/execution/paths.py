@@ -47,8 +47,7 @@ def run_path(backend: Backend, spec: PathSpec, case: CaseInstance, repeats: int)
     if unsupported is not None:
         path.error = f"not supported: {unsupported}"
         return path
-    if _running is not None:
-        _running(f"{spec.backend}\t{spec.optimization}")
+    note_running(spec.backend, spec.optimization)
     runs, times = [], []
     start = time.perf_counter()
     try:
@@ -65,8 +64,7 @@ def run_path(backend: Backend, spec: PathSpec, case: CaseInstance, repeats: int)
         return path
     finally:
         path.backend_seconds = time.perf_counter() - start
-        if _running is not None:
-            _running("")
+        note_running("")
     path.median_ms = float(np.median(times))
     path.outputs, path.repeats = runs[0], len(runs)
     path.deterministic = _identical(runs)
@@ -133,6 +131,12 @@ sets it so that a crash is attributed to the runtime that was running."""
 def set_running_hook(hook: Callable[[str], None] | None) -> None:
     global _running
     _running = hook
+
+
+def note_running(backend: str, optimization: str = "") -> None:
+    """Tell the hook which path starts (``backend`` empty: none runs now)."""
+    if _running is not None:
+        _running(f"{backend}\t{optimization}" if backend else "")
 
 
 def _identical(runs: list[list[np.ndarray]]) -> bool:

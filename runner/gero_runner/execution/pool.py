@@ -30,8 +30,10 @@ from typing import Any
 from gero_runner.cases.base import CaseInstance
 from gero_runner.execution import evaluate, paths
 from gero_runner.execution.context import CaseResult, RunSettings
+from gero_runner.errors import GeroError
 from gero_runner.execution.isolate import exit_with_parent
 from gero_runner.request import DEFAULT_TIMEOUT_S
+from gero_runner.schema import Observation
 from gero_runner.storage.store import batch_bytes
 
 
@@ -48,6 +50,44 @@ class DiskFullReport:
     filename: str
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A worker's answer when the task refused its input (a ``GeroError``: the user's module
+    does not import, its outputs do not fit the kinds given): the run stops and says so."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class Task:
+    """What workers do with each item, and the rows of an item whose worker died or hung.
+
+    Both are module-level functions (a fork server pickles them by name). ``evaluate`` runs
+    in a worker; ``failed(item, settings, message, running)`` runs in the parent, with the
+    path the worker was inside (``backend\toptimization``, empty if unknown). With
+    ``refuses`` set, a ``GeroError`` from ``evaluate`` stops the run with its message
+    instead of becoming the item's row.
+    """
+
+    evaluate: Callable[[Any, Any], CaseResult]
+    failed: Callable[[Any, Any, str, str], list[Observation]]
+    refuses: bool = False
+
+
+def _evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
+    # Looked up at call time so tests can substitute the evaluator before forking.
+    return evaluate.evaluate_case(case, settings)
+
+
+def _case_failed(case: CaseInstance, settings: RunSettings, message: str,
+                 running: str) -> list[Observation]:
+    return evaluate.execution_rows(case, message, running)
+
+
+CASES = Task(_evaluate_case, _case_failed)
+"""``gero run``'s task: every path, comparison and check of a case."""
+
+
 TICK_S = 1.0
 PREFETCH_BYTES = 48 * 1024
 """A worker is sent its next case while it still runs one, when that case pickles this
@@ -60,7 +100,7 @@ RUNNING_BYTES = 128
 """Room for the running path's ``backend\toptimization`` in the worker's shared buffer."""
 
 
-def _worker_main(conn: Connection, settings: RunSettings, running: Any, parent: int | None,
+def _worker_main(conn: Connection, task: Task, settings: Any, running: Any, parent: int | None,
                  inherited: list[Connection]) -> None:
     exit_with_parent(os.getppid() if parent is None else parent)
     for other in inherited:  # the parent's ends, copied by fork: not ours to hold
@@ -84,8 +124,7 @@ def _worker_main(conn: Connection, settings: RunSettings, running: Any, parent: 
             return
         index, case = pickle.loads(message)
         try:
-            # Looked up at call time so tests can substitute the evaluator before forking.
-            result = evaluate.evaluate_case(case, settings)
+            result = task.evaluate(case, settings)
             # Arrow form made here, in parallel, not in the parent that serves every worker.
             result = dataclasses.replace(result, rows=[], batch=batch_bytes(result.rows))
             conn.send((index, result, None))
@@ -94,6 +133,9 @@ def _worker_main(conn: Connection, settings: RunSettings, running: Any, parent: 
                 conn.send((index, None, traceback.format_exc(limit=8)))
             else:  # not the case's fault: the run stops and says so
                 conn.send((index, None, DiskFullReport(str(e.filename or ""))))
+        except GeroError as e:
+            conn.send((index, None, Refusal(str(e)) if task.refuses
+                       else traceback.format_exc(limit=8)))
         except Exception:  # an evaluator bug must not take the run down
             conn.send((index, None, traceback.format_exc(limit=8)))
 
@@ -101,7 +143,7 @@ def _worker_main(conn: Connection, settings: RunSettings, running: Any, parent: 
 class _Worker:
     """A child process and the cases sent to it, in the order it runs them."""
 
-    def __init__(self, ctx: Any, settings: RunSettings,
+    def __init__(self, ctx: Any, task: Task, settings: Any,
                  others: Sequence[_Worker] = ()) -> None:
         self.conn, child = ctx.Pipe()
         self.running = ctx.Array("c", RUNNING_BYTES, lock=False)
@@ -111,18 +153,18 @@ class _Worker:
         forked = ctx.get_start_method() == "fork"
         inherited = [self.conn, *(w.conn for w in others if not w.conn.closed)] if forked else []
         self.process = ctx.Process(target=_worker_main, daemon=True,
-                                   args=(child, settings, self.running,
+                                   args=(child, task, settings, self.running,
                                          os.getpid() if forked else None, inherited))
         self.process.start()
         child.close()
-        self.queue: deque[tuple[int, CaseInstance]] = deque()
+        self.queue: deque[tuple[int, Any]] = deque()
         self.started = 0.0
         """When the case at the head of the queue started running."""
 
     def accepts(self, message: bytes) -> bool:
         return not self.queue or (len(self.queue) == 1 and len(message) <= PREFETCH_BYTES)
 
-    def submit(self, index: int, case: CaseInstance, message: bytes) -> bool:
+    def submit(self, index: int, case: Any, message: bytes) -> bool:
         """Send a case; False when the worker is gone (the case was not sent)."""
         try:
             self.conn.send_bytes(message)
@@ -133,7 +175,7 @@ class _Worker:
         self.queue.append((index, case))
         return True
 
-    def finish_head(self) -> tuple[int, CaseInstance]:
+    def finish_head(self) -> tuple[int, Any]:
         """The running case is done: the next one in the queue starts now."""
         head = self.queue.popleft()
         self.started = time.monotonic()
@@ -169,16 +211,18 @@ def _context() -> Any:
     return mp.get_context("fork")
 
 
-def run_cases(cases: Sequence[CaseInstance], settings: RunSettings, jobs: int = 1,
+def run_cases(cases: Sequence[Any], settings: Any, jobs: int = 1,
               timeout_s: float = DEFAULT_TIMEOUT_S,
               on_done: Callable[[Outcome], None] | None = None,
-              tick: Callable[[], None] | None = None) -> Iterator[Outcome]:
+              tick: Callable[[], None] | None = None, task: Task = CASES) -> Iterator[Outcome]:
     """Yield one Outcome per case (in completion order), isolating each in a worker.
 
-    ``tick`` is called at least every ``TICK_S`` while cases run (the run saves its
-    finished cases on time even while a slow case holds every worker).
+    ``cases`` are the items ``task`` evaluates with ``settings`` (``CaseInstance`` and
+    ``RunSettings`` for ``gero run``). ``tick`` is called at least every ``TICK_S`` while
+    cases run (the run saves its finished cases on time even while a slow case holds every
+    worker).
     """
-    pool = WorkerPool(settings, min(jobs, len(cases)))
+    pool = WorkerPool(settings, min(jobs, len(cases)), task=task)
     try:
         yield from pool.run(cases, timeout_s, on_done, tick)
     finally:
@@ -192,8 +236,10 @@ class WorkerPool:
     ``ctx`` is the multiprocessing context that starts them (default: ``_context()``).
     """
 
-    def __init__(self, settings: RunSettings, jobs: int = 1, ctx: Any = None) -> None:
+    def __init__(self, settings: Any, jobs: int = 1, ctx: Any = None,
+                 task: Task = CASES) -> None:
         self.settings = settings
+        self.task = task
         self.jobs = max(1, jobs)
         self.ctx = _context() if ctx is None else ctx
         self.workers: list[_Worker] = []
@@ -210,18 +256,18 @@ class WorkerPool:
             w.kill()
         self.workers = []
 
-    def run(self, cases: Sequence[CaseInstance], timeout_s: float = DEFAULT_TIMEOUT_S,
+    def run(self, cases: Sequence[Any], timeout_s: float = DEFAULT_TIMEOUT_S,
             on_done: Callable[[Outcome], None] | None = None,
             tick: Callable[[], None] | None = None) -> Iterator[Outcome]:
         """Yield one Outcome per case (in completion order; ``Outcome.index`` is the
         position in ``cases``); see ``run_cases``."""
-        ctx, settings = self.ctx, self.settings
+        ctx, settings, task = self.ctx, self.settings, self.task
         # Pending cases, next first; a dead worker's queued cases go back to the front.
-        pending: deque[tuple[int, CaseInstance, bytes | None]] = deque(
+        pending: deque[tuple[int, Any, bytes | None]] = deque(
             (i, case, None) for i, case in enumerate(cases))
         workers = self.workers
         while len(workers) < min(self.jobs, max(1, len(cases))):
-            workers.append(_Worker(ctx, settings, workers))
+            workers.append(_Worker(ctx, task, settings, workers))
 
         def fill(worker: _Worker) -> None:
             while pending and worker.process.is_alive():
@@ -237,9 +283,9 @@ class WorkerPool:
                     return
                 pending.popleft()
 
-        def fallback(index: int, case: CaseInstance, started: float, message: str,
+        def fallback(index: int, case: Any, started: float, message: str,
                      running: str = "") -> Outcome:
-            rows = evaluate.execution_rows(case, message, running)
+            rows = task.failed(case, settings, message, running)
             return Outcome(index, CaseResult(rows, 0.0, time.monotonic() - started))
 
         try:
@@ -249,7 +295,7 @@ class WorkerPool:
                 for i, w in enumerate(workers):
                     if not w.queue and not w.process.is_alive():  # died idle: replace it
                         w.kill()
-                        workers[i] = w = _Worker(ctx, settings, workers)
+                        workers[i] = w = _Worker(ctx, task, settings, workers)
                         fill(w)
                 busy = [w for w in workers if w.queue]
                 if not busy:
@@ -277,6 +323,8 @@ class WorkerPool:
                             if isinstance(error, DiskFullReport):
                                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC),
                                               error.filename or None)
+                            if isinstance(error, Refusal):
+                                raise GeroError(error.message)
                             started = w.started
                             _, case = w.finish_head()
                             outcome = (Outcome(index, result) if error is None
@@ -294,7 +342,7 @@ class WorkerPool:
                                            w.running.value.decode(errors="replace"))
                         pending.extendleft((j, c, None) for j, c in reversed(w.queue))
                         w.kill()
-                        workers[i] = w = _Worker(ctx, settings, workers)
+                        workers[i] = w = _Worker(ctx, task, settings, workers)
                     if outcome is None:
                         continue
                     if on_done is not None:

@@ -40,7 +40,7 @@ from gero_runner.execution.context import (
     RunSettings,
     finish_row,
 )
-from gero_runner.execution.paths import run_path
+from gero_runner.execution.paths import note_running, run_path
 from gero_runner.metrics.compare import Comparison, compare
 from gero_runner.metrics.parity import (
     CONFIDENCE,
@@ -56,6 +56,7 @@ from gero_runner.parity.export import DEFAULT_OPSET, ExportError, export_onnx
 from gero_runner.parity.module import InputSpec, flatten_outputs, make_inputs
 from gero_runner.parity.torch_support import require_torch
 from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, PASSED, Observation
+from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import sha256, tensor_hash, tensors_hash
 from gero_runner.tolerances import ToleranceTable
 
@@ -135,7 +136,9 @@ def evaluate_sample(module: Any, module_spec: str, specs: list[InputSpec], sampl
 
     start = time.perf_counter()
     inputs = make_inputs(specs, seed)
+    note_running(PYTORCH, NOT_APPLICABLE)  # a crash or hang in here is PyTorch's
     pt, pt_names = run_pytorch(module, inputs, settings.repeats, settings.threads)
+    note_running("")
     assert pt.outputs is not None
     check_kinds(settings.output_kinds, pt_names, pt.outputs)
 
@@ -145,11 +148,14 @@ def evaluate_sample(module: Any, module_spec: str, specs: list[InputSpec], sampl
     if model is None:
         torch = require_torch()
         args = tuple(torch.from_numpy(np.array(x, copy=True)) for x in inputs.values())
+        note_running(EXPORTER, NOT_APPLICABLE)
         try:
             model = export_onnx(module, args, list(inputs), pt_names,
                                 [x.ndim for x in pt.outputs], settings.opset)
         except ExportError as e:
             exporter.error = str(e)
+        finally:
+            note_running("")
     names = list(pt_names)
     if model is not None:
         graph = onnx.load_from_string(model).graph
@@ -160,14 +166,10 @@ def evaluate_sample(module: Any, module_spec: str, specs: list[InputSpec], sampl
         if onnx_model is not None:
             check_kinds(settings.output_kinds, names, pt.outputs)
 
-    case = CaseInstance(
-        suite=SUITE, case_id=f"{SUITE}/{module_spec}/{'/'.join(s.label for s in specs)}/"
-                             f"sample{sample}",
-        op_type=module_spec, case_name=f"sample {sample}: " + " ".join(s.label for s in specs),
-        dtype=str(pt.outputs[0].dtype) if pt.outputs else "float32", seed=seed,
-        model=model or b"", inputs=inputs, expected=dict(zip(names, pt.outputs, strict=True)),
-        expected_label=PYTORCH, expected_version=pt.version,
-    )
+    case = _sample_case(module_spec, specs, sample, seed, model or b"", inputs,
+                        dtype=str(pt.outputs[0].dtype) if pt.outputs else "float32",
+                        expected=dict(zip(names, pt.outputs, strict=True)),
+                        version=pt.version)
     writer, input_files = start_evidence(model, inputs)
     paths: dict[str, PathResult] = {PYTORCH: pt}
     backend_start = time.perf_counter()
@@ -200,6 +202,49 @@ def evaluate_sample(module: Any, module_spec: str, specs: list[InputSpec], sampl
     artifact = writer.write(Path(settings.data_root))
     rows = [finish_row(r, artifact) for r in rows]
     return CaseResult(rows, backend_seconds, time.perf_counter() - start)
+
+
+def _sample_case(module_spec: str, specs: list[InputSpec], sample: int, seed: int,
+                 model: bytes, inputs: dict[str, np.ndarray], dtype: str,
+                 expected: dict[str, np.ndarray] | None, version: str) -> CaseInstance:
+    return CaseInstance(
+        suite=SUITE, case_id=f"{SUITE}/{module_spec}/{'/'.join(s.label for s in specs)}/"
+                             f"sample{sample}",
+        op_type=module_spec, case_name=f"sample {sample}: " + " ".join(s.label for s in specs),
+        dtype=dtype, seed=seed, model=model, inputs=inputs, expected=expected,
+        expected_label=PYTORCH, expected_version=version)
+
+
+STAGES = {PYTORCH: "PyTorch", EXPORTER: EXPORTER, ort.BACKEND: "ONNX Runtime"}
+"""How a failed sample's reason names the stage its worker was in."""
+
+
+def failed_sample_rows(module_spec: str, specs: list[InputSpec], sample: int, seed: int,
+                       onnx_model: bytes | None, settings: ParitySettings, message: str,
+                       running: str) -> list[Observation]:
+    """The observation of a sample whose worker crashed or hung: what happened, in the
+    stage that was running (building or running the module, exporting it, an ONNX Runtime
+    level) when the worker said which."""
+    torch_version = str(require_torch().__version__)
+    backend, _, optimization = running.partition("\t")
+    if backend in STAGES:
+        version = ort.RUNTIME.version() if backend == ort.BACKEND else torch_version
+        level = f" ({optimization})" if backend == ort.BACKEND else ""
+        message = f"{STAGES[backend]}{level}: {message}"
+    else:
+        backend, version = "worker", ""
+    path = PathResult("worker", backend, version, optimization or NOT_APPLICABLE, 0, {})
+    inputs = make_inputs(specs, seed)
+    dtype = next((s.dtype for s in specs if s.dtype.startswith("float")), "float32")
+    case = _sample_case(module_spec, specs, sample, seed, onnx_model or b"", inputs, dtype,
+                        None, torch_version)
+    ctx = CaseContext(case, RunSettings(data_root=""), ToleranceTable(), EvidenceWriter(), {},
+                      [], sha256(case.model), tensors_hash(inputs.values()))
+    row = ctx.row(check=ELEMENTWISE_CHECK, output_name="", actual=path, reference_name=PYTORCH,
+                  reference_version=torch_version, dtype=dtype, cmp=None,
+                  rtol=settings.tolerances.rtol, atol=settings.tolerances.atol,
+                  result=EXECUTION, reason=message, details={"stage": backend})
+    return [finish_row(row, "")]
 
 
 def _check_graph_inputs(graph_inputs: list[str], specs: list[InputSpec]) -> None:

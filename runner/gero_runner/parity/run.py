@@ -3,6 +3,11 @@
 The run is written exactly like ``gero run`` writes one (``gero_runner.run.store_results``: new
 observations, sightings, run.json with suite ``parity``), so summary, export, diff and the
 explorer read it unchanged.
+
+PyTorch, the exporter and ONNX Runtime run in ``gero run``'s worker processes
+(``execution.pool``), never in this one: the module is built in the worker, each sample is
+bounded by ``--timeout``, and a sample whose worker crashes or hangs is an ``execution``
+observation naming the stage it was in; the run goes on.
 """
 
 from __future__ import annotations
@@ -11,17 +16,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from gero_runner.errors import GeroError
-from gero_runner.execution.pool import Outcome
+from gero_runner.execution.context import NOT_APPLICABLE, CaseResult
+from gero_runner.execution.paths import note_running
+from gero_runner.execution.pool import Outcome, Task, run_cases
 from gero_runner.metrics.parity import ParityTolerances
-from gero_runner.parity.evaluate import SUITE, ParitySettings, evaluate_sample
+from gero_runner.parity.evaluate import (
+    PYTORCH,
+    SUITE,
+    ParitySettings,
+    evaluate_sample,
+    failed_sample_rows,
+)
 from gero_runner.parity.export import DEFAULT_OPSET, OPSETS
 from gero_runner.parity.module import InputSpec, load_module
 from gero_runner.parity.torch_support import require_torch
+from gero_runner.request import DEFAULT_TIMEOUT_S, check_timeout
 from gero_runner.run import allocate_run_id, store_results
-from gero_runner.schema import Observation, RunRecord
-from gero_runner.storage.store import DataRoot
+from gero_runner.schema import OBSERVATION_FIELDS, Observation, RunRecord
+from gero_runner.storage.store import DataRoot, batch_from_bytes
 from gero_runner.tolerances import ToleranceTable
 
 
@@ -46,6 +61,49 @@ class ParityRequest:
     command_line: str = ""
     search_path: Path | None = None
     """Put first on sys.path before importing the module (the CLI passes the cwd)."""
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    """Per sample: building the module (first sample of a worker), PyTorch, the export and
+    every ONNX Runtime level."""
+
+
+@dataclass(frozen=True)
+class ParityWork:
+    """What a parity worker needs to build the module and evaluate any sample."""
+
+    module: str
+    checkpoint: str | None
+    search_path: str | None
+    inputs: tuple[InputSpec, ...]
+    seed: int
+    onnx_model: bytes | None
+    settings: ParitySettings
+
+
+_built: dict[tuple[str, str | None, str | None], Any] = {}
+"""The module of this worker process, built for its first sample."""
+
+
+def _evaluate(sample: int, work: ParityWork) -> CaseResult:
+    key = (work.module, work.checkpoint, work.search_path)
+    if key not in _built:
+        note_running(PYTORCH, NOT_APPLICABLE)  # a factory that hangs or crashes is PyTorch's stage
+        require_torch().set_num_threads(work.settings.threads)
+        _built[key] = load_module(work.module, None if work.checkpoint is None
+                                  else Path(work.checkpoint),
+                                  None if work.search_path is None else Path(work.search_path))
+        note_running("")
+    return evaluate_sample(_built[key], work.module, list(work.inputs), sample,
+                           work.seed + sample, work.onnx_model, work.settings)
+
+
+def _failed(sample: int, work: ParityWork, message: str, running: str) -> list[Observation]:
+    return failed_sample_rows(work.module, list(work.inputs), sample, work.seed + sample,
+                              work.onnx_model, work.settings, message, running)
+
+
+PARITY = Task(_evaluate, _failed, refuses=True)
+"""A module that does not import or build, or outputs that do not fit the kinds given,
+stop the run with their sentence (exit 2), as before any sample ran."""
 
 
 @dataclass
@@ -66,6 +124,7 @@ def run_parity(request: ParityRequest,
                         f"{', '.join(str(o) for o in OPSETS)}")
     if request.threads < 1 or request.repeats < 1:
         raise GeroError("--threads and --repeats must be at least 1")
+    check_timeout(request.timeout_s)
     onnx_model = None
     if request.onnx is not None:
         if not request.onnx.is_file():
@@ -75,17 +134,24 @@ def run_parity(request: ParityRequest,
     root = DataRoot(request.data_root)
     run_id = allocate_run_id(root, request.run_id, started)
 
-    torch = require_torch()
-    torch.set_num_threads(request.threads)
-    module = load_module(request.module, request.checkpoint, request.search_path)
+    require_torch()  # its absence is said here, not by a worker
     settings = ParitySettings(data_root=str(request.data_root), tolerances=request.tolerances,
                               output_kinds=dict(request.output_kinds), threads=request.threads,
                               repeats=request.repeats, opset=request.opset)
+    work = ParityWork(request.module, None if request.checkpoint is None
+                      else str(request.checkpoint.resolve()),
+                      None if request.search_path is None else str(request.search_path),
+                      tuple(request.inputs), request.seed, onnx_model, settings)
     results: dict[int, Outcome] = {}
-    for sample in range(request.samples):
-        result = evaluate_sample(module, request.module, request.inputs, sample,
-                                 request.seed + sample, onnx_model, settings)
-        results[sample] = Outcome(sample, result)
+    for outcome in run_cases(range(request.samples), work, jobs=1,
+                             timeout_s=request.timeout_s, task=PARITY):
+        batch = outcome.result.batch
+        rows = outcome.result.rows if batch is None else [
+            Observation(**{k: v for k, v in row.items() if k in OBSERVATION_FIELDS})
+            for row in batch_from_bytes(batch).to_pylist()]
+        results[outcome.index] = Outcome(outcome.index, CaseResult(
+            rows, outcome.result.backend_seconds, outcome.result.total_seconds,
+            outcome.result.evidence_seconds))
 
     dtypes = sorted({str(r["dtype"]) for o in results.values() for r in o.result.rows
                      if str(r["dtype"]).startswith("float")})

@@ -51,6 +51,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--threads", type=int, default=1,
                    help="threads for PyTorch and ONNX Runtime intra-op (default 1)")
     p.add_argument("--repeats", type=int, default=3, help="timed runs per path")
+    p.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds per sample (building the module, PyTorch, the export and "
+                        "every ONNX Runtime level); a sample past it, or whose worker "
+                        "crashes, is an execution observation (default 120)")
     p.add_argument("--run-id", default=None)
     add_data_dir(p)
     p.set_defaults(handler=main)
@@ -75,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
                                     conf_tol=args.conf_tol),
         samples=args.max_pairs, seed=args.seed, threads=args.threads, repeats=args.repeats,
         opset=args.opset, run_id=args.run_id, command_line=shlex.join(["gero", *sys.argv[1:]]),
-        search_path=Path.cwd(),
+        search_path=Path.cwd(), timeout_s=args.timeout,
     )
     result = run_parity(request, lambda message: warn(args, message))
     record, rows = result.record, result.rows

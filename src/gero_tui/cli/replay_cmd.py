@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
-from gero_runner.errors import GeroError
 from gero_tui.cli.common import add_data_dir, data_dir, split_list
 from gero_tui.cli.common import warn as _warn
 
@@ -39,11 +37,10 @@ def _fmt(value: float | None) -> str:
 def main(args: argparse.Namespace) -> int:
     from gero_runner.evidence.bundle import opened
     from gero_runner.evidence.replay import STATUS_LABELS, replay_artifact
+    from gero_runner.request import check_timeout
 
     ids = split_list(args.observation) or None
-    if not (math.isfinite(args.timeout) and args.timeout > 0):
-        raise GeroError(f"timeout (--timeout) must be a positive number of seconds, "
-                        f"got {args.timeout!r}")
+    check_timeout(args.timeout)
 
     def warn(message: str) -> None:
         _warn(args, message)

@@ -116,3 +116,23 @@ def make_lognet() -> nn.Module:
 
 def not_a_module() -> str:
     return "nope"
+
+
+class Crashing(nn.Module):
+    """Dies with SIGSEGV in its forward, as a broken kernel would."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import ctypes
+
+        ctypes.string_at(0)  # reads address 0
+        return x
+
+
+def make_crashing() -> nn.Module:
+    return Crashing()
+
+
+def make_hanging_factory() -> nn.Module:
+    """Never returns: building the module is bounded like running it."""
+    while True:
+        pass

@@ -18,13 +18,13 @@ import pytest
 pytest.importorskip(
     "torch", reason="PyTorch is not installed; the parity tests need: pip install 'gero[torch]'")
 
-import onnx  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-from onnx import TensorProto  # noqa: E402
-from onnx import helper as h  # noqa: E402
+import onnx
+import pyarrow.parquet as pq
+from onnx import TensorProto
+from onnx import helper as h
 
-import gero_runner  # noqa: E402
-import gero_tui  # noqa: E402
+import gero_runner
+import gero_tui
 
 HELPERS = Path(__file__).with_name("parity_modules.py")
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(

@@ -17,6 +17,10 @@ from gero_runner.schema import FLOAT_DTYPES
 
 DEFAULT_TIMEOUT_S = 120.0
 EXECUTORS = ("local", "dask")
+DEFAULT_MAX_TENSOR_MB = 1024.0
+"""Largest tensor a case may make (``--max-tensor-mb``; see ``storage.budget``)."""
+DEFAULT_MAX_EVIDENCE_MB = 64.0
+"""Tensors a case keeps on disk before the rest are kept as summaries (``--max-evidence-mb``)."""
 
 
 def check_timeout(value: object) -> None:
@@ -98,6 +102,8 @@ class RunRequest:
     distributed cluster whose scheduler is ``scheduler``)."""
     scheduler: str | None = None
     """``tcp://HOST:PORT`` of the Dask scheduler (default: ``$GERO_DASK_SCHEDULER``)."""
+    max_tensor_mb: float = DEFAULT_MAX_TENSOR_MB
+    max_evidence_mb: float = DEFAULT_MAX_EVIDENCE_MB
 
     def __post_init__(self) -> None:
         if self.suite not in suite_names():
@@ -120,6 +126,12 @@ class RunRequest:
         if self.limit is not None and (isinstance(self.limit, bool) or self.limit < 1):
             raise GeroError(f"limit (--limit) must be at least 1, got {self.limit!r}")
         check_timeout(self.timeout_s)
+        for name in ("max_tensor_mb", "max_evidence_mb"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                    math.isfinite(value) and value > 0):
+                raise GeroError(f"{name} (--{name.replace('_', '-')}) must be a positive "
+                                f"number of MiB, got {value!r}")
         if self.run_id is not None and (not _RUN_ID.fullmatch(self.run_id)
                                         or self.run_id in (".", "..")):
             raise GeroError(f"run id {self.run_id!r} must be a plain name: letters, digits, "

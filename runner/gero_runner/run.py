@@ -219,6 +219,8 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
         data_root=str(request.data_root), threads=request.threads, repeats=request.repeats,
         tolerances={d: (t["rtol"], t["atol"]) for d, t in table.as_dict().items()},
         checks=model_checks(request), backends=runtimes,
+        max_tensor_bytes=int(request.max_tensor_mb * 2**20),
+        max_evidence_bytes=int(request.max_evidence_mb * 2**20),
     )
     status = "complete"
     try:

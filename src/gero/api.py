@@ -15,7 +15,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from gero_runner.errors import GeroError
-from gero_runner.request import DEFAULT_TIMEOUT_S, ModelOptions, RunRequest
+from gero_runner.request import (
+    DEFAULT_MAX_EVIDENCE_MB,
+    DEFAULT_MAX_TENSOR_MB,
+    DEFAULT_TIMEOUT_S,
+    ModelOptions,
+    RunRequest,
+)
 from gero_runner.schema import PASSED, RESULT_CLASSES
 from gero_runner.storage.reader import OpenRun
 from gero_runner.storage.reader import open_run as _open_reader
@@ -61,7 +67,8 @@ def request(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
             backends: Sequence[str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
             limit: int | None = None, contracts: bool = True,
             command_line: str = "", executor: str = "local",
-            scheduler: str | None = None) -> RunRequest:
+            scheduler: str | None = None, max_tensor_mb: float = DEFAULT_MAX_TENSOR_MB,
+            max_evidence_mb: float = DEFAULT_MAX_EVIDENCE_MB) -> RunRequest:
     """The checked :class:`~gero_runner.request.RunRequest` for :func:`run`'s options.
 
     Bad values raise :class:`GeroError` with the same sentence ``gero run`` prints.
@@ -86,7 +93,8 @@ def request(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
         repeats=repeats, seed=seed, tolerances=tolerances, timeout_s=timeout,
         checks=("contracts", "variants") if contracts else (),
         backends=None if backends is None else tuple(backends),
-        command_line=command_line, limit=limit, executor=executor, scheduler=scheduler)
+        command_line=command_line, limit=limit, executor=executor, scheduler=scheduler,
+        max_tensor_mb=max_tensor_mb, max_evidence_mb=max_evidence_mb)
 
 
 def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
@@ -104,12 +112,15 @@ def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
         limit: int | None = None, contracts: bool = True,
         command_line: str = "", resume: str | None = None,
         executor: str = "local", scheduler: str | None = None,
+        max_tensor_mb: float = DEFAULT_MAX_TENSOR_MB,
+        max_evidence_mb: float = DEFAULT_MAX_EVIDENCE_MB,
         progress: Callable[[int, int], None] | None = None,
         warn: Callable[[str], None] | None = None) -> Run:
     """Run a suite or models into the data root, like ``gero run``, and return the run.
 
     Every option is the ``gero run`` flag of the same name (``models`` is ``--model``,
     ``contracts=False`` is ``--no-contracts``, ``input_shapes`` ``--input``,
+    ``max_tensor_mb`` and ``max_evidence_mb`` ``--max-tensor-mb`` and ``--max-evidence-mb``,
     ``inputs_file`` ``--inputs``; ``rtol``/``atol`` map a dtype to a value; ``dims``,
     ``input_shapes`` (``"1,3,48,192"``), ``input_ranges`` (``"-1,1"``), ``input_values`` and
     ``output_kinds`` map an input or output name to a value, or are the CLI's ``NAME=VALUE``
@@ -139,7 +150,8 @@ def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
                   inputs_file=inputs_file, task=task, variants=variants, backends=backends,
                   output_kinds=output_kinds, timeout=timeout, limit=limit,
                   contracts=contracts, command_line=command_line, executor=executor,
-                  scheduler=scheduler)
+                  scheduler=scheduler, max_tensor_mb=max_tensor_mb,
+                  max_evidence_mb=max_evidence_mb)
     warnings: list[str] = []
 
     def collect(message: str) -> None:

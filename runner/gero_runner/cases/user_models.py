@@ -35,6 +35,7 @@ from gero_runner.models import shadow, signature
 from gero_runner.models.check import DECISION_TASKS, OTHER_TASKS
 from gero_runner.models.variants import parse_variants
 from gero_runner.request import RunRequest
+from gero_runner.storage.budget import oversized_tensor
 
 SUITE = "model"
 SHADOW_LABEL = "float64-shadow"
@@ -219,6 +220,8 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
         unsupported = ("no tensor output to compare: "
                        + ", ".join(f"output {n!r} is {t}" for n, t in dropped.items()))
         expected = exact = None
+    elif (too_big := oversized_tensor(model, inputs, int(request.max_tensor_mb * 2**20))):
+        unsupported, expected, exact = too_big, None, None  # before the shadow allocates it
     else:
         expected, exact, error, warnings = _shadow(model, inputs, name, request.timeout_s)
         if error and any(c["values"].endswith("(default)") for c in choices):

@@ -31,7 +31,7 @@ from gero_runner.evidence.rows import (
 )
 from gero_runner.metrics.compare import compare
 from gero_runner.request import DEFAULT_TIMEOUT_S
-from gero_runner.storage.artifacts import has_member, load_array, verify_manifest
+from gero_runner.storage.artifacts import has_member, load_array, summary_of, verify_manifest
 
 BIT_EXACT = "bit_exact"
 WITHIN_TOLERANCE = "within_tolerance"
@@ -311,6 +311,13 @@ def _replay_row(directory: Path, fresh_dir: Path, stored: dict[str, Any],
         if new[f"{side}_hash"] == stored[f"{side}_hash"]:
             continue  # this side is bit-identical
         old_array = _load(directory, stored[f"{side}_file"])
+        if old_array is None and summary_of(directory, stored[f"{side}_file"]) is not None:
+            return ObservationReplay(
+                **common, status=NOT_REPRODUCED, replayed_result=result,
+                max_abs_difference=None, installed_version=installed,
+                message=f"the {side} output hash differs, and the stored one was kept as a "
+                        "summary only (over its case's evidence budget), so by how much is "
+                        f"not known; now: {reason}")
         if fresh_array is None or old_array is None:
             return ObservationReplay(
                 **common, status=NOT_REPRODUCED, replayed_result=result,

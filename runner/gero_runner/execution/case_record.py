@@ -11,22 +11,25 @@ from gero_runner.execution.context import PathResult
 from gero_runner.storage.artifacts import EvidenceWriter
 
 
-def start_evidence(model: bytes | None, inputs: Arrays) -> tuple[EvidenceWriter, dict[str, str]]:
+def start_evidence(model: bytes | None, inputs: Arrays, budget: int | None = None
+                   ) -> tuple[EvidenceWriter, dict[str, str]]:
     """A writer holding the model (when there is one) and the inputs, and each input's file
-    by input name."""
-    writer = EvidenceWriter()
+    by input name; ``budget``: the case's evidence budget (the inputs are kept whatever it
+    is: a replay feeds them)."""
+    writer = EvidenceWriter(budget)
     if model is not None:
         writer.add_bytes("model.onnx", model)
-    input_files = {name: writer.add_array(f"inputs/input_{i}.npy", x)
+    input_files = {name: writer.add_array(f"inputs/input_{i}.npy", x, keep=True)
                    for i, (name, x) in enumerate(inputs.items())}
     return writer, input_files
 
 
-def store_outputs(writer: EvidenceWriter, path: PathResult) -> None:
-    """The path's outputs under ``outputs/NAME/``; ``path.files`` names them for case.json."""
+def store_outputs(writer: EvidenceWriter, path: PathResult, keep: bool = False) -> None:
+    """The path's outputs under ``outputs/NAME/``; ``path.files`` names them for case.json.
+    ``keep``: stored whatever the budget (the case's expected outputs)."""
     if path.outputs is None:
         return
-    path.files = [writer.add_array(f"outputs/{path.name}/output_{j}.npy", x)
+    path.files = [writer.add_array(f"outputs/{path.name}/output_{j}.npy", x, keep)
                   for j, x in enumerate(path.outputs)]
 
 
@@ -47,5 +50,10 @@ def add_case_record(writer: EvidenceWriter, case: CaseInstance, input_files: dic
                          "optimization": p.optimization, "threads": p.threads,
                          "settings": p.settings, "files": p.files, "error": p.error}
                   for name, p in paths.items()},
+        # Only when the budget bit: every other case's record (and address) is unchanged.
+        **({"evidence_budget": {"max_evidence_bytes": writer.budget,
+                                "summarised": sorted(writer.summaries),
+                                "omitted": writer.omitted}}
+           if writer.summaries or writer.omitted else {}),
         **extra,
     })

@@ -51,6 +51,10 @@ class RunSettings:
     evidence_inline: bool = False
     """Return each case's evidence files in ``CaseResult.evidence`` instead of writing
     them under ``data_root`` (a Dask worker sends them to the client, which writes them)."""
+    max_tensor_bytes: int | None = None
+    """Largest output a path may make (``--max-tensor-mb``); None: no bound."""
+    max_evidence_bytes: int | None = None
+    """Tensors a case keeps before the rest become summaries (``--max-evidence-mb``)."""
 
 
 @dataclass
@@ -207,6 +211,32 @@ OUTPUT_IDENTITY = ("actual_hash", "reference_hash", "result", "reason")
 """Identity columns that depend on the values a path computed."""
 RANDOM_IDENTITY = tuple(c for c in IDENTITY_COLUMNS if c not in OUTPUT_IDENTITY)
 """A random case's identity: its slot (case, check, path, settings), not its draws."""
+
+
+def note_summaries(rows: list[Observation], writer: EvidenceWriter) -> list[Observation]:
+    """Rows that compare a tensor kept only as a summary say so, and keep the worst
+    elements of their comparison (the tensors themselves are not on disk)."""
+    if not writer.summarised:
+        return rows
+    from gero_runner.storage.budget import worst_elements
+
+    noted = []
+    for row in rows:
+        sides = [side for side, rel in (("actual", row.actual_file),
+                                        ("reference", row.reference_file))
+                 if rel in writer.summarised]
+        if not sides:
+            noted.append(row)
+            continue
+        details = json.loads(row.details)
+        details["evidence"] = (f"{' and '.join(sides)} tensor kept as a summary (shape, dtype, "
+                               "hash, statistics; summaries.json): a replay checks its hash "
+                               "but cannot measure a difference")
+        worst = worst_elements(writer.array(row.actual_file), writer.array(row.reference_file))
+        if worst:
+            details["worst"] = worst
+        noted.append(replace(row, details=_DETAILS_JSON.encode(details)))
+    return noted
 
 
 def finish_row(row: Observation, artifact_path: str, random: bool = False) -> Observation:

@@ -21,6 +21,7 @@ from gero_runner.execution.context import (
     PathResult,
     RunSettings,
     finish_row,
+    note_summaries,
 )
 from gero_runner.execution.paths import (
     compare_paths,
@@ -53,14 +54,16 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
                           time.perf_counter() - start)
     model = onnx.load_from_string(case.model)
     output_names = [o.name for o in model.graph.output]
-    writer, input_files = start_evidence(case.model, case.inputs)
+    writer, input_files = start_evidence(case.model, case.inputs, settings.max_evidence_bytes)
 
     paths: dict[str, PathResult] = {}
     for backend, spec in runtime_specs(settings):
-        paths[spec.name] = run_path(backend, spec, case, settings.repeats)
+        paths[spec.name] = run_path(backend, spec, case, settings.repeats,
+                                    settings.max_tensor_bytes)
     runtime_paths = list(paths.values())
     # Model cases may ask for fewer reference runs: the evaluator takes seconds on a CNN.
-    ref = run_reference(case, case.reference_repeats or settings.repeats)
+    ref = run_reference(case, case.reference_repeats or settings.repeats,
+                        settings.max_tensor_bytes)
     paths[ref.name] = ref
     corrected = run_corrected_reference(case, ref, runtime_paths)
     if corrected is not None:
@@ -70,8 +73,10 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
     expected = expected_path(case)
     if expected is not None:
         paths[expected.name] = expected
-    for path in paths.values():
-        store_outputs(writer, path)
+    # The case's expected outputs are kept whatever the budget, like its inputs (a replay
+    # compares with them and cannot compute them again): first, so the budget bounds the rest.
+    for path in sorted(paths.values(), key=lambda p: p is not expected):
+        store_outputs(writer, path, keep=path is expected)
     if case.expected_exact:
         for j, x in enumerate(case.expected_exact.values()):
             writer.add_array(f"outputs/{case.expected_label}-exact/output_{j}.npy", x)
@@ -114,6 +119,7 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
     )
     add_case_record(writer, case, input_files, output_names, paths)
     evidence = None
+    rows = note_summaries(rows, writer)
     if settings.evidence_inline:
         artifact, files = writer.directory()
         evidence = {artifact: files}

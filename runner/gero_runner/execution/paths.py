@@ -19,6 +19,7 @@ from gero_runner.errors import error_text
 from gero_runner.execution.context import NOT_APPLICABLE, CaseContext, PathResult, RunSettings
 from gero_runner.metrics.compare import compare
 from gero_runner.schema import EXECUTION, PASSED, Observation
+from gero_runner.storage.budget import oversized_output
 
 
 def runtime_specs(settings: RunSettings) -> list[tuple[Backend, PathSpec]]:
@@ -37,26 +38,39 @@ def path_result(backend: Backend, spec: PathSpec) -> PathResult:
                       spec.threads, dict(spec.settings))
 
 
-def run_path(backend: Backend, spec: PathSpec, case: CaseInstance, repeats: int) -> PathResult:
+def run_path(backend: Backend, spec: PathSpec, case: CaseInstance, repeats: int,
+             max_tensor_bytes: int | None = None) -> PathResult:
     """Build the session, run it ``repeats`` times and release it, all timed as backend.
 
     Any failure of the runtime (it does not support the case, raises) is an observation,
-    not a crash of the run."""
+    not a crash of the run; so is an output over ``max_tensor_bytes`` (it is not compared).
+    Only the first run's outputs are kept: each later run is compared with them at once."""
     path = path_result(backend, spec)
     unsupported = backend.supports(case)
     if unsupported is not None:
         path.error = f"not supported: {unsupported}"
         return path
     note_running(spec.backend, spec.optimization)
-    runs, times = [], []
+    first: list[np.ndarray] | None = None
+    times: list[float] = []
     start = time.perf_counter()
     try:
         session = backend.build(case.model, spec.settings)
         path.build_ms = (time.perf_counter() - start) * 1e3
         for _ in range(max(1, repeats)):
             run_start = time.perf_counter()
-            runs.append(backend.run(session, case.inputs))
+            outputs = backend.run(session, case.inputs)
             times.append((time.perf_counter() - run_start) * 1e3)
+            if first is None:
+                first = outputs
+                if max_tensor_bytes is not None:
+                    path.error = oversized_output(outputs, list(case.expected or {}),
+                                                  max_tensor_bytes)
+                    if path.error is not None:
+                        break
+            elif path.deterministic:
+                path.deterministic = _identical([first, outputs])
+            del outputs
         backend.release(session)
         del session  # released here, so that its teardown is timed with the backend
     except Exception as e:
@@ -65,14 +79,16 @@ def run_path(backend: Backend, spec: PathSpec, case: CaseInstance, repeats: int)
     finally:
         path.backend_seconds = time.perf_counter() - start
         note_running("")
+    if path.error is not None:
+        return path
     path.median_ms = float(np.median(times))
-    path.outputs, path.repeats = runs[0], len(runs)
-    path.deterministic = _identical(runs)
+    path.outputs, path.repeats = first, len(times)
     return path
 
 
-def run_reference(case: CaseInstance, repeats: int) -> PathResult:
-    return run_path(reference.RUNTIME, reference.PATH, case, repeats)
+def run_reference(case: CaseInstance, repeats: int,
+                  max_tensor_bytes: int | None = None) -> PathResult:
+    return run_path(reference.RUNTIME, reference.PATH, case, repeats, max_tensor_bytes)
 
 
 def run_corrected_reference(case: CaseInstance, ref: PathResult,

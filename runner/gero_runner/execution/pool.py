@@ -28,9 +28,9 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from gero_runner.cases.base import CaseInstance
+from gero_runner.errors import GeroError
 from gero_runner.execution import evaluate, paths
 from gero_runner.execution.context import CaseResult, RunSettings
-from gero_runner.errors import GeroError
 from gero_runner.execution.isolate import exit_with_parent
 from gero_runner.request import DEFAULT_TIMEOUT_S
 from gero_runner.schema import Observation

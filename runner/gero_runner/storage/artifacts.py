@@ -10,6 +10,10 @@ because creating files dominates the cost of evidence on slow disks (a case has 
 tensors; the ONNX test data beside them holds the inputs as loose ``.pb`` files anyway).
 The manifest lists each member's SHA-256 too, so a changed tensor is named. ``load_array``
 and ``has_member`` read either form (older evidence kept its inputs as loose files).
+
+A writer with a budget (``--max-evidence-mb``) keeps the tensors of its case within it: past
+it, a tensor is kept as a summary (``storage.budget``) listed in ``summaries.json``, and the
+ONNX test data set is left out; ``load_array`` of a summarised tensor says so in a sentence.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from gero_runner.errors import ArtifactError
+from gero_runner.storage.budget import SUMMARIES, mib, tensor_summary
 from gero_runner.storage.hashing import load_npy, npy_bytes, sha256
 from gero_runner.storage.locks import dir_mode
 
@@ -53,18 +58,52 @@ def _zip(members: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-class EvidenceWriter:
-    """Collects the files of one case in memory, then writes them under a content address."""
+def _is_tensor(relpath: str) -> bool:
+    return is_packed(relpath) or relpath.endswith(".pb")
 
-    def __init__(self) -> None:
+
+class EvidenceWriter:
+    """Collects the files of one case in memory, then writes them under a content address.
+
+    ``budget``: bytes of tensors the case may keep (None: no bound); see the module doc.
+    """
+
+    def __init__(self, budget: int | None = None) -> None:
         self.files: dict[str, bytes] = {}
+        self.budget = budget
+        self.tensor_bytes = 0
+        """Bytes of tensors kept so far (.npy members and test-data .pb files)."""
+        self.summaries: dict[str, dict[str, object]] = {}
+        """Tensors kept as summaries, by logical path."""
+        self.summarised: dict[str, np.ndarray] = {}
+        """The arrays behind them, while the case is evaluated (its rows' worst elements)."""
+        self.omitted: list[str] = []
+        """What was left out whole (the ONNX test data set)."""
+
+    def fits(self, nbytes: int) -> bool:
+        return self.budget is None or self.tensor_bytes + nbytes <= self.budget
 
     def add_bytes(self, relpath: str, data: bytes) -> str:
+        if _is_tensor(relpath):
+            self.tensor_bytes += len(data) - len(self.files.get(relpath, b""))
         self.files[relpath] = data
         return relpath
 
-    def add_array(self, relpath: str, x: np.ndarray) -> str:
+    def add_array(self, relpath: str, x: np.ndarray, keep: bool = False) -> str:
+        """Add a tensor; past the budget (unless ``keep``: the inputs), its summary."""
+        if not keep and not self.fits(x.nbytes + 128):  # 128: the .npy header
+            assert self.budget is not None
+            self.summaries[relpath] = tensor_summary(x, self.budget)
+            self.summarised[relpath] = x
+            return relpath
         return self.add_bytes(relpath, npy_bytes(x))
+
+    def array(self, relpath: str) -> np.ndarray | None:
+        """A tensor added to this case (stored or summarised), or None."""
+        if relpath in self.summarised:
+            return self.summarised[relpath]
+        data = self.files.get(relpath) if is_packed(relpath) else None
+        return None if data is None else load_npy(data)
 
     def add_json(self, relpath: str, payload: object) -> str:
         return self.add_bytes(relpath, json.dumps(payload, indent=2, sort_keys=True).encode())
@@ -75,6 +114,10 @@ class EvidenceWriter:
         # Deferred: reading evidence (the explorer's detail view) must not pay onnx's import.
         from onnx import numpy_helper
 
+        size = sum(np.asarray(x).nbytes for _, x in [*inputs, *outputs])
+        if not self.fits(size):  # a copy for other tools: the first thing left out
+            self.omitted.append(f"test_data_set_0 ({mib(size)})")
+            return
         for i, (name, x) in enumerate(inputs):
             tensor = numpy_helper.from_array(np.asarray(x), name=name)
             self.add_bytes(f"test_data_set_0/input_{i}.pb", tensor.SerializeToString())
@@ -88,6 +131,8 @@ class EvidenceWriter:
         packed = {k: v for k, v in self.files.items() if is_packed(k)}
         if packed:
             loose[PACKED] = _zip(packed)
+        if self.summaries:
+            loose[SUMMARIES] = json.dumps(self.summaries, indent=2, sort_keys=True).encode()
         return loose
 
     def manifest(self, physical: dict[str, bytes] | None = None) -> dict[str, object]:
@@ -296,6 +341,25 @@ def has_member(directory: Path, relative: str) -> bool:
         raise ArtifactError(f"{directory / PACKED}: unreadable tensor archive ({e})") from e
 
 
+def summary_of(directory: Path, relative: str) -> dict[str, object] | None:
+    """The summary a tensor was kept as (over its case's evidence budget), or None."""
+    path = safe_member(directory, SUMMARIES)
+    if not path.is_file():
+        return None
+    try:
+        summaries = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    found = summaries.get(relative) if isinstance(summaries, dict) else None
+    return found if isinstance(found, dict) else None
+
+
+def summarised_text(relative: str, summary: dict[str, object]) -> str:
+    return (f"{relative} was kept as a summary only ({summary.get('shape')} "
+            f"{summary.get('dtype')}, {summary.get('reason', 'over the evidence budget')}): "
+            "its values were not stored")
+
+
 def load_array(directory: Path, relative: str) -> np.ndarray:
     """Load a tensor of an artifact directory (loose .npy or packed), pickles disabled."""
     path = safe_member(directory, relative)
@@ -304,6 +368,9 @@ def load_array(directory: Path, relative: str) -> np.ndarray:
             return load_npy(path.read_bytes())
         data = _packed_bytes(directory, relative) if is_packed(relative) else None
         if data is None:
+            summary = summary_of(directory, relative)
+            if summary is not None:
+                raise ArtifactError(summarised_text(relative, summary))
             raise ArtifactError(f"{relative}: no such tensor in {directory}")
         return load_npy(data)
     except (OSError, ValueError) as e:

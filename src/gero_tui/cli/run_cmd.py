@@ -90,6 +90,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    "defaults: float16 5e-4, float32 1e-6, float64 1e-13)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per case")
     p.add_argument("--limit", type=int, default=None, help="run only the first N cases")
+    p.add_argument("--max-tensor-mb", type=float, default=1024.0, metavar="MB",
+                   help="largest tensor a case may make (MiB, default 1024): a model whose "
+                        "inputs, intermediates or outputs would be larger is refused before "
+                        "running, an output that comes out larger is not compared; either is "
+                        "an execution observation")
+    p.add_argument("--max-evidence-mb", type=float, default=64.0, metavar="MB",
+                   help="tensors one case keeps on disk (MiB, default 64); past it a tensor is "
+                        "kept as a summary (shape, dtype, hash, statistics, worst elements) "
+                        "and the rows say so; the inputs are always kept")
     p.add_argument("--resume", default=None, metavar="RUN_ID",
                    help="finish an interrupted run (its own settings; finished cases are kept)")
     p.add_argument("--no-contracts", action="store_true", help="skip contracts and variants")
@@ -119,6 +128,7 @@ def main(args: argparse.Namespace) -> int:
                 output_kinds=args.output_kind, timeout=args.timeout, limit=args.limit,
                 contracts=not args.no_contracts, resume=args.resume,
                 executor=args.executor, scheduler=args.scheduler,
+                max_tensor_mb=args.max_tensor_mb, max_evidence_mb=args.max_evidence_mb,
                 command_line=shlex.join(["gero", *sys.argv[1:]]),
                 progress=progress, warn=lambda message: warn(args, message))
     except DiskFull as e:

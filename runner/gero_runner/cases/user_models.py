@@ -16,6 +16,7 @@ the paths run; each gets one execution row naming it and its type.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -247,7 +248,8 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
 
 
 def cases_for_request(request: RunRequest) -> list[CaseInstance]:
-    options = model_inputs.parse_options(request.model_options)
+    options = dataclasses.replace(model_inputs.parse_options(request.model_options),
+                                  max_bytes=int(request.max_tensor_mb * 2**20))
     models = {p: signature.load_model(p) for p in request.models}
     specs = {p: signature.input_specs(tensor_outputs_only(m)[0], f"--model {p}")
              for p, m in models.items()}

@@ -23,6 +23,7 @@ from gero_runner.errors import GeroError
 from gero_runner.models import signature
 from gero_runner.models.signature import InputSpec
 from gero_runner.request import ModelOptions
+from gero_runner.storage.budget import mib
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,9 @@ class InputOptions:
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     arrays_file: str = ""
     dims: dict[str, int] = field(default_factory=dict)
+    max_bytes: int = 1 << 30
+    """Largest input to generate (``--max-tensor-mb``, 1 GiB by default): a bigger one is
+    refused before anything is allocated, with the shape that asked for it."""
 
     def names(self) -> set[str]:
         return {*self.shapes, *self.ranges, *self.values, *self.arrays}
@@ -256,11 +260,6 @@ def _values(spec: InputSpec, shape: tuple[int, ...], options: InputOptions,
     return x, f"{text} (default)"
 
 
-MAX_INPUT_BYTES = 1 << 30
-"""Largest input gero generates for a model (1 GiB): a bigger one is refused before
-anything is allocated, with the shape that asked for it."""
-
-
 def build_inputs(model: onnx.ModelProto, specs: list[InputSpec], options: InputOptions,
                  seed: int, source: str) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
     """The feeds for one model and, per input, the choices behind them."""
@@ -287,11 +286,12 @@ def build_inputs(model: onnx.ModelProto, specs: list[InputSpec], options: InputO
                     origin = implied[key][1] if key in implied else chosen[key].source
                     dims_note[key] = f"{shape[axis]} ({origin})"
         size = math.prod(shape) * spec.dtype.itemsize
-        if size > MAX_INPUT_BYTES:  # checked before allocating: [100000, 100000] is 40 GB
+        if size > options.max_bytes:  # checked before allocating: [100000, 100000] is 40 GB
             raise GeroError(
                 f"{source}: input {spec.name!r} of shape {list(shape)} ({shape_source}) would "
-                f"take {size / 2**30:.1f} GiB, over the {MAX_INPUT_BYTES >> 20} MiB an input "
-                f"may take; give a smaller one with --input {spec.name}=SHAPE")
+                f"take {size / 2**30:.1f} GiB, over the {mib(options.max_bytes)} a tensor may "
+                f"take (--max-tensor-mb); give a smaller one with --input "
+                f"{spec.name}=SHAPE")
         x, values = _values(spec, shape, options, model, rng, source)
         # np.ascontiguousarray would make a rank-0 scalar [1]: copy in C order instead
         feeds[spec.name] = np.array(x, order="C", copy=True)

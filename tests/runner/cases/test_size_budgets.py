@@ -118,3 +118,12 @@ def test_evidence_past_the_budget_is_kept_as_summaries(tmp_path: Path) -> None:
     assert {o.status for o in replayed} == {"bit_exact"}
     assert {o.check for o in replayed} >= {"agreement", "expected"}
     assert (artifact / PACKED).stat().st_size < 4 * MiB + 4096
+
+
+def test_an_input_over_the_budget_is_refused_with_its_shape(tmp_path: Path) -> None:
+    from gero_runner.errors import GeroError
+
+    with pytest.raises(GeroError, match=r"input 'X' of shape \[1, 1000\] \(model\) would take "
+                                        r"0\.0 GiB, over the 0\.0 MiB a tensor may take "
+                                        r"\(--max-tensor-mb\)"):
+        run(tmp_path / "data", tiled(tmp_path / "small.onnx", 2), max_tensor_mb=0.001)

@@ -48,8 +48,9 @@ def rows_of(root: Path) -> list[dict[str, object]]:
 
 
 def run(root: Path, model: str, **options: object) -> list[dict[str, object]]:
+    # A generous timeout: a loaded machine makes these slower, not wrong.
     execute(RunRequest(data_root=root, models=[model], jobs=1, repeats=2, checks=(),
-                       **options))  # type: ignore[arg-type]
+                       timeout_s=900, **options))  # type: ignore[arg-type]
     return rows_of(root)
 
 
@@ -79,15 +80,15 @@ def test_an_output_whose_size_shows_at_run_time_is_not_compared(tmp_path: Path) 
 
 def test_evidence_past_the_budget_is_kept_as_summaries(tmp_path: Path) -> None:
     root = tmp_path / "data"
-    rows = run(root, tiled(tmp_path / "wide.onnx", 500), max_evidence_mb=4)  # 1.9 MiB each
+    rows = run(root, tiled(tmp_path / "wide.onnx", 250), max_evidence_mb=2)  # 0.95 MiB each
     assert {r["result"] for r in rows} == {"passed"}
     (artifact,) = {root / str(r["artifact_path"]) for r in rows}
     size = sum(p.stat().st_size for p in artifact.rglob("*") if p.is_file())
     # The budget holds the input and the expected output (always kept) and what fits beside.
-    assert size < 4 * MiB + 64 * 1024  # the budget, the graph and the records
+    assert size < 2 * MiB + 64 * 1024  # the budget, the graph and the records
     record = json.loads((artifact / "case.json").read_text())
     budget = record["evidence_budget"]
-    assert budget["max_evidence_bytes"] == 4 * MiB
+    assert budget["max_evidence_bytes"] == 2 * MiB
     assert budget["omitted"] and budget["omitted"][0].startswith("test_data_set_0")
     summaries = json.loads((artifact / SUMMARIES).read_text())
     assert sorted(summaries) == budget["summarised"]
@@ -97,27 +98,27 @@ def test_evidence_past_the_budget_is_kept_as_summaries(tmp_path: Path) -> None:
     summarised = [r for r in rows if r["actual_file"] in summaries]
     assert summarised, "the budget summarised some outputs"
     some = summaries[str(summarised[0]["actual_file"])]
-    assert some["shape"] == [500, 1000] and some["dtype"] == "float32"
+    assert some["shape"] == [250, 1000] and some["dtype"] == "float32"
     assert some["sha256"] == summarised[0]["actual_hash"]
     assert {"min", "max", "mean", "std", "nan", "inf", "largest"} <= set(some)
-    assert "over the case's 4.0 MiB evidence budget" in some["reason"]
+    assert "over the case's 2.0 MiB evidence budget" in some["reason"]
     for row in summarised:
         details = json.loads(str(row["details"]))
         assert "kept as a summary" in details["evidence"]
         assert isinstance(details.get("worst", []), list)
     x = load_array(artifact, record["inputs"]["X"])
-    assert tensor_hash(np.tile(x, (500, 1))) == some["sha256"]  # the hash is the tensor's
+    assert tensor_hash(np.tile(x, (250, 1))) == some["sha256"]  # the hash is the tensor's
     with pytest.raises(ArtifactError, match="was kept as a summary only"):
         load_array(artifact, str(summarised[0]["actual_file"]))
     assert stored and summary_of(artifact, str(stored[0]["actual_file"])) is None
-    assert load_array(artifact, str(stored[0]["actual_file"])).shape == (500, 1000)
+    assert load_array(artifact, str(stored[0]["actual_file"])).shape == (250, 1000)
     # A replay re-runs the case: bit-identical outputs are recognised by their hashes.
     # (Replay re-runs the paths, contracts and variants; the model:* family is not replayed.)
     report = replay_artifact(artifact)
     replayed = [o for o in report.observations if not o.check.startswith("model:")]
     assert {o.status for o in replayed} == {"bit_exact"}
     assert {o.check for o in replayed} >= {"agreement", "expected"}
-    assert (artifact / PACKED).stat().st_size < 4 * MiB + 4096
+    assert (artifact / PACKED).stat().st_size < 2 * MiB + 4096
 
 
 def test_an_input_over_the_budget_is_refused_with_its_shape(tmp_path: Path) -> None:

@@ -44,7 +44,8 @@ def tiled(path: Path, rows: int, cols: int = 1000) -> str:
 
 def rows_of(root: Path) -> list[dict[str, object]]:
     (path,) = (root / "runs").glob("*/observations.parquet")
-    return pq.read_table(path).to_pylist()
+    rows: list[dict[str, object]] = pq.read_table(path).to_pylist()
+    return rows
 
 
 def run(root: Path, model: str, **options: object) -> list[dict[str, object]]:

@@ -43,7 +43,8 @@ def gero_parity(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def stored_rows(workdir: Path) -> list[dict[str, Any]]:
     (path,) = (workdir / "data" / "runs").glob("*/observations.parquet")
-    return pq.read_table(path).to_pylist()
+    rows: list[dict[str, Any]] = pq.read_table(path).to_pylist()
+    return rows
 
 
 @pytest.fixture

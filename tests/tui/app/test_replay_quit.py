@@ -3,7 +3,6 @@ process is killed and the explorer exits at once (it used to keep spinning after
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import settle
+from shared_helpers import never_ending_model
 
 from gero_runner.storage.artifacts import MANIFEST, load_array
 from gero_runner.storage.hashing import sha256
@@ -20,16 +20,6 @@ from gero_tui.app.app import GeroApp
 from gero_tui.app.screens.detail import DetailScreen
 
 WAIT_S = 60.0
-
-
-def _never_ending_model(name: str, dtype: str, shape: tuple[int, ...]) -> bytes:
-    path = Path(__file__).parents[2] / "runner" / "evidence" / "evidence_helpers.py"
-    spec = importlib.util.spec_from_file_location("evidence_helpers", path)
-    assert spec is not None and spec.loader is not None
-    helpers = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(helpers)
-    model: bytes = helpers.never_ending_model(name, dtype, shape)
-    return model
 
 
 @pytest.fixture
@@ -42,7 +32,7 @@ def hanging_root(tmp_path: Path) -> Path:
     (artifact,) = (p for p in (root / "artifacts").glob("*/*") if p.is_dir())
     (name, relative), = json.loads((artifact / "case.json").read_text())["inputs"].items()
     x = load_array(artifact, relative)
-    (artifact / "model.onnx").write_bytes(_never_ending_model(name, str(x.dtype), x.shape))
+    (artifact / "model.onnx").write_bytes(never_ending_model(name, str(x.dtype), x.shape))
     manifest = json.loads((artifact / MANIFEST).read_text())
     manifest["files"]["model.onnx"] = sha256((artifact / "model.onnx").read_bytes())
     (artifact / MANIFEST).write_text(json.dumps(manifest))

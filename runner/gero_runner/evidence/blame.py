@@ -11,9 +11,13 @@ transformer, e.g. ``/LayerNormFusion/``). Two confirmations follow, each stated 
   disabled, gives that level's output again (the difference is in the graph, not in how
   the session ran it);
 - by disabling: the level runs again with ``disabled_optimizers=[TRANSFORMER]``; when the
-  output is then the earlier level's, the rewrite is confirmed. ORT does not honour every
-  name (1.32 keeps fusing LayerNorm with ``disabled_optimizers=["LayerNormFusion"]``): then
-  the result says the rewrite cannot be confirmed that way, rather than guessing.
+  output is then the earlier level's, the rewrite is confirmed. The name a fused node
+  carries is not always the name ORT registers its transformer under: 1.32 registers
+  LayerNorm fusion twice, ``LayerNormFusionL1`` at basic (it fuses into the ONNX
+  LayerNormalization when the model's opset is 17 or later) and ``LayerNormFusionL2`` at
+  extended (older opsets), while the node is ``/LayerNormFusion/``; so the per-level names
+  are tried too, and the one that removes the node is reported. When none does, the result
+  says the rewrite cannot be confirmed that way, rather than guessing.
 
 The result is stored beside the evidence (``blame/OBSERVATION_ID.json`` in the artifact
 directory) so the explorer shows it with the observation.
@@ -71,6 +75,8 @@ class Rewrite:
     disabled: str
     """confirmed | ignored | partial | error: what ``disabled_optimizers`` did."""
     note: str
+    registered: str = ""
+    """The name ``disabled_optimizers`` knows it by (e.g. ``LayerNormFusionL1``), if found."""
 
 
 @dataclass(frozen=True)
@@ -188,33 +194,52 @@ def _rewrites(before: list[tuple[str, str]], after: list[tuple[str, str]]
     return dict(removed), dict(added), named
 
 
+def _registered_names(transformer: str) -> list[str]:
+    """Names ``disabled_optimizers`` may know the transformer by: the name its nodes carry,
+    then the per-level instances ORT registers (1.32 registers ``LayerNormFusionL1`` at
+    basic and ``LayerNormFusionL2`` at extended; no transformer is named ``LayerNormFusion``,
+    although the fused node is ``/LayerNormFusion/``)."""
+    return [transformer, f"{transformer}L1", f"{transformer}L2"]
+
+
 def _try_disabling(model: bytes, level: str, threads: int, inputs: dict[str, np.ndarray],
                    transformer: str, nodes: list[str], wanted: list[np.ndarray],
                    got: list[np.ndarray], work: Path) -> Rewrite:
-    saved = work / f"{level}-without-{transformer}.onnx"
-    try:
-        outputs = _run(model, level, threads, inputs, saved, [transformer])
-        still_there = any(transformer in name for _, name in _nodes(saved))
-    except Exception as e:  # ORT raises its own types for unknown names and bad graphs
-        return Rewrite(transformer, nodes, "error",
-                       f"disabled_optimizers=[{transformer!r}] failed: {e}")
     version = ort.version()
-    if _same(outputs, wanted):
-        return Rewrite(transformer, nodes, "confirmed",
-                       f"with disabled_optimizers=[{transformer!r}] level {level} gives the "
-                       "earlier level's output again: this rewrite made the difference")
-    if still_there:
-        return Rewrite(transformer, nodes, "ignored",
-                       f"ONNX Runtime {version} ignores disabled_optimizers=[{transformer!r}] "
-                       "(its fused node is still in the graph): the rewrite cannot be "
-                       "confirmed by disabling it")
-    if _same(outputs, got):
+    tried: list[str] = []
+    for name in _registered_names(transformer):
+        saved = work / f"{level}-without-{name}.onnx"
+        try:
+            outputs = _run(model, level, threads, inputs, saved, [name])
+            own = re.compile(rf"(?<![A-Za-z]){re.escape(transformer)}")  # not Simplified…
+            still_there = any(own.search(node) for _, node in _nodes(saved))
+        except Exception as e:  # ORT raises its own types for unknown names and bad graphs
+            return Rewrite(transformer, nodes, "error",
+                           f"disabled_optimizers=[{name!r}] failed: {e}", name)
+        if still_there:
+            tried.append(name)
+            continue
+        prefix = (f"ONNX Runtime {version} registers {transformer} as {name!r} at this level "
+                  f"(disabled_optimizers=[{tried[0]!r}] does not name it); "
+                  if tried else "")
+        if _same(outputs, wanted):
+            return Rewrite(transformer, nodes, "confirmed",
+                           f"{prefix}with disabled_optimizers=[{name!r}] level {level} gives "
+                           "the earlier level's output again: this rewrite made the "
+                           "difference", name)
+        if _same(outputs, got):
+            return Rewrite(transformer, nodes, "partial",
+                           f"{prefix}disabling {name} removes its nodes but the output is "
+                           "unchanged: another rewrite at this level gives the same "
+                           "difference", name)
         return Rewrite(transformer, nodes, "partial",
-                       f"disabling {transformer} removes its nodes but the output is "
-                       "unchanged: another rewrite at this level gives the same difference")
-    return Rewrite(transformer, nodes, "partial",
-                   f"disabling {transformer} removes its nodes and changes the output, but not "
-                   "back to the earlier level's: more than one rewrite is involved")
+                       f"{prefix}disabling {name} removes its nodes and changes the output, "
+                       "but not back to the earlier level's: more than one rewrite is "
+                       "involved", name)
+    return Rewrite(transformer, nodes, "ignored",
+                   f"ONNX Runtime {version} keeps the fused node with disabled_optimizers="
+                   f"{tried!r}: no name it registers the transformer under was found, so "
+                   "the rewrite cannot be confirmed by disabling it", "")
 
 
 def _confirm_by_running(work: Path, previous: str, first: str, threads: int,

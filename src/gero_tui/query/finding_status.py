@@ -1,10 +1,13 @@
 """Findings across runs: each is ``new`` or ``still`` against a baseline, or ``gone`` from it.
 
-A baseline finding is ``gone`` only when every case that showed it ran again and none of
-them shows it any more (its rows passed, or a differently named cause took their place,
-which is then ``new``). A case that did not run (a run with fewer operators or dtypes)
-never makes a finding gone: such baseline findings are listed as unresolved, so nothing
-silently disappears.
+A baseline finding is ``gone`` only when the cases that showed it ran again and passed:
+every observation slot it held (case, check, path, setting, output, reference) was
+observed again and passed there, or fails only under a cause the baseline already had
+(a tolerance tightened and restored: the extra cause is gone, the older one is still
+there). A slot that did not run (a run with fewer operators or dtypes) never makes a
+finding gone, nor does one that now fails under a ``new`` cause (the failure changed, it
+did not go): such baseline findings are listed as unresolved, so nothing silently
+disappears.
 """
 
 from __future__ import annotations
@@ -40,18 +43,29 @@ def previous_run(data_root: Path, run_id: str) -> str | None:
     return None
 
 
-def _cases_of(source: Queryable, finding_ids: list[str]) -> dict[str, list[str]]:
-    rows = source.query(f"SELECT finding_id, list(DISTINCT case_id) FROM {MEMBERS_TABLE} "
-                        "WHERE finding_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY 1",
+_SLOT = ("case_id || '|' || \"check\" || '|' || backend || '|' || optimization || '|' || "
+         "output_name || '|' || reference")
+"""An observation's slot: the same comparison in another run (its figures may differ)."""
+
+
+def _slots_of(source: Queryable, finding_ids: list[str]) -> dict[str, list[str]]:
+    rows = source.query(f"SELECT m.finding_id, list(DISTINCT {_SLOT}) FROM "
+                        f"(SELECT finding_id, observation_id FROM {MEMBERS_TABLE}) m "
+                        "JOIN obs USING (observation_id) "
+                        "WHERE m.finding_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY 1",
                         [finding_ids])
     return {str(a): list(b) for a, b in rows}
 
 
-def _ran(source: Queryable, cases: list[str]) -> set[str]:
-    """Of ``cases``, those the run made observations for."""
+def _resolved(source: Queryable, slots: list[str], new: list[str]) -> set[str]:
+    """Of ``slots``, those the run observed where each row passed or belongs to a cause the
+    baseline knew too (not to one of the ``new`` findings)."""
     return {str(r[0]) for r in source.query(
-        "SELECT DISTINCT case_id FROM obs WHERE case_id IN (SELECT unnest(?::VARCHAR[]))",
-        [cases])}
+        f"SELECT {_SLOT} AS slot FROM obs LEFT JOIN "
+        f"(SELECT observation_id, finding_id FROM {MEMBERS_TABLE}) m USING (observation_id) "
+        "WHERE slot IN (SELECT unnest(?::VARCHAR[])) GROUP BY slot "
+        "HAVING bool_and(result = 'passed' OR m.finding_id NOT IN "
+        "(SELECT unnest(?::VARCHAR[])))", [slots, new])}
 
 
 def compare(current: Queryable, current_findings: list[Finding], baseline: Queryable,
@@ -67,14 +81,15 @@ def compare(current: Queryable, current_findings: list[Finding], baseline: Query
     absent = [f for f in baseline_findings if f.finding_id not in now]
     if not absent:
         return marked, [], []
-    cases = _cases_of(baseline, [f.finding_id for f in absent])
-    ran = _ran(current, sorted({c for cs in cases.values() for c in cs}))
+    slots = _slots_of(baseline, [f.finding_id for f in absent])
+    new = [f.finding_id for f in marked if f.status == NEW]
+    passed = _resolved(current, sorted({s for ss in slots.values() for s in ss}), new)
     gone: list[Finding] = []
     unresolved: list[Finding] = []
     for f in absent:
-        its = cases.get(f.finding_id, [])
-        passed = bool(its) and all(c in ran for c in its)
-        (gone if passed else unresolved).append(replace(f, status=GONE if passed else ""))
+        its = slots.get(f.finding_id, [])
+        ok = bool(its) and all(s in passed for s in its)
+        (gone if ok else unresolved).append(replace(f, status=GONE if ok else ""))
     return marked, gone, unresolved
 
 

@@ -1,24 +1,30 @@
 """Findings: the run's non-passed observations grouped by cause, computed in DuckDB.
 
 A finding is what a person would name in one sentence ("ONNX Runtime has no float64
-kernel", "the ReferenceEvaluator's float16 LayerNormalization is off"). Its signature is
+kernel", "the ReferenceEvaluator's float16 LayerNormalization is off", "OpenVINO computes
+float64 in f32"). Its signature is
 
 - the check family: ``numeric`` (agreement, analytic, expected and levels rows of a case
-  read together), ``execution``, or the contract / variant / model check itself;
-- the outlier: which path the case's evidence blames, decided per case and family. Rows
-  against float64 or shipped outputs (analytic, expected) decide it where they failed;
-  otherwise each row blames a side (an agreement row by its float64 arbiter, a levels,
-  contract or variant row its own path). ONNX Runtime failing at every level it ran is
-  ``onnxruntime``, at some levels ``onnxruntime@extended,all``; all paths ``every path``;
-- the reason's template (the decisive row's reason with numbers, quoted names and
-  ``Op(opset)`` taken out);
-- the operator, except where the template names a cause shared across operators (a
-  missing kernel, NaN fed to every path, a registered upstream defect).
+  read together), ``execution``, or the contract / variant check itself; a law or variant
+  that a runtime breaks in a case where its outputs are already off joins ``numeric``;
+- the outlier: the path each row blames (its own, or for an agreement or levels row the
+  side float64 does not side with; a reference that failed), grouped per case by runtime:
+  ``onnxruntime`` when every level it ran is off, ``onnxruntime@extended,all`` when some
+  are; ``every path`` when every runtime that ran the case is blamed. So a case can hold
+  two causes (the ReferenceEvaluator's Erf defect and OpenVINO's float32 arithmetic);
+- the reason's template: for comparisons its kind (finite values out of tolerance; NaN or
+  inf on the blamed side only; finite where the other side is not; a registered upstream
+  defect), for laws their sentence without figures, for failures the message with numbers,
+  names, shapes and element types taken out (a chained error by its root cause);
+- the operator, except where the cause is shared across operators: a failure message, NaN
+  fed to every path, a registered defect, a runtime whose settings compute the dtype in
+  fewer bits (OpenVINO's ``inference_precision``), a runtime's non-finite outputs.
 
 Every non-passed observation belongs to exactly one finding: the members table
 ``finding_members`` (observation id, finding id) is written into the run's DuckDB
 database, so the explorer filters and groups by finding without loading rows into Python.
-The finding id is a hash of the signature: the same cause has the same id in every run.
+The finding id is a hash of the signature: the same cause has the same id in every run,
+whichever other runtimes ran beside it.
 """
 
 from __future__ import annotations
@@ -40,26 +46,29 @@ NUMERIC_CHECKS = ("agreement", "analytic", "expected", "levels")
 TRUTH_CHECKS = ("analytic", "expected")
 """Checks against float64 or the case's shipped outputs: they decide which path is off."""
 
-CROSS_OPERATOR_TEMPLATES: tuple[tuple[str, str], ...] = (
-    ("%Could not find an implementation for OP(#)%", "a missing kernel, whichever operator"),
-    ("%known upstream defect%", "a registered ReferenceEvaluator defect names its operators"),
-    ("NaN on both sides at # of # elements%", "NaN fed to every path propagates through any op"),
-    ("%OP does not support%", "a runtime without a kernel for a dtype, whichever operator"),
-)
-"""Templates whose cause does not depend on the operator: one finding across operators."""
-
 NAN_TEMPLATE = "NaN on both sides: NaN == NaN never passes, the baseline cannot be assessed"
-"""One cause for every check that saw NaN on both sides: NaN fed to the paths propagated."""
+"""One cause for every check that saw NaN on both sides (and nothing else): NaN fed to the
+paths propagated; no path is the outlier."""
 
-RUNTIME_TEMPLATE = "off from float64, its laws or its variants where ORT and the reference are not"
-"""Only a runtime other than ORT and the ReferenceEvaluator is off, in any check of a dtype:
-its precision for that dtype is the cause, across operators and checks."""
+OUTSIDE = "finite values outside tolerance"
+"""A comparison's finite elements out of tolerance, whatever its figures."""
+NONFINITE = "NaN or inf where the compared output is finite"
+"""The blamed path's output is non-finite where the other side (float64, another path, the
+other form of a variant) is finite."""
+SWALLOWED = "finite where the compared output is NaN or inf"
+"""The blamed path's output is finite where the other side is NaN or ±inf."""
+LOWER_PRECISION = "computes {dtype} in {precision}"
+"""A path whose settings say it computes in fewer bits than the output's dtype (OpenVINO's
+``inference_precision``): its finite deviations of that dtype are that one cause."""
 
 SEVERITY = {CONTRACT_ISSUE: 3, DIVERGENCE: 2, EXECUTION: 1}
 """Worst first: a broken law or non-finite output, then a divergence, then unsupported."""
 
 _LEVEL_ORDER = "CASE {x} WHEN 'disable_all' THEN '0' WHEN 'basic' THEN '1' " \
                "WHEN 'extended' THEN '2' WHEN 'all' THEN '3' ELSE '4' END"
+_WIDTH = ("CASE {x} WHEN 'float16' THEN 16 WHEN 'f16' THEN 16 WHEN 'bf16' THEN 16 "
+          "WHEN 'bfloat16' THEN 16 WHEN 'float32' THEN 32 WHEN 'f32' THEN 32 "
+          "WHEN 'float64' THEN 64 WHEN 'f64' THEN 64 END")
 
 
 class Queryable(Protocol):
@@ -102,7 +111,8 @@ class Finding:
     outlier: str
     template: str
     operator_key: str
-    """The operator of the signature, or ``*`` for a cause shared across operators."""
+    """The operator of the signature, or ``*`` (``*DTYPE``) for a cause shared across
+    operators."""
     observations: int
     cases: int
     operators: tuple[str, ...]
@@ -126,9 +136,10 @@ class FindingsReport:
     findings: list[Finding]
     baseline_run_id: str | None = None
     gone: list[Finding] = field(default_factory=list)
-    """Baseline findings whose cases all ran again here and no longer show them."""
+    """Baseline findings whose cases all ran again here and passed."""
     unresolved: list[Finding] = field(default_factory=list)
-    """Baseline findings absent here whose cases did not all run again: not assessed."""
+    """Baseline findings absent here that are not gone: some of their cases did not run
+    again, or ran and did not pass (another finding holds those rows now)."""
     non_passed: int = 0
     """Non-passed observations of the run (each in exactly one finding)."""
 
@@ -141,127 +152,211 @@ class FindingsReport:
 
 
 def _template_sql(column: str) -> str:
-    """The reason with the path prefix, ``Op(opset)``, quoted names and numbers taken out."""
+    """The reason with the path prefix, operator and node names, quoted names, shapes,
+    element types and numbers taken out."""
     out = f"regexp_replace({column}, '^(variant \\S+: )?\\S+ failed: ', '\\1PATH failed: ')"
     out = f"regexp_replace({out}, '\\b[A-Z][A-Za-z0-9]*\\(\\d+\\)', 'OP(#)', 'g')"
+    out = f"regexp_replace({out}, '\\([A-Z][A-Za-z0-9]*\\)', '(OP)', 'g')"
     out = f"regexp_replace({out}, '''[^'']*''', '''…''', 'g')"
     out = f"regexp_replace({out}, '\"[^\"]*\"( [A-Z][A-Za-z0-9]*)?', '\"…\" OP', 'g')"
     out = (f"regexp_replace({out}, '\\b[A-Z][A-Za-z0-9]* does not support', "
            "'OP does not support', 'g')")
-    out = f"regexp_replace({out}, '\\b\\d+(\\.\\d+)?([eE][-+]?\\d+)?\\b', '#', 'g')"
+    out = f"regexp_replace({out}, '\\b[FIU](8|16|32|64)\\b', 'T', 'g')"
+    out = f"regexp_replace({out}, '#?\\b\\d+(\\.\\d+)?([eE][-+]?\\d+)?\\b', '#', 'g')"
+    out = f"regexp_replace({out}, '(#, )+#|(#,)+#', '…', 'g')"
+    out = f"regexp_replace({out}, '(#,)+', '…,', 'g')"
+    # a chained error (tract's "Caused by:" list) is named by its root cause, its last line
+    out = (f"regexp_replace({out}, '^(PATH failed: [A-Za-z]+: )[\\s\\S]*\\n\\s*(?:#: )?"
+           "([^\\n]*[^\\s])\\s*$', '\\1\\2')")
     return out
 
 
-def _cross_operator_sql() -> str:
-    return " OR ".join(f"template LIKE '{p}'" for p, _ in CROSS_OPERATOR_TEMPLATES)
+def _kind_sql(template: str) -> str:
+    """What a failed comparison or law says, its figures aside: NaN fed on both sides and
+    nothing else, a registered upstream defect, a non-finite mismatch (naming the side that
+    is non-finite: ``actual`` or ``reference``), finite values out of tolerance, or the
+    law's own sentence with its details cut."""
+    body = f"regexp_replace({template}, '^(variant )?[A-Za-z0-9_.-]+: ', '')"
+    nan_only = (f"{template} LIKE '%NaN on both sides%' AND NOT regexp_matches({template}, "
+                "' is (NaN|\\+inf|-inf) at|elements outside|non-finite value')")
+    side = (f"regexp_extract({body}, '(?:^|; )(actual|reference) is (NaN|\\+inf|-inf) at', "
+            "1)")
+    law = (f"trim(split_part(regexp_replace(regexp_replace({body}, "
+           "' ?\\([^()]*\\)', '', 'g'), ' ?\\([^()]*\\)', '', 'g'), ';', 1))")
+    return f"""CASE WHEN {nan_only} THEN 'nan'
+                WHEN {template} LIKE '%known upstream defect%' THEN
+                    'defect:' || split_part({template}, ' — ', 1)
+                WHEN {side} <> '' THEN 'nonfinite:' || {side}
+                WHEN regexp_matches({body}, '^# of # elements outside') THEN 'outside'
+                ELSE 'law:' || {law} END"""
 
 
-def _numeric_list(values: tuple[str, ...]) -> str:
+def _list_sql(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
 
 
 def members_sql(relation: str = "obs") -> str:
-    """SQL that selects one row per non-passed observation of ``relation`` with its finding."""
-    numeric = _numeric_list(NUMERIC_CHECKS)
-    truth = _numeric_list(TRUTH_CHECKS)
-    level = "substr(p, 13)"
+    """SQL that selects one row per non-passed observation of ``relation`` with its finding.
+
+    Per row: the path it blames (its own, or the side its float64 arbiter does not side
+    with). Per case and check family: when every runtime that ran the case is blamed, the
+    case is one group (``every path``); otherwise each blamed runtime's rows are a group,
+    its outlier the runtime (or ``runtime@settings`` when only some of its settings are
+    off). A group's template is its decisive row's (rows against float64 first)."""
+    numeric = _list_sql(NUMERIC_CHECKS)
+    truth = _list_sql(TRUTH_CHECKS)
     return f"""
 WITH raw AS MATERIALIZED (
     SELECT observation_id, case_id, op_type, dtype, "check" AS chk, optimization, result,
-           CASE WHEN backend = 'onnxruntime' THEN 'onnxruntime@' || optimization
-                ELSE backend END AS path,
+           backend, CASE WHEN optimization = '-' THEN backend
+                         ELSE backend || '@' || optimization END AS path,
            reference, arbiter, max_abs_error, reason,
+           json_extract_string(session_settings, '$.inference_precision') AS precision,
            CASE WHEN result = '{EXECUTION}' THEN 'execution'
                 WHEN "check" IN ({numeric}) THEN 'numeric' ELSE "check" END AS family,
            "check" IN ({truth}) AS truth,
            {' + '.join(f"(result = '{k}')::INT * {v}" for k, v in SEVERITY.items())} AS severity
     FROM {relation} WHERE result <> 'passed'
-), templates AS (
+), reasons AS (
     -- the regular expressions run once per distinct reason, not once per row
     SELECT reason, {_template_sql('reason')} AS template,
            regexp_extract(reason, '^(?:variant \\S+: )?(\\S+) failed: ', 1) AS failed_path
     FROM (SELECT DISTINCT reason FROM raw)
-), bad AS (
-    SELECT r.* EXCLUDE (reason), t.template, t.failed_path
+), templates AS (
+    SELECT *, {_kind_sql('template')} AS kind FROM reasons
+), rows AS (
+    SELECT r.* EXCLUDE (reason), t.template, t.failed_path, t.kind,
+           -- the side a row blames: its own path, or (a disagreement that float64 sides
+           -- with the actual side, a failure of the reference side) its reference
+           CASE WHEN r.family = 'execution'
+                     AND t.failed_path NOT IN ('', replace(r.path, '@', '-'),
+                                               r.backend || '-' || r.optimization)
+                     AND NOT (r.backend = 'onnxruntime'
+                              AND t.failed_path = 'ort-' || r.optimization)
+                    THEN regexp_replace(replace(r.reference, ':', '@'), '-corrected$', '')
+                WHEN r.chk IN ('agreement', 'levels') AND r.arbiter = 'actual'
+                    THEN regexp_replace(replace(r.reference, ':', '@'), '-corrected$', '')
+                WHEN r.chk IN ('agreement', 'levels') AND r.arbiter IN ('tie', '-')
+                     AND r.family <> 'execution' AND t.kind <> 'nan' THEN 'undecided'
+                ELSE r.path END AS blamed
     FROM raw r JOIN templates t ON r.reason IS NOT DISTINCT FROM t.reason
-), blamed AS (
-    SELECT *,
-           CASE WHEN family = 'execution' AND failed_path LIKE 'ort-%'
-                    THEN 'onnxruntime@' || substr(failed_path, 5)
-                WHEN family = 'execution' AND failed_path <> '' THEN failed_path
-                WHEN chk = 'agreement' AND arbiter = 'actual' THEN reference
-                WHEN chk = 'agreement' AND arbiter = 'reference' THEN path
-                WHEN chk = 'agreement' THEN 'undecided'
-                ELSE path END AS blames,
-           -- each failure message of a case is its own cause; other families read a case whole
-           CASE WHEN family = 'execution' THEN template ELSE '' END AS grp
-    FROM bad
 ), present AS MATERIALIZED (
-    -- every path a case ran per check family, the agreement rows' reference side included
-    SELECT case_id, CASE WHEN "check" IN ({numeric}) THEN 'numeric' ELSE "check" END AS fam,
-           list_distinct(list_concat(
-               list(DISTINCT CASE WHEN backend = 'onnxruntime'
-                                  THEN 'onnxruntime@' || optimization ELSE backend END),
-               coalesce(list(DISTINCT reference) FILTER ("check" = 'agreement'), [])))
-               AS paths
-    FROM {relation} WHERE case_id IN (SELECT DISTINCT case_id FROM bad) GROUP BY ALL
+    -- every path each case ran per check family (passed rows included), the agreement
+    -- rows' references too
+    SELECT DISTINCT case_id, fam, path FROM (
+        SELECT case_id, CASE WHEN "check" IN ({numeric}) THEN 'numeric' ELSE "check" END AS fam,
+               CASE WHEN optimization = '-' THEN backend
+                    ELSE backend || '@' || optimization END AS path
+        FROM {relation} WHERE case_id IN (SELECT case_id FROM raw)
+        UNION ALL
+        SELECT case_id, 'numeric', regexp_replace(reference, '-corrected$', '') FROM {relation}
+        WHERE "check" = 'agreement' AND case_id IN (SELECT case_id FROM raw))
+), runtimes AS (
+    SELECT case_id, fam, split_part(path, '@', 1) AS runtime, list(path) AS settings
+    FROM present GROUP BY ALL
+), decided AS (
+    -- an undecided agreement row (no float64 to side with) blames the reference when the
+    -- case's rows against float64 blame it, else its own path
+    SELECT r.* EXCLUDE (blamed),
+           CASE WHEN r.blamed <> 'undecided' THEN r.blamed
+                WHEN c.reference_off THEN regexp_replace(r.reference, '-corrected$', '')
+                ELSE r.path END AS blamed
+    FROM rows r LEFT JOIN (
+        SELECT case_id, bool_or(truth AND path = 'onnx-reference') AS reference_off
+        FROM rows GROUP BY case_id) c USING (case_id)
+), runtime_rows AS (
+    SELECT *, split_part(blamed, '@', 1) AS runtime,
+           CASE WHEN kind = 'nan' THEN 'nan' ELSE family END AS fam0
+    FROM decided
+), everyone AS (
+    -- cases (per family) where every runtime that ran them is blamed
+    SELECT b.case_id, b.fam0, count(DISTINCT b.runtime) >= 2
+               AND count(DISTINCT b.runtime) >= any_value(n.runtimes) AS every_path
+    FROM runtime_rows b JOIN (SELECT case_id, fam, count(*) AS runtimes FROM runtimes
+                              GROUP BY ALL) n
+        ON n.case_id = b.case_id AND n.fam = b.fam0
+    WHERE b.fam0 NOT IN ('nan', 'execution') GROUP BY b.case_id, b.fam0
+), off AS (
+    -- (case, runtime) pairs off in the case's own outputs (against float64 or the others)
+    SELECT DISTINCT case_id, runtime FROM runtime_rows WHERE fam0 = 'numeric'
+), blamed AS (
+    -- a law or variant that a runtime already off in that case breaks (and not every
+    -- runtime does) is the same cause as its outputs
+    SELECT r.*, CASE WHEN r.fam0 NOT IN ('nan', 'execution', 'numeric')
+                          AND NOT coalesce(e.every_path, false) AND o.runtime IS NOT NULL
+                     THEN 'numeric' ELSE r.fam0 END AS fam
+    FROM runtime_rows r
+    LEFT JOIN everyone e ON e.case_id = r.case_id AND e.fam0 = r.fam0
+    LEFT JOIN off o ON o.case_id = r.case_id AND o.runtime = r.runtime
+), grouped AS (
+    SELECT b.*, CASE WHEN b.fam = 'nan' THEN 'every path'
+                     WHEN coalesce(e.every_path, false) THEN 'every path'
+                     ELSE b.runtime END AS grp,
+           CASE WHEN b.fam = 'execution' THEN b.template ELSE '' END AS sub
+    FROM blamed b LEFT JOIN everyone e ON e.case_id = b.case_id AND e.fam0 = b.fam
+), counted AS (
+    SELECT *, count(*) OVER (PARTITION BY case_id, fam, grp, sub, kind) AS same FROM grouped
 ), groups AS (
-    SELECT case_id, family, grp,
-           list_sort(list_distinct(CASE WHEN bool_or(truth) THEN list(blames) FILTER (truth)
-                                        ELSE list(blames) END)) AS bad_paths,
-           first(template ORDER BY truth DESC, severity DESC, max_abs_error DESC NULLS LAST,
-                 observation_id) AS template,
-           first(op_type) AS op_type, first(dtype) AS dtype
-    FROM blamed GROUP BY case_id, family, grp
+    SELECT g.case_id, g.fam, g.grp, g.sub,
+           first(g.kind ORDER BY g.truth DESC, g.severity DESC, g.same DESC, g.kind) AS kind,
+           first(g.template ORDER BY g.truth DESC, g.severity DESC, g.same DESC,
+                 g.max_abs_error DESC NULLS LAST, g.observation_id) AS template,
+           list_distinct(list(g.blamed)) AS bad_settings,
+           bool_and(g.blamed = g.path) AS own_path,
+           first(g.op_type) AS op_type, first(g.dtype) AS dtype,
+           first(g.precision) FILTER (g.blamed = g.path) AS precision
+    FROM counted g GROUP BY g.case_id, g.fam, g.grp, g.sub
 ), labelled AS (
-    SELECT g.case_id, g.family, g.grp, g.template, g.op_type, g.dtype,
-           list_filter(g.bad_paths, lambda p: p LIKE 'onnxruntime@%') AS ort_bad,
-           list_filter(g.bad_paths, lambda p: p NOT LIKE 'onnxruntime@%') AS other_bad,
-           len(list_filter(coalesce(p.paths, []), lambda p: p LIKE 'onnxruntime@%'))
-               AS ort_present,
-           len(g.bad_paths) > 0 AND len(coalesce(p.paths, [])) > 1
-               AND list_has_all(g.bad_paths, p.paths) AS everything
-    -- a failure is read against the paths the case compared
-    FROM groups g LEFT JOIN present p ON p.case_id = g.case_id
-        AND p.fam = CASE WHEN g.family = 'execution' THEN 'numeric' ELSE g.family END
-), outliers AS (
-    SELECT case_id, family, grp, template, op_type, dtype,
-           CASE WHEN everything THEN 'every path'
-                ELSE array_to_string(list_concat(other_bad, CASE
-                    WHEN len(ort_bad) = 0 THEN []
-                    WHEN len(ort_bad) >= ort_present THEN ['onnxruntime']
-                    ELSE ['onnxruntime@' || array_to_string(list_transform(list_sort(
-                        list_transform(ort_bad, lambda p: {_LEVEL_ORDER.format(x=level)}
-                                       || {level})), lambda s: substr(s, 2)), ',')]
-                    END), '+') END AS outlier
-    FROM labelled
-), ruled AS (
-    SELECT *, template LIKE '%NaN on both sides at # of # elements%' AS nan_fed,
-           -- only runtimes other than ORT and the ReferenceEvaluator are off: the runtime's
-           -- precision for the dtype is the cause, across its operators
-           family <> 'execution' AND outlier NOT LIKE '%onnxruntime%'
-               AND outlier NOT LIKE '%onnx-reference%' AND outlier <> 'every path'
-               AND outlier NOT LIKE '%undecided%' AS other_runtime
-    FROM outliers
+    SELECT g.*,
+           CASE WHEN g.grp = 'every path' THEN 'every path'
+                WHEN g.fam = 'execution' THEN g.grp
+                WHEN len(g.bad_settings) >= len(coalesce(rt.settings, [])) THEN g.grp
+                ELSE g.grp || '@' || array_to_string(list_transform(list_sort(
+                    list_transform(g.bad_settings, lambda p: {_LEVEL_ORDER.format(
+                        x="split_part(p, '@', 2)")} || split_part(p, '@', 2))),
+                    lambda s: substr(s, 2)), ',') END AS outlier
+    FROM groups g LEFT JOIN runtimes rt ON rt.case_id = g.case_id AND rt.runtime = g.grp
+        AND rt.fam = CASE WHEN g.fam IN ('numeric', 'execution') THEN 'numeric' ELSE g.fam END
 ), keyed AS (
-    SELECT case_id, family AS group_family, grp, outlier,
-           CASE WHEN nan_fed THEN 'nan' WHEN other_runtime THEN 'runtime' ELSE family END
-               AS family,
-           CASE WHEN nan_fed THEN '{NAN_TEMPLATE}'
-                WHEN other_runtime THEN '{RUNTIME_TEMPLATE}' ELSE template END AS template,
-           CASE WHEN nan_fed OR {_cross_operator_sql()} THEN '*'
-                WHEN other_runtime THEN '*' || dtype ELSE op_type END AS operator_key
-    FROM ruled
+    SELECT case_id, fam AS group_fam, grp, sub, outlier,
+           CASE WHEN fam = 'nan' THEN 'nan'
+                WHEN fam NOT IN ('execution') AND outlier <> 'every path' AND own_path
+                     AND precision IS NOT NULL AND kind NOT LIKE 'nonfinite:%'
+                     AND kind NOT LIKE 'defect:%'
+                     AND {_WIDTH.format(x='precision')} < {_WIDTH.format(x='dtype')}
+                    THEN 'precision'
+                WHEN kind LIKE 'nonfinite:%' AND outlier <> 'every path' THEN 'non-finite'
+                ELSE fam END AS family,
+           kind, template, dtype, op_type, precision
+    FROM labelled
 ), signed AS (
+    SELECT case_id, group_fam, grp, sub, outlier, family,
+           CASE WHEN family = 'nan' THEN '{NAN_TEMPLATE}'
+                WHEN family = 'execution' THEN template
+                WHEN family = 'precision' THEN replace(replace('{LOWER_PRECISION}',
+                    '{{dtype}}', dtype), '{{precision}}', precision)
+                WHEN family = 'non-finite' THEN CASE
+                    WHEN kind = 'nonfinite:actual' THEN '{NONFINITE}' ELSE '{SWALLOWED}' END
+                WHEN kind = 'outside' THEN '{OUTSIDE}'
+                WHEN kind LIKE 'defect:%' THEN substr(kind, 8)
+                WHEN kind LIKE 'nonfinite:%' THEN '{NONFINITE}'
+                ELSE substr(kind, 5) END AS template,
+           CASE WHEN family IN ('nan', 'execution') OR kind LIKE 'defect:%' THEN '*'
+                WHEN family = 'precision' THEN '*' || dtype
+                WHEN family = 'non-finite' AND kind = 'nonfinite:actual' THEN '*' || dtype
+                WHEN family = 'non-finite' THEN '*'
+                ELSE op_type END AS operator_key
+    FROM keyed
+), hashed AS (
     -- hashed per case group, not per row
     SELECT *, left(sha256(family || '|' || outlier || '|' || template || '|' || operator_key),
                    12) AS finding_id
-    FROM keyed
+    FROM signed
 )
 SELECT b.observation_id, s.finding_id, s.family, s.outlier, s.template, s.operator_key,
        b.case_id, b.op_type, b.dtype, b.optimization, b.result, b.severity, b.max_abs_error
-FROM blamed b JOIN signed s ON s.case_id = b.case_id AND s.group_family = b.family
-    AND s.grp = b.grp
+FROM grouped b JOIN hashed s ON s.case_id = b.case_id AND s.group_fam = b.fam
+    AND s.grp = b.grp AND s.sub = b.sub
 """
 
 
@@ -358,18 +453,17 @@ def non_passed_count(source: Queryable) -> int:
 # Titles ---------------------------------------------------------------------------------
 
 _PATH_NAMES = {"onnxruntime": "ONNX Runtime", "onnx-reference": "the ReferenceEvaluator",
-               "every path": "every path", "undecided": "an undecided side",
-               "openvino": "OpenVINO"}
+               "every path": "every path", "openvino": "OpenVINO", "tract": "tract",
+               "numpy-float64": "the float64 formula"}
 
 
 def path_name(outlier: str) -> str:
     """An outlier label in words: ``onnxruntime@extended,all`` -> ONNX Runtime at extended, all."""
     parts = []
     for part in outlier.split("+"):
-        if part.startswith("onnxruntime@"):
-            parts.append("ONNX Runtime at " + part[len("onnxruntime@"):].replace(",", ", "))
-        else:
-            parts.append(_PATH_NAMES.get(part, part))
+        runtime, _, settings = part.partition("@")
+        name = _PATH_NAMES.get(runtime, runtime)
+        parts.append(f"{name} at {settings.replace(',', ', ')}" if settings else name)
     return " and ".join(parts)
 
 
@@ -395,6 +489,13 @@ def _title(f: Finding) -> str:
     dtypes = "/".join(f.dtypes)
     who = path_name(f.outlier)
     sentence_who = who[0].upper() + who[1:]
+    many = " and " in who or who == "every path"
+    runtime, _, settings = f.outlier.partition("@")
+    owner = _PATH_NAMES.get(runtime, runtime)
+    owner = owner[0].upper() + owner[1:] + ("'" if owner.endswith("s") else "'s")
+    at = bool(settings)
+    if f.family == "nan":
+        return f"NaN inputs propagate: NaN == NaN cannot be assessed ({ops}, {dtypes})"
     if "known upstream defect" in f.template:
         return f"Known upstream ReferenceEvaluator defect ({ops}, {dtypes}): {_short(f.template)}"
     if f.family == "execution":
@@ -402,27 +503,28 @@ def _title(f: Finding) -> str:
             return (f"{sentence_who} has no {dtypes} kernel for {len(f.operators)} "
                     f"operator(s): {ops}")
         return f"{sentence_who} cannot run {ops} ({dtypes}): {_hint(f.template)}"
-    if f.template.startswith("NaN on both sides"):
-        return f"NaN inputs propagate on {who}: NaN == NaN cannot be assessed ({ops}, {dtypes})"
-    if f.family == "runtime":
-        dtype = f.operator_key[1:]
-        return (f"{sentence_who} {'is' if ' and ' not in who else 'are'} off on {dtype} where "
-                f"ONNX Runtime and the reference are not: {len(f.operators)} operator(s): {ops}")
+    if f.family == "precision":
+        return (f"{sentence_who} {f.template} (its inference precision): {len(f.operators)} "
+                f"operator(s) off, {ops}")
+    if f.family == "non-finite":
+        if f.template == NONFINITE:
+            return (f"{sentence_who} {'give' if many else 'gives'} NaN or inf where the compared "
+                    f"output is finite ({dtypes}): {ops}")
+        return (f"{sentence_who} {'give' if many else 'gives'} finite values where the compared "
+                f"output is NaN or inf: {ops} ({dtypes})")
     if f.family == "numeric":
-        if f.outlier == "onnx-reference":
-            return (f"The ReferenceEvaluator's {ops} ({dtypes}) is off; ONNX Runtime agrees "
-                    "with float64")
-        if f.outlier.startswith("onnxruntime"):
-            return (f"{sentence_who}'s {ops} ({dtypes}) is off; the ReferenceEvaluator agrees "
-                    "with float64")
-        if "non-finite" in f.template:
-            return f"{sentence_who} gives non-finite {ops} ({dtypes}) where float64 is finite"
-        return f"{ops} ({dtypes}) on {who} differs from float64 beyond tolerance"
+        if f.outlier == "every path":
+            return f"{ops} ({dtypes}) differs from float64 beyond tolerance on every path"
+        what = ("beyond tolerance" if f.template == OUTSIDE
+                else f"({_short(f.template, 50)})")
+        if at:
+            return f"{sentence_who}: {ops} ({dtypes}) is off from float64 {what}"
+        return f"{owner} {ops} ({dtypes}) is off from float64 {what}"
     kind, _, name = f.family.partition(":")
     if kind == "contract":
         return f"{ops} ({dtypes}) breaks the {name} law on {who}: {_hint(f.template)}"
     if kind == "variant":
-        return f"{ops} ({dtypes}): the {name} variant disagrees on {who}"
+        return f"{ops} ({dtypes}): the {name} variant disagrees on {who}: {_hint(f.template)}"
     return f"{ops} ({dtypes}) {f.family} on {who}: {_hint(f.template)}"
 
 

@@ -20,13 +20,18 @@ from gero_tui.cli import main
 D = 64
 
 
-def decomposed_layernorm(path: Path) -> Path:
-    """The nine-node LayerNorm ORT fuses into one LayerNormalization (/LayerNormFusion/)."""
+def decomposed_layernorm(path: Path, opset: int = 19) -> Path:
+    """The nine-node LayerNorm ORT fuses into one LayerNormalization (/LayerNormFusion/).
+
+    ORT 1.32 fuses it at ``basic`` (LayerNormFusionL1) when the opset has LayerNormalization
+    (17 and later), else at ``extended`` (LayerNormFusionL2)."""
+    axes = ({"axes": [-1]} if opset < 18 else {})
+    reduce_inputs = ["X"] if opset < 18 else ["X", "axes"]
     nodes = [
-        helper.make_node("ReduceMean", ["X", "axes"], ["m"], keepdims=1),
+        helper.make_node("ReduceMean", reduce_inputs, ["m"], keepdims=1, **axes),
         helper.make_node("Sub", ["X", "m"], ["d"]),
         helper.make_node("Pow", ["d", "two"], ["p"]),
-        helper.make_node("ReduceMean", ["p", "axes"], ["v"], keepdims=1),
+        helper.make_node("ReduceMean", ["p", *reduce_inputs[1:]], ["v"], keepdims=1, **axes),
         helper.make_node("Add", ["v", "eps"], ["ve"]),
         helper.make_node("Sqrt", ["ve"], ["s"]),
         helper.make_node("Div", ["d", "s"], ["n"]),
@@ -42,8 +47,8 @@ def decomposed_layernorm(path: Path) -> Path:
                               [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, D])],
                               [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [4, D])],
                               inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
-    model.ir_version = 10
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10 if opset >= 19 else 8
     onnx.save(model, path)
     return path
 
@@ -88,13 +93,26 @@ def test_layernorm_fusion_is_named_at_the_level_that_changes_the_output(
     assert blame.rewrites[0].nodes == ["LayerNormalization '/LayerNormFusion/'"]
     assert blame.added == {"LayerNormalization": 1} and blame.removed["ReduceMean"] == 2
     assert blame.confirmed_by_running is True
-    # ORT 1.32 keeps fusing with disabled_optimizers=["LayerNormFusion"]: said, not guessed.
-    assert blame.rewrites[0].disabled in ("confirmed", "ignored")
-    if blame.rewrites[0].disabled == "ignored":
-        assert "cannot be confirmed by disabling it" in blame.summary
+    # Disabled by the name ORT registers it under, which the node name does not say.
+    assert blame.rewrites[0].disabled == "confirmed"
+    assert blame.rewrites[0].registered in ("LayerNormFusion", "LayerNormFusionL1")
     assert "LayerNormFusion" in blame.summary and f"`{blame.first_level}`" in blame.summary
     directory = resolve_artifact(root, str(row["artifact_path"]))
     assert stored.is_file() and read_blame(directory, str(row["observation_id"])) is not None
+
+
+@pytest.mark.slow
+def test_an_opset_without_layernorm_is_fused_at_extended(tmp_path: Path) -> None:
+    """Before opset 17 LayerNormalization is not an ONNX operator: ORT fuses the decomposed
+    form at ``extended`` (its LayerNormFusionL2), and blame says so."""
+    model = decomposed_layernorm(tmp_path / "opset13.onnx", opset=13)
+    row = _ort_row(tmp_path, model, input_ranges=("X=29990,30010",))
+    blame, _ = blame_observation(tmp_path, row)
+    assert (blame.previous_level, blame.first_level) == ("basic", "extended")
+    assert [r.transformer for r in blame.rewrites] == ["LayerNormFusion"]
+    assert blame.rewrites[0].disabled in ("confirmed", "partial")
+    assert blame.rewrites[0].registered in ("LayerNormFusion", "LayerNormFusionL2")
+    assert "`extended`" in blame.summary and "LayerNormFusion" in blame.summary
 
 
 def test_a_graph_no_level_changes_says_so(tmp_path: Path) -> None:

@@ -120,8 +120,8 @@ def _row(case: str, check: str, backend: str, level: str, result: str, reason: s
             "reason": reason, "arbiter": arbiter}
 
 
-def _write(root: Path, rows: list[dict[str, Any]]) -> None:
-    run_id = "20260102-000000-eeeeee"
+def _write(root: Path, rows: list[dict[str, Any]], run_id: str = "20260102-000000-eeeeee"
+           ) -> None:
     directory = root / "runs" / run_id
     directory.mkdir(parents=True)
     for r in rows:
@@ -173,19 +173,131 @@ def test_nan_on_both_sides_is_one_cause_across_checks_and_operators(tmp_path: Pa
     assert f.family == "nan" and f.outlier == "every path" and f.observations == len(rows)
 
 
-def test_another_runtime_alone_off_is_one_cause_per_dtype(tmp_path: Path) -> None:
-    bad = "3 of 8 elements outside atol=1e-06 + rtol=1e-05·|r|; max |a−r| = 0.001"
+_OUTSIDE = "3 of 8 elements outside atol=1e-06 + rtol=1e-05·|r|; max |a−r| = 0.001"
+_F32 = json.dumps({"inference_precision": "f32"})
+
+
+def _case(rows: list[dict[str, Any]], case: str, op: str, dtype: str) -> list[dict[str, Any]]:
+    for r in rows:
+        r.update(op_type=op, dtype=dtype, case_id=f"synthetic/{op}/{case}/{dtype}")
+    return rows
+
+
+def _ort_passes(case: str) -> list[dict[str, Any]]:
+    return [_row(case, "analytic", "onnxruntime", level, "passed", "bit-exact")
+            for level in ("disable_all", "basic", "extended", "all")]
+
+
+def test_a_runtime_computing_in_lower_precision_is_one_cause_per_dtype(tmp_path: Path) -> None:
+    """OpenVINO's settings say it computes float64 in f32: its float64 rows of any operator
+    and check (the law it then breaks too) are that one cause."""
     rows = []
-    for case in ("a", "b", "c"):
-        for level in ("disable_all", "basic", "extended", "all"):
-            rows.append(_row(case, "analytic", "onnxruntime", level, "passed", "bit-exact"))
-        rows.append(_row(case, "analytic", "openvino", "-", "divergence", bad))
-        rows.append(_row(case, "contract:partition", "openvino", "-", "contract_issue",
-                         "partition: |full − concat(parts)| = 0.1 > tol 0.001 at 2 elements"))
-    for r, op in zip(rows, ["Abs"] * 6 + ["Exp"] * 6 + ["Sin"] * 6, strict=True):
-        r["op_type"] = op
+    for case, op in (("a", "Abs"), ("b", "Exp"), ("c", "Sin")):
+        openvino = [_row(case, "analytic", "openvino", "f32", "divergence", _OUTSIDE),
+                    _row(case, "contract:partition", "openvino", "f32", "contract_issue",
+                         "partition: |full − concat(parts)| = 0.1 > tol 0.001 at 2 elements")]
+        for r in openvino:
+            r["session_settings"] = _F32
+        rows += _case(_ort_passes(case) + openvino, case, op, "float64")
     _write(tmp_path, rows)
     (f,) = compute_findings(open_source(tmp_path))
-    assert f.family == "runtime" and f.outlier == "openvino"
+    assert f.family == "precision" and f.outlier == "openvino"
     assert f.operators == ("Abs", "Exp", "Sin") and f.observations == 6
-    assert f.title.startswith("OpenVINO is off on float32 where ONNX Runtime")
+    assert f.title.startswith("OpenVINO computes float64 in f32")
+
+
+def test_a_runtime_off_without_a_lower_precision_is_one_cause_per_operator(
+        tmp_path: Path) -> None:
+    """tract off on two operators is two causes; the law it breaks in the same case is not a
+    third."""
+    rows = []
+    for case, op in (("a", "Celu"), ("b", "InstanceNormalization")):
+        rows += _case([
+            *_ort_passes(case),
+            _row(case, "analytic", "tract", "optimized", "divergence", _OUTSIDE),
+            _row(case, "contract:partition", "tract", "optimized", "contract_issue",
+                 "partition: |full − concat(parts)| = 0.65 > tol 2e-05 at 300 of 300 elements"),
+        ], case, op, "float32")
+    _write(tmp_path, rows)
+    findings = compute_findings(open_source(tmp_path))
+    assert sorted(f.operators for f in findings) == [("Celu",), ("InstanceNormalization",)]
+    assert all(f.family == "numeric" and f.outlier == "tract" and f.observations == 2
+               for f in findings)
+    assert {f.title for f in findings} == {
+        "Tract's Celu (float32) is off from float64 beyond tolerance",
+        "Tract's InstanceNormalization (float32) is off from float64 beyond tolerance"}
+
+
+def test_a_reference_defect_keeps_its_finding_beside_another_runtime(tmp_path: Path) -> None:
+    """In one Erf case the ReferenceEvaluator's registered defect and OpenVINO's float32
+    arithmetic are two causes: the outlier path is part of the signature."""
+    defect = ("known upstream defect erf-float32-rounding (onnx/reference/ops/op_erf.py): Erf "
+              "rounds its float64 results to float32 (~3e-8 error) — " + _OUTSIDE)
+    openvino = [_row("a", "analytic", "openvino", "f32", "divergence", _OUTSIDE),
+                _row("a", "agreement", "openvino", "f32", "divergence", _OUTSIDE, "reference")]
+    for r in openvino:
+        r["session_settings"] = _F32
+    rows = _case(_ort_passes("a") + openvino + [
+        _row("a", "analytic", "onnx-reference", "-", "divergence", defect)], "a", "Erf",
+        "float64")
+    _write(tmp_path, rows)
+    findings = {f.outlier: f for f in compute_findings(open_source(tmp_path))}
+    assert set(findings) == {"onnx-reference", "openvino"}
+    assert findings["onnx-reference"].title.startswith("Known upstream ReferenceEvaluator defect")
+    assert findings["onnx-reference"].observations == 1
+    assert findings["openvino"].family == "precision"
+
+
+def test_chained_runtime_errors_are_named_by_their_root_cause(tmp_path: Path) -> None:
+    """tract's errors differ in node numbers, names, operators and element types; the root
+    cause (the chain's last line) is one finding across operators and settings."""
+    def tract(node: int, name: str, op: str, dtype: str, setting: str) -> str:
+        return (f"tract-{setting} failed: TractError: Evaluating #{node} \"{name}\" {op}\n\n"
+                f"Caused by:\n    0: Running legacy eval\n    1: {op} does not support {dtype}")
+    rows = []
+    for case, op, dtype in (("a", "Erf", "F64"), ("b", "Abs", "F64"), ("c", "Round", "F16")):
+        rows += _case([_row(case, "agreement", "tract", setting, "execution",
+                            tract(i + 1, f"Y{i}", op, dtype, setting))
+                       for i, setting in enumerate(("optimized", "unoptimized"))], case, op,
+                      "float64")
+    _write(tmp_path, rows)
+    (f,) = compute_findings(open_source(tmp_path))
+    assert f.outlier == "tract" and f.operators == ("Abs", "Erf", "Round")
+    assert f.template == "PATH failed: TractError: OP does not support T"
+
+
+def test_a_runtime_that_drops_nan_is_not_the_nan_fed_cause(tmp_path: Path) -> None:
+    """NaN on both sides at some elements and a finite value where the other side is NaN:
+    the runtime does not propagate NaN (its own finding), the rest is NaN fed to every path."""
+    nan = "NaN on both sides at 4 of 32 elements (NaN == NaN never passes)"
+    rows = _case([_row("a", "analytic", "onnxruntime", level, "contract_issue", nan)
+                  for level in ("disable_all", "basic", "extended", "all")]
+                 + [_row("a", "analytic", "openvino", "f32", "contract_issue",
+                         "NaN on both sides at 3 of 32 elements (NaN == NaN never passes); "
+                         "reference is NaN at 1 of 32 elements where actual is 1")],
+                 "a", "Max", "float32")
+    _write(tmp_path, rows)
+    findings = {f.family: f for f in compute_findings(open_source(tmp_path))}
+    assert set(findings) == {"nan", "non-finite"}
+    assert findings["nan"].observations == 4
+    assert findings["non-finite"].outlier == "openvino"
+    assert findings["non-finite"].title.startswith("OpenVINO gives finite values where")
+
+
+def test_a_finding_is_gone_only_where_its_cases_ran_again_and_passed(tmp_path: Path) -> None:
+    """The same slots failing for another reason do not make the baseline's finding gone."""
+    levels = ("disable_all", "basic", "extended", "all")
+    overflow = "actual is +inf at 1 of 8 elements where reference is 1"
+    for run_id, result, reason in (("20260102-000001-aaaaaa", "divergence", _OUTSIDE),
+                                   ("20260102-000002-bbbbbb", "contract_issue", overflow),
+                                   ("20260102-000003-cccccc", "passed", "bit-exact")):
+        rows = [_row("a", "analytic", "onnxruntime", level, result, reason) for level in levels]
+        for r in rows:  # each run's own observations
+            key = r["observation_id"] + run_id
+            r["observation_id"] = hashlib.sha256(key.encode()).hexdigest()
+        _write(tmp_path, rows, run_id)
+    other_cause = findings_report(tmp_path, "20260102-000002", "20260102-000001")
+    assert other_cause.gone == [] and len(other_cause.unresolved) == 1
+    assert [f.status for f in other_cause.findings] == [NEW]
+    fixed = findings_report(tmp_path, "20260102-000003", "20260102-000001")
+    assert [f.finding_id for f in fixed.gone] == [f.finding_id for f in other_cause.unresolved]

@@ -3,6 +3,7 @@ summary and the commands that replay and bundle each finding's worst observation
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,13 @@ def test_a_broken_model_fails_with_a_readable_message(tmp_path: Path) -> None:
         check_model(model, task="classifier", data_dir=tmp_path / "data")
     message = str(failure.value)
     first = message.splitlines()[0]
-    assert first.startswith(f"gero: {model} is not numerically sound: 1 finding(s)")
-    assert "breaks the partition law" in message
+    # The partition law it breaks on every path; its int8-dynamic variant's decisions may
+    # differ from the fp32 model's too (ORT's quantisation of a model that mixes rows),
+    # which is a cause of its own.
+    assert re.match(rf"gero: {re.escape(str(model))} is not numerically sound: [12] finding",
+                    first)
+    assert message.splitlines()[2].startswith("1. [contract_issue] mixes_batch (float32) "
+                                              "breaks the partition law on every path")
     assert "\n   replay: gero replay " in message and " --observation " in message
     assert "\n   bundle: gero bundle " in message
     assert "allow=['" in message
@@ -38,6 +44,7 @@ def test_an_allowed_finding_does_not_fail(tmp_path: Path) -> None:
     model = classifier(tmp_path / "mixes_batch.onnx", mixes_batch=True)
     with pytest.raises(pytest.fail.Exception) as failure:
         check_model(model, task="classifier", data_dir=tmp_path / "a")
-    known = str(failure.value).split("allow=['")[1].split("'")[0]
-    run = check_model(model, task="classifier", data_dir=tmp_path / "b", allow=[known])
+    known = re.findall(r"'([0-9a-f]{12})'", str(failure.value).split("allow=[")[1])
+    assert known
+    run = check_model(model, task="classifier", data_dir=tmp_path / "b", allow=known)
     assert run.non_passed > 0

@@ -29,10 +29,14 @@ whichever other runtimes ran beside it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
+
+import duckdb
 
 from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, OPT_LEVELS
 
@@ -294,18 +298,21 @@ WITH raw AS MATERIALIZED (
                      ELSE b.runtime END AS grp,
            CASE WHEN b.fam = 'execution' THEN b.template ELSE '' END AS sub
     FROM blamed b LEFT JOIN everyone e ON e.case_id = b.case_id AND e.fam0 = b.fam
-), counted AS (
-    SELECT *, count(*) OVER (PARTITION BY case_id, fam, grp, sub, kind) AS same FROM grouped
+), kinds AS (
+    -- per group and kind: enough to pick the group's decisive kind (rows against float64
+    -- first, then the most severe, then the most frequent)
+    SELECT case_id, fam, grp, sub, kind, bool_or(truth) AS truth, max(severity) AS severity,
+           count(*) AS n, list_distinct(list(blamed)) AS bad_settings,
+           bool_and(blamed = path) AS own_path, first(op_type) AS op_type,
+           first(dtype) AS dtype, first(precision) FILTER (blamed = path) AS precision
+    FROM grouped GROUP BY case_id, fam, grp, sub, kind
 ), groups AS (
-    SELECT g.case_id, g.fam, g.grp, g.sub,
-           first(g.kind ORDER BY g.truth DESC, g.severity DESC, g.same DESC, g.kind) AS kind,
-           first(g.template ORDER BY g.truth DESC, g.severity DESC, g.same DESC,
-                 g.max_abs_error DESC NULLS LAST, g.observation_id) AS template,
-           list_distinct(list(g.blamed)) AS bad_settings,
-           bool_and(g.blamed = g.path) AS own_path,
-           first(g.op_type) AS op_type, first(g.dtype) AS dtype,
-           first(g.precision) FILTER (g.blamed = g.path) AS precision
-    FROM counted g GROUP BY g.case_id, g.fam, g.grp, g.sub
+    SELECT case_id, fam, grp, sub,
+           first(kind ORDER BY truth DESC, severity DESC, n DESC, kind) AS kind,
+           list_distinct(flatten(list(bad_settings))) AS bad_settings,
+           bool_and(own_path) AS own_path, first(op_type) AS op_type, first(dtype) AS dtype,
+           first(precision) FILTER (precision IS NOT NULL) AS precision
+    FROM kinds GROUP BY case_id, fam, grp, sub
 ), labelled AS (
     SELECT g.*,
            CASE WHEN g.grp = 'every path' THEN 'every path'
@@ -327,7 +334,7 @@ WITH raw AS MATERIALIZED (
                     THEN 'precision'
                 WHEN kind LIKE 'nonfinite:%' AND outlier <> 'every path' THEN 'non-finite'
                 ELSE fam END AS family,
-           kind, template, dtype, op_type, precision
+           kind, sub AS template, dtype, op_type, precision
     FROM labelled
 ), signed AS (
     SELECT case_id, group_fam, grp, sub, outlier, family,
@@ -360,10 +367,16 @@ FROM grouped b JOIN hashed s ON s.case_id = b.case_id AND s.group_fam = b.fam
 """
 
 
-def build_members(source: Queryable, relation: str = "obs", table: str = MEMBERS_TABLE) -> None:
+def build_members(source: Queryable, relation: str = "obs", table: str = MEMBERS_TABLE,
+                  cached: Path | None = None) -> None:
     """Write the members table into the source's database (kept for filters and grouping),
-    and, for the default table, each member's finding rank (worst first, as listed)."""
-    source.query(f"CREATE OR REPLACE TABLE {table} AS {members_sql(relation)}")
+    and, for the default table, each member's finding rank (worst first, as listed).
+    ``cached``: a members file of this run written earlier, read instead of grouping."""
+    if cached is not None:
+        source.query(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM read_parquet(?)",
+                     [str(cached)])
+    else:
+        source.query(f"CREATE OR REPLACE TABLE {table} AS {members_sql(relation)}")
     if table == MEMBERS_TABLE:
         source.query(f"""CREATE OR REPLACE TABLE {ORDER_TABLE} AS
             SELECT m.observation_id, r.finding_rank FROM {table} m JOIN (
@@ -437,12 +450,83 @@ def read_findings(source: Queryable, table: str = MEMBERS_TABLE) -> list[Finding
 _BUILDING = threading.Lock()
 """Two screens (or a screen and the table's sort) may ask at once: one writes the tables."""
 
+CACHE_DIR = ("cache", "findings")
+"""Under the data root: each run's findings, computed once (a run's files do not change once
+it is complete; a run still writing has new file sizes, so a new key)."""
+ALGORITHM = hashlib.sha256(members_sql().encode()).hexdigest()[:12]
+"""The grouping rules' version: a cache written by other rules is not read."""
+
+
+def cache_files(source: Queryable) -> tuple[Path, Path] | None:
+    """(members Parquet, findings JSON) of this run under these rules, or None when the
+    source is not a stored run (a test's relation, a file gone)."""
+    root, run_id = getattr(source, "data_root", None), getattr(source, "run_id", None)
+    files = [*getattr(source, "files", ()), getattr(source, "sightings", None)]
+    if root is None or not run_id or not files[0]:
+        return None
+    digest = hashlib.sha256(ALGORITHM.encode())
+    try:
+        for f in files:
+            if f is not None:
+                st = Path(f).stat()
+                digest.update(f"{f}:{st.st_size}:{st.st_mtime_ns};".encode())
+    except OSError:
+        return None
+    base = Path(root).joinpath(*CACHE_DIR, str(run_id), digest.hexdigest()[:16])
+    return base.with_suffix(".parquet"), base.with_suffix(".json")
+
+
+def _from_json(data: dict[str, Any]) -> Finding:
+    rep = Representative(**data.pop("representative"))
+    for key in ("operators", "dtypes", "levels"):
+        data[key] = tuple(data[key])
+    return Finding(**data, representative=rep)
+
+
+def _read_cache(source: Queryable, files: tuple[Path, Path]) -> list[Finding] | None:
+    members, listing = files
+    try:
+        findings = [_from_json(f) for f in json.loads(listing.read_text())]
+        build_members(source, cached=members)
+    except (OSError, ValueError, TypeError, KeyError, duckdb.Error):
+        return None  # absent, or unreadable: compute again
+    return findings
+
+
+def _write_cache(source: Queryable, files: tuple[Path, Path], findings: list[Finding]) -> None:
+    """Best effort: a read-only data root, a full disk or a race leave no cache, no error."""
+    members, listing = files
+    try:
+        members.parent.mkdir(parents=True, exist_ok=True)
+        for old in members.parent.iterdir():  # earlier keys of this run: stale
+            if old.stem != members.stem:
+                old.unlink(missing_ok=True)
+        staged = members.with_name(f".{members.name}.{threading.get_ident()}.tmp")
+        source.query(f"COPY {MEMBERS_TABLE} TO '{str(staged).replace(chr(39), chr(39) * 2)}' "
+                     "(FORMAT parquet)")
+        staged.replace(members)
+        text = json.dumps([f.as_dict() for f in findings], default=str)
+        staged_json = listing.with_name(f".{listing.name}.{threading.get_ident()}.tmp")
+        staged_json.write_text(text)
+        staged_json.replace(listing)
+    except (OSError, duckdb.Error):
+        return
+
 
 def compute_findings(source: Queryable) -> list[Finding]:
-    """Group the run's non-passed observations into findings (worst first)."""
+    """Group the run's non-passed observations into findings (worst first), once per run:
+    the result is kept under the data root and read back by the next caller."""
     with _BUILDING:
+        files = cache_files(source)
+        if files is not None:
+            cached = _read_cache(source, files)
+            if cached is not None:
+                return cached
         build_members(source)
-        return read_findings(source)
+        findings = read_findings(source)
+        if files is not None:
+            _write_cache(source, files, findings)
+        return findings
 
 
 def non_passed_count(source: Queryable) -> int:

@@ -49,6 +49,10 @@ class ExplorerApp(App[None]):
         """The open run's findings (from any worker thread)."""
         raise NotImplementedError
 
+    def findings_ready(self, source: RunSource) -> FindingsReport | None:
+        """The open run's findings if already computed, without waiting (UI thread)."""
+        raise NotImplementedError
+
     def show_evaluations(self, table_filter: TableFilter, find: bool = False
                          ) -> AwaitMount | None:
         """Open the evaluations table (or reuse the open one) with ``table_filter``;

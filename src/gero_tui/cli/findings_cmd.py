@@ -66,12 +66,12 @@ def main(args: argparse.Namespace) -> int:
     whatif = None
     if overrides:
         from gero_runner.storage.reader import open_run
-        from gero_tui.query.findings import compute_findings
+        from gero_tui.query.findings import ensure_members
         from gero_tui.query.whatif import prepare, what_if
 
         source = open_run(root, report.run_id)
         try:
-            compute_findings(source)
+            ensure_members(source)
             prepare(source)
             whatif = what_if(source, overrides)
         finally:

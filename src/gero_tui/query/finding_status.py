@@ -24,7 +24,7 @@ from gero_tui.query.findings import (
     FindingsReport,
     Queryable,
     compute_findings,
-    non_passed_count,
+    ensure_members,
 )
 
 NEW = "new"
@@ -49,6 +49,7 @@ _SLOT = ("case_id || '|' || \"check\" || '|' || backend || '|' || optimization |
 
 
 def _slots_of(source: Queryable, finding_ids: list[str]) -> dict[str, list[str]]:
+    ensure_members(source)
     rows = source.query(f"SELECT m.finding_id, list(DISTINCT {_SLOT}) FROM "
                         f"(SELECT finding_id, observation_id FROM {MEMBERS_TABLE}) m "
                         "JOIN obs USING (observation_id) "
@@ -60,6 +61,7 @@ def _slots_of(source: Queryable, finding_ids: list[str]) -> dict[str, list[str]]
 def _resolved(source: Queryable, slots: list[str], new: list[str]) -> set[str]:
     """Of ``slots``, those the run observed where each row passed or belongs to a cause the
     baseline knew too (not to one of the ``new`` findings)."""
+    ensure_members(source)
     return {str(r[0]) for r in source.query(
         f"SELECT {_SLOT} AS slot FROM obs LEFT JOIN "
         f"(SELECT observation_id, finding_id FROM {MEMBERS_TABLE}) m USING (observation_id) "
@@ -98,7 +100,8 @@ def report_for(current: Queryable, data_root: Path, run_id: str,
     """The findings of an open run (its members table written into it), with status
     against ``baseline`` (default: the previous run of the same suite, if any)."""
     findings = compute_findings(current)
-    non_passed = non_passed_count(current)
+    # every non-passed observation is in exactly one finding: no scan of the run needed
+    non_passed = sum(f.observations for f in findings)
     base_id = resolve_run(data_root, baseline) if baseline else previous_run(data_root, run_id)
     if base_id is None or base_id == run_id:
         return FindingsReport(run_id, findings, None, non_passed=non_passed)

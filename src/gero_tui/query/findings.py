@@ -483,14 +483,22 @@ def _from_json(data: dict[str, Any]) -> Finding:
     return Finding(**data, representative=rep)
 
 
-def _read_cache(source: Queryable, files: tuple[Path, Path]) -> list[Finding] | None:
+def _read_listing(files: tuple[Path, Path]) -> list[Finding] | None:
     members, listing = files
+    if not members.is_file():
+        return None
     try:
-        findings = [_from_json(f) for f in json.loads(listing.read_text())]
-        build_members(source, cached=members)
-    except (OSError, ValueError, TypeError, KeyError, duckdb.Error):
+        return [_from_json(f) for f in json.loads(listing.read_text())]
+    except (OSError, ValueError, TypeError, KeyError):
         return None  # absent, or unreadable: compute again
-    return findings
+
+
+def _read_members(source: Queryable, files: tuple[Path, Path]) -> bool:
+    try:
+        build_members(source, cached=files[0])
+    except (OSError, duckdb.Error):
+        return False
+    return True
 
 
 def _write_cache(source: Queryable, files: tuple[Path, Path], findings: list[Finding]) -> None:
@@ -515,15 +523,39 @@ def _write_cache(source: Queryable, files: tuple[Path, Path], findings: list[Fin
 
 def compute_findings(source: Queryable) -> list[Finding]:
     """Group the run's non-passed observations into findings (worst first), once per run:
-    the result is kept under the data root and read back by the next caller."""
+    the result is kept under the data root and read back by the next caller. A list read
+    back leaves the members table to ``ensure_members`` (a filter or sort that needs it)."""
     with _BUILDING:
         files = cache_files(source)
         if files is not None:
-            cached = _read_cache(source, files)
+            cached = _read_listing(files)
             if cached is not None:
                 return cached
         build_members(source)
         findings = read_findings(source)
+        if files is not None:
+            _write_cache(source, files, findings)
+        return findings
+
+
+def ensure_members(source: Queryable) -> None:
+    """The members and order tables in the source's database: read back when kept,
+    computed (and kept) otherwise."""
+    if has_members(source):
+        return
+    with _BUILDING:
+        files = cache_files(source)
+        if files is not None and files[0].is_file() and _read_members(source, files):
+            return
+    compute_findings_fresh(source)
+
+
+def compute_findings_fresh(source: Queryable) -> list[Finding]:
+    """Group again, whatever was kept (and keep the result)."""
+    with _BUILDING:
+        build_members(source)
+        findings = read_findings(source)
+        files = cache_files(source)
         if files is not None:
             _write_cache(source, files, findings)
         return findings

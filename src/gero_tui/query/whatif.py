@@ -26,7 +26,7 @@ from typing import Any
 
 from gero_runner.errors import GeroError
 from gero_runner.schema import FLOAT_DTYPES
-from gero_tui.query.findings import MEMBERS_TABLE, NUMERIC_CHECKS, Queryable
+from gero_tui.query.findings import MEMBERS_TABLE, NUMERIC_CHECKS, Queryable, ensure_members
 
 UNDETERMINED = "undetermined"
 
@@ -169,10 +169,12 @@ FROM (SELECT *, {new_rtol} AS nr, {new_atol} AS na FROM {BASE_TABLE}
 
 def what_if(source: Queryable, overrides: dict[str, Override],
             members_table: str = MEMBERS_TABLE) -> WhatIf:
-    """Re-grade the run under ``overrides``. The run's findings (members table) and
-    ``prepare`` must have been built on this source."""
+    """Re-grade the run under ``overrides``. ``prepare`` must have been run on this source;
+    the run's members table is read back or computed when it is not there yet."""
     if not overrides:
         return WhatIf(overrides, 0, 0, 0, 0, 0)
+    if members_table == MEMBERS_TABLE:
+        ensure_members(source)
     params: list[Any] = []
     inner = regrade_sql(overrides, params)
     source.query(f"CREATE OR REPLACE TABLE whatif_rows AS SELECT * FROM ({inner}) "

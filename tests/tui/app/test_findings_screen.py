@@ -103,3 +103,23 @@ async def test_the_sort_picker_groups_the_table_by_finding(data_root: Path) -> N
         members = dict(app.require_source().query(
             "SELECT observation_id, finding_id FROM finding_members"))
         assert {members.get(str(r[0])) for r in rows if r} == {first.finding_id}
+
+
+def test_the_table_grouped_by_finding_has_one_row_per_finding(data_root: Path) -> None:
+    """``m`` steps to one row per finding (its worst observation, its operations listed),
+    and one for the passed rows."""
+    from gero_tui.query.findings import compute_findings
+    from gero_tui.query.source import open_source
+    from gero_tui.query.table import GROUPINGS, TableFilter, TableQuery, TableSort
+
+    source = open_source(data_root)
+    query = TableQuery(source)
+    groups = query.group(TableFilter(), GROUPINGS["findings"], "by_finding")
+    findings = compute_findings(source)
+    total = source.query("SELECT count(*), count(*) FILTER (result = 'passed') FROM obs")[0]
+    assert groups.count == len(findings) + (1 if total[1] else 0)
+    assert groups.rows == total[0]
+    page = query.page(TableFilter(), TableSort(), 0, 1000, groups=groups)
+    members = dict(source.query("SELECT observation_id, finding_id FROM finding_members"))
+    shown = [members.get(str(row[0])) for row in page.rows]
+    assert sorted(f for f in shown if f) == sorted(f.finding_id for f in findings)

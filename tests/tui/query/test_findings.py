@@ -15,7 +15,14 @@ from gero_runner.run import RunRequest, execute
 from gero_runner.schema import SIGHTING_SCHEMA
 from gero_runner.storage.store import rows_to_table
 from gero_tui.query.finding_status import GONE, NEW, STILL, findings_report
-from gero_tui.query.findings import MEMBERS_TABLE, compute_findings, non_passed_count
+from gero_tui.query.findings import (
+    MEMBERS_TABLE,
+    cache_files,
+    compute_findings,
+    ensure_members,
+    has_members,
+    non_passed_count,
+)
 from gero_tui.query.source import open_source
 
 OPS = ["Elu", "Softsign", "Max", "LayerNormalization"]
@@ -40,6 +47,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_non_passed_observation_is_in_exactly_one_finding(runs: Path) -> None:
     source = open_source(runs, "20260101-000001")
     findings = compute_findings(source)
+    ensure_members(source)
     assert sum(f.observations for f in findings) == non_passed_count(source) > 0
     dup = source.query(f"SELECT count(*) - count(DISTINCT observation_id) FROM {MEMBERS_TABLE}")
     assert dup[0][0] == 0
@@ -47,6 +55,18 @@ def test_every_non_passed_observation_is_in_exactly_one_finding(runs: Path) -> N
                                AND observation_id NOT IN (SELECT observation_id FROM
                                {MEMBERS_TABLE})""")
     assert missing[0][0] == 0
+
+
+def test_findings_are_kept_and_read_back_by_the_next_open(runs: Path) -> None:
+    first = compute_findings(open_source(runs, "20260101-000001"))
+    again = open_source(runs, "20260101-000001")
+    files = cache_files(again)
+    assert files is not None and all(p.is_file() for p in files)
+    assert [f.as_dict() for f in compute_findings(again)] == [f.as_dict() for f in first]
+    assert not has_members(again)  # the list alone; its members when a filter needs them
+    ensure_members(again)
+    rows = again.query(f"SELECT count(*) FROM {MEMBERS_TABLE}")
+    assert rows[0][0] == sum(f.observations for f in first)
 
 
 def test_a_missing_kernel_is_one_finding_across_operators_and_levels(runs: Path) -> None:

@@ -54,7 +54,7 @@ class FindingsScreen(Screen[None]):
 
     app: ExplorerApp
 
-    CSS_PATH = "findings.tcss"
+    # Its rules (findings.tcss) are the app's: see GeroApp.CSS_PATH.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open_finding", "Its evaluations"),
         Binding("escape", "back", "Back"),
@@ -101,13 +101,20 @@ class FindingsScreen(Screen[None]):
         """The app opened (another) run: compute its findings."""
         source = self.app.source
         self.query_one("#title", Static).update(self.app.title_line())
-        if source is not None:
-            self._load(source)
+        if source is None:
+            return
+        ready = self.app.findings_ready(source)
+        if ready is not None:  # the overview computed them: paint now, no thread hop
+            self.on_findings_screen_loaded(self.Loaded(ready))
+        self._load(source)
 
     @work(thread=True, exclusive=True, group="findings")
     def _load(self, source: Any) -> None:
+        from gero_tui.query.findings import ensure_members
+
         try:
             self.post_message(self.Loaded(self.app.findings(source)))
+            ensure_members(source)  # after the paint: what `enter` filters by
         except (duckdb.Error, GeroError) as e:
             self.post_message(self.Failed(str(e)))
 

@@ -115,12 +115,11 @@ class WhatIfDialog(ModalScreen[None]):
 
     @work(thread=True, exclusive=True, group="whatif")
     def regrade(self, overrides: dict[str, Any]) -> None:
-        from gero_tui.query.findings import compute_findings, has_members
+        from gero_tui.query.findings import ensure_members
         from gero_tui.query.whatif import prepare, what_if
 
         try:
-            if not has_members(self.source):
-                compute_findings(self.source)
+            ensure_members(self.source)
             if not self._prepared:
                 prepare(self.source)
                 self._prepared = True

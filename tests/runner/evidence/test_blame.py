@@ -25,13 +25,16 @@ def decomposed_layernorm(path: Path, opset: int = 19) -> Path:
 
     ORT 1.32 fuses it at ``basic`` (LayerNormFusionL1) when the opset has LayerNormalization
     (17 and later), else at ``extended`` (LayerNormFusionL2)."""
-    axes = ({"axes": [-1]} if opset < 18 else {})
-    reduce_inputs = ["X"] if opset < 18 else ["X", "axes"]
+    def mean(x: str, y: str) -> onnx.NodeProto:  # axes: an attribute before opset 18
+        if opset < 18:
+            return helper.make_node("ReduceMean", [x], [y], keepdims=1, axes=[-1])
+        return helper.make_node("ReduceMean", [x, "axes"], [y], keepdims=1)
+
     nodes = [
-        helper.make_node("ReduceMean", reduce_inputs, ["m"], keepdims=1, **axes),
+        mean("X", "m"),
         helper.make_node("Sub", ["X", "m"], ["d"]),
         helper.make_node("Pow", ["d", "two"], ["p"]),
-        helper.make_node("ReduceMean", ["p", *reduce_inputs[1:]], ["v"], keepdims=1, **axes),
+        mean("p", "v"),
         helper.make_node("Add", ["v", "eps"], ["ve"]),
         helper.make_node("Sqrt", ["ve"], ["s"]),
         helper.make_node("Div", ["d", "s"], ["n"]),

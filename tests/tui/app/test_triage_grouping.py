@@ -24,7 +24,8 @@ def rows(screen: EvaluationsScreen) -> list[dict[str, object]]:
     return out
 
 
-async def test_levels_then_dtypes_then_none(data_root: Path, observations: Path) -> None:
+async def test_levels_then_dtypes_then_findings_then_none(data_root: Path,
+                                                          observations: Path) -> None:
     app = GeroApp(data_root, screen="evaluations")
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_table(pilot)
@@ -61,6 +62,11 @@ async def test_levels_then_dtypes_then_none(data_root: Path, observations: Path)
         await settle(pilot)
         assert screen.matching_count == 4  # Softmax f16 (one dtype) at 2 shapes x 2 levels
         assert all(r["result"] == "divergence" for r in rows(screen))
+        await pilot.press("m")
+        await settle(pilot)
+        # one row per finding: the divergent rows' findings (the Softmax f16 levels' one)
+        assert screen.grouping == "findings"
+        assert 1 <= screen.matching_count <= 4
         await pilot.press("m")
         await settle(pilot)
         assert screen.grouping is None

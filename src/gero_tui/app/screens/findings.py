@@ -113,7 +113,9 @@ class FindingsScreen(Screen[None]):
         from gero_tui.query.findings import ensure_members
 
         try:
-            self.post_message(self.Loaded(self.app.findings(source)))
+            report = self.app.findings(source)
+            if report is not self.report:  # not already painted from the overview's
+                self.post_message(self.Loaded(report))
             ensure_members(source)  # after the paint: what `enter` filters by
         except (duckdb.Error, GeroError) as e:
             self.post_message(self.Failed(str(e)))

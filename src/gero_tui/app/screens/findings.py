@@ -104,8 +104,9 @@ class FindingsScreen(Screen[None]):
         if source is None:
             return
         ready = self.app.findings_ready(source)
-        if ready is not None:  # the overview computed them: paint now, no thread hop
-            self.on_findings_screen_loaded(self.Loaded(ready))
+        if ready is not None:  # the overview computed them: paint next, no thread hop
+            self.report = ready
+            self.post_message(self.Loaded(ready))
         self._load(source)
 
     @work(thread=True, exclusive=True, group="findings")

@@ -97,10 +97,10 @@ COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 NATURAL = "run"
 """Sort key for the order the runner wrote the rows in (the cheapest: no sort at all)."""
 BY_FINDING = "finding"
+"""Sort key grouping the rows by finding, worst finding first (passed rows last)."""
 FINDING_MEMBERS = "finding_members"
 """The findings' members table (``gero_tui.query.findings.MEMBERS_TABLE``, not imported
 here: this module loads before the first paint)."""
-"""Sort key grouping the rows by finding, worst finding first (passed rows last)."""
 
 # Value filters: key -> (SQL expression over the relation, label). The picker lists the
 # expression's values: the optimisation filter lists what the table shows ("reference").
@@ -282,46 +282,105 @@ class TableSort:
 
 
 @dataclass(frozen=True)
-class Selection:
-    """Selected rows: explicit ids, plus optionally every row matching a filter snapshot.
+class SelectionStep:
+    """One thing the user did to the selection: rows chosen or dropped one by one (by id),
+    or every row a condition matches (all matching rows, a group) chosen or dropped."""
 
-    Kept as SQL rather than a set of ids, so selecting a million matching rows costs
-    nothing; ``where()`` says which rows are selected.
+    chosen: frozenset[str] = frozenset()
+    """Ids selected one by one (``space``)."""
+    dropped: frozenset[str] = frozenset()
+    """Ids unselected one by one."""
+    condition: tuple[str, tuple[Any, ...]] | None = None
+    """A WHERE clause and its parameters: the rows it matches are ``selects`` (or not)."""
+    selects: bool = True
+
+    @property
+    def adds(self) -> bool:
+        """Whether this step can select a row."""
+        return bool(self.chosen) if self.condition is None else self.selects
+
+    def cases(self) -> tuple[list[str], list[Any]]:
+        """``WHEN … THEN …`` branches of this step and their parameters."""
+        if self.condition is not None:
+            sql, values = self.condition
+            return [f"WHEN ({sql}) THEN {str(self.selects).lower()}"], list(values)
+        branches: list[str] = []
+        params: list[Any] = []
+        for ids, selects in ((self.chosen, "true"), (self.dropped, "false")):
+            if ids:
+                branches.append(f"WHEN observation_id IN ({', '.join('?' * len(ids))}) "
+                                f"THEN {selects}")
+                params.extend(sorted(ids))
+        return branches, params
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Selected rows, as the steps that chose them, oldest first: a row is selected when the
+    newest step that names it selects it (so a row dropped after "select all" stays out,
+    and a group chosen after that is in again, row by row).
+
+    Kept as SQL rather than a set of ids, so selecting a million matching rows (or a group
+    of them) costs nothing; ``where()`` says which rows are selected.
     """
 
-    matching: tuple[str, tuple[Any, ...]] | None = None
-    """WHERE clause and parameters of a "select all matching" (key ``a``)."""
-    added: frozenset[str] = frozenset()
-    removed: frozenset[str] = frozenset()
+    steps: tuple[SelectionStep, ...] = ()
+
+    @classmethod
+    def matching(cls, where: str, params: Sequence[Any]) -> Selection:
+        """Every row ``where`` matches (key ``a``)."""
+        return cls((SelectionStep(condition=(where, tuple(params))),))
 
     @property
     def is_empty(self) -> bool:
-        return self.matching is None and not self.added
+        """Whether no step selects anything (rows dropped from nothing are no selection)."""
+        return not any(step.adds for step in self.steps)
 
     def toggle(self, observation_id: str, selected: bool) -> Selection:
         """Flip one row, given whether it is selected now."""
+        # The newest step decides a row, so earlier steps need not name it any more.
+        steps = [replace(step, chosen=step.chosen - {observation_id},
+                         dropped=step.dropped - {observation_id})
+                 if step.condition is None else step for step in self.steps]
+        steps = [step for step in steps if step.condition is not None
+                 or step.chosen or step.dropped]
+        last = steps.pop() if steps and steps[-1].condition is None else SelectionStep()
         if selected:
-            return replace(self, added=self.added - {observation_id},
-                           removed=self.removed | {observation_id})
-        return replace(self, added=self.added | {observation_id},
-                       removed=self.removed - {observation_id})
+            last = replace(last, dropped=last.dropped | {observation_id})
+        else:
+            last = replace(last, chosen=last.chosen | {observation_id})
+        return Selection((*steps, last))
+
+    def toggle_rows(self, where: str, params: Sequence[Any], selected: bool) -> Selection:
+        """Flip every row ``where`` matches (a group), given whether it is selected now."""
+        condition = (where, tuple(params))
+        # A later step on the same rows overrides an earlier one entirely.
+        steps = [step for step in self.steps if step.condition != condition]
+        step = SelectionStep(condition=condition, selects=not selected)
+        if not steps and selected:
+            return Selection()
+        return Selection((*steps, step))
 
     def where(self) -> tuple[str, list[Any]]:
         """The selection as a parameterised SQL condition and its parameters."""
+        if not self.steps:
+            return "false", []
+        if len(self.steps) == 1:
+            (step,) = self.steps
+            if step.condition is not None and step.selects:
+                return f"({step.condition[0]})", list(step.condition[1])
+            if step.condition is None and step.chosen:
+                return (f"observation_id IN ({', '.join('?' * len(step.chosen))})",
+                        sorted(step.chosen))
+        branches: list[str] = []
         params: list[Any] = []
-        clauses: list[str] = []
-        if self.matching is not None:
-            sql, base = self.matching
-            clause = f"({sql})"
-            params.extend(base)
-            if self.removed:
-                clause += f" AND observation_id NOT IN ({', '.join('?' * len(self.removed))})"
-                params.extend(sorted(self.removed))
-            clauses.append(f"({clause})")
-        if self.added:
-            clauses.append(f"observation_id IN ({', '.join('?' * len(self.added))})")
-            params.extend(sorted(self.added))
-        return (" OR ".join(clauses) or "false"), params
+        for step in reversed(self.steps):  # the newest step that names a row decides it
+            sql, step_params = step.cases()
+            branches.extend(sql)
+            params.extend(step_params)
+        if not branches:
+            return "false", []
+        return f"(CASE {' '.join(branches)} ELSE false END)", params
 
 
 @dataclass(frozen=True)
@@ -333,6 +392,8 @@ class Page:
     """(observation_id, selected, *column values in COLUMNS order)"""
     numbers: list[int] = field(default_factory=list)
     """Each row's ``rn`` (the detail view fetches a row by it), when known."""
+    groups: list[int] = field(default_factory=list)
+    """Grouped: each row's group key (``GroupedRows.members`` selects the group's rows)."""
 
 
 SEVERITY_SQL = ("CASE result WHEN 'execution' THEN 3 WHEN 'contract_issue' THEN 2 "
@@ -433,6 +494,13 @@ class GroupedRows:
                 items.append(f"{labels.get(value, value)}{COVERS_RESULT}{present[-1]}")
         return COVERS_SEPARATOR.join(items)
 
+    def members(self, where: str, params: Sequence[Any], key: int) -> tuple[str, list[Any]]:
+        """The rows of the group ``key`` (a ``Page.groups`` value) among those ``where``
+        matches (the filter the groups were made under), as a condition over ``obs`` or the
+        table's relation: what selecting a grouped row selects and exports."""
+        return (f"({where}) AND hash({', '.join(self.grouping.by)}) = ?::UBIGINT",
+                [*params, key])
+
 
 TEXT_VALUES_MAX = 5000
 """A text column with more distinct values is searched with contains(), value by value."""
@@ -474,21 +542,24 @@ class TableQuery:
     def text_values(self) -> dict[str, list[str] | None]:
         """Each text column's distinct values (None where more than ``TEXT_VALUES_MAX``),
         read once per open run and kept for every later search."""
+        return {column: self.distinct_values(column) for column in TEXT_COLUMNS}
+
+    def distinct_values(self, column: str) -> list[str] | None:
+        """A column's distinct values in the run (None where more than ``TEXT_VALUES_MAX``),
+        read once per open run and column, and kept."""
         key = (str(self.source.data_root), self.source.run_id, id(self.source.connection))
         with _TEXT_VALUES_LOCK:
-            known = _TEXT_VALUES.get(key)
-        if known is not None:
-            return known
-        known = {}
-        for column in TEXT_COLUMNS:
-            rows = self.cursor.execute(
-                f"SELECT DISTINCT {_ident(column)} FROM {TABLE_RELATION} LIMIT ?",
-                [TEXT_VALUES_MAX + 1]).fetchall()
-            known[column] = ([str(r[0]) for r in rows if r[0] is not None]
-                             if len(rows) <= TEXT_VALUES_MAX else None)
+            known = _TEXT_VALUES.setdefault(key, {})
+            if column in known:
+                return known[column]
+        rows = self.cursor.execute(
+            f"SELECT DISTINCT {_ident(column)} FROM {TABLE_RELATION} LIMIT ?",
+            [TEXT_VALUES_MAX + 1]).fetchall()
+        values = ([str(r[0]) for r in rows if r[0] is not None]
+                  if len(rows) <= TEXT_VALUES_MAX else None)
         with _TEXT_VALUES_LOCK:
-            _TEXT_VALUES[key] = known
-        return known
+            known[column] = values
+        return values
 
     def count(self, table_filter: TableFilter) -> int:
         where, params = self._where(table_filter)
@@ -511,15 +582,15 @@ class TableQuery:
             from gero_tui.query.findings import ensure_members
 
             ensure_members(self.source)
-        domain = sorted((str(r[0]) for r in self.cursor.execute(
-            f"SELECT DISTINCT {grouping.covers} FROM {TABLE_RELATION} WHERE {where}",
-            params).fetchall() if r[0] is not None), key=natural_key)
+        # The run's values (read once per run), not the filter's: a bit per value either way.
+        values = self.distinct_values(grouping.covers)
+        domain = sorted(values, key=natural_key) if values is not None else []
         worst = (f"({SEVERITY_SQL}) * 4 + CASE WHEN max_abs_error IS NULL OR "
                  "isnan(max_abs_error) THEN 0 ELSE 1 + atan(max_abs_error) END")
         covers_params: list[Any] = []
-        if not domain:
+        if values is not None and not domain:
             covers = "0::BIGINT"  # no rows: no groups, nothing covered
-        elif len(domain) <= MAX_COVERED:
+        elif values is not None and len(domain) <= MAX_COVERED:
             index = (f"CASE {grouping.covers} "
                      + " ".join(f"WHEN ? THEN {4 * i}" for i in range(len(domain))) + " END")
             covers = f"bit_or(1::BIGINT << ({index} + ({SEVERITY_SQL})))"
@@ -528,12 +599,13 @@ class TableQuery:
             covers = (f"string_agg(DISTINCT {grouping.covers} || '{COVERS_RESULT}' || result, "
                       f"'{COVERS_SEPARATOR}')")
             covers_params, domain = [], []
+        key = f"hash({', '.join(grouping.by)})"
         # By the hash of the key columns: 40% less time than by the columns on a million
         # rows; two groups would merge only on a 64-bit hash collision.
         self.cursor.execute(
             f"CREATE OR REPLACE TABLE {name} AS SELECT arg_max(rn, {worst}) AS rn, "
-            f"{covers} AS covers, count(*) AS members FROM {TABLE_RELATION} WHERE {where} "
-            f"GROUP BY hash({', '.join(grouping.by)})", [*covers_params, *params])
+            f"{covers} AS covers, count(*) AS members, {key} AS gk FROM {TABLE_RELATION} "
+            f"WHERE {where} GROUP BY {key}", [*covers_params, *params])
         row = self.cursor.execute(f"SELECT count(*), sum(members) FROM {name}").fetchone()
         groups, rows = (int(row[0]), int(row[1] or 0)) if row else (0, 0)
         return GroupedRows(name, grouping, groups, rows, tuple(domain))
@@ -554,6 +626,17 @@ class TableQuery:
             ensure_members(self.source)
             relation = (f"(SELECT * FROM {TABLE_RELATION} LEFT JOIN {ORDER_TABLE} "
                         "USING (observation_id))")
+        selected, selected_params = (selection or Selection()).where()
+        columns = ", ".join(c.sql for c in COLUMNS)
+        if (groups is None and sort.column == NATURAL and table_filter.is_empty
+                and self.source.direct):
+            # One file read in order: row ``rn`` is the file's row number, so the page is
+            # the range of numbers itself, one pushed-down read (no sort of every number).
+            fetched = self.cursor.execute(
+                f"SELECT rn, observation_id, coalesce({selected}, false), {columns} "
+                f"FROM {TABLE_RELATION} WHERE rn >= ? AND rn < ? ORDER BY rn",
+                [*selected_params, offset, offset + limit]).fetchall()
+            return Page(offset, [row[1:] for row in fetched], [row[0] for row in fetched])
         if groups is None:
             sql = f"SELECT rn FROM {relation} WHERE {where} {sort.order_by()}"
         elif sort.column == NATURAL:
@@ -567,22 +650,22 @@ class TableQuery:
             f"{sql} LIMIT ? OFFSET ?", [*params, limit, offset]).fetchall()]
         if not numbers:
             return Page(offset, [])
-        selected, selected_params = (selection or Selection()).where()
-        columns = ", ".join(c.sql for c in COLUMNS)
         fetched = self.cursor.execute(
             f"SELECT rn, observation_id, coalesce({selected}, false), {columns} "
             f"FROM {TABLE_RELATION} WHERE rn IN (SELECT unnest(?::BIGINT[]))",
             [*selected_params, numbers]).fetchall()
         by_number = {row[0]: row[1:] for row in fetched}
+        keys: list[int] = []
         if groups is not None:
             # The covered column lists the group's values ("basic=passed,all=divergence").
-            covered = dict(self.cursor.execute(
-                f"SELECT rn, covers FROM {groups.name} WHERE rn IN (SELECT unnest(?::BIGINT[]))",
-                [numbers]).fetchall())
+            covered = {rn: (covers, key) for rn, covers, key in self.cursor.execute(
+                f"SELECT rn, covers, gk FROM {groups.name} "
+                "WHERE rn IN (SELECT unnest(?::BIGINT[]))", [numbers]).fetchall()}
             at = 2 + COLUMN_KEYS.index(groups.grouping.column)
-            by_number = {n: (*row[:at], groups.covers_text(covered.get(n)), *row[at + 1:])
+            by_number = {n: (*row[:at], groups.covers_text(covered[n][0]), *row[at + 1:])
                          for n, row in by_number.items()}
-        return Page(offset, [by_number[n] for n in numbers], numbers)
+            keys = [int(covered[n][1]) for n in numbers]
+        return Page(offset, [by_number[n] for n in numbers], numbers, keys)
 
     def selected_count(self, selection: Selection) -> int:
         where, params = selection.where()

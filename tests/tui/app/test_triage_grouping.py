@@ -163,7 +163,7 @@ async def test_space_on_a_grouped_row_selects_its_group_and_export_writes_it(
         assert screen.selected_observation_ids() == members
         assert rows(screen)[at]["id"] in members and screen.table.row(at)[1] is True  # type: ignore[index]
         # Ungrouped, each of the four rows is marked; the others are not.
-        await pilot.press("m", "m")
+        await pilot.press("m", "m", "m")
         await settle(pilot)
         assert screen.grouping is None
         marked = sorted(str(r[0]) for i in range(screen.table.row_count)
@@ -224,15 +224,15 @@ async def test_grouping_again_under_the_same_filter_reuses_its_table(
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_table(pilot)
         first: list[list[dict[str, object]]] = []
-        for _ in range(2):  # levels, dtypes, none; twice
-            for _ in range(3):
+        for _ in range(2):  # levels, dtypes, findings, none; twice
+            for _ in range(4):
                 await pilot.press("m")
                 await settle(pilot)
                 first.append(rows(screen))
-        assert made == ["levels", "dtypes"]
+        assert made == ["levels", "dtypes", "findings"]
         # The same rows as the first time (repr: a failed path's error is NaN).
-        assert repr(first[3:]) == repr(first[:3])
+        assert repr(first[4:]) == repr(first[:4])
         await pilot.press("2", "m")  # another filter: grouped anew
         await settle(pilot)
-        assert made == ["levels", "dtypes", "levels"]
+        assert made == ["levels", "dtypes", "findings", "levels"]
         assert screen.matching_count == 2  # Softmax f16's two shapes, extended and all merged

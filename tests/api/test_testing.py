@@ -27,11 +27,9 @@ def test_a_broken_model_fails_with_a_readable_message(tmp_path: Path) -> None:
         check_model(model, task="classifier", data_dir=tmp_path / "data")
     message = str(failure.value)
     first = message.splitlines()[0]
-    # The partition law it breaks on every path; its int8-dynamic variant's decisions may
-    # differ from the fp32 model's too (ORT's quantisation of a model that mixes rows),
-    # which is a cause of its own.
-    assert re.match(rf"gero: {re.escape(str(model))} is not numerically sound: [12] finding",
-                    first)
+    # One cause: the partition law it breaks on every path (its int8 variant passes its gate
+    # on any CPU since x86 without VNNI gets 7-bit weights, see models/variants.py).
+    assert first.startswith(f"gero: {model} is not numerically sound: 1 finding(s)")
     assert message.splitlines()[2].startswith("1. [contract_issue] mixes_batch (float32) "
                                               "breaks the partition law on every path")
     assert "\n   replay: gero replay " in message and " --observation " in message

@@ -369,9 +369,42 @@ def open_run(data_root: str | os.PathLike[str], run: str | None = None,
         source = OpenRun(root, run_id, con, problems, files=tuple(files), sightings=sightings,
                          duplicates=duplicates, keyed=keyed, sighted_by=tuple(by))
         con.execute(f"CREATE OR REPLACE VIEW obs AS {source.sighted(stored)}")
+        if own_rows is None and run_id not in index.compacted:
+            # Its own file is gone or unreadable: what other runs' files hold may be all
+            # that is left (counted only in this damaged case).
+            _refuse_if_lost(con, root, run_id, own, problems,
+                            source.query("SELECT count(*) FROM obs")[0][0])
         return source
+    _refuse_if_lost(con, root, run_id, own, problems, 0)
     con.execute(f"CREATE OR REPLACE VIEW obs AS SELECT {_empty_columns()} WHERE false")
     return OpenRun(root, run_id, con, problems)
+
+
+def _refuse_if_lost(con: duckdb.DuckDBPyConnection, root: Path, run_id: str, own: Path,
+                    problems: list[str], readable: int) -> None:
+    """A StoreError when the run recorded observations and none can be read (an empty view
+    would report it clean: 0 findings, exit 0); a problem line when its own file is missing
+    and only part of them can."""
+    recorded = _recorded_observations(root, run_id)
+    if not recorded:
+        return
+    why = "; ".join(problems) if own.is_file() and problems else f"{own} is missing"
+    if readable == 0:
+        con.close()
+        raise StoreError(f"run {run_id} recorded {recorded:,} observations but none can be "
+                         f"read: {why}. Restore the file, or run the suite again")
+    if not own.is_file():
+        problems.append(f"{own} is missing: {readable:,} of the run's {recorded:,} "
+                        "observations (those other runs also store) are shown")
+
+
+def _recorded_observations(root: Path, run_id: str) -> int:
+    """How many observations ``run.json`` says the run made (0 when it cannot say)."""
+    try:
+        count = read_record(root, run_id).get("observation_count")
+    except StoreError:
+        return 0
+    return count if isinstance(count, int) else 0
 
 
 def sighted_ids(data_root: str | os.PathLike[str], run: str | None = None) -> list[str]:

@@ -52,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
     root = data_dir(args)
     with gero.open_run(args.run, root) as run:
         report = run.findings_report(args.baseline)
-        for problem in run.warnings:
+        for problem in [*run.warnings, *filter(None, [report.baseline_problem])]:
             warn(args, problem)
         code = EXIT_FOUND if report.findings else EXIT_CLEAN
         if args.format == "junit":

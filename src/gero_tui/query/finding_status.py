@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from gero_runner.errors import StoreError
 from gero_runner.storage.layout import run_ids
 from gero_runner.storage.reader import open_run
 from gero_runner.storage.runs import read_info, resolve_run
@@ -105,7 +106,15 @@ def report_for(current: Queryable, data_root: Path, run_id: str,
     base_id = resolve_run(data_root, baseline) if baseline else previous_run(data_root, run_id)
     if base_id is None or base_id == run_id:
         return FindingsReport(run_id, findings, None, non_passed=non_passed)
-    with open_run(data_root, base_id) as base:
+    try:
+        base = open_run(data_root, base_id)
+    except StoreError as e:
+        if baseline:  # asked for by name: the comparison the user wanted cannot be made
+            raise
+        # The previous run's files are lost: the findings stand, without a status.
+        return FindingsReport(run_id, findings, None, non_passed=non_passed,
+                              baseline_problem=f"not compared with the previous run: {e}")
+    with base:
         marked, gone, unresolved = compare(current, findings, base, compute_findings(base))
     return FindingsReport(run_id, marked, base_id, gone, unresolved, non_passed=non_passed)
 

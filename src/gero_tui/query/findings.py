@@ -146,10 +146,12 @@ class FindingsReport:
     again, or ran and did not pass (another finding holds those rows now)."""
     non_passed: int = 0
     """Non-passed observations of the run (each in exactly one finding)."""
+    baseline_problem: str = ""
+    """Why the previous run was not compared with (its observations cannot be read)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "baseline_run_id": self.baseline_run_id,
-                "non_passed": self.non_passed,
+                "baseline_problem": self.baseline_problem, "non_passed": self.non_passed,
                 "findings": [f.as_dict() for f in self.findings],
                 "gone": [f.as_dict() for f in self.gone],
                 "unresolved": [f.as_dict() for f in self.unresolved]}

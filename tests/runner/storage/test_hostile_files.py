@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from gero_runner.errors import StoreError
 from gero_runner.schema import OBSERVATION_COLUMNS
 from gero_runner.storage import reader
 from gero_tui.cli import main
@@ -90,12 +91,38 @@ def test_every_command_names_the_file_it_skipped(name: str, base: Path, tmp_path
             args += ["--run", OLD]
         code = main([*args, "--data-dir", str(root)])
         err = capsys.readouterr().err
-        assert code in (0, 1), (args, err)  # diff says 1 for regressions
         assert "Traceback" not in err
+        if args[0] == "diff" and relative == OLD_OBS:
+            # Every observation of the older run is in that file: nothing to compare with.
+            assert code == 2 and "none can be read" in err and why in err, (args, err)
+            continue
+        assert code in (0, 1), (args, err)  # diff says 1 for regressions
         reads_it = not ((name.startswith("run.json") and args[0] in ("export", "findings"))
                         or (name.startswith("junk run") and args[0] == "diff"))
         if why and reads_it:
             assert f"gero: warning: {root / relative}: " in err and why in err, (args, err)
+
+
+@pytest.mark.parametrize("damage", ["deleted", "junk"])
+def test_a_run_whose_observations_are_all_gone_is_an_error_not_a_clean_run(
+        damage: str, base: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "data"
+    shutil.copytree(base, root)
+    observations = root / OLD_OBS  # the first run: its own file holds all it observed
+    if damage == "deleted":
+        observations.unlink()
+    else:
+        observations.write_bytes(b"PAR1junk")
+    recorded = json.loads((root / "runs" / OLD / "run.json").read_text())["observation_count"]
+    # Read as empty, the run would list 0 findings and exit 0 ("clean").
+    for command in (["summary"], ["findings"], ["export", "-o", str(tmp_path / "x.csv")]):
+        assert main([*command, "--data-dir", str(root), "--run", OLD]) == 2, command
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        assert (f"run {OLD} recorded {recorded:,} observations but none can be read: "
+                f"{observations}") in err, err
+    with pytest.raises(StoreError, match="none can be read"):
+        reader.open_run(root, OLD)
 
 
 def test_observations_stored_twice_are_read_once(base: Path, tmp_path: Path,

@@ -9,6 +9,7 @@ import pytest
 from conftest import RUN_ID, fixture_rows, settle, write_run
 from textual import events
 
+from gero_runner.errors import StoreError
 from gero_tui.app.app import GeroApp
 from gero_tui.app.screens.evaluations import EvaluationsScreen
 from gero_tui.app.widgets.filter_bar import FilterBar
@@ -80,8 +81,9 @@ def test_the_opener_skips_a_file_whose_data_pages_do_not_decode(tmp_path: Path) 
 
     write_run(tmp_path, RUN_ID, fixture_rows())
     _corrupt_data_pages(tmp_path / "runs" / RUN_ID / "observations.parquet")
-    source = open_source(tmp_path)
-    assert any("does not decode" in p for p in source.problems)
+    # The run's only file: nothing of it can be shown, and the error says why.
+    with pytest.raises(StoreError, match=r"none can be read: .*does not decode"):
+        open_source(tmp_path)
 
 
 async def test_an_unexpected_worker_error_is_shown_not_fatal(

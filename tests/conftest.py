@@ -13,3 +13,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # not the user's ~/.cache; worker processes inherit the setting.
     if "GERO_CACHE_DIR" not in os.environ:
         os.environ["GERO_CACHE_DIR"] = tempfile.mkdtemp(prefix="gero-test-cache-")
+
+
+@pytest.fixture
+def fork_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers forked from this process, for a test whose workers must see a substitute it
+    made here (a fake evaluator); others start from a fork server (execution.start_method)."""
+    from gero_runner.execution import start_method
+
+    monkeypatch.setattr(start_method, "START_METHOD", "fork")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from gero_tui.cli import main
+from gero_tui.cli import console
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

@@ -2,7 +2,9 @@
 
 The fault-injection tests start it to stop a run at a known point (kill -9, SIGTERM, two
 runs at once) without sleeping: cases of the operators in GERO_TEST_GATED wait in their
-worker until the file GERO_TEST_GATE exists; every other case runs as usual.
+worker until the file GERO_TEST_GATE exists; every other case runs as usual. With
+GERO_TEST_LIBRARY set it runs as a library caller would (``main``, not the ``gero``
+command): its workers start from a fork server, which imports this module again.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import time
 from typing import Any
 
 from gero_runner.execution import evaluate
-from gero_tui.cli import main
+from gero_tui.cli import console, main
 
 GATED = set(filter(None, os.environ.get("GERO_TEST_GATED", "").split(",")))
 GATE = os.environ.get("GERO_TEST_GATE", "")
@@ -30,4 +32,4 @@ def _gated(case: Any, settings: Any) -> Any:
 evaluate.evaluate_case = _gated
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main() if os.environ.get("GERO_TEST_LIBRARY") else console())

@@ -220,6 +220,29 @@ def test_a_stopped_run_keeps_what_it_finished_and_resumes(
     assert "is complete, not interrupted" in refused.stderr
 
 
+def test_a_library_callers_workers_end_with_it(tmp_path: Path) -> None:
+    """Workers of a fork server (any caller but the gero command) are the server's children,
+    and the server lives while they do: each must watch the process it works for."""
+    gate = tmp_path / "gate"
+    env = {**ENV, "GERO_TEST_GATE": str(gate), "GERO_TEST_GATED": "Exp,Relu",
+           "GERO_TEST_LIBRARY": "1"}
+    run = subprocess.Popen([sys.executable, str(GATED_GERO), "run", "--data-dir",
+                            str(tmp_path / "data"), *OPS], cwd=tmp_path, env=env, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    def servers() -> list[int]:
+        """The run's children that have children: the fork server, its workers waiting
+        at the gate."""
+        return [p for p in children(run.pid) if children(p)]
+
+    wait_for(lambda: bool(servers()), "the fork server and its workers")
+    server = servers()
+    workers = [w for s in server for w in children(s)]
+    os.kill(run.pid, signal.SIGKILL)
+    run.communicate(timeout=WAIT_S)
+    wait_for(lambda: all(gone(p) for p in [*workers, *server]),
+             "the workers and the fork server to exit with the run")
+
+
 def _small_filesystem(path: Path, size_kib: int) -> bool:
     """Mount a tmpfs of ``size_kib`` at ``path`` (root on Linux only)."""
     if not sys.platform.startswith("linux") or os.geteuid() != 0 or not shutil.which("mount"):

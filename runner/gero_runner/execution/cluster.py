@@ -36,7 +36,7 @@ from gero_runner.cases.base import CaseInstance
 from gero_runner.errors import GeroError
 from gero_runner.execution.context import CaseResult, RunSettings
 from gero_runner.execution.evaluate import execution_rows
-from gero_runner.execution.pool import TICK_S, Outcome, WorkerPool
+from gero_runner.execution.pool import PRELOAD, TICK_S, Outcome, WorkerPool
 from gero_runner.storage.artifacts import publish
 
 SCHEDULER_ENV = "GERO_DASK_SCHEDULER"
@@ -52,13 +52,6 @@ BATCH_BYTES = 32 * 1024 * 1024
 """A batch's pickled cases stay under this (a case larger than it goes alone)."""
 CONNECT_S = 30.0
 """How long to wait for the scheduler, and for its first worker."""
-
-PRELOAD = ("onnxruntime", "onnx.reference.ops", "numpy.random",
-           "gero_runner.execution.evaluate", "gero_runner.execution.checks",
-           "gero_runner.contracts.run", "gero_runner.variants.run",
-           "gero_runner.cases.synthetic.registry")
-"""What the fork server of a worker's case processes imports once (a missing name costs
-only time: its import then happens in each case process, on its first case)."""
 
 
 def scheduler_address(option: str | None) -> str:

@@ -14,6 +14,7 @@ import ctypes
 import multiprocessing as mp
 import os
 import pickle
+import select
 import signal
 import sys
 import threading
@@ -49,6 +50,35 @@ def exit_with_parent(parent: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="gero-parent-watch", daemon=True).start()
+
+
+def exit_with_process(pid: int) -> None:
+    """End this worker when process ``pid`` ends, however it ends: for a fork server's
+    child, whose parent is the server, while the process it works for is the one that
+    asked the server. (The server outlives that process as long as any of its children
+    does: each holds the server's keep-alive pipe.)"""
+
+    def watch() -> None:
+        try:
+            handle = os.pidfd_open(pid)  # readable once the process has ended
+        except (AttributeError, OSError):  # not Linux 5.3+: poll the pid
+            while _alive(pid):
+                time.sleep(0.5)
+        else:
+            select.select([handle], [], [])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="gero-client-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 _PR_SET_PDEATHSIG = 1

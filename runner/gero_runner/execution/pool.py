@@ -6,6 +6,9 @@ carrying what happened; the run goes on. Results are keyed by case index, so the
 not depend on the number of workers. A worker holds at most one case in reserve behind the
 one it runs; when it dies, the case it was running is the first of its queue, and the one
 in reserve goes back to the pending cases.
+
+Workers are forked from the ``gero`` command and started from a fork server everywhere
+else (see ``execution.start_method``).
 """
 
 from __future__ import annotations
@@ -29,9 +32,9 @@ from typing import Any
 
 from gero_runner.cases.base import CaseInstance
 from gero_runner.errors import GeroError
-from gero_runner.execution import evaluate, paths
+from gero_runner.execution import evaluate, paths, start_method
 from gero_runner.execution.context import CaseResult, RunSettings
-from gero_runner.execution.isolate import exit_with_parent
+from gero_runner.execution.isolate import exit_with_parent, exit_with_process
 from gero_runner.request import DEFAULT_TIMEOUT_S
 from gero_runner.schema import Observation
 from gero_runner.storage.store import batch_bytes
@@ -101,8 +104,19 @@ RUNNING_BYTES = 128
 
 
 def _worker_main(conn: Connection, task: Task, settings: Any, running: Any, parent: int | None,
-                 inherited: list[Connection]) -> None:
+                 inherited: list[Connection],
+                 client: tuple[int, dict[str, str], str] | None = None) -> None:
     exit_with_parent(os.getppid() if parent is None else parent)
+    if client is not None:
+        # A fork server's child: it ends with the process it works for, not only with the
+        # server; and it has the server's environment and directory, from when the server
+        # started: the caller's now (a variable set since, a relative data root) is sent.
+        pid, environment, directory = client
+        exit_with_process(pid)
+        os.environ.clear()
+        os.environ.update(environment)
+        with contextlib.suppress(OSError):
+            os.chdir(directory)
     for other in inherited:  # the parent's ends, copied by fork: not ours to hold
         other.close()
     # The parent handles Ctrl-C and SIGTERM; a worker just finishes or is killed. A crash is
@@ -152,9 +166,10 @@ class _Worker:
         # of the fork server inherits nothing (and its parent is the server).
         forked = ctx.get_start_method() == "fork"
         inherited = [self.conn, *(w.conn for w in others if not w.conn.closed)] if forked else []
+        client = None if forked else (os.getpid(), dict(os.environ), os.getcwd())
         self.process = ctx.Process(target=_worker_main, daemon=True,
                                    args=(child, task, settings, self.running,
-                                         os.getpid() if forked else None, inherited))
+                                         os.getpid() if forked else None, inherited, client))
         self.process.start()
         child.close()
         self.queue: deque[tuple[int, Any]] = deque()
@@ -202,13 +217,24 @@ def _death_message(exitcode: int | None) -> str:
     return f"worker process exited with code {exitcode} while running this case"
 
 
+PRELOAD = ("onnxruntime", "onnx.reference.ops", "numpy.random",
+           "gero_runner.execution.evaluate", "gero_runner.execution.checks",
+           "gero_runner.contracts.run", "gero_runner.variants.run",
+           "gero_runner.cases.synthetic.registry")
+"""What the fork server imports once (a missing name costs only time: its import then
+happens in each worker, on its first case)."""
+
+
 def _context() -> Any:
-    """Fork, unless OpenVINO has been loaded here: its thread pool does not survive a fork
-    (a child of a process that has run it hangs on its first inference). The CLI never loads
-    it in the parent; a library user who ran it in-process gets fresh workers instead."""
-    if "openvino" in sys.modules:
-        return mp.get_context("forkserver")
-    return mp.get_context("fork")
+    """Fork when the caller said its process is fresh (``start_method``), unless OpenVINO
+    has been loaded here since: its thread pool does not survive a fork (a child of a
+    process that has run it hangs on its first inference). Otherwise a fork server that has
+    imported the evaluation once."""
+    if start_method.START_METHOD == "fork" and "openvino" not in sys.modules:
+        return mp.get_context("fork")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(list(PRELOAD))
+    return ctx
 
 
 def run_cases(cases: Sequence[Any], settings: Any, jobs: int = 1,

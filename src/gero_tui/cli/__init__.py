@@ -99,6 +99,15 @@ BROKEN_PIPE = 141
 """Exit status when stdout's reader went away: 128 + SIGPIPE, as a shell reports it."""
 
 
+def console() -> int:
+    """The ``gero`` command (and ``python -m gero_tui``): ``main`` in a process of its own,
+    which has run no backend yet, so its workers may be forked (execution.start_method)."""
+    from gero_runner.execution import start_method
+
+    start_method.fresh_process()
+    return main()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list or args_list[0].startswith("--data-dir"):

@@ -25,7 +25,7 @@ from gero_runner.backends.base import Backend
 from gero_runner.cases import onnx_backend
 from gero_runner.errors import GeroError
 from gero_runner.evidence.replay import replay_artifact
-from gero_runner.execution import pool
+from gero_runner.execution import pool, start_method
 from gero_runner.execution.context import RunSettings
 from gero_runner.run import ModelOptions, RunRequest, collect_cases, execute
 from gero_runner.schema import EXECUTION, PASSED
@@ -327,6 +327,7 @@ def test_unknown_or_missing_runtime_is_named_with_its_pip_command(
     assert "tract" not in backends.select(None)
 
 
+@pytest.mark.usefixtures("fork_workers")
 def test_unsupported_case_is_an_execution_row_with_the_reason(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     runtime = backends.get("onnxruntime")
@@ -341,9 +342,10 @@ def _segfault(self: Any, session: Any, inputs: Any) -> Any:
     os.kill(os.getpid(), signal.SIGSEGV)
 
 
+@pytest.mark.usefixtures("fork_workers")
 def test_a_runtime_that_kills_its_worker_is_named_on_the_execution_row(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # Workers are forked, so they inherit the crashing runtime.
+    # Forked workers (fork_workers) inherit the crashing runtime.
     monkeypatch.setattr(type(backends.get("onnxruntime")), "run", _segfault)
     case = _synthetic("Relu")
     (outcome,) = pool.run_cases([case], RunSettings(data_root=""), jobs=1, timeout_s=30)
@@ -365,7 +367,14 @@ def test_replay_reruns_every_runtime_of_the_case(name: str, tmp_path: Path) -> N
 
 
 def _pool_after_openvino_ran_here(data_root: str) -> list[str]:
-    _openvino_paths()  # this process has now run OpenVINO: a forked child would hang
+    from multiprocessing import forkserver
+
+    # As in the gero command (which forks its workers), but OpenVINO has now run here: a
+    # forked child would hang. The fork server this test process started is not ours.
+    start_method.fresh_process()
+    server: Any = forkserver._forkserver
+    server._forkserver_pid = server._forkserver_address = server._forkserver_alive_fd = None
+    _openvino_paths()
     settings = RunSettings(data_root=data_root, backends=("openvino",), repeats=1)
     (outcome,) = pool.run_cases([_synthetic("Relu")], settings, jobs=1, timeout_s=60)
     rows = outcome.result.rows or batch_from_bytes(outcome.result.batch or b"").to_pylist()

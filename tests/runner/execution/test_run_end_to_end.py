@@ -92,6 +92,7 @@ _real_evaluate = evaluate.evaluate_case
 
 @pytest.mark.parametrize(("fake", "message"), [(_crash_on_relu, "SIGSEGV"),
                                                (_hang_on_relu, "timed out")])
+@pytest.mark.usefixtures("fork_workers")
 def test_crashing_or_hanging_case_becomes_execution_and_run_completes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: object, message: str) -> None:
     # Workers are forked, so they inherit the substituted evaluator.

@@ -44,6 +44,7 @@ def _hang_on_relu(case: CaseInstance, settings: RunSettings) -> CaseResult:
 @pytest.mark.parametrize("jobs", [1, 2])
 @pytest.mark.parametrize(("fake", "message"), [(_crash_on_relu, "SIGSEGV"),
                                                (_hang_on_relu, "timed out")])
+@pytest.mark.usefixtures("fork_workers")
 def test_each_case_has_one_outcome_and_queued_cases_survive(
         monkeypatch: pytest.MonkeyPatch, jobs: int, fake: object, message: str) -> None:
     monkeypatch.setattr(evaluate, "evaluate_case", fake)
@@ -68,6 +69,7 @@ def _rows(outcome: pool.Outcome) -> list[dict[str, Any]]:
     return [r.as_dict() for r in outcome.result.rows]
 
 
+@pytest.mark.usefixtures("fork_workers")
 def test_large_cases_are_not_prefetched(monkeypatch: pytest.MonkeyPatch) -> None:
     """A case too large to queue waits for an idle worker; the run still completes."""
     monkeypatch.setattr(pool, "PREFETCH_BYTES", 0)
@@ -97,6 +99,7 @@ def _pid(case: CaseInstance, settings: RunSettings) -> CaseResult:
     return CaseResult([replace(_passed(case), reason=str(os.getpid()))], 0.0, 0.0)
 
 
+@pytest.mark.usefixtures("fork_workers")
 def test_a_worker_pool_keeps_its_processes_from_one_run_to_the_next(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """What a Dask worker relies on: its case process (and its imports) serves batch after

@@ -31,8 +31,9 @@ COUNTS = re.compile(r"Within contract(?:[^\n]*\n\s*|\s+)[\d,]+")
 
 
 def findings_drawn(screen: str) -> bool:
-    return "findings cover" in screen and ("contract " in screen or "diverg." in screen
-                                           or "exec." in screen)
+    """The summary line and at least one row (a row starts with its class's short word)."""
+    rows = screen.split("finding\n", 1)[-1] if "findings cover" in screen else ""
+    return any(re.match(r"\s*(div|exec|contr)\s+[\d,]+", line) for line in rows.splitlines())
 
 
 def start(command: str, width: str, height: str) -> None:

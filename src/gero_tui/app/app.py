@@ -84,6 +84,8 @@ class GeroApp(ExplorerApp):
         self.run_id = resolve_run(self.data_root, run) if run_ids(self.data_root) else None
         self._info: RunInfo | None = None
         self._prefetch = prefetch
+        self._early_findings = prefetch
+        """Kept after the run is adopted: it may be computing the findings (see prefetch)."""
         self.last_sort = TableSort()
         """The sort of the evaluations table last shown: a table opened again keeps it."""
         self.last_grouping: str | None = None
@@ -161,7 +163,10 @@ class GeroApp(ExplorerApp):
 
         with self._findings_lock:
             if self._findings is None or self._findings[0] is not source:
-                self._findings = (source, report_for(source, self.data_root, source.run_id))
+                early, self._early_findings = self._early_findings, None
+                report = early.findings(source) if early is not None else None
+                self._findings = (source, report if report is not None
+                                  else report_for(source, self.data_root, source.run_id))
             return self._findings[1]
 
     def findings_ready(self, source: RunSource) -> FindingsReport | None:

@@ -4,6 +4,10 @@
 GIL, so on a second core the first page is ready by the time the evaluations screen is
 mounted, and the table paints with data at once instead of queueing its queries behind
 Textual's start-up. Imports nothing of Textual (the point is to run before it loads).
+
+Starting on the overview or the findings, the thread then computes the run's findings
+(read back from the data root's cache, or grouped): `i` pressed as the overview paints
+finds them ready instead of starting them behind the overview's own work.
 """
 
 from __future__ import annotations
@@ -11,6 +15,10 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gero_tui.query.findings import FindingsReport
 
 FIRST_PAGE_ROWS = 128
 """Rows read ahead: more than a terminal shows (the table asks again if not)."""
@@ -31,11 +39,16 @@ class Opened:
 class Prefetch:
     """A thread that opens ``run`` of ``data_root`` (and reads the first page if asked)."""
 
-    def __init__(self, data_root: Path, run: str | None, first_page: bool) -> None:
+    def __init__(self, data_root: Path, run: str | None, first_page: bool,
+                 findings: bool = False) -> None:
         self.data_root = Path(data_root)
         self.run = run
         self._first_page = first_page
+        self._findings = findings
         self._result: Opened | None = None
+        self._opened = threading.Event()
+        self._report: tuple[object, FindingsReport] | None = None
+        """(source, FindingsReport) once computed."""
         self._thread = threading.Thread(target=self._work, name="gero-prefetch", daemon=True)
         self._thread.start()
 
@@ -57,15 +70,26 @@ class Prefetch:
             self._result = Opened(source, page, count)
         except Exception:  # the app opens the run again and reports the error
             self._result = None
+            return
+        finally:
+            self._opened.set()
+        if self._findings:
+            try:
+                from gero_tui.query.finding_status import report_for
+
+                self._report = (source, report_for(source, self.data_root, source.run_id))
+            except Exception:  # the screen that needs them computes them and says why not
+                self._report = None
 
     @property
     def done(self) -> bool:
-        """Whether the thread has finished (``take`` then returns at once)."""
-        return not self._thread.is_alive()
+        """Whether the run is open (``take`` then returns at once)."""
+        return self._opened.is_set()
 
     def take(self, run_id: str, timeout: float = 30.0) -> Opened | None:
-        """The result for ``run_id`` (waits for the thread), or None if it failed or differs."""
-        self._thread.join(timeout)
+        """The result for ``run_id`` (waits for the run to open), or None if it failed or
+        differs."""
+        self._opened.wait(timeout)
         result, self._result = self._result, None
         if result is None:
             return None
@@ -73,3 +97,12 @@ class Prefetch:
             result.source.close()  # type: ignore[attr-defined]
             return None
         return result
+
+    def findings(self, source: object, timeout: float = 60.0) -> FindingsReport | None:
+        """The ``FindingsReport`` of ``source`` if this thread computes it (waits for it),
+        else None at once."""
+        if not self._findings:
+            return None
+        self._thread.join(timeout)
+        known = self._report
+        return known[1] if known is not None and known[0] is source else None

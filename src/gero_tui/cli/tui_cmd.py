@@ -25,7 +25,8 @@ def main(args: argparse.Namespace) -> int:
     # is imported: deferred here because it costs ~0.3 s and only this command needs it.
     from gero_tui.app.prefetch import Prefetch
 
-    prefetch = Prefetch(data_dir(args), args.run, first_page=args.screen == "evaluations")
+    prefetch = Prefetch(data_dir(args), args.run, first_page=args.screen == "evaluations",
+                        findings=args.screen != "evaluations")
     from gero_tui.app.app import GeroApp
 
     GeroApp(data_dir(args), args.run, screen=args.screen, prefetch=prefetch).run()

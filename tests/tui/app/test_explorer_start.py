@@ -90,3 +90,29 @@ async def test_switching_runs_reaches_every_open_screen(data_root: Path) -> None
         await settle(pilot)
         assert app.screen is overview
         assert OLD_RUN_ID in str(overview.query_one("#title").render())
+
+
+async def test_findings_computed_ahead_are_the_ones_the_screens_show(data_root: Path) -> None:
+    from gero_tui.app.screens.findings import FindingsScreen
+    from gero_tui.query.finding_status import report_for
+
+    prefetch = _finished(Prefetch(data_root, None, first_page=False, findings=True))
+    app = GeroApp(data_root, screen="overview", prefetch=prefetch)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        source = app.source
+        assert source is not None
+        early = prefetch.findings(source)
+        assert early is not None and app.findings_ready(source) is early  # not computed twice
+        again = report_for(source, data_root, source.run_id)
+        assert [f.finding_id for f in again.findings] == [f.finding_id for f in early.findings]
+        await pilot.press("i")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, FindingsScreen) and screen.report is early
+
+
+async def test_findings_are_not_computed_ahead_for_the_table(data_root: Path) -> None:
+    prefetch = _finished(Prefetch(data_root, None, first_page=True))
+    opened = prefetch.take(RUN_ID)
+    assert opened is not None and prefetch.findings(opened.source) is None

@@ -34,9 +34,10 @@ from typing import Any
 from gero_runner import backends
 from gero_runner.cases.base import CaseInstance
 from gero_runner.errors import GeroError
+from gero_runner.execution import start_method
 from gero_runner.execution.context import CaseResult, RunSettings
 from gero_runner.execution.evaluate import execution_rows
-from gero_runner.execution.pool import PRELOAD, TICK_S, Outcome, WorkerPool
+from gero_runner.execution.pool import TICK_S, Outcome, WorkerPool
 from gero_runner.storage.artifacts import publish
 
 SCHEDULER_ENV = "GERO_DASK_SCHEDULER"
@@ -88,9 +89,7 @@ def _pool_context() -> Any:
     worker anyway (``exit_with_parent``), which is what the flag is for, so it is lifted.
     """
     mp.current_process()._config.pop("daemon", None)  # type: ignore[attr-defined]
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(list(PRELOAD))
-    return ctx
+    return start_method.fork_server()
 
 
 @contextlib.contextmanager

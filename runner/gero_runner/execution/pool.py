@@ -17,11 +17,9 @@ import contextlib
 import dataclasses
 import errno
 import faulthandler
-import multiprocessing as mp
 import os
 import pickle
 import signal
-import sys
 import time
 import traceback
 from collections import deque
@@ -34,7 +32,7 @@ from gero_runner.cases.base import CaseInstance
 from gero_runner.errors import GeroError
 from gero_runner.execution import evaluate, paths, start_method
 from gero_runner.execution.context import CaseResult, RunSettings
-from gero_runner.execution.isolate import exit_with_parent, exit_with_process
+from gero_runner.execution.isolate import exit_with_parent
 from gero_runner.request import DEFAULT_TIMEOUT_S
 from gero_runner.schema import Observation
 from gero_runner.storage.store import batch_bytes
@@ -108,15 +106,7 @@ def _worker_main(conn: Connection, task: Task, settings: Any, running: Any, pare
                  client: tuple[int, dict[str, str], str] | None = None) -> None:
     exit_with_parent(os.getppid() if parent is None else parent)
     if client is not None:
-        # A fork server's child: it ends with the process it works for, not only with the
-        # server; and it has the server's environment and directory, from when the server
-        # started: the caller's now (a variable set since, a relative data root) is sent.
-        pid, environment, directory = client
-        exit_with_process(pid)
-        os.environ.clear()
-        os.environ.update(environment)
-        with contextlib.suppress(OSError):
-            os.chdir(directory)
+        start_method.adopt(client)
     for other in inherited:  # the parent's ends, copied by fork: not ours to hold
         other.close()
     # The parent handles Ctrl-C and SIGTERM; a worker just finishes or is killed. A crash is
@@ -166,7 +156,7 @@ class _Worker:
         # of the fork server inherits nothing (and its parent is the server).
         forked = ctx.get_start_method() == "fork"
         inherited = [self.conn, *(w.conn for w in others if not w.conn.closed)] if forked else []
-        client = None if forked else (os.getpid(), dict(os.environ), os.getcwd())
+        client = start_method.client_of(ctx)
         self.process = ctx.Process(target=_worker_main, daemon=True,
                                    args=(child, task, settings, self.running,
                                          os.getpid() if forked else None, inherited, client))
@@ -217,24 +207,8 @@ def _death_message(exitcode: int | None) -> str:
     return f"worker process exited with code {exitcode} while running this case"
 
 
-PRELOAD = ("onnxruntime", "onnx.reference.ops", "numpy.random",
-           "gero_runner.execution.evaluate", "gero_runner.execution.checks",
-           "gero_runner.contracts.run", "gero_runner.variants.run",
-           "gero_runner.cases.synthetic.registry")
-"""What the fork server imports once (a missing name costs only time: its import then
-happens in each worker, on its first case)."""
-
-
 def _context() -> Any:
-    """Fork when the caller said its process is fresh (``start_method``), unless OpenVINO
-    has been loaded here since: its thread pool does not survive a fork (a child of a
-    process that has run it hangs on its first inference). Otherwise a fork server that has
-    imported the evaluation once."""
-    if start_method.START_METHOD == "fork" and "openvino" not in sys.modules:
-        return mp.get_context("fork")
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(list(PRELOAD))
-    return ctx
+    return start_method.context()
 
 
 def run_cases(cases: Sequence[Any], settings: Any, jobs: int = 1,

@@ -11,6 +11,12 @@ their first case now and then in the test suite. Their workers start from a fork
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing as mp
+import os
+import sys
+from typing import Any
+
 START_METHOD: str | None = None
 """``"fork"``, or None for a fork server. Tests whose workers must see a substitute made
 in the parent (a fake evaluator) set ``"fork"`` too."""
@@ -20,3 +26,49 @@ def fresh_process() -> None:
     """The caller's process has run no backend and started no threads of one: fork."""
     global START_METHOD
     START_METHOD = "fork"
+
+
+PRELOAD = ("onnxruntime", "onnx.reference.ops", "numpy.random",
+           "gero_runner.execution.evaluate", "gero_runner.execution.checks",
+           "gero_runner.contracts.run", "gero_runner.variants.run",
+           "gero_runner.cases.synthetic.registry")
+"""What the fork server imports once (a missing name costs only time: its import then
+happens in each child, on its first case)."""
+
+
+def context(fork_ok: bool = True) -> Any:
+    """Fork when the caller said its process is fresh and ``fork_ok`` (nothing else of
+    the caller's forbids it), unless OpenVINO has been loaded since: its thread pool does
+    not survive a fork (a child of a process that has run it hangs on its first
+    inference). Otherwise a fork server that has imported the evaluation once."""
+    if START_METHOD == "fork" and fork_ok and "openvino" not in sys.modules:
+        return mp.get_context("fork")
+    return fork_server()
+
+
+def fork_server() -> Any:
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(list(PRELOAD))
+    return ctx
+
+
+def client_of(ctx: Any) -> tuple[int, dict[str, str], str] | None:
+    """What a fork server's child needs of the process it works for (see ``adopt``);
+    None for a forked child, which has it already."""
+    if ctx.get_start_method() == "fork":
+        return None
+    return os.getpid(), dict(os.environ), os.getcwd()
+
+
+def adopt(client: tuple[int, dict[str, str], str]) -> None:
+    """In a fork server's child: end with the process it works for (not only with the
+    server), and take that process's environment and directory as they are now (the
+    server has those of when it started: a variable set since, a relative data root)."""
+    from gero_runner.execution.isolate import exit_with_process
+
+    pid, environment, directory = client
+    exit_with_process(pid)
+    os.environ.clear()
+    os.environ.update(environment)
+    with contextlib.suppress(OSError):
+        os.chdir(directory)

@@ -87,6 +87,23 @@ def change(keys: list[str], expect: Callable[[str], bool]) -> float:
         time.sleep(POLL_S)
 
 
+def table_drawn(screen: str) -> bool:
+    """The explorer's table has a row count and its first data row."""
+    return " of " in status_line(screen) and "passed" in screen.split("Details", 1)[-1]
+
+
+def start_and_paint(width: str, height: str, command: str,
+                    drawn: Callable[[str], bool]) -> float:
+    """Seconds from starting ``command`` in a fresh tmux session until the pane is ``drawn``
+    (the first paint with data: for the explorer, a row count and the first data row)."""
+    subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
+    time.sleep(0.5)
+    start = time.perf_counter()
+    tmux("new-session", "-d", "-s", SESSION, "-x", width, "-y", height, command)
+    wait_for(drawn)
+    return time.perf_counter() - start
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/gero-million"))
@@ -99,37 +116,19 @@ def main() -> int:
     width, height = args.size.split("x")
     gero = args.gero
     command = f"{shlex.quote(str(gero))} tui --data-dir {shlex.quote(str(args.data_dir))}"
-    paints = []
-    for _ in range(args.paints):
-        subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
-        time.sleep(0.5)
-        start = time.perf_counter()
-        tmux("new-session", "-d", "-s", SESSION, "-x", width, "-y", height,
-             f"{command} --screen evaluations")
-        # First paint: the status line has a row count and the first data row is drawn.
-        wait_for(lambda s: " of " in status_line(s) and ("passed" in s.split("Details", 1)[-1]))
-        paints.append(time.perf_counter() - start)
+    paints = [start_and_paint(width, height, f"{command} --screen evaluations", table_drawn)
+              for _ in range(args.paints)]
     print(f"first paint of the table with data: median {statistics.median(paints):.3f} s "
           f"(min {min(paints):.3f}, max {max(paints):.3f}, {len(paints)} starts)")
     # The floor: a bare Textual app (bench/textual_floor_app.py) timed the same way.
     floor_app = Path(__file__).with_name("textual_floor_app.py")
-    floors = []
-    for _ in range(args.paints):
-        subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
-        time.sleep(0.5)
-        start = time.perf_counter()
-        tmux("new-session", "-d", "-s", SESSION, "-x", width, "-y", height,
-             f"{shlex.quote(sys.executable)} {shlex.quote(str(floor_app))}")
-        wait_for(lambda s: " of " in status_line(s) and "passed" in s)
-        floors.append(time.perf_counter() - start)
+    floor = f"{shlex.quote(sys.executable)} {shlex.quote(str(floor_app))}"
+    floors = [start_and_paint(width, height, floor, lambda s: " of " in s and "passed" in s)
+              for _ in range(args.paints)]
     print(f"  floor, a bare Textual app with a 40-row DataTable: median "
           f"{statistics.median(floors):.3f} s (min {min(floors):.3f}); gero adds "
           f"{statistics.median(paints) - statistics.median(floors):.3f} s")
-    subprocess.run(["tmux", "kill-session", "-t", SESSION], capture_output=True)
-    time.sleep(0.5)
-    tmux("new-session", "-d", "-s", SESSION, "-x", width, "-y", height,
-         f"{command} --screen evaluations")
-    wait_for(lambda s: " of " in status_line(s) and ("passed" in s.split("Details", 1)[-1]))
+    start_and_paint(width, height, f"{command} --screen evaluations", table_drawn)
     time.sleep(1)
 
     steps: list[tuple[str, list[str], Callable[[str], bool]]] = [

@@ -35,7 +35,7 @@ from gero_runner.storage.index import (
     store_file_path,
     write_index,
 )
-from gero_runner.storage.layout import RUNS_DIR, SIGHTINGS_FILE, run_ids
+from gero_runner.storage.layout import FINDINGS_CACHE_DIR, RUNS_DIR, SIGHTINGS_FILE, run_ids
 from gero_runner.storage.locks import is_running, root_lock
 from gero_runner.storage.runs import read_record
 from gero_runner.storage.store import DataRoot
@@ -247,6 +247,13 @@ def _plan(root: DataRoot, retention: Retention, read_all: bool
                                           "an old run (retention)"))
     else:
         referenced = _referenced(root, index, result.blockers, skip=set())
+    # The findings kept for runs that are gone (removed by hand, or by this retention).
+    cache = root.path.joinpath(*FINDINGS_CACHE_DIR)
+    if cache.is_dir():
+        for directory in sorted(p for p in cache.iterdir() if p.is_dir() and not p.is_symlink()):
+            if directory.name in dropped or directory.name not in runs:
+                result.garbage.append(Garbage(directory.relative_to(root.path), _size(directory),
+                                              "findings of a run that is gone"))
     artifacts = root.path / ARTIFACTS_DIR
     if not artifacts.is_dir():
         return result, retained

@@ -8,6 +8,8 @@ RUNS_DIR = "runs"
 RUN_FILE = "run.json"
 OBSERVATIONS_FILE = "observations.parquet"
 SIGHTINGS_FILE = "sightings.parquet"
+FINDINGS_CACHE_DIR = ("cache", "findings")
+"""Under the data root, one folder per run: its findings, computed once (query.findings)."""
 
 
 def run_ids(data_root: Path) -> list[str]:

@@ -13,7 +13,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "gc", help="list old runs and unreferenced evidence (--apply removes them)",
         description="A dry run by default: lists what it would remove and the bytes freed. "
         "Without a retention rule: the evidence directories that no stored observation "
-        "references (left by killed runs). With --keep-runs N or --older-than DAYS: also "
+        "references (left by killed runs) and the findings kept for runs that are gone "
+        "(cache/findings). With --keep-runs N or --older-than DAYS: also "
         "the older runs (their directories and sightings), the stored observations no kept "
         "run sighted, and the evidence directories no kept observation references. "
         "--apply removes it all; nothing is removed while a run is running or an "

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 import duckdb
 
 from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, OPT_LEVELS
+from gero_runner.storage.layout import FINDINGS_CACHE_DIR
 
 MEMBERS_TABLE = "finding_members"
 """observation_id -> finding_id (and the signature parts), one row per non-passed observation."""
@@ -452,9 +453,10 @@ def read_findings(source: Queryable, table: str = MEMBERS_TABLE) -> list[Finding
 _BUILDING = threading.Lock()
 """Two screens (or a screen and the table's sort) may ask at once: one writes the tables."""
 
-CACHE_DIR = ("cache", "findings")
+CACHE_DIR = FINDINGS_CACHE_DIR
 """Under the data root: each run's findings, computed once (a run's files do not change once
-it is complete; a run still writing has new file sizes, so a new key)."""
+it is complete; a run still writing has new file sizes, so a new key). ``gero gc`` removes
+the folders of runs that are gone."""
 ALGORITHM = hashlib.sha256(members_sql().encode()).hexdigest()[:12]
 """The grouping rules' version: a cache written by other rules is not read."""
 

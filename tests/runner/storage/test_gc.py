@@ -136,3 +136,24 @@ def test_older_than_counts_from_each_run_start(tmp_path: Path) -> None:
         gc.Retention(keep_runs=1, older_than_days=1)
     with pytest.raises(GeroError, match="at least 1"):
         gc.Retention(keep_runs=0)
+
+
+def test_findings_kept_for_runs_that_are_gone_are_garbage(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _history(tmp_path)
+    for night in NIGHTS:  # each keeps its findings under cache/findings/<run>
+        assert main(["findings", "--data-dir", str(tmp_path), "--run", night]) in (0, 1)
+    cache = tmp_path / "cache" / "findings"
+    assert sorted(p.name for p in cache.iterdir()) == NIGHTS
+    (cache / "20240101-000000-gone").mkdir()  # a run deleted by hand
+    # Without a rule, only the folder of the run that is gone.
+    listed = [g.path.as_posix() for g in gc.plan(DataRoot(tmp_path)).garbage
+              if g.path.parts[0] == "cache"]
+    assert listed == ["cache/findings/20240101-000000-gone"]
+    # With retention, the dropped runs' findings go with them.
+    result = gc.apply(DataRoot(tmp_path), gc.Retention(keep_runs=1))
+    assert not result.blockers
+    assert sorted(p.name for p in cache.iterdir()) == NIGHTS[-1:]
+    capsys.readouterr()
+    assert main(["findings", "--data-dir", str(tmp_path)]) in (0, 1)  # reads its own again
+    assert "Traceback" not in capsys.readouterr().err

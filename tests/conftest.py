@@ -6,6 +6,7 @@ import os
 import tempfile
 
 import pytest
+from shared_helpers import FORKING
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -13,6 +14,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # not the user's ~/.cache; worker processes inherit the setting.
     if "GERO_CACHE_DIR" not in os.environ:
         os.environ["GERO_CACHE_DIR"] = tempfile.mkdtemp(prefix="gero-test-cache-")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "fork_workers" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.filterwarnings(FORKING))
 
 
 @pytest.fixture

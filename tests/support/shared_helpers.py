@@ -100,3 +100,7 @@ def rows_of(root: Path, run_id: str) -> list[dict[str, Any]]:
     """Every stored observation of the run, as dicts."""
     rel = duckdb.read_parquet(str(DataRoot(root).run_dir(run_id) / "observations.parquet"))
     return [dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()]
+
+
+FORKING = "ignore:This process .* is multi-threaded, use of fork:DeprecationWarning"
+"""Python 3.12+ warns when a process with threads forks: the tests that ask for it know."""

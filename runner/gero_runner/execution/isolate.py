@@ -2,16 +2,15 @@
 
 A user's model can loop for ever or crash inside a kernel; the float64 shadow that ``gero
 run --model`` computes while collecting cases, a replay and a parity export run such code
-too. Here the call runs in a forked child that dies with its parent, and is killed when
-it runs past its time; the caller gets the value, or an ``IsolatedFailure`` saying what
-happened in one sentence.
+too. Here the call runs in a child (see ``start_method``) that dies with its caller and
+is killed when it runs past its time; the caller gets the value, or an
+``IsolatedFailure`` saying what happened in one sentence.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import multiprocessing as mp
 import os
 import pickle
 import select
@@ -23,6 +22,8 @@ import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from typing import Any, TypeVar
+
+from gero_runner.execution import start_method
 
 T = TypeVar("T")
 
@@ -92,9 +93,13 @@ class IsolatedFailure(Exception):
         self.timed_out = timed_out
 
 
-def _child(conn: Connection, parent: int, fn: Callable[..., Any], args: tuple[Any, ...]
-           ) -> None:
-    exit_with_parent(parent)
+def _child(conn: Connection, parent: int, fn: Callable[..., Any], args: tuple[Any, ...],
+           client: tuple[int, dict[str, str], str] | None = None) -> None:
+    if client is None:
+        exit_with_parent(parent)
+    else:  # a fork server's child: its parent is the server
+        exit_with_parent(os.getppid())
+        start_method.adopt(client)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C does
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
@@ -118,9 +123,12 @@ def call_isolated(fn: Callable[..., T], *args: Any, timeout_s: float,
         # Forking a process whose other threads hold locks (the explorer's workers, DuckDB)
         # can crash or hang the child: a fresh interpreter runs the call instead.
         return _call_in_interpreter(fn, args, timeout_s, cancelled)
-    ctx = mp.get_context("fork")
+    # Forked from the gero command; from the fork server for any other caller, whose
+    # native threads (a runtime run in-process) a forked child could inherit mid-change.
+    ctx = start_method.context()
     reader, writer = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_child, args=(writer, os.getpid(), fn, args), daemon=True)
+    process = ctx.Process(target=_child, daemon=True, args=(
+        writer, os.getpid(), fn, args, start_method.client_of(ctx)))
     process.start()
     writer.close()
     deadline = time.monotonic() + timeout_s

@@ -15,6 +15,7 @@ import contextlib
 import multiprocessing as mp
 import os
 import sys
+from multiprocessing import forkserver
 from typing import Any
 
 START_METHOD: str | None = None
@@ -72,3 +73,21 @@ def adopt(client: tuple[int, dict[str, str], str]) -> None:
     os.environ.update(environment)
     with contextlib.suppress(OSError):
         os.chdir(directory)
+
+
+def _forget_fork_server() -> None:
+    """In a forked child: a fork server the parent started is not this process's (asking
+    it fails with ChildProcessError, and holding its keep-alive pipe keeps it alive); this
+    process starts its own when it needs one."""
+    server = getattr(forkserver, "_forkserver", None)
+    if getattr(server, "_forkserver_pid", None) is None:
+        return
+    alive = server._forkserver_alive_fd  # type: ignore[union-attr]
+    server._forkserver_pid = server._forkserver_address = None  # type: ignore[union-attr]
+    server._forkserver_alive_fd = None  # type: ignore[union-attr]
+    if alive is not None:
+        with contextlib.suppress(OSError):
+            os.close(alive)
+
+
+os.register_at_fork(after_in_child=_forget_fork_server)

@@ -367,13 +367,9 @@ def test_replay_reruns_every_runtime_of_the_case(name: str, tmp_path: Path) -> N
 
 
 def _pool_after_openvino_ran_here(data_root: str) -> list[str]:
-    from multiprocessing import forkserver
-
     # As in the gero command (which forks its workers), but OpenVINO has now run here: a
-    # forked child would hang. The fork server this test process started is not ours.
+    # forked child would hang.
     start_method.fresh_process()
-    server: Any = forkserver._forkserver
-    server._forkserver_pid = server._forkserver_address = server._forkserver_alive_fd = None
     _openvino_paths()
     settings = RunSettings(data_root=data_root, backends=("openvino",), repeats=1)
     (outcome,) = pool.run_cases([_synthetic("Relu")], settings, jobs=1, timeout_s=60)

@@ -82,9 +82,7 @@ def test_large_cases_are_not_prefetched(monkeypatch: pytest.MonkeyPatch) -> None
 def test_a_case_sent_to_a_dead_worker_is_not_lost() -> None:
     # Python 3.13 reports the closed pipe of a crashed worker at once (BrokenPipeError);
     # the case must stay pending for another worker instead of taking the run down.
-    import multiprocessing as mp
-
-    worker = pool._Worker(mp.get_context("fork"), pool.CASES, RunSettings(data_root=""))
+    worker = pool._Worker(pool._context(), pool.CASES, RunSettings(data_root=""))
     worker.process.kill()
     worker.process.join(timeout=5)
     case = _cases()[0]

@@ -1,5 +1,5 @@
-"""How worker processes start (read by ``execution.pool``), in a module of its own so
-that the ``gero`` command sets it before importing anything heavy.
+"""How child processes start (the worker pool's, an isolated call's), in a module of its
+own so that the ``gero`` command sets it before importing anything heavy.
 
 Fork is fast (a child has the parent's imports) and safe only from a process that holds no
 threads of a backend: the ``gero`` command, which runs none in-process before its workers
@@ -37,12 +37,12 @@ PRELOAD = ("onnxruntime", "onnx.reference.ops", "numpy.random",
 happens in each child, on its first case)."""
 
 
-def context(fork_ok: bool = True) -> Any:
-    """Fork when the caller said its process is fresh and ``fork_ok`` (nothing else of
-    the caller's forbids it), unless OpenVINO has been loaded since: its thread pool does
-    not survive a fork (a child of a process that has run it hangs on its first
-    inference). Otherwise a fork server that has imported the evaluation once."""
-    if START_METHOD == "fork" and fork_ok and "openvino" not in sys.modules:
+def context() -> Any:
+    """Fork when the caller said its process is fresh, unless OpenVINO has been loaded
+    since: its thread pool does not survive a fork (a child of a process that has run it
+    hangs on its first inference). Otherwise a fork server that has imported the
+    evaluation once."""
+    if START_METHOD == "fork" and "openvino" not in sys.modules:
         return mp.get_context("fork")
     return fork_server()
 

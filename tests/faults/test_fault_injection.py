@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from shared_helpers import never_ending_model
+from shared_helpers import never_ending_model, process_gone
 
 import gero_runner
 import gero_tui
@@ -89,15 +89,6 @@ def stored_ids(root: Path) -> list[str]:
 def children(pid: int) -> list[int]:
     path = Path(f"/proc/{pid}/task/{pid}/children")
     return [int(p) for p in path.read_text().split()] if path.exists() else []
-
-
-def gone(pid: int) -> bool:
-    """Exited (a zombie waiting for a reaper counts as gone: it holds no memory)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state in ("Z", "X")
 
 
 def snapshot(root: Path, run_id: str) -> dict[str, bytes]:
@@ -192,7 +183,8 @@ def test_a_stopped_run_keeps_what_it_finished_and_resumes(
     assert workers, "the run has worker processes"
     os.kill(run.pid, how)
     _, err = run.communicate(timeout=WAIT_S)
-    wait_for(lambda: all(gone(w) for w in workers), "the workers to exit with their parent")
+    wait_for(lambda: all(process_gone(w) for w in workers),
+             "the workers to exit with their parent")
     if how == signal.SIGTERM:
         assert run.returncode == 143
         assert f"gero: terminated; run stopped keeps its {exp_cases} finished cases" in err
@@ -239,7 +231,7 @@ def test_a_library_callers_workers_end_with_it(tmp_path: Path) -> None:
     workers = [w for s in server for w in children(s)]
     os.kill(run.pid, signal.SIGKILL)
     run.communicate(timeout=WAIT_S)
-    wait_for(lambda: all(gone(p) for p in [*workers, *server]),
+    wait_for(lambda: all(process_gone(p) for p in [*workers, *server]),
              "the workers and the fork server to exit with the run")
 
 

@@ -104,3 +104,12 @@ def rows_of(root: Path, run_id: str) -> list[dict[str, Any]]:
 
 FORKING = "ignore:This process .* is multi-threaded, use of fork:DeprecationWarning"
 """Python 3.12+ warns when a process with threads forks: the tests that ask for it know."""
+
+
+def process_gone(pid: int) -> bool:
+    """Exited (a zombie waiting for a reaper counts as gone: it holds no memory). Linux."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")

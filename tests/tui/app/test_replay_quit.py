@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import settle
-from shared_helpers import never_ending_model
+from shared_helpers import never_ending_model, process_gone
 
 from gero_runner.storage.artifacts import MANIFEST, load_array
 from gero_runner.storage.hashing import sha256
@@ -57,14 +57,6 @@ def _replay_children() -> list[int]:
     return found
 
 
-def _gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state in ("Z", "X")
-
-
 def _replaying() -> bool:
     """Some thread of this process is inside a replay (Textual's thread workers run in the
     event loop's executor, whose idle threads stay until the loop closes)."""
@@ -93,7 +85,7 @@ async def test_replay_then_quit_kills_the_replay_and_exits(hanging_root: Path) -
         await pilot.press("q")
     # The app has left run_test: its replay worker was cancelled and killed its child.
     deadline = time.monotonic() + 10
-    while not _gone(child):
+    while not process_gone(child):
         assert time.monotonic() < deadline, "the replay's child outlived the explorer"
         time.sleep(0.05)
     while _replaying():

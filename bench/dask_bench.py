@@ -72,7 +72,7 @@ def wait(predicate: object, what: str, timeout: float = 300.0) -> None:
 
 
 def run(root: Path, extra: list[str], limit: int | None, runtimes: str) -> float:
-    command = [sys.executable, "-m", "gero_tui", "run", "--suite", "onnx-backend",
+    command = [sys.executable, "-m", "gero_cli", "run", "--suite", "onnx-backend",
                "--backends", runtimes, "--data-dir", str(root), "--run-id", "bench", "-q",
                *extra]
     if limit is not None:

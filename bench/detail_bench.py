@@ -37,11 +37,11 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "tui" / "app"))
 
+from gero.query.detail import fetch_observation
+from gero.query.histograms import operation_histogram
+from gero.query.source import open_source
+from gero.query.tensors import analyse, load_evidence
 from gero_runner.storage.artifacts import EvidenceWriter
-from gero_tui.query.detail import fetch_observation
-from gero_tui.query.histograms import operation_histogram
-from gero_tui.query.source import open_source
-from gero_tui.query.tensors import analyse, load_evidence
 
 
 def _ms(samples: list[float]) -> str:

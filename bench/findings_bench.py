@@ -16,15 +16,15 @@ import statistics
 import time
 from pathlib import Path
 
-from gero_tui.query.findings import (
+from gero.query.findings import (
     build_members,
     cache_files,
     compute_findings,
     non_passed_count,
     read_findings,
 )
-from gero_tui.query.source import open_source
-from gero_tui.query.whatif import Override, prepare, what_if
+from gero.query.source import open_source
+from gero.query.whatif import Override, prepare, what_if
 
 CHANGES = (
     {"float16": Override("float16", rtol=1e-2)},

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gero_runner.contracts import laws
+from gero_runner.checks.contracts import laws
 from gero_runner.execution import context, evaluate
 from gero_runner.run import RunRequest, collect_cases
 from gero_runner.storage.artifacts import EvidenceWriter

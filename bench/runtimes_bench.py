@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gero.query.runtimes import timings
 from gero_runner import backends
 from gero_runner.run import RunRequest, execute
 from gero_runner.storage.reader import open_run
-from gero_tui.query.runtimes import timings
 
 
 def measure(root: Path, runtimes: tuple[str, ...], jobs: int, ops: list[str]

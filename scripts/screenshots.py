@@ -26,9 +26,9 @@ from typing import Any
 
 from textual.worker import WorkerCancelled
 
+from gero.query.table import COLUMN_KEYS
 from gero_tui.app.app import GeroApp
 from gero_tui.app.screens.detail import DetailScreen
-from gero_tui.query.table import COLUMN_KEYS
 
 WIDE = (120, 40)
 NARROW = (80, 24)

@@ -25,7 +25,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture
 def fork_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Workers forked from this process, for a test whose workers must see a substitute it
-    made here (a fake evaluator); others start from a fork server (execution.start_method)."""
-    from gero_runner.execution import start_method
+    made here (a fake evaluator); others start from a fork server (process.start_method)."""
+    from gero_runner.process import start_method
 
     monkeypatch.setattr(start_method, "START_METHOD", "fork")

@@ -22,6 +22,10 @@ DEFAULT_MAX_TENSOR_MB = 1024.0
 DEFAULT_MAX_EVIDENCE_MB = 64.0
 """Tensors a case keeps on disk before the rest are kept as summaries (``--max-evidence-mb``)."""
 
+# `--task`: tasks whose outputs carry a decision (argmax agreement is gated), and the others.
+DECISION_TASKS = ("classifier", "decoder", "recognizer")
+OTHER_TASKS = ("encoder", "regressor", "detector", "dense")
+
 
 def check_timeout(value: object) -> None:
     """A per-case timeout is a positive, finite number of seconds (``inf`` would overflow

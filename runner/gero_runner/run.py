@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from gero_runner import backends
-from gero_runner.cases.base import CaseInstance
+from gero_runner.case import CaseInstance
 from gero_runner.errors import GeroError
 from gero_runner.execution.context import CaseResult, RunSettings
 from gero_runner.execution.pool import Outcome, run_cases

@@ -19,8 +19,8 @@ from __future__ import annotations
 from importlib import metadata
 
 from gero.api import Run, open_run, run
+from gero.query.findings import Finding
 from gero_runner.errors import GeroError
-from gero_tui.query.findings import Finding
 
 
 def _version() -> str:

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-    from gero_tui.query.diff import DiffReport
-    from gero_tui.query.findings import Finding, FindingsReport
+    from gero.query.diff import DiffReport
+    from gero.query.findings import Finding, FindingsReport
 
 PathLike = str | os.PathLike[str]
 
@@ -231,7 +231,7 @@ class Run:
         ``where`` is the filter ``gero export --where`` takes, e.g.
         ``"result <> 'passed' AND op_type = 'Softmax'"``.
         """
-        from gero_tui.query.export import select_rows
+        from gero.query.export import select_rows
 
         return select_rows(self.reader, where)
 
@@ -240,7 +240,7 @@ class Run:
 
         It reads through this run's connection: use it before :meth:`close`.
         """
-        from gero_tui.query.filters import parse_filter
+        from gero.query.filters import parse_filter
 
         flt = parse_filter(where)
         return self.reader.connection.sql(f"SELECT * FROM obs WHERE {flt.sql}",
@@ -250,7 +250,7 @@ class Run:
         """The causes behind the run's non-passed observations, worst first (each
         non-passed observation belongs to exactly one; the same cause has the same
         ``finding_id`` in every run)."""
-        from gero_tui.query.findings import compute_findings
+        from gero.query.findings import compute_findings
 
         return compute_findings(self.reader)
 
@@ -258,7 +258,7 @@ class Run:
         """The findings marked ``new`` or ``still`` against ``baseline`` (default: the
         previous run of the same suite), with the baseline's findings that are ``gone``:
         what ``gero findings`` prints."""
-        from gero_tui.query.finding_status import findings_report
+        from gero.query.finding_status import findings_report
 
         base = baseline.id if isinstance(baseline, Run) else baseline
         problems: list[str] = []
@@ -268,14 +268,14 @@ class Run:
 
     def summary(self) -> dict[str, Any]:
         """What ``gero summary --format json`` prints: counts per class and per operation."""
-        from gero_tui.query.summary import summary_dict
+        from gero.query.summary import summary_dict
 
         return summary_dict(self.reader)
 
     def diff(self, baseline: str | Run, factor: float | None = None) -> DiffReport:
         """Regressions and fixes against ``baseline`` (a run or an id prefix), like
         ``gero diff BASELINE THIS``."""
-        from gero_tui.query.diff import DEFAULT_FACTOR, diff_runs
+        from gero.query.diff import DEFAULT_FACTOR, diff_runs
 
         base = baseline.id if isinstance(baseline, Run) else baseline
         return diff_runs(self.data_dir, base, self.id,

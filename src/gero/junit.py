@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gero_tui.query.diff import DiffEntry, DiffReport
-    from gero_tui.query.findings import Finding, FindingsReport
+    from gero.query.diff import DiffEntry, DiffReport
+    from gero.query.findings import Finding, FindingsReport
 
 
 @dataclass(frozen=True)

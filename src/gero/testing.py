@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from gero.api import PathLike, Run, run
-from gero_tui.query.findings import Finding
+from gero.query.findings import Finding
 
 REFERENCE_ONLY = "onnx-reference"
 """The outlier of a finding that blames only onnx's ReferenceEvaluator, not the model or

@@ -18,8 +18,8 @@ import pytest
 from shared_helpers import classifier
 
 import gero
+from gero_cli import main as cli
 from gero_runner.schema import COLUMN_NAMES, RESULT_CLASSES
-from gero_tui.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -64,7 +64,7 @@ def test_a_findings_replay_command_reproduces(model_run: gero.Run) -> None:
     assert command[:2] == ["gero", "replay"]
     # As a user runs it: in a process of its own (replaying in this one would leave ONNX
     # Runtime's threads behind for the tests that fork after it).
-    done = subprocess.run([sys.executable, "-m", "gero_tui", *command[1:]], text=True,
+    done = subprocess.run([sys.executable, "-m", "gero_cli", *command[1:]], text=True,
                           capture_output=True, timeout=300, env=ENV)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "reproduced" in done.stdout

@@ -20,8 +20,8 @@ def test_import_linter_contracts_hold() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("module", ["gero_runner.storage.reader", "gero_tui.query.summary",
-                                    "gero_tui.cli", "gero_runner.schema", "gero", "gero.testing"])
+@pytest.mark.parametrize("module", ["gero_runner.storage.reader", "gero.query.summary",
+                                    "gero_cli", "gero_runner.schema", "gero", "gero.testing"])
 def test_headless_modules_do_not_load_textual_or_onnxruntime(module: str) -> None:
     code = (f"import sys, {module}; "
             "print(','.join(m for m in ('textual', 'onnxruntime') if m in sys.modules))")

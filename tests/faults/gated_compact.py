@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gero_cli import main
 from gero_runner.storage import compact, index
-from gero_tui.cli import main
 
 _write_index = index.write_index
 

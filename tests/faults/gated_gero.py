@@ -14,8 +14,8 @@ import sys
 import time
 from typing import Any
 
+from gero_cli import console, main
 from gero_runner.execution import evaluate
-from gero_tui.cli import console, main
 
 GATED = set(filter(None, os.environ.get("GERO_TEST_GATED", "").split(",")))
 GATE = os.environ.get("GERO_TEST_GATE", "")

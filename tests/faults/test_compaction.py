@@ -29,7 +29,7 @@ def test_a_run_started_during_compaction_waits_and_loses_nothing(tmp_path: Path)
         cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={**ENV, "GERO_TEST_GATE": str(gate), "GERO_TEST_HOLDING": str(holding)})
     wait_for(holding.exists, "the compaction to hold the lock with its store file written")
-    during = subprocess.Popen([sys.executable, "-m", "gero_tui", "run", "--data-dir", str(root),
+    during = subprocess.Popen([sys.executable, "-m", "gero_cli", "run", "--data-dir", str(root),
                                *EXP, "--run-id", "during"], cwd=tmp_path, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
     with contextlib.suppress(subprocess.TimeoutExpired):

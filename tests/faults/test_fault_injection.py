@@ -52,7 +52,7 @@ def wait_for(predicate: Callable[[], bool], what: str, timeout: float = WAIT_S) 
 
 
 def gero(*args: str, cwd: Path, check: int | None = 0) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "gero_tui", *args], cwd=cwd, text=True,
+    done = subprocess.run([sys.executable, "-m", "gero_cli", *args], cwd=cwd, text=True,
                           capture_output=True, timeout=WAIT_S, env=ENV)
     if check is not None:
         assert done.returncode == check, done.stderr

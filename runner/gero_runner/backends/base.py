@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 if TYPE_CHECKING:
-    from gero_runner.cases.base import Arrays, CaseInstance
+    from gero_runner.case import Arrays, CaseInstance
 
 NOT_APPLICABLE = "-"
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from gero_runner.backends.base import Backend, PathSpec, as_array
-from gero_runner.cases.base import Arrays
+from gero_runner.case import Arrays
 
 LEVEL_NAMES = ("disable_all", "basic", "extended", "all")
 BACKEND = "onnxruntime"

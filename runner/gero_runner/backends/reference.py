@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from gero_runner.backends.base import NOT_APPLICABLE, Backend, PathSpec, as_array
-from gero_runner.cases.base import Arrays
+from gero_runner.case import Arrays
 
 BACKEND = "onnx-reference"
 CORRECTED = "onnx-reference-corrected"

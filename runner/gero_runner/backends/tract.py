@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from gero_runner.backends.base import Backend, PathSpec
-from gero_runner.cases.base import Arrays, CaseInstance
+from gero_runner.case import Arrays, CaseInstance
 
 BACKEND = "tract"
 OPTIMIZED = "optimized"

@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from gero_runner.cases.base import IR_VERSION, OPSET, Arrays, GraphSpec
+from gero_runner.case import IR_VERSION, OPSET, Arrays, GraphSpec
 
 _NP_TO_ONNX = {
     np.dtype(np.float16): onnx.TensorProto.FLOAT16,

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from gero_runner.cases.base import Shape
+from gero_runner.case import Shape
 
 
 def finfo(dtype: str) -> np.finfo[np.floating[Any]]:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from gero_runner.cases.base import CaseInstance
+from gero_runner.case import CaseInstance
 from gero_runner.request import RunRequest
 
 SUITE = "onnx-backend"

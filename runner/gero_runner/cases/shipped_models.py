@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from gero_runner.cases.base import CaseInstance
+from gero_runner.case import CaseInstance
 from gero_runner.cases.user_models import model_checks
 from gero_runner.errors import GeroError
 from gero_runner.models.signature import graph_inputs

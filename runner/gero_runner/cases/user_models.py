@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from gero_runner.cases.base import (
+from gero_runner.case import (
     BATCH_INDEPENDENT,
     BATCH_NONE,
     CaseInstance,
@@ -33,9 +33,8 @@ from gero_runner.cases.base import (
 from gero_runner.errors import GeroError
 from gero_runner.models import inputs as model_inputs
 from gero_runner.models import shadow, signature
-from gero_runner.models.check import DECISION_TASKS, OTHER_TASKS
 from gero_runner.models.variants import parse_variants
-from gero_runner.request import RunRequest
+from gero_runner.request import DECISION_TASKS, OTHER_TASKS, RunRequest
 from gero_runner.storage.budget import oversized_tensor
 
 SUITE = "model"
@@ -150,7 +149,7 @@ def _shadow(model: onnx.ModelProto, inputs: dict[str, np.ndarray], name: str,
             timeout_s: float
             ) -> tuple[dict[str, np.ndarray] | None, dict[str, np.ndarray] | None, str,
                        list[str]]:
-    from gero_runner.execution.isolate import IsolatedFailure, call_isolated
+    from gero_runner.process.isolate import IsolatedFailure, call_isolated
 
     names = [o.name for o in model.graph.output]
     try:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from gero_runner import backends
-from gero_runner.cases.base import BATCH_NONE, CaseInstance
+from gero_runner.case import BATCH_NONE, CaseInstance
 from gero_runner.errors import ArtifactError
 from gero_runner.storage.artifacts import has_member, load_array, safe_member, summary_of
 

@@ -159,7 +159,7 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
     ever); ``cancelled``, polled while it runs, stops it early (the explorer's replay).
     """
     from gero_runner.execution.context import RunSettings
-    from gero_runner.execution.isolate import IsolatedFailure, call_isolated
+    from gero_runner.process.isolate import IsolatedFailure, call_isolated
 
     start = time.perf_counter()
     directory = Path(directory)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gero_runner.cases.base import Arrays, CaseInstance
+from gero_runner.case import Arrays, CaseInstance
 from gero_runner.execution.context import PathResult
 from gero_runner.storage.artifacts import EvidenceWriter
 

@@ -32,12 +32,12 @@ from dataclasses import replace
 from typing import Any
 
 from gero_runner import backends
-from gero_runner.cases.base import CaseInstance
+from gero_runner.case import CaseInstance
 from gero_runner.errors import GeroError
-from gero_runner.execution import start_method
 from gero_runner.execution.context import CaseResult, RunSettings
 from gero_runner.execution.evaluate import execution_rows
 from gero_runner.execution.pool import TICK_S, Outcome, WorkerPool
+from gero_runner.process import start_method
 from gero_runner.storage.artifacts import publish
 
 SCHEDULER_ENV = "GERO_DASK_SCHEDULER"

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from gero_runner.backends import ort
-from gero_runner.cases.base import CaseInstance
+from gero_runner.case import CaseInstance
 from gero_runner.metrics.compare import Comparison, compare
 from gero_runner.schema import COLUMN_NAMES, EXECUTION, IDENTITY_COLUMNS, PASSED, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
@@ -47,7 +47,7 @@ class RunSettings:
     repeats: int = 5
     tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
     checks: tuple[str, ...] = ("contracts", "variants")
-    """Extra check families to run (see execution.checks); empty for the bare comparison."""
+    """Extra check families to run (see execution.families); empty for the bare comparison."""
     evidence_inline: bool = False
     """Return each case's evidence files in ``CaseResult.evidence`` instead of writing
     them under ``data_root`` (a Dask worker sends them to the client, which writes them)."""

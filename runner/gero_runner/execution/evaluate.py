@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gero_runner import backends
 from gero_runner.backends import reference
-from gero_runner.cases.base import CaseInstance
+from gero_runner.case import CaseInstance
 from gero_runner.execution.case_record import add_case_record, start_evidence, store_outputs
 from gero_runner.execution.context import (
     NOT_APPLICABLE,
@@ -45,7 +45,7 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
     """Every path of one case, every comparison, every extra check, and the evidence."""
     import onnx
 
-    from gero_runner.execution import checks  # check families register themselves there
+    from gero_runner.execution import families  # check families, imported by name
 
     start = time.perf_counter()
     if case.unsupported:  # a case source found that gero cannot feed or compare this case
@@ -109,7 +109,7 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
         for p in [*runtime_paths, ref]:
             rows += compare_paths(ctx, check, p, expected)
     for family in settings.checks:
-        rows += checks.run_family(family, ctx)
+        rows += families.run_family(family, ctx)
 
     evidence_start = time.perf_counter()
     reference_outputs = expected or ref

@@ -13,7 +13,7 @@ import numpy as np
 from gero_runner import backends
 from gero_runner.backends import reference
 from gero_runner.backends.base import Backend, PathSpec
-from gero_runner.cases.base import CaseInstance
+from gero_runner.case import CaseInstance
 from gero_runner.classify import arbiter, classify
 from gero_runner.errors import error_text
 from gero_runner.execution.context import NOT_APPLICABLE, CaseContext, PathResult, RunSettings

@@ -8,7 +8,7 @@ one it runs; when it dies, the case it was running is the first of its queue, an
 in reserve goes back to the pending cases.
 
 Workers are forked from the ``gero`` command and started from a fork server everywhere
-else (see ``execution.start_method``).
+else (see ``process.start_method``).
 """
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from gero_runner.cases.base import CaseInstance
+from gero_runner.case import CaseInstance
 from gero_runner.errors import GeroError
-from gero_runner.execution import evaluate, paths, start_method
+from gero_runner.execution import evaluate, paths
 from gero_runner.execution.context import CaseResult, RunSettings
-from gero_runner.execution.isolate import exit_with_parent
+from gero_runner.process import start_method
+from gero_runner.process.lifetime import exit_with_parent
 from gero_runner.request import DEFAULT_TIMEOUT_S
 from gero_runner.schema import Observation
 from gero_runner.storage.store import batch_bytes

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from gero_runner.backends import ort
-from gero_runner.cases.base import CaseInstance
+from gero_runner.case import CaseInstance
 from gero_runner.errors import GeroError
 from gero_runner.execution.case_record import add_case_record, start_evidence, store_outputs
 from gero_runner.execution.context import (

@@ -2,7 +2,7 @@
 
 The run's DuckDB source is opened in a thread worker; screens ask the app for it and watch
 its reactive ``source`` (``app.base.ExplorerApp``) to learn when it is ready or replaced.
-Queries read the run's Parquet files in place (see ``gero_tui.query.source``): nothing is
+Queries read the run's Parquet files in place (see ``gero.query.source``): nothing is
 copied into memory.
 """
 
@@ -24,6 +24,8 @@ from textual.screen import Screen
 from textual.widget import AwaitMount
 from textual.worker import Worker
 
+from gero.query.source import RunSource, open_source
+from gero.query.table import Page, TableFilter, TableSort
 from gero_runner.errors import GeroError, StoreError
 from gero_runner.storage.layout import run_ids
 from gero_runner.storage.runs import RunInfo, list_runs, read_info, resolve_run
@@ -31,11 +33,9 @@ from gero_tui.app.base import ExplorerApp
 from gero_tui.app.prefetch import Opened, Prefetch
 from gero_tui.app.screens.evaluations import EvaluationsScreen
 from gero_tui.app.worker_errors import worker_failure
-from gero_tui.query.source import RunSource, open_source
-from gero_tui.query.table import Page, TableFilter, TableSort
 
 if TYPE_CHECKING:
-    from gero_tui.query.findings import FindingsReport
+    from gero.query.findings import FindingsReport
 
 SCREENS = ("overview", "evaluations", "findings")
 PRELOAD_DELAY_S = 0.5
@@ -159,7 +159,7 @@ class GeroApp(ExplorerApp):
 
         Computing them writes the members table the evaluations filter reads; the lock keeps
         two screens from writing it at once."""
-        from gero_tui.query.finding_status import report_for
+        from gero.query.finding_status import report_for
 
         with self._findings_lock:
             if self._findings is None or self._findings[0] is not source:

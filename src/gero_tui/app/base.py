@@ -13,12 +13,12 @@ from textual.app import App
 from textual.reactive import var
 from textual.widget import AwaitMount
 
+from gero.query.source import RunSource
+from gero.query.table import Page, TableFilter, TableSort
 from gero_runner.storage.runs import RunInfo
-from gero_tui.query.source import RunSource
-from gero_tui.query.table import Page, TableFilter, TableSort
 
 if TYPE_CHECKING:
-    from gero_tui.query.findings import FindingsReport
+    from gero.query.findings import FindingsReport
 
 
 class ExplorerApp(App[None]):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gero_tui.query.findings import FindingsReport
+    from gero.query.findings import FindingsReport
 
 FIRST_PAGE_ROWS = 128
 """Rows read ahead: more than a terminal shows (the table asks again if not)."""
@@ -29,9 +29,9 @@ class Opened:
     """What the prefetch found: the open run and, when asked for, its first page."""
 
     source: object
-    """A ``gero_tui.query.source.RunSource`` (typed loosely: not imported at module load)."""
+    """A ``gero.query.source.RunSource`` (typed loosely: not imported at module load)."""
     page: object | None
-    """A ``gero_tui.query.table.Page`` of the unfiltered table in run order, or None."""
+    """A ``gero.query.table.Page`` of the unfiltered table in run order, or None."""
     count: int | None
     """Rows of the run, with the page."""
 
@@ -54,8 +54,8 @@ class Prefetch:
 
     def _work(self) -> None:
         try:
-            from gero_tui.query.source import open_source
-            from gero_tui.query.table import TableFilter, TableQuery, TableSort
+            from gero.query.source import open_source
+            from gero.query.table import TableFilter, TableQuery, TableSort
 
             source = open_source(self.data_root, self.run)
             page = count = None
@@ -75,7 +75,7 @@ class Prefetch:
             self._opened.set()
         if self._findings:
             try:
-                from gero_tui.query.finding_status import report_for
+                from gero.query.finding_status import report_for
 
                 self._report = (source, report_for(source, self.data_root, source.run_id))
             except Exception:  # the screen that needs them computes them and says why not

@@ -25,8 +25,9 @@ from gero_runner.backends.base import Backend
 from gero_runner.cases import onnx_backend
 from gero_runner.errors import GeroError
 from gero_runner.evidence.replay import replay_artifact
-from gero_runner.execution import pool, start_method
+from gero_runner.execution import pool
 from gero_runner.execution.context import RunSettings
+from gero_runner.process import start_method
 from gero_runner.run import ModelOptions, RunRequest, collect_cases, execute
 from gero_runner.schema import EXECUTION, PASSED
 from gero_runner.storage.store import DataRoot, batch_from_bytes

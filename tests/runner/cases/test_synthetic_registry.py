@@ -11,7 +11,7 @@ import onnx
 import pytest
 
 from gero_runner.backends.reference_defects import corrected_evaluator
-from gero_runner.cases.base import BATCH_INDEPENDENT, BATCH_REDUCE, OpCase
+from gero_runner.case import BATCH_INDEPENDENT, BATCH_REDUCE, OpCase
 from gero_runner.cases.graphs import BATCH_DIM
 from gero_runner.cases.synthetic import registry
 from gero_runner.metrics.compare import compare

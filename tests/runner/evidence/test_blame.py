@@ -10,12 +10,12 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from gero_cli import main
 from gero_runner.evidence.blame import LEVELS, blame_observation, read_blame
 from gero_runner.request import ModelOptions, RunRequest
 from gero_runner.run import execute
 from gero_runner.storage.artifacts import resolve_artifact
 from gero_runner.storage.reader import open_run
-from gero_tui.cli import main
 
 D = 64
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from evidence_helpers import small_run
 
+from gero_cli import main as gero
 from gero_runner.errors import ArtifactError
 from gero_runner.evidence.bundle import create_bundle, extract_bundle, opened
 from gero_runner.evidence.replay import replay_artifact
 from gero_runner.storage.reader import resolve_observation
 from gero_runner.storage.store import DataRoot
-from gero_tui.cli import main as gero
 
 
 @pytest.fixture(scope="module")

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from evidence_helpers import artifact_dirs, small_run
 
+from gero_cli import main as gero
 from gero_runner.errors import ArtifactError
 from gero_runner.evidence.replay import BIT_EXACT, NOT_REPRODUCED, replay_artifact
 from gero_runner.evidence.rows import OBSERVATIONS_JSON, rows_for_artifact, write_rows_json
 from gero_runner.storage.artifacts import MANIFEST, PACKED, is_packed, load_array
 from gero_runner.storage.hashing import npy_bytes, sha256
 from gero_runner.storage.store import DataRoot
-from gero_tui.cli import main as gero
 
 
 @pytest.fixture(scope="module")

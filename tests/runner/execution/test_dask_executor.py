@@ -98,7 +98,7 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNam
 def gero(*args: str, cwd: Path, env_scheduler: str | None = None
          ) -> subprocess.CompletedProcess[str]:
     env = ENV if env_scheduler is None else {**ENV, cluster.SCHEDULER_ENV: env_scheduler}
-    return subprocess.run([sys.executable, "-m", "gero_tui", *args], cwd=cwd, text=True,
+    return subprocess.run([sys.executable, "-m", "gero_cli", *args], cwd=cwd, text=True,
                           capture_output=True, timeout=WAIT_S, env=env)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gero_runner.cases.base import CaseInstance
+from gero_runner.case import CaseInstance
 from gero_runner.execution import evaluate, pool
 from gero_runner.execution.context import CaseResult, RunSettings
 from gero_runner.run import RunRequest, collect_cases

@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 from shared_helpers import rows_of, save
 
-from gero_tui.cli import main
+from gero_cli import main
 
 
 def _model(tmp: Path) -> str:

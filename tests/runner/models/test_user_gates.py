@@ -14,11 +14,11 @@ from model_helpers import opts
 from onnx import TensorProto, helper, numpy_helper
 from shared_helpers import rows_of, save
 
+from gero_cli import main as cli_main
 from gero_runner.cases.user_models import cases_for_request
 from gero_runner.errors import GeroError
 from gero_runner.run import RunRequest, execute
 from gero_runner.storage.store import DataRoot
-from gero_tui.cli import main as cli_main
 
 F, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
 

@@ -20,9 +20,9 @@ import onnx  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 
+from gero_cli import main  # noqa: E402
 from gero_runner.evidence.replay import replay_artifact  # noqa: E402
 from gero_runner.storage.artifacts import has_member, load_array, verify_manifest  # noqa: E402
-from gero_tui.cli import main  # noqa: E402
 
 HELPERS = Path(__file__).with_name("parity_modules.py")
 LEVELS = ["disable_all", "basic", "extended", "all"]

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gero_cli import main
 from gero_runner.errors import GeroError
 from gero_runner.parity.module import InputSpec, make_inputs, parse_input, parse_inputs
-from gero_tui.cli import main
 
 
 @pytest.mark.parametrize("text,spec", [

@@ -36,7 +36,7 @@ pytestmark = pytest.mark.slow
 
 
 def gero_parity(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gero_tui", "parity", "--data-dir",
+    return subprocess.run([sys.executable, "-m", "gero_cli", "parity", "--data-dir",
                            str(workdir / "data"), "--repeats", "1", *args], cwd=workdir,
                           text=True, capture_output=True, timeout=WAIT_S, env=ENV)
 
@@ -103,7 +103,7 @@ def test_a_module_that_crashes_is_an_execution_observation(workdir: Path) -> Non
         assert row["reason"] == ("PyTorch: worker process crashed with SIGSEGV while running "
                                  "this case")
         assert json.loads(row["details"])["stage"] == "pytorch"
-    summary = subprocess.run([sys.executable, "-m", "gero_tui", "summary", "--data-dir",
+    summary = subprocess.run([sys.executable, "-m", "gero_cli", "summary", "--data-dir",
                               str(workdir / "data"), "--format", "json"], cwd=workdir,
                              text=True, capture_output=True, timeout=WAIT_S, env=ENV)
     assert json.loads(summary.stdout)["run"]["counts"]["execution"] == 2

@@ -16,6 +16,8 @@ from history_helpers import (
     write_with_writer,
 )
 
+from gero.query.source import open_source
+from gero_cli import main
 from gero_runner.errors import StoreError
 from gero_runner.evidence.rows import rows_for_artifact
 from gero_runner.storage import compact as compact_module
@@ -24,8 +26,6 @@ from gero_runner.storage.compact import compact
 from gero_runner.storage.index import observation_files, read_index
 from gero_runner.storage.reader import resolve_observation
 from gero_runner.storage.store import DataRoot
-from gero_tui.cli import main
-from gero_tui.query.source import open_source
 
 
 @pytest.fixture()

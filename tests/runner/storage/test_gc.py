@@ -11,18 +11,18 @@ from pathlib import Path
 import pytest
 from history_helpers import artifact, make_artifacts, oid, run_rows, write_with_writer
 
+from gero_cli import main
 from gero_runner.errors import GeroError
 from gero_runner.storage import gc
 from gero_runner.storage.locks import RunLock
 from gero_runner.storage.reader import resolve_observation
 from gero_runner.storage.store import DataRoot
-from gero_tui.cli import main
 
 
 @pytest.fixture()
 def root(tmp_path: Path) -> Path:
     # In a fresh process: workers forked from a test process that has run threads may crash.
-    subprocess.run([sys.executable, "-m", "gero_tui", "run", "--data-dir", str(tmp_path),
+    subprocess.run([sys.executable, "-m", "gero_cli", "run", "--data-dir", str(tmp_path),
                     "--ops", "Exp", "--dtypes", "float32", "--repeats", "1", "--jobs", "1",
                     "--no-contracts", "--run-id", "one"], check=True, capture_output=True,
                    env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})

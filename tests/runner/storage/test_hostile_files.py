@@ -13,10 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from gero_cli import main
 from gero_runner.errors import StoreError
 from gero_runner.schema import OBSERVATION_COLUMNS
 from gero_runner.storage import reader
-from gero_tui.cli import main
 
 OLD, NEW = "20250101-a", "20250102-b"
 COMMANDS: list[list[str]] = [["summary"], ["export", "-o", "{tmp}/x.csv"], ["diff", OLD, NEW],

@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from gero.query.source import open_source
 from gero_runner.errors import StoreError
 from gero_runner.schema import OBSERVATION_SCHEMA, SIGHTING_SCHEMA
 from gero_runner.storage.reader import Results, open_run
-from gero_tui.query.source import open_source
 
 FIRST, SECOND = "20260101-000000-aaaaaa", "20260102-000000-bbbbbb"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from gero_cli import main
 from gero_runner.errors import GeroError
 from gero_runner.storage.locks import dir_mode, file_mode
 from gero_runner.storage.store import atomic_write_bytes
-from gero_tui.cli import main
 
 
 @pytest.fixture()

@@ -12,10 +12,10 @@ from typing import Any
 
 from textual.app import App
 
+from gero.query.source import RunSource, open_source
 from gero_tui.app.screens.detail import DetailScreen
 from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope
 from gero_tui.app.screens.op_histogram import OpHistogramScreen
-from gero_tui.query.source import RunSource, open_source
 
 
 class Harness(App[None]):

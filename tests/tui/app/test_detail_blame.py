@@ -13,9 +13,9 @@ from detail_harness import Harness, sync
 from rich.console import Console
 from textual.widgets import Static
 
+from gero.query.source import open_source
 from gero_runner.evidence.blame import read_blame
 from gero_runner.storage.artifacts import resolve_artifact
-from gero_tui.query.source import open_source
 
 
 def _text(app: Harness, selector: str) -> str:
@@ -36,7 +36,7 @@ async def _settle(pilot) -> None:  # type: ignore[no-untyped-def]
 def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("blame-detail")
     # A fresh process: forking workers from one that has run Textual apps is not safe.
-    subprocess.run([sys.executable, "-m", "gero_tui", "run", "--data-dir", str(root),
+    subprocess.run([sys.executable, "-m", "gero_cli", "run", "--data-dir", str(root),
                     "--ops", "Relu", "--dtypes", "float32", "--limit", "1", "--jobs", "1"],
                    check=True, capture_output=True)
     return root

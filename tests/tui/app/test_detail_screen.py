@@ -45,7 +45,7 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("real")
     # In a fresh process: forking workers from a process that has run Textual apps (threads)
     # is not safe.
-    subprocess.run([sys.executable, "-m", "gero_tui", "run", "--data-dir", str(root),
+    subprocess.run([sys.executable, "-m", "gero_cli", "run", "--data-dir", str(root),
                     "--ops", "Relu", "--dtypes", "float32", "--limit", "1", "--jobs", "1"],
                    check=True, capture_output=True)
     return root
@@ -134,9 +134,9 @@ def test_contract_side_labels(details: dict[str, object], check: str,
 
     import numpy as np
 
+    from gero.query.detail import DetailRecord
+    from gero.query.tensors import Evidence
     from gero_tui.app.screens.detail import contract_labels
-    from gero_tui.query.detail import DetailRecord
-    from gero_tui.query.tensors import Evidence
 
     obs = DetailRecord({"check": check, "details": json.dumps(details),
                         "backend": "onnxruntime"})
@@ -163,7 +163,7 @@ async def test_execution_row_explains_missing_evidence(
 
 @sync
 async def test_replay_shows_verdict_in_place(real_run: Path) -> None:
-    from gero_tui.query.source import open_source
+    from gero.query.source import open_source
 
     source = open_source(real_run)
     oid = source.query("SELECT observation_id FROM obs WHERE artifact_path <> '' "
@@ -181,7 +181,7 @@ async def test_replay_shows_verdict_in_place(real_run: Path) -> None:
 async def test_failing_replay_does_not_crash(real_run: Path, tmp_path: Path) -> None:
     import shutil
 
-    from gero_tui.query.source import open_source
+    from gero.query.source import open_source
 
     copy = tmp_path / "tampered"
     shutil.copytree(real_run, copy)

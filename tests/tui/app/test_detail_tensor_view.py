@@ -12,8 +12,8 @@ from detail_harness import sync
 from rich.console import Console
 from textual.app import App, ComposeResult
 
+from gero.query.tensors import Evidence, analyse
 from gero_tui.app.widgets.tensor_view import TensorView
-from gero_tui.query.tensors import Evidence, analyse
 
 
 class _ViewApp(App[None]):

@@ -14,12 +14,12 @@ import pytest
 from conftest import RUN_ID, fixture_rows, settle, write_run
 from rich.console import Console
 
+from gero.query import table as table_query
+from gero.query.table import TableFilter, TableQuery
 from gero_tui.app.app import GeroApp
 from gero_tui.app.screens.evaluations import EvaluationsScreen
 from gero_tui.app.screens.help import HelpScreen, bindings_table
 from gero_tui.app.widgets.filter_bar import FilterBar
-from gero_tui.query import table as table_query
-from gero_tui.query.table import TableFilter, TableQuery
 
 
 async def test_slow_query_is_interrupted_by_a_newer_filter(

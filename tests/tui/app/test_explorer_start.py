@@ -70,7 +70,7 @@ async def test_switching_runs_reaches_every_open_screen(data_root: Path) -> None
     overview under it (before, the app called the screens it knew of by type)."""
     from conftest import OLD_RUN_ID
 
-    from gero_tui.query.table import TableFilter
+    from gero.query.table import TableFilter
 
     app = GeroApp(data_root)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -93,8 +93,8 @@ async def test_switching_runs_reaches_every_open_screen(data_root: Path) -> None
 
 
 async def test_findings_computed_ahead_are_the_ones_the_screens_show(data_root: Path) -> None:
+    from gero.query.finding_status import report_for
     from gero_tui.app.screens.findings import FindingsScreen
-    from gero_tui.query.finding_status import report_for
 
     prefetch = _finished(Prefetch(data_root, None, first_page=False, findings=True))
     app = GeroApp(data_root, screen="overview", prefetch=prefetch)

@@ -72,9 +72,9 @@ async def test_n_groups_the_overview_bars_by_finding(data_root: Path) -> None:
 
 
 def test_the_table_grouped_by_finding_lists_the_worst_finding_first(data_root: Path) -> None:
-    from gero_tui.query.findings import compute_findings
-    from gero_tui.query.source import open_source
-    from gero_tui.query.table import BY_FINDING, TableFilter, TableQuery, TableSort
+    from gero.query.findings import compute_findings
+    from gero.query.source import open_source
+    from gero.query.table import BY_FINDING, TableFilter, TableQuery, TableSort
 
     source = open_source(data_root)
     query = TableQuery(source)  # the sort computes the findings it needs
@@ -88,7 +88,7 @@ def test_the_table_grouped_by_finding_lists_the_worst_finding_first(data_root: P
 
 
 async def test_the_sort_picker_groups_the_table_by_finding(data_root: Path) -> None:
-    from gero_tui.query.table import BY_FINDING
+    from gero.query.table import BY_FINDING
 
     app = GeroApp(data_root, screen="evaluations")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -108,9 +108,9 @@ async def test_the_sort_picker_groups_the_table_by_finding(data_root: Path) -> N
 def test_the_table_grouped_by_finding_has_one_row_per_finding(data_root: Path) -> None:
     """``m`` steps to one row per finding (its worst observation, its operations listed),
     and one for the passed rows."""
-    from gero_tui.query.findings import compute_findings
-    from gero_tui.query.source import open_source
-    from gero_tui.query.table import GROUPINGS, TableFilter, TableQuery, TableSort
+    from gero.query.findings import compute_findings
+    from gero.query.source import open_source
+    from gero.query.table import GROUPINGS, TableFilter, TableQuery, TableSort
 
     source = open_source(data_root)
     query = TableQuery(source)

@@ -26,7 +26,7 @@ WAIT_S = 60.0
 def hanging_root(tmp_path: Path) -> Path:
     """A real one-case run whose evidence now holds a model that never ends (re-signed)."""
     root = tmp_path / "data"
-    subprocess.run([sys.executable, "-m", "gero_tui", "run", "--data-dir", str(root), "--ops",
+    subprocess.run([sys.executable, "-m", "gero_cli", "run", "--data-dir", str(root), "--ops",
                     "Relu", "--dtypes", "float32", "--limit", "1", "--jobs", "1",
                     "--no-contracts", "--repeats", "1"], check=True, capture_output=True)
     (artifact,) = (p for p in (root / "artifacts").glob("*/*") if p.is_dir())
@@ -52,7 +52,7 @@ def _replay_children() -> list[int]:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"gero_runner.execution.isolate" in cmdline:
+            if b"gero_runner.process.isolate" in cmdline:
                 found.append(int(pid))
     return found
 

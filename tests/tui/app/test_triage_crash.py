@@ -54,7 +54,7 @@ async def test_a_failed_query_is_shown_and_the_next_key_works(
     later, e.g. a file damaged while the explorer runs), then more keys: shown, no crash."""
     import duckdb
 
-    from gero_tui.query import table as table_query
+    from gero.query import table as table_query
 
     def failing(*args: object, **kwargs: object) -> None:
         raise duckdb.IOException("Invalid Input Error: corrupt data page")
@@ -77,7 +77,7 @@ async def test_a_failed_query_is_shown_and_the_next_key_works(
 
 
 def test_the_opener_skips_a_file_whose_data_pages_do_not_decode(tmp_path: Path) -> None:
-    from gero_tui.query.source import open_source
+    from gero.query.source import open_source
 
     write_run(tmp_path, RUN_ID, fixture_rows())
     _corrupt_data_pages(tmp_path / "runs" / RUN_ID / "observations.parquet")
@@ -88,7 +88,7 @@ def test_the_opener_skips_a_file_whose_data_pages_do_not_decode(tmp_path: Path) 
 
 async def test_an_unexpected_worker_error_is_shown_not_fatal(
         data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gero_tui.query import table as table_query
+    from gero.query import table as table_query
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom in a worker")

@@ -9,9 +9,9 @@ import pytest
 from conftest import settle
 from test_evaluations_keys import open_table
 
+from gero.query.table import COLUMN_KEYS, split_covers
 from gero_tui.app.app import GeroApp
 from gero_tui.app.screens.evaluations import EvaluationsScreen
-from gero_tui.query.table import COLUMN_KEYS, split_covers
 
 
 def rows(screen: EvaluationsScreen) -> list[dict[str, object]]:
@@ -210,7 +210,7 @@ async def test_a_group_selected_under_a_filter_holds_only_the_rows_it_matched(
 
 async def test_grouping_again_under_the_same_filter_reuses_its_table(
         data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gero_tui.query.table import TableQuery
+    from gero.query.table import TableQuery
 
     made: list[str] = []
     group = TableQuery.group

@@ -9,10 +9,10 @@ import duckdb
 from conftest import settle
 from test_evaluations_keys import open_table
 
+from gero.query.detail import explained_value
 from gero_tui.app.app import GeroApp
 from gero_tui.app.screens.value_picker import ValuePickerScreen
 from gero_tui.app.widgets.tensor_view import window_text
-from gero_tui.query.detail import explained_value
 
 
 async def test_picker_counts_respect_the_other_filters_and_type_ahead_jumps(

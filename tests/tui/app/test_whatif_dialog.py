@@ -20,7 +20,7 @@ from gero_tui.app.screens.whatif_dialog import WhatIfDialog
 def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("whatif")
     # A fresh process: forking workers from one that has run Textual apps is not safe.
-    done = subprocess.run([sys.executable, "-m", "gero_tui", "run", "--data-dir", str(root),
+    done = subprocess.run([sys.executable, "-m", "gero_cli", "run", "--data-dir", str(root),
                            "--ops", "LayerNormalization", "--dtypes", "float16", "--jobs", "1",
                            "--repeats", "1"], capture_output=True)
     assert done.returncode == 1, done.stderr  # 1: the run has findings, which this test needs

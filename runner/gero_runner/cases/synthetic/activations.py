@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import ModelProto, helper
 
-from gero_runner.cases.base import Arrays, OpCase, Shape
+from gero_runner.case import Arrays, OpCase, Shape
 from gero_runner.cases.inputs import edge_values, uniform, with_edges
 from gero_runner.cases.synthetic.common import (
     SHAPES,

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gero_runner.cases.base import Arrays, OpCase, Shape
+from gero_runner.case import Arrays, OpCase, Shape
 from gero_runner.cases.inputs import away_from_zero, edge_values, uniform, with_edges
 from gero_runner.cases.synthetic.common import Generator, node, node_with, row_shape
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from onnx import ModelProto, helper, numpy_helper
 
-from gero_runner.cases.base import Arrays, GraphSpec, Shape
+from gero_runner.case import Arrays, GraphSpec, Shape
 from gero_runner.cases.graphs import make_model, value_info
 from gero_runner.cases.inputs import edge_values, uniform, with_edges
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from gero_runner.cases.base import Arrays, OpCase, Shape
+from gero_runner.case import Arrays, OpCase, Shape
 from gero_runner.cases.inputs import edge_values, uniform, with_edges
 from gero_runner.cases.synthetic.common import F16_ACCUMULATION, Generator, node, node_with
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gero_runner.cases.base import Arrays, GraphSpec, OpCase, Shape
+from gero_runner.case import Arrays, GraphSpec, OpCase, Shape
 from gero_runner.cases.inputs import edge_values, uniform, with_edges, with_ties
 from gero_runner.cases.synthetic.common import F16_ACCUMULATION, node, node_with
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gero_runner.cases.base import Arrays, OpCase, Shape
+from gero_runner.case import Arrays, OpCase, Shape
 from gero_runner.cases.inputs import uniform
 from gero_runner.cases.synthetic.common import F16_ACCUMULATION, node, node_with
 

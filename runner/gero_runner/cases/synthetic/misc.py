@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from gero_runner.cases.base import Arrays, GraphSpec, OpCase, Shape
+from gero_runner.case import Arrays, GraphSpec, OpCase, Shape
 from gero_runner.cases.graphs import onnx_type
 from gero_runner.cases.inputs import cast_edges, edge_values, uniform, with_edges
 from gero_runner.cases.synthetic.common import (

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gero_runner.cases.base import Arrays, OpCase, Shape
+from gero_runner.case import Arrays, OpCase, Shape
 from gero_runner.cases.inputs import normal, uniform
 from gero_runner.cases.synthetic.common import channel_shape, f32, node, node_with
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gero_runner.cases.base import BATCH_REDUCE, Arrays, OpCase, Shape
+from gero_runner.case import BATCH_REDUCE, Arrays, OpCase, Shape
 from gero_runner.cases.inputs import edge_values, uniform, with_edges, with_ties
 from gero_runner.cases.synthetic.common import F16_ACCUMULATION, Generator, node, node_with
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from gero_runner.cases.base import (
+from gero_runner.case import (
     BATCH_INDEPENDENT,
     BATCH_REDUCE,
     CaseInstance,

@@ -24,6 +24,8 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Static
 from textual.worker import Worker, get_current_worker
 
+from gero.query.detail import DetailRecord, fetch_observation
+from gero.query.tensors import ElementAnalysis, Evidence, analyse, load_evidence
 from gero_runner.errors import GeroError
 from gero_runner.storage.artifacts import resolve_artifact
 from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope, data_root_of
@@ -34,12 +36,10 @@ from gero_tui.app.widgets.tab_bar import TabBar
 from gero_tui.app.widgets.tensor_view import TensorView, format_element, side_label
 from gero_tui.app.widgets.worst_list import WorstList
 from gero_tui.app.worker_errors import worker_failure
-from gero_tui.query.detail import DetailRecord, fetch_observation
-from gero_tui.query.tensors import ElementAnalysis, Evidence, analyse, load_evidence
 
 if TYPE_CHECKING:
+    from gero.query.source import RunSource
     from gero_runner.evidence.replay import ReplayReport
-    from gero_tui.query.source import RunSource
 
 
 TABS = [("fields", "Fields", "f"), ("histogram", "Histogram", "h"),
@@ -440,7 +440,7 @@ def worst_rows(analysis: ElementAnalysis, evidence: Evidence
     return WORST_HEADER, rows
 
 
-# The two sides of each contract the runner checks (gero_runner.contracts): the side the law
+# The two sides of each contract the runner checks (gero_runner.checks.contracts): the side the law
 # constrains, then what the law says it must equal. Evidence files are shared between rows
 # when bit-identical, so their names do not say which side of which law they are.
 LAW_SIDES: dict[str, tuple[str, str]] = {

@@ -22,11 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
-from gero_tui.app.widgets.evaluations_table import PAGE_SIZE, EvaluationsTable
-from gero_tui.app.widgets.filter_bar import FilterBar
-from gero_tui.app.widgets.key_bar import KeyBar
-from gero_tui.app.widgets.palette import CLASS_COLORS
-from gero_tui.query.table import (
+from gero.query.table import (
     COLUMN_FILTERS,
     COLUMN_KEYS,
     COLUMNS,
@@ -44,6 +40,10 @@ from gero_tui.query.table import (
     TableSort,
     split_covers,
 )
+from gero_tui.app.widgets.evaluations_table import PAGE_SIZE, EvaluationsTable
+from gero_tui.app.widgets.filter_bar import FilterBar
+from gero_tui.app.widgets.key_bar import KeyBar
+from gero_tui.app.widgets.palette import CLASS_COLORS
 
 if TYPE_CHECKING:
     from gero_tui.app.base import ExplorerApp

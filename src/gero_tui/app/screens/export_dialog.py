@@ -60,9 +60,9 @@ def default_bundle_path(observation_id: str, directory: Path | None = None) -> P
 
 def export_scope(source: Any, scope: ExportScope, fmt: str, path: Path) -> tuple[Path, int]:
     """Write the scope's rows; returns the absolute path and the row count (blocking)."""
+    from gero.query.export import export_rows
+    from gero.query.filters import Filter
     from gero_runner.storage.reader import OpenRun
-    from gero_tui.query.export import export_rows
-    from gero_tui.query.filters import Filter
 
     cursor = source.cursor()
     view = OpenRun(data_root_of(source), source.run_id, cursor,
@@ -74,9 +74,9 @@ def export_scope(source: Any, scope: ExportScope, fmt: str, path: Path) -> tuple
 
 def export_bundle(source: Any, observation_id: str, path: Path) -> tuple[Path, str]:
     """Bundle one observation's evidence; returns the archive path and its replay command."""
+    from gero.query.detail import fetch_observation
     from gero_runner.evidence.bundle import create_bundle
     from gero_runner.storage.store import DataRoot
-    from gero_tui.query.detail import fetch_observation
 
     row = fetch_observation(source.cursor(), observation_id).fields
     result = create_bundle(DataRoot(data_root_of(source)), row, path)

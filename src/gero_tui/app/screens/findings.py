@@ -19,15 +19,15 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from gero.query.table import TableFilter
 from gero_runner.errors import GeroError
 from gero_runner.result_classes import RESULT_ABBREVIATIONS
 from gero_tui.app.widgets.key_bar import KeyBar
 from gero_tui.app.widgets.palette import CLASS_COLORS
-from gero_tui.query.table import TableFilter
 
 if TYPE_CHECKING:
+    from gero.query.findings import Finding, FindingsReport
     from gero_tui.app.base import ExplorerApp
-    from gero_tui.query.findings import Finding, FindingsReport
 
 STATUS_STYLE = {"new": "bold #f4005f", "still": "dim", "gone": "#98e024"}
 
@@ -111,7 +111,7 @@ class FindingsScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="findings")
     def _load(self, source: Any) -> None:
-        from gero_tui.query.findings import ensure_members
+        from gero.query.findings import ensure_members
 
         try:
             report = self.app.findings(source)

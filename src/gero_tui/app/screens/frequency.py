@@ -19,10 +19,10 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 from textual.worker import Worker
 
+from gero.query.table import RESULT_CLASSES, Frequency
 from gero_runner.result_classes import RESULT_ABBREVIATIONS
 from gero_tui.app.widgets.palette import CLASS_COLORS
 from gero_tui.app.worker_errors import worker_failure
-from gero_tui.query.table import RESULT_CLASSES, Frequency
 
 
 class FrequencyScreen(ModalScreen[str | None]):

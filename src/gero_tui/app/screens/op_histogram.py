@@ -13,9 +13,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker
 
+from gero.query.histograms import GroupHistogram, OperationHistogram, operation_histogram
 from gero_tui.app.widgets.histogram import Bar, Chart, Histogram
 from gero_tui.app.worker_errors import worker_failure
-from gero_tui.query.histograms import GroupHistogram, OperationHistogram, operation_histogram
 
 SHADES = " ▁▂▃▄▅▆▇█"
 

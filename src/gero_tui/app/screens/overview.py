@@ -15,20 +15,20 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Label, OptionList, Static
 from textual.worker import Worker
 
+from gero.query.table import RESULT_CLASSES, TableFilter
 from gero_runner.errors import GeroError
 from gero_tui.app.widgets.class_counts import ClassCounts
 from gero_tui.app.widgets.key_bar import KeyBar
 from gero_tui.app.widgets.operation_bars import SEGMENTS, OperationBars
 from gero_tui.app.widgets.timing_table import TimingTable
 from gero_tui.app.worker_errors import worker_failure
-from gero_tui.query.table import RESULT_CLASSES, TableFilter
 
 CLASS_NAMES = {c: c.replace("_", " ") for c in RESULT_CLASSES}
 
 if TYPE_CHECKING:
+    from gero.query.findings import FindingsReport
+    from gero.query.summary import OperationSummary
     from gero_tui.app.base import ExplorerApp
-    from gero_tui.query.findings import FindingsReport
-    from gero_tui.query.summary import OperationSummary
 
 
 def _precision_heading(title: str = "Precision across operations") -> Text:
@@ -170,8 +170,8 @@ class OverviewScreen(Screen[None]):
     def _load(self, source: Any) -> None:
         # Deferred: the summary module imports the runner's schema, and so pyarrow (~0.2 s),
         # which the explorer does not pay before its first paint.
-        from gero_tui.query.runtimes import lower_precision, operation_runtimes
-        from gero_tui.query.summary import class_counts, operations, runtime_medians
+        from gero.query.runtimes import lower_precision, operation_runtimes
+        from gero.query.summary import class_counts, operations, runtime_medians
 
         try:
             notes = [f"ⓘ {lp.backend} {lp.optimization} computes {lp.dtype} tensors in "

@@ -11,7 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from gero_tui.query.table import BY_FINDING, COLUMNS, NATURAL, TableSort
+from gero.query.table import BY_FINDING, COLUMNS, NATURAL, TableSort
 
 
 class SortPickerScreen(ModalScreen[str | None]):

@@ -1,7 +1,7 @@
 """Tolerance what-if: change one dtype's rtol/atol and see, live, what would change class.
 
 Nothing runs again: each change re-grades the stored figures in DuckDB (see
-``gero_tui.query.whatif``) in a worker, and the dialog lists how many observations would
+``gero.query.whatif``) in a worker, and the dialog lists how many observations would
 pass, diverge or stay undetermined, and which findings would shrink or vanish.
 """
 
@@ -22,8 +22,8 @@ from textual.widgets import Input, Label, RadioButton, RadioSet, Static
 from gero_runner.errors import GeroError
 
 if TYPE_CHECKING:
-    from gero_tui.query.findings import Finding
-    from gero_tui.query.whatif import WhatIf
+    from gero.query.findings import Finding
+    from gero.query.whatif import WhatIf
 
 DTYPES = ("float16", "float32", "float64")
 DEFAULTS = {"float16": (5e-3, 5e-4), "float32": (1e-5, 1e-6), "float64": (1e-12, 1e-13)}
@@ -100,7 +100,7 @@ class WhatIfDialog(ModalScreen[None]):
 
     @on(Input.Changed)
     def _changed(self) -> None:
-        from gero_tui.query.whatif import parse_whatif
+        from gero.query.whatif import parse_whatif
 
         rtol = self.query_one("#whatif-rtol", Input).value.strip()
         atol = self.query_one("#whatif-atol", Input).value.strip()
@@ -115,8 +115,8 @@ class WhatIfDialog(ModalScreen[None]):
 
     @work(thread=True, exclusive=True, group="whatif")
     def regrade(self, overrides: dict[str, Any]) -> None:
-        from gero_tui.query.findings import ensure_members
-        from gero_tui.query.whatif import prepare, what_if
+        from gero.query.findings import ensure_members
+        from gero.query.whatif import prepare, what_if
 
         try:
             ensure_members(self.source)

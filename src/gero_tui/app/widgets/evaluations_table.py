@@ -22,8 +22,8 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
+from gero.query.table import COLUMNS, OPT_LEVELS, Page, TableSort, split_covers
 from gero_runner.result_classes import RESULT_ABBREVIATIONS, RESULT_WORDS
-from gero_tui.query.table import COLUMNS, OPT_LEVELS, Page, TableSort, split_covers
 
 PAGE_SIZE = 128
 KEEP_ROWS = 8 * PAGE_SIZE

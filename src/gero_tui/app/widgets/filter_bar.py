@@ -6,9 +6,9 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from gero.query.table import RESULT_CLASSES, TableFilter, TableSort
 from gero_runner.result_classes import RESULT_ABBREVIATIONS, RESULT_WORDS
 from gero_tui.app.widgets.palette import CLASS_COLORS
-from gero_tui.query.table import RESULT_CLASSES, TableFilter, TableSort
 
 WIDE = 100
 """Content width from which the class keys carry their full names."""

@@ -20,9 +20,9 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from gero.query.slicing import TensorCursor
+from gero.query.tensors import ElementAnalysis, Evidence, element_status
 from gero_runner.metrics.compare import ulp_distance
-from gero_tui.query.slicing import TensorCursor
-from gero_tui.query.tensors import ElementAnalysis, Evidence, element_status
 
 # Significant digits shown per dtype: float16 values print with their shortest round-trip
 # form (never more than 5 digits); wider types are capped so a cell stays readable.

@@ -1,0 +1,149 @@
+"""Running a path (a runtime's setting or the ReferenceEvaluator) on graphs other than the case's,
+and turning a law's outcome into an observation row with its evidence files.
+
+Shared by the contract and the variant families.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gero_runner import backends
+from gero_runner.case import Arrays
+from gero_runner.checks.contracts import laws
+from gero_runner.checks.contracts.laws import LawResult
+from gero_runner.errors import GeroError
+from gero_runner.schema import EXECUTION, Observation
+from gero_runner.storage.hashing import npy_bytes, sha256
+
+if TYPE_CHECKING:
+    from gero_runner.execution.context import CaseContext, PathResult
+
+
+def base_paths(ctx: CaseContext) -> list[PathResult]:
+    """The paths every law is checked on: each runtime's settings and the ReferenceEvaluator,
+    where the case itself ran (a failed path is already an execution row of its own; data
+    paths such as the float64 formula are not executions)."""
+    return [p for p in ctx.paths.values() if p.ok and backends.is_backend(p.backend)]
+
+
+def family_paths(ctx: CaseContext, what: str, names: tuple[str, ...],
+                 known: Iterable[str]) -> tuple[list[PathResult], Evidence]:
+    """What a check family (contracts, variants) starts from: the paths it runs on and its
+    evidence, once every name the case asks for is a known one."""
+    known = tuple(known)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise GeroError(f"case {ctx.case.case_id}: unknown {what}(s) {', '.join(unknown)}; "
+                        f"known: {', '.join(known)}")
+    return base_paths(ctx), Evidence(ctx)
+
+
+class PathRunner:
+    """One path on one graph: the session (or evaluator) is built once, on first use, and
+    reused for every batch size. Time spent is added to the case's backend seconds."""
+
+    def __init__(self, ctx: CaseContext, path: PathResult, model: bytes,
+                 threads: int | None = None) -> None:
+        self.ctx, self.path, self.model = ctx, path, model
+        self.backend = backends.get(path.backend)
+        self.settings = dict(path.settings)
+        if threads is not None:
+            self.settings = self.backend.with_threads(path.settings, threads) or self.settings
+        self._session: Any = None
+        self.result_path = self.path
+        """The PathResult to record on rows (settings reflect the thread count used)."""
+        if self.settings != path.settings:
+            self.result_path = replace(path, settings=self.settings, threads=threads or 0,
+                                       median_ms=math.nan, repeats=1, outputs=None, files=[])
+
+    def __call__(self, feeds: Arrays) -> list[np.ndarray]:
+        with self.ctx.backend_time():
+            if self._session is None:
+                self._session = self.backend.build(self.model, self.settings)
+            return self.backend.run(self._session, feeds)
+
+    def __enter__(self) -> PathRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the session now: its teardown (arenas, pool threads) is backend time too."""
+        if self._session is not None:
+            with self.ctx.backend_time():
+                session, self._session = self._session, None
+                self.backend.release(session)
+
+    def once(self, feeds: Arrays) -> list[np.ndarray]:
+        """Run a single time and release the session."""
+        try:
+            return self(feeds)
+        finally:
+            self.close()
+
+
+class Evidence:
+    """Adds a law's two sides to the case's evidence, reusing an identical file already
+    there (the full-batch side is often bit-identical to the path's own output)."""
+
+    def __init__(self, ctx: CaseContext) -> None:
+        self.ctx = ctx
+        self._by_hash = {sha256(data): rel for rel, data in ctx.writer.files.items()
+                         if rel.endswith(".npy")}
+        self._by_digest: dict[str, str] = {}
+
+    def add(self, relpath: str, x: np.ndarray) -> str:
+        digest = self.ctx.digest(x)
+        if digest not in self._by_digest and not self.ctx.writer.fits(x.nbytes + 128):
+            self._by_digest[digest] = self.ctx.writer.add_array(relpath, x)  # its summary
+        if digest not in self._by_digest:
+            data = npy_bytes(x)
+            key = sha256(data)
+            if key not in self._by_hash:
+                self._by_hash[key] = self.ctx.writer.add_bytes(relpath, data)
+            self._by_digest[digest] = self._by_hash[key]
+        return self._by_digest[digest]
+
+
+def compare_law(ctx: CaseContext, law: str, actual: np.ndarray, reference: np.ndarray,
+                rtol: float, atol: float, *, actual_label: str = "actual",
+                reference_label: str = "reference") -> LawResult:
+    """``laws.compare_law``, once per distinct pair of sides in a case (see ctx.once)."""
+    key = ("law", law, ctx.digest(actual), ctx.digest(reference), rtol, atol, actual_label,
+           reference_label)
+    return ctx.once(key, lambda: laws.compare_law(law, actual, reference, rtol, atol,
+                                                  actual_label=actual_label,
+                                                  reference_label=reference_label))
+
+
+def law_row(ctx: CaseContext, evidence: Evidence, check: str, path: PathResult,
+            output_name: str, res: LawResult, *, reference_label: str, dtype: str,
+            folder: str, extra: dict[str, Any] | None = None) -> Observation:
+    """The observation of one law on one path and output, with both sides as evidence."""
+    stem = f"{folder}/{path.name}/{output_name or 'out'}"
+    actual_file = evidence.add(f"{stem}.actual.npy", res.actual)
+    reference_file = evidence.add(f"{stem}.reference.npy", res.reference)
+    details = {**res.details, **(extra or {})}
+    return ctx.row(check=check, output_name=output_name, actual=path,
+                   reference_name=reference_label, reference_version=path.version,
+                   dtype=dtype, cmp=res.cmp, rtol=res.rtol, atol=res.atol,
+                   result=res.result, reason=res.reason,
+                   actual_hash=ctx.digest(res.actual),
+                   reference_hash=ctx.digest(res.reference),
+                   actual_file=actual_file, reference_file=reference_file, details=details)
+
+
+def execution_row(ctx: CaseContext, check: str, path: PathResult, output_name: str,
+                  dtype: str, message: str, reference_label: str) -> Observation:
+    """A law that could not be checked on a path because running it failed."""
+    return ctx.row(check=check, output_name=output_name, actual=path,
+                   reference_name=reference_label, reference_version=path.version,
+                   dtype=dtype, cmp=None, rtol=math.nan, atol=math.nan, result=EXECUTION,
+                   reason=message)

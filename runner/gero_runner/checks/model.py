@@ -1,0 +1,495 @@
+"""The ``model`` check family: model-level metrics, the noise floor, int8/fp16 gates and
+parity metrics for the outputs whose kind the user named.
+
+Runs for the ``models`` (shipped) and ``model`` (user) suites only. Rows (one per float
+output unless said otherwise; figures in ``details``):
+
+Each selected runtime has a baseline setting (``Backend.model_baseline``: ONNX Runtime
+``all``, OpenVINO ``f32``, tract ``optimized``); the first selected runtime's baseline (ORT
+``all`` when ONNX Runtime runs) is the run's.
+
+- ``model:noise-floor``: each runtime's own sensitivity, on its baseline: its first setting
+  (ORT ``disable_all``) against the baseline, and 16 baseline runs with 1e-7 relative noise
+  on the float inputs.
+- ``model:fp32``: each runtime setting and the ReferenceEvaluator against the arbiter (the
+  float64 shadow or the shipped expected outputs; the run's baseline when there is
+  neither): scaled error ≤ 1e-4 for float32 (8 roundings of a narrower output dtype: 4e-3
+  for float16), and with a decision task, argmax agreement at least the floor's (the
+  runtime's own; the run's baseline's for the ReferenceEvaluator).
+- ``model:VARIANT:vs-model``: per runtime, the variant itself (its baseline on it) against
+  the fp32 model it replaces (its baseline on the original), on the same inputs: row cosine
+  (and mean-pooled cosine) at least min(0.99, floor), argmax agreement with a decision
+  task; the floor is that runtime's own sensitivity on the variant. What a user ships is
+  judged here.
+- ``model:VARIANT:cosine`` / ``:decision`` (int8) and ``model:fp16:scaled`` /
+  ``model:fp16:vs-fp32``: every other path on the variant against the run's baseline on it,
+  gated as seed 002 says.
+- ``model:outputs``: one execution row per output that is not a tensor (a ZipMap's
+  sequence of maps), naming it and its type.
+- ``parity:KIND``: each runtime's baseline and the ReferenceEvaluator against the arbiter
+  with the parity metric of the output's kind (``--output-kind``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gero_runner import backends
+from gero_runner.backends.base import Backend, PathSpec
+from gero_runner.case import ModelChecks
+from gero_runner.errors import error_text
+from gero_runner.metrics import model_level as ml
+from gero_runner.metrics.compare import compare
+from gero_runner.models import variants as var
+from gero_runner.request import DECISION_TASKS
+from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, PASSED, Observation
+from gero_runner.storage.hashing import tensor_hash
+
+if TYPE_CHECKING:
+    from gero_runner.execution.context import CaseContext, PathResult
+
+MODEL_SUITES = ("models", "model")
+NOISE_RUNS = 16
+NOISE_RELATIVE = 1e-7
+
+Rows = list[Observation]
+
+
+@dataclasses.dataclass(frozen=True)
+class Baseline:
+    """A runtime's baseline setting for the model family, and its first setting (the other
+    end of its floor; the baseline itself when it has one setting)."""
+
+    backend: Backend
+    spec: PathSpec
+    first: PathSpec
+
+    @property
+    def label(self) -> str:
+        """As rows name it, e.g. 'onnxruntime:all'."""
+        return f"{self.backend.name}:{self.spec.optimization}"
+
+
+def baselines(ctx: CaseContext) -> list[Baseline]:
+    """Each selected runtime's baseline, in the run's order (the first is the run's)."""
+    out = []
+    for name in ctx.settings.backends:
+        backend = backends.get(name)
+        every = backend.paths(ctx.settings.threads)
+        chosen = [s for s in every if s.optimization in ctx.settings.levels] or every
+        spec = backend.model_baseline(chosen)
+        out.append(Baseline(backend, spec, chosen[0]))
+    return out
+
+
+class _Checker:
+    def __init__(self, ctx: CaseContext) -> None:
+        self.ctx = ctx
+        self.case = ctx.case
+        self.opts = self.case.model_checks or ModelChecks()
+        self.decision = self.opts.task in DECISION_TASKS
+        self.rows: Rows = []
+        self.baselines = [b for b in baselines(ctx) if b.spec.name in ctx.paths]
+
+    # ------------------------------------------------------------------ helpers
+    def _row(self, check: str, name: str, actual: PathResult, ref_name: str, ref_version: str,
+             a: np.ndarray | None, r: np.ndarray | None, result: str, reason: str,
+             details: dict[str, Any], files: tuple[str, str] = ("", "")) -> None:
+        dtype = str(a.dtype) if a is not None else self.case.dtype
+        rtol, atol = self.ctx.tolerance(dtype)
+        cmp = None
+        if a is not None and r is not None and a.shape == r.shape:
+            # A wider float reference (the float64 shadow) is compared as it is, its ULPs
+            # counted in the output's own dtype (a cast down could overflow).
+            wider = a.dtype.kind == r.dtype.kind == "f" and a.dtype != r.dtype
+            cmp = compare(a, r, rtol, atol, unit=a.dtype if wider else None)
+        self.rows.append(self.ctx.row(
+            check=check, output_name=name, actual=actual, reference_name=ref_name,
+            reference_version=ref_version, dtype=dtype, cmp=cmp, rtol=rtol, atol=atol,
+            result=result, reason=reason,
+            actual_hash=tensor_hash(a) if a is not None else "",
+            reference_hash=tensor_hash(r) if r is not None else "",
+            actual_file=files[0], reference_file=files[1], details=details))
+
+    def _fail(self, check: str, actual: PathResult, ref_name: str, reason: str,
+              name: str = "") -> None:
+        self.rows.append(self.ctx.row(
+            check=check, output_name=name, actual=actual, reference_name=ref_name,
+            reference_version=actual.version, dtype=self.case.dtype, cmp=None,
+            rtol=math.nan, atol=math.nan, result=EXECUTION, reason=reason))
+
+    def _float_outputs(self, outputs: list[np.ndarray]) -> list[int]:
+        return [j for j, x in enumerate(outputs) if x.dtype.kind == "f"]
+
+    def _noisy_runs(self, model: bytes, label: str, base: Baseline) -> list[list[np.ndarray]]:
+        """16 runs of a runtime's baseline with 1e-7 relative noise on the float inputs."""
+        backend = base.backend
+        with self.ctx.backend_time():
+            session = backend.build(model, base.spec.settings)
+        rng = np.random.default_rng([self.case.seed & 0xFFFFFFFF, len(label)])
+        runs = []
+        try:
+            for _ in range(NOISE_RUNS):
+                feeds = {}
+                for k, x in self.case.inputs.items():
+                    if x.dtype.kind == "f":
+                        noise = 1.0 + NOISE_RELATIVE * rng.standard_normal(x.shape)
+                        x = (x.astype(np.float64) * noise).astype(x.dtype)
+                    feeds[k] = x
+                with self.ctx.backend_time():
+                    runs.append(backend.run(session, feeds))
+        finally:
+            with self.ctx.backend_time():
+                backend.release(session)
+                del session
+        return runs
+
+    def _floors(self, base: list[np.ndarray], disabled: list[np.ndarray] | None,
+                noisy: list[list[np.ndarray]]) -> dict[int, tuple[ml.Floor, list[dict[str, Any]]]]:
+        floors = {}
+        for j in self._float_outputs(base):
+            stats = []
+            if disabled is not None:
+                stats.append(ml.output_stats(disabled[j], base[j], decision=self.decision))
+            stats += [ml.output_stats(run[j], base[j], decision=self.decision) for run in noisy]
+            floors[j] = (ml.noise_floor(stats), [s.as_dict() for s in stats[:1]])
+        return floors
+
+    # ------------------------------------------------------------------ fp32
+    def _first_outputs(self, b: Baseline, paths: dict[str, PathResult]
+                       ) -> list[np.ndarray] | None:
+        """The outputs of the runtime's first setting, the floor's other end (None when it
+        is the baseline itself or failed)."""
+        first = paths.get(b.first.name) if b.first.name != b.spec.name else None
+        return first.outputs if first is not None and first.ok else None
+
+    def noise_floor_rows(self) -> dict[str, dict[int, ml.Floor]]:
+        """Each runtime's floor rows; its floors by output, by runtime."""
+        out = {}
+        for b in self.baselines:
+            path = self.ctx.paths[b.spec.name]
+            if path.ok:
+                out[b.backend.name] = self._noise_floor(b, path)
+        return out
+
+    def _noise_floor(self, b: Baseline, base: PathResult) -> dict[int, ml.Floor]:
+        assert base.outputs is not None
+        title = b.backend.label()
+        try:
+            noisy = self._noisy_runs(self.case.model, "fp32", b)
+        except Exception as e:
+            self._fail("model:noise-floor", base, f"{b.backend.name}-noise", error_text(e))
+            return {}
+        dis = self._first_outputs(b, self.ctx.paths)
+        floors = self._floors(base.outputs, dis, noisy)
+        first = b.first.optimization
+        ends = f"{first} and " if dis is not None else ""
+        for j, (floor, first_stats) in floors.items():
+            ok = not math.isnan(floor.row_cosine)
+            reason = (f"{title}'s own floor ({ends}{NOISE_RUNS} runs with "
+                      f"{NOISE_RELATIVE:g} relative input noise, against "
+                      f"{b.spec.optimization}): row cosine "
+                      f"{floor.row_cosine:.7f}, scaled error {floor.scaled_error:.3g}, floored "
+                      f"relative error {floor.floored_rel_error:.3g}")
+            if self.decision:
+                reason += f", argmax agrees on ≥ {floor.decisions_agree} of {floor.decisions}"
+            if not ok:
+                reason = f"non-finite output: {title}'s noise floor cannot be assessed"
+            details: dict[str, Any] = {"floor": floor.as_dict(), "noise_runs": NOISE_RUNS,
+                                       "noise_relative": NOISE_RELATIVE}
+            if dis is not None:
+                details[f"{first}_vs_{b.spec.optimization}"] = first_stats
+            self._row("model:noise-floor", self.ctx.output_names[j], base,
+                      f"{b.label if dis is None else b.backend.name + ':' + first}+noise",
+                      base.version, base.outputs[j], base.outputs[j],
+                      PASSED if ok else CONTRACT_ISSUE, reason, details)
+        return {j: f for j, (f, _) in floors.items()}
+
+    def arbiter(self) -> tuple[str, str, list[np.ndarray]] | None:
+        c = self.case
+        if c.expected_exact:
+            return c.expected_label, c.expected_version, list(c.expected_exact.values())
+        if c.expected:
+            return c.expected_label, c.expected_version, list(c.expected.values())
+        return None
+
+    def fp32_rows(self, floors: dict[str, dict[int, ml.Floor]]) -> None:
+        paths = self.ctx.paths
+        arb = self.arbiter()
+        candidates = [p for n, p in paths.items() if n != self.case.expected_label and p.ok]
+        if arb is None:  # no shadow, no shipped outputs: the run's baseline is the arbiter
+            if not self.baselines or not paths[self.baselines[0].spec.name].ok:
+                return
+            first = self.baselines[0]
+            base = paths[first.spec.name]
+            arb = (first.label, base.version, list(base.outputs or []))
+            candidates = [p for p in candidates if p is not base]
+        label, version, truth = arb
+        run_floors = floors.get(self.baselines[0].backend.name, {}) if self.baselines else {}
+        for path in candidates:
+            assert path.outputs is not None
+            own = floors.get(path.backend, run_floors)
+            for j in self._float_outputs(path.outputs):
+                if j >= len(truth):
+                    continue
+                a, r = path.outputs[j], np.asarray(truth[j])
+                name = self.ctx.output_names[j]
+                if a.shape != r.shape:
+                    self._row("model:fp32", name, path, label, version, a, None, DIVERGENCE,
+                              f"shape {list(a.shape)} differs from {label} {list(r.shape)}", {})
+                    continue
+                stats = ml.output_stats(a, r, decision=self.decision)
+                gate = ml.fp32_gate(stats, own.get(j), self.decision,
+                                    ml.scaled_limit(a.dtype))
+                result = PASSED if gate.passed else (CONTRACT_ISSUE if not stats.finite
+                                                     else DIVERGENCE)
+                self._row("model:fp32", name, path, label, version, a, r, result, gate.reason,
+                          {**gate.figures, "arbiter": label,
+                           "floor": own[j].as_dict() if j in own else None},
+                          (path.files[j] if j < len(path.files) else "", ""))
+
+    # ------------------------------------------------------------------ parity
+    def parity_rows(self) -> None:
+        from gero_runner.metrics import parity
+
+        kinds: dict[str, str] = dict(self.opts.output_kinds)
+        if not kinds:
+            return
+        paths = self.ctx.paths
+        arb = self.arbiter()
+        bases = [paths[b.spec.name] for b in self.baselines if paths[b.spec.name].ok]
+        ref = paths.get("onnx-reference")
+        pairs: list[tuple[PathResult, str, str, list[np.ndarray]]] = []
+        if arb is not None:
+            pairs = [(p, *arb) for p in (*bases, ref) if p is not None and p.ok]
+        elif ref is not None and ref.ok:
+            pairs = [(b, ref.backend, ref.version, list(ref.outputs or [])) for b in bases]
+        tol = parity.ParityTolerances()
+        for j, name in enumerate(self.ctx.output_names):
+            kind = kinds.get(name)
+            if kind is None:
+                continue
+            for path, label, version, truth in pairs:
+                assert path.outputs is not None
+                a, r = path.outputs[j], np.asarray(truth[j])
+                try:
+                    verdict = parity.evaluate_output(kind, r, a, tol)
+                except Exception as e:  # shapes the kind cannot take
+                    self._row(f"parity:{kind}", name, path, label, version, a, None,
+                              CONTRACT_ISSUE, f"{kind}: {error_text(e)}", {"kind": kind})
+                    continue
+                if verdict.nonfinite:
+                    result, reason = CONTRACT_ISSUE, verdict.nonfinite
+                elif verdict.passed:
+                    result, reason = PASSED, _parity_summary(verdict.figures)
+                else:
+                    result, reason = DIVERGENCE, "; ".join(verdict.failures)
+                self._row(f"parity:{kind}", name, path, label, version, a, r, result, reason,
+                          verdict.figures,
+                          (path.files[j] if j < len(path.files) else "", ""))
+
+    # ------------------------------------------------------------------ variants
+    def variant_rows(self, name: str) -> None:
+        from gero_runner.execution.paths import run_path, run_reference, runtime_specs
+
+        ctx, case = self.ctx, self.case
+        run_base = self.baselines[0]
+        fp32 = ctx.paths[run_base.spec.name]
+        base_label = f"{name}:{run_base.label}"
+        try:
+            model = var.build(name, case.model, case.inputs, case.seed)
+        except Exception as e:
+            self._fail(f"model:{name}", fp32, base_label,
+                       f"building the {name} variant failed: {error_text(e)}")
+            return
+        ctx.writer.add_bytes(f"variants/{name}.onnx", model)
+        vcase = dataclasses.replace(case, model=model)
+        runs: dict[str, PathResult] = {}
+        for backend, spec in runtime_specs(ctx.settings):
+            runs[spec.name] = run_path(backend, spec, vcase, 1)
+        runs["onnx-reference"] = run_reference(vcase, 1)
+        ctx.backend_seconds += sum(p.backend_seconds for p in runs.values())
+        for key, p in runs.items():
+            p.name = f"{name}:{key}"
+            p.settings = {**p.settings, "variant": name}
+            if p.outputs is not None:
+                p.files = [ctx.writer.add_array(f"outputs/{name}/{key}/output_{j}.npy", x)
+                           for j, x in enumerate(p.outputs)]
+        base = runs[run_base.spec.name]
+        if not base.ok:
+            self._fail(f"model:{name}", base, base_label,
+                       f"{run_base.backend.label()} cannot run the {name} variant: "
+                       f"{base.error}")
+            return
+        assert base.outputs is not None
+        others = [p for p in runs.values() if p is not base]
+        for p in others:
+            if not p.ok:
+                self._fail(f"model:{name}", p, base_label, f"{p.name} failed: {p.error}")
+        others = [p for p in others if p.ok]
+        run_floors = None
+        for b in self.baselines:  # what each runtime's users would ship: its own judgement
+            own, original = runs[b.spec.name], ctx.paths[b.spec.name]
+            if not own.ok or not original.ok:
+                continue
+            assert own.outputs is not None
+            try:
+                noisy = self._noisy_runs(model, name, b)
+            except Exception as e:
+                self._fail(f"model:{name}:vs-model", own, f"{b.backend.name}-noise",
+                           error_text(e))
+                continue
+            floors = self._floors(own.outputs, self._first_outputs(b, runs), noisy)
+            self._vs_model_rows(name, own, original, floors, b)
+            if b is run_base:
+                run_floors = floors
+        if run_floors is None:
+            return  # the run's baseline could not be floored: its row says why
+        if name == var.FP16:
+            self._fp16_rows(base, others, fp32, run_base)
+        else:
+            self._int8_rows(name, base, others, fp32, run_floors, run_base)
+
+    def _vs_model_rows(self, name: str, base: PathResult, fp32: PathResult,
+                       floors: dict[int, tuple[ml.Floor, list[dict[str, Any]]]],
+                       b: Baseline) -> None:
+        """The variant (a runtime's baseline on it) against the fp32 model it replaces (the
+        same baseline on the original), on the same inputs: what a user ships instead of
+        the model."""
+        assert base.outputs is not None and fp32.outputs is not None
+        check = f"model:{name}:vs-model"
+        fp32_label = f"fp32:{b.label}"
+        for j, (floor, _) in floors.items():
+            out = self.ctx.output_names[j]
+            a = base.outputs[j]
+            if j >= len(fp32.outputs):
+                continue
+            r = fp32.outputs[j]
+            if a.shape != r.shape:
+                self._row(check, out, base, fp32_label, fp32.version, a, None,
+                          DIVERGENCE, f"shape {list(a.shape)} differs from the fp32 model's "
+                          f"{list(r.shape)}", {})
+                continue
+            stats = ml.output_stats(a, r, decision=self.decision)
+            single = a.ndim == 0 or a.shape[-1] == 1
+            gate = ml.variant_gate(stats, floor, self.decision,
+                                   ml.variant_scaled_limit(name) if single else None)
+            reason = gate.reason
+            if a.dtype == r.dtype and a.tobytes() == r.tobytes():
+                reason = (f"bit-identical to the fp32 model: the {name} variant changed "
+                          f"nothing that reaches this output; {reason}")
+            self._row(check, out, base, fp32_label, fp32.version, a,
+                      r.astype(a.dtype) if r.dtype != a.dtype else r, _gate_class(gate, stats),
+                      reason, {**gate.figures, "variant": name,
+                                    "variant_vs_fp32": stats.as_dict()},
+                      (base.files[j], fp32.files[j] if j < len(fp32.files) else ""))
+
+    def _int8_rows(self, name: str, base: PathResult, others: list[PathResult],
+                   fp32: PathResult,
+                   floors: dict[int, tuple[ml.Floor, list[dict[str, Any]]]],
+                   b: Baseline) -> None:
+        assert base.outputs is not None
+        ref_label = f"{name}:{b.label}"
+        for j, (floor, _) in floors.items():
+            out = self.ctx.output_names[j]
+            r = base.outputs[j]
+            accuracy = None
+            if fp32.outputs is not None and fp32.outputs[j].shape == r.shape:
+                accuracy = ml.output_stats(r, fp32.outputs[j], decision=self.decision).as_dict()
+            for p in others:
+                assert p.outputs is not None
+                a = p.outputs[j]
+                if a.shape != r.shape:
+                    self._row(f"model:{name}:cosine", out, p, ref_label, base.version, a, None,
+                              DIVERGENCE, f"shape {list(a.shape)} differs from {list(r.shape)}",
+                              {})
+                    continue
+                stats = ml.output_stats(a, r, decision=self.decision)
+                files = (p.files[j], base.files[j])
+                gate = ml.int8_cosine_gate(stats, floor)
+                self._row(f"model:{name}:cosine", out, p, ref_label, base.version, a, r,
+                          _gate_class(gate, stats), gate.reason,
+                          {**gate.figures, "int8_vs_fp32": accuracy}, files)
+                if self.decision:
+                    gate = ml.decision_gate(stats, floor)
+                    self._row(f"model:{name}:decision", out, p, ref_label, base.version, a, r,
+                              _gate_class(gate, stats), gate.reason,
+                              {**gate.figures, "int8_vs_fp32": accuracy}, files)
+
+    def _fp16_rows(self, base: PathResult, others: list[PathResult], fp32: PathResult,
+                   b: Baseline) -> None:
+        assert base.outputs is not None and fp32.outputs is not None
+        ref_label = f"fp16:{b.label}"
+        for j in self._float_outputs(base.outputs):
+            out = self.ctx.output_names[j]
+            r, f = base.outputs[j], fp32.outputs[j]
+            ort_vs_fp32 = ml.scaled_error(r, f) if r.shape == f.shape else math.nan
+            for p in others:
+                assert p.outputs is not None
+                a = p.outputs[j]
+                if a.shape != r.shape or a.shape != f.shape:
+                    self._row("model:fp16:scaled", out, p, ref_label, base.version, a, None,
+                              DIVERGENCE, f"shape {list(a.shape)} differs from {list(r.shape)}",
+                              {})
+                    continue
+                finite = bool(np.isfinite(a).all() and np.isfinite(r).all())
+                same, vs = ml.fp16_gates(ml.scaled_error(a, r), ml.scaled_error(a, f),
+                                         ort_vs_fp32)
+                for check, gate, ref, rl, rfile in (
+                        ("model:fp16:scaled", same, r, ref_label, base.files[j]),
+                        ("model:fp16:vs-fp32", vs, f, f"fp32:{b.label}",
+                         fp32.files[j] if j < len(fp32.files) else "")):
+                    result = (CONTRACT_ISSUE if not finite else PASSED if gate.passed
+                              else DIVERGENCE)
+                    reason = gate.reason if finite else "non-finite fp16 output"
+                    self._row(check, out, p, rl, base.version, a, ref, result,
+                              reason, gate.figures, (p.files[j], rfile))
+
+
+def _gate_class(gate: ml.Gate, stats: ml.OutputStats) -> str:
+    if not stats.finite:
+        return CONTRACT_ISSUE
+    return PASSED if gate.passed else DIVERGENCE
+
+
+def _parity_summary(figures: dict[str, Any]) -> str:
+    keys = ("mae", "max_diff", "relative_error_pct", "conf_mae", "rotation_error_deg_max",
+            "translation_error_max", "match_ratio", "top1_agreement")
+    parts = [f"{k} {figures[k]:.3g}" for k in keys
+             if k in figures and isinstance(figures[k], int | float)]
+    return f"{figures.get('kind', '')} within tolerance: " + ", ".join(parts)
+
+
+def run_model_checks(ctx: CaseContext) -> list[Observation]:
+    """Entry point of the ``model`` family (execution.families.FAMILIES)."""
+    if ctx.case.suite not in MODEL_SUITES:
+        return []
+    checker = _Checker(ctx)
+    if not checker.baselines:
+        return []
+    base = ctx.paths[checker.baselines[0].spec.name]
+    for name, kind in ctx.case.non_tensor_outputs.items():
+        checker._fail("model:outputs", base, "-", f"output {name!r} is {kind}, not a tensor: "
+                      "gero compares tensor outputs only, so this one is not compared", name)
+    shadow_error = ctx.case.shadow_error
+    if shadow_error:
+        from gero_runner.execution.context import NOT_APPLICABLE, PathResult
+
+        shadow = PathResult(ctx.case.expected_label, ctx.case.expected_label,
+                            ctx.case.expected_version, NOT_APPLICABLE, 0,
+                            {"evaluator": "onnx.reference.ReferenceEvaluator",
+                             "widened": "float64"})
+        checker._fail("model:float64-shadow", shadow, "-",
+                      f"the float64 shadow could not run: {shadow_error}")
+    if not base.ok:
+        return checker.rows  # the run's baseline failed: its execution rows already say why
+    floors = checker.noise_floor_rows()
+    checker.fp32_rows(floors)
+    checker.parity_rows()
+    for name in checker.opts.variants:
+        checker.variant_rows(name)
+    return checker.rows

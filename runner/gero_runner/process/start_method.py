@@ -1,0 +1,93 @@
+"""How child processes start (the worker pool's, an isolated call's), in a module of its
+own so that the ``gero`` command sets it before importing anything heavy.
+
+Fork is fast (a child has the parent's imports) and safe only from a process that holds no
+threads of a backend: the ``gero`` command, which runs none in-process before its workers
+start, says so with ``fresh_process()``. Any other caller (a notebook, a test suite, a Dask
+worker) may have run ONNX Runtime, OpenVINO or DuckDB in-process, and a child forked from
+it can inherit a lock or a thread pool mid-change: such children died with SIGSEGV on
+their first case now and then in the test suite. Their workers start from a fork server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import sys
+from multiprocessing import forkserver
+from typing import Any
+
+from gero_runner.process.lifetime import exit_with_process
+
+START_METHOD: str | None = None
+"""``"fork"``, or None for a fork server. Tests whose workers must see a substitute made
+in the parent (a fake evaluator) set ``"fork"`` too."""
+
+
+def fresh_process() -> None:
+    """The caller's process has run no backend and started no threads of one: fork."""
+    global START_METHOD
+    START_METHOD = "fork"
+
+
+PRELOAD = ("onnxruntime", "onnx.reference.ops", "numpy.random",
+           "gero_runner.execution.evaluate", "gero_runner.execution.families",
+           "gero_runner.checks.contracts.run", "gero_runner.checks.variants.run",
+           "gero_runner.cases.synthetic.registry")
+"""What the fork server imports once (a missing name costs only time: its import then
+happens in each child, on its first case)."""
+
+
+def context() -> Any:
+    """Fork when the caller said its process is fresh, unless OpenVINO has been loaded
+    since: its thread pool does not survive a fork (a child of a process that has run it
+    hangs on its first inference). Otherwise a fork server that has imported the
+    evaluation once."""
+    if START_METHOD == "fork" and "openvino" not in sys.modules:
+        return mp.get_context("fork")
+    return fork_server()
+
+
+def fork_server() -> Any:
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(list(PRELOAD))
+    return ctx
+
+
+def client_of(ctx: Any) -> tuple[int, dict[str, str], str] | None:
+    """What a fork server's child needs of the process it works for (see ``adopt``);
+    None for a forked child, which has it already."""
+    if ctx.get_start_method() == "fork":
+        return None
+    return os.getpid(), dict(os.environ), os.getcwd()
+
+
+def adopt(client: tuple[int, dict[str, str], str]) -> None:
+    """In a fork server's child: end with the process it works for (not only with the
+    server), and take that process's environment and directory as they are now (the
+    server has those of when it started: a variable set since, a relative data root)."""
+    pid, environment, directory = client
+    exit_with_process(pid)
+    os.environ.clear()
+    os.environ.update(environment)
+    with contextlib.suppress(OSError):
+        os.chdir(directory)
+
+
+def _forget_fork_server() -> None:
+    """In a forked child: a fork server the parent started is not this process's (asking
+    it fails with ChildProcessError, and holding its keep-alive pipe keeps it alive); this
+    process starts its own when it needs one."""
+    server = getattr(forkserver, "_forkserver", None)
+    if getattr(server, "_forkserver_pid", None) is None:
+        return
+    alive = server._forkserver_alive_fd  # type: ignore[union-attr]
+    server._forkserver_pid = server._forkserver_address = None  # type: ignore[union-attr]
+    server._forkserver_alive_fd = None  # type: ignore[union-attr]
+    if alive is not None:
+        with contextlib.suppress(OSError):
+            os.close(alive)
+
+
+os.register_at_fork(after_in_child=_forget_fork_server)

@@ -1,0 +1,43 @@
+"""``gero compact``: merge finished runs' observation files into the data root's store."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gero_cli.common import add_data_dir, data_dir
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "compact", help="merge finished runs' observation files into one store file",
+        description="Readers open one store file and the few runs not yet merged instead "
+        "of one file per run. A run's end does this by itself once 8 finished runs are "
+        "loose; runs written by a gero before the store get integer keys here. Safe while "
+        "runs are running: it holds the data root's lock and leaves running and "
+        "interrupted runs as they are.")
+    add_data_dir(p)
+    p.add_argument("--dry-run", action="store_true", help="list the runs it would merge")
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from gero_runner.errors import GeroError
+    from gero_runner.storage.compact import compact
+    from gero_runner.storage.store import DataRoot
+
+    root = DataRoot(data_dir(args))
+    if not root.runs_dir.is_dir():
+        raise GeroError(f"no data root at {root.path} (no runs/ folder)")
+    result = compact(root, dry_run=args.dry_run)
+    for why in result.skipped:
+        print(f"gero: left loose: {why}", file=sys.stderr)
+    if args.dry_run:
+        print(f"dry run: would merge {len(result.runs)} runs into the store")
+    elif not result.runs:
+        print("nothing to merge")
+    else:
+        print(f"merged {len(result.runs)} runs into {result.store_file} ({result.rows} "
+              f"observations; {result.keyed} given keys; {len(result.removed)} replaced "
+              "files removed)")
+    return 0

@@ -1,0 +1,33 @@
+"""``gero tui``: the explorer."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+
+from gero_cli.common import add_data_dir, data_dir
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("tui", help="open the explorer on a run (the newest by default)")
+    add_data_dir(p)
+    p.add_argument("--run", default=None, help="run id or unique prefix")
+    p.add_argument("--screen", default="overview", choices=("overview", "evaluations", "findings"),
+                   help="screen to open on (escape goes back to the overview)")
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    # No garbage collection while Textual is imported and the first screen is built (its
+    # many small objects cost ~40 ms of collections); the app turns it back on (on_mount).
+    gc.disable()
+    # The run opens (and the table's first page is read) on another thread while Textual
+    # is imported: deferred here because it costs ~0.3 s and only this command needs it.
+    from gero_tui.app.prefetch import Prefetch
+
+    prefetch = Prefetch(data_dir(args), args.run, first_page=args.screen == "evaluations",
+                        findings=args.screen != "evaluations")
+    from gero_tui.app.app import GeroApp
+
+    GeroApp(data_dir(args), args.run, screen=args.screen, prefetch=prefetch).run()
+    return 0

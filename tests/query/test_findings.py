@@ -1,0 +1,323 @@
+"""Findings: non-passed observations grouped by cause, on small real runs and fixed rows."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from gero.query.finding_status import GONE, NEW, STILL, findings_report
+from gero.query.findings import (
+    MEMBERS_TABLE,
+    cache_files,
+    compute_findings,
+    ensure_members,
+    has_members,
+    non_passed_count,
+)
+from gero.query.source import open_source
+from gero_runner.run import RunRequest, execute
+from gero_runner.schema import SIGHTING_SCHEMA
+from gero_runner.storage.store import rows_to_table
+
+OPS = ["Elu", "Softsign", "Max", "LayerNormalization"]
+
+
+def _run(root: Path, run_id: str, ops: list[str] = OPS, **kw: Any) -> None:
+    execute(RunRequest(data_root=root, ops=ops, dtypes=["float16", "float64"], repeats=1,
+                       run_id=run_id, **kw))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """base; tight (float16 rtol tightened); again (the base's tolerances); fewer (one op)."""
+    root = tmp_path_factory.mktemp("findings")
+    _run(root, "20260101-000001-aaaaaa")
+    _run(root, "20260101-000002-bbbbbb", tolerances={"float16": (1e-6, 1e-7)})
+    _run(root, "20260101-000003-cccccc")
+    _run(root, "20260101-000004-dddddd", ops=["Max"])
+    return root
+
+
+def test_every_non_passed_observation_is_in_exactly_one_finding(runs: Path) -> None:
+    source = open_source(runs, "20260101-000001")
+    findings = compute_findings(source)
+    ensure_members(source)
+    assert sum(f.observations for f in findings) == non_passed_count(source) > 0
+    dup = source.query(f"SELECT count(*) - count(DISTINCT observation_id) FROM {MEMBERS_TABLE}")
+    assert dup[0][0] == 0
+    missing = source.query(f"""SELECT count(*) FROM obs WHERE result <> 'passed'
+                               AND observation_id NOT IN (SELECT observation_id FROM
+                               {MEMBERS_TABLE})""")
+    assert missing[0][0] == 0
+
+
+def test_findings_are_kept_and_read_back_by_the_next_open(runs: Path) -> None:
+    first = compute_findings(open_source(runs, "20260101-000001"))
+    again = open_source(runs, "20260101-000001")
+    files = cache_files(again)
+    assert files is not None and all(p.is_file() for p in files)
+    assert [f.as_dict() for f in compute_findings(again)] == [f.as_dict() for f in first]
+    assert not has_members(again)  # the list alone; its members when a filter needs them
+    ensure_members(again)
+    rows = again.query(f"SELECT count(*) FROM {MEMBERS_TABLE}")
+    assert rows[0][0] == sum(f.observations for f in first)
+
+
+def test_a_missing_kernel_is_one_finding_across_operators_and_levels(runs: Path) -> None:
+    findings = compute_findings(open_source(runs, "20260101-000001"))
+    # (A worker crash, should one happen, is another cause: another finding.)
+    execution = [f for f in findings if f.result == "execution"
+                 and "Could not find an implementation" in f.template]
+    assert len(execution) == 1
+    f = execution[0]
+    assert f.operators == ("Elu", "Softsign") and f.dtypes == ("float64",)
+    assert f.levels == ("disable_all", "basic", "extended", "all")
+    assert f.outlier == "onnxruntime" and "no float64 kernel" in f.title
+    assert f.representative.result == "execution"
+
+
+def test_the_outlier_path_merges_agreement_and_analytic_rows(runs: Path) -> None:
+    """The ReferenceEvaluator's float16 LayerNorm is off and ORT agrees with float64: its
+    analytic rows and the ORT agreement rows of the same cases are one finding."""
+    findings = compute_findings(open_source(runs, "20260101-000001"))
+    reference_off = [f for f in findings if f.family == "numeric"
+                     and f.outlier == "onnx-reference" and f.operators == ("LayerNormalization",)]
+    assert len(reference_off) == 1
+    f = reference_off[0]
+    assert f.dtypes == ("float16",)
+    assert set(f.levels) == {"disable_all", "basic", "extended", "all"}
+    assert "ReferenceEvaluator" in f.title
+
+
+def _stable(run: Path, run_id: str) -> dict[str, str]:
+    # A worker crash (a flaky runtime under load) is a finding of its own, not of the data.
+    return {f.finding_id: f.title for f in compute_findings(open_source(run, run_id))
+            if "crashed" not in f.template}
+
+
+def test_finding_ids_are_the_same_in_every_run(runs: Path) -> None:
+    assert _stable(runs, "20260101-000001") == _stable(runs, "20260101-000003")
+
+
+def test_tightened_tolerance_shows_new_and_restoring_it_shows_them_gone(runs: Path) -> None:
+    tight = findings_report(runs, "20260101-000002", "20260101-000001")
+    new = [f for f in tight.findings if f.status == NEW]
+    assert new and all(f.status in (NEW, STILL) for f in tight.findings)
+    again = findings_report(runs, "20260101-000003")  # baseline: the previous run, "tight"
+    assert again.baseline_run_id == "20260101-000002-bbbbbb"
+    gone = {f.finding_id for f in again.gone}
+    assert {f.finding_id for f in new} <= gone
+    assert all(f.status == GONE for f in again.gone)
+    base = findings_report(runs, "20260101-000001")
+    assert {f.finding_id for f in again.findings} == {f.finding_id for f in base.findings}
+
+
+def test_cases_that_did_not_run_make_no_finding_gone(runs: Path) -> None:
+    fewer = findings_report(runs, "20260101-000004", "20260101-000003")
+    assert fewer.gone == []
+    assert {op for f in fewer.unresolved for op in f.operators} == {
+        "Elu", "Softsign", "LayerNormalization"}
+    assert all(f.status == STILL for f in fewer.findings)
+
+
+# Fixed rows: the arbiter decides where no float64 row failed --------------------------------
+
+def _row(case: str, check: str, backend: str, level: str, result: str, reason: str,
+         arbiter: str = "-") -> dict[str, Any]:
+    key = f"{case}/{check}/{backend}/{level}"
+    return {"observation_id": hashlib.sha256(key.encode()).hexdigest(), "run_id": "R",
+            "suite": "synthetic", "case_id": f"synthetic/Op/{case}/float32", "op_type": "Op",
+            "case_name": case, "check": check, "dtype": "float32", "input_shapes": "[2]",
+            "output_name": "y", "backend": backend, "optimization": level,
+            "reference": "onnx-reference" if check == "agreement" else "numpy-float64",
+            "rtol": 1e-5, "atol": 1e-6, "max_abs_error": 1e-3, "result": result,
+            "reason": reason, "arbiter": arbiter}
+
+
+def _write(root: Path, rows: list[dict[str, Any]], run_id: str = "20260102-000000-eeeeee"
+           ) -> None:
+    directory = root / "runs" / run_id
+    directory.mkdir(parents=True)
+    for r in rows:
+        r["run_id"] = run_id
+    pq.write_table(rows_to_table(rows), directory / "observations.parquet")
+    sightings = [{"run_id": run_id, "observation_id": r["observation_id"]} for r in rows]
+    pq.write_table(pa.Table.from_pylist(sightings, schema=SIGHTING_SCHEMA),
+                   directory / "sightings.parquet")
+    (directory / "run.json").write_text(json.dumps({"run_id": run_id, "suite": "synthetic"}))
+
+
+def test_agreement_rows_blame_the_side_float64_does_not_side_with(tmp_path: Path) -> None:
+    bad = "3 of 8 elements outside atol=1e-06 + rtol=1e-05·|r|; max |a−r| = 0.001"
+    rows = []
+    for case, arbiter in (("a", "actual"), ("b", "actual"), ("c", "reference")):
+        for level in ("disable_all", "basic", "extended", "all"):
+            rows.append(_row(case, "agreement", "onnxruntime", level, "divergence", bad, arbiter))
+    _write(tmp_path, rows)
+    findings = compute_findings(open_source(tmp_path))
+    by_outlier = {f.outlier: f.cases for f in findings}
+    assert by_outlier == {"onnx-reference": 2, "onnxruntime": 1}
+
+
+def test_some_levels_failing_name_those_levels(tmp_path: Path) -> None:
+    bad = "3 of 8 elements outside atol=1e-06 + rtol=1e-05·|r|; max |a−r| = 0.001"
+    rows = [_row("a", "analytic", "onnxruntime", level,
+                 "divergence" if level in ("extended", "all") else "passed",
+                 bad if level in ("extended", "all") else "bit-exact")
+            for level in ("disable_all", "basic", "extended", "all")]
+    rows.append(_row("a", "analytic", "onnx-reference", "-", "passed", "bit-exact"))
+    _write(tmp_path, rows)
+    (f,) = compute_findings(open_source(tmp_path))
+    assert f.outlier == "onnxruntime@extended,all"
+    assert f.levels == ("extended", "all")
+    assert "ONNX Runtime at extended, all" in f.title
+
+
+def test_nan_on_both_sides_is_one_cause_across_checks_and_operators(tmp_path: Path) -> None:
+    nan = "NaN on both sides at 4 of 24 elements: NaN == NaN never passes"
+    rows = []
+    for op in ("a", "b"):
+        for check in ("analytic", "contract:partition", "contract:permutation"):
+            for level in ("disable_all", "basic", "extended", "all"):
+                rows.append(_row(op, check, "onnxruntime", level, "contract_issue",
+                                 f"{check.split(':')[-1]}: {nan}" if ":" in check else nan))
+            rows.append(_row(op, check, "onnx-reference", "-", "contract_issue", nan))
+    _write(tmp_path, rows)
+    (f,) = compute_findings(open_source(tmp_path))
+    assert f.family == "nan" and f.outlier == "every path" and f.observations == len(rows)
+
+
+_OUTSIDE = "3 of 8 elements outside atol=1e-06 + rtol=1e-05·|r|; max |a−r| = 0.001"
+_F32 = json.dumps({"inference_precision": "f32"})
+
+
+def _case(rows: list[dict[str, Any]], case: str, op: str, dtype: str) -> list[dict[str, Any]]:
+    for r in rows:
+        r.update(op_type=op, dtype=dtype, case_id=f"synthetic/{op}/{case}/{dtype}")
+    return rows
+
+
+def _ort_passes(case: str) -> list[dict[str, Any]]:
+    return [_row(case, "analytic", "onnxruntime", level, "passed", "bit-exact")
+            for level in ("disable_all", "basic", "extended", "all")]
+
+
+def test_a_runtime_computing_in_lower_precision_is_one_cause_per_dtype(tmp_path: Path) -> None:
+    """OpenVINO's settings say it computes float64 in f32: its float64 rows of any operator
+    and check (the law it then breaks too) are that one cause."""
+    rows = []
+    for case, op in (("a", "Abs"), ("b", "Exp"), ("c", "Sin")):
+        openvino = [_row(case, "analytic", "openvino", "f32", "divergence", _OUTSIDE),
+                    _row(case, "contract:partition", "openvino", "f32", "contract_issue",
+                         "partition: |full − concat(parts)| = 0.1 > tol 0.001 at 2 elements")]
+        for r in openvino:
+            r["session_settings"] = _F32
+        rows += _case(_ort_passes(case) + openvino, case, op, "float64")
+    _write(tmp_path, rows)
+    (f,) = compute_findings(open_source(tmp_path))
+    assert f.family == "precision" and f.outlier == "openvino"
+    assert f.operators == ("Abs", "Exp", "Sin") and f.observations == 6
+    assert f.title.startswith("OpenVINO computes float64 in f32")
+
+
+def test_a_runtime_off_without_a_lower_precision_is_one_cause_per_operator(
+        tmp_path: Path) -> None:
+    """tract off on two operators is two causes; the law it breaks in the same case is not a
+    third."""
+    rows = []
+    for case, op in (("a", "Celu"), ("b", "InstanceNormalization")):
+        rows += _case([
+            *_ort_passes(case),
+            _row(case, "analytic", "tract", "optimized", "divergence", _OUTSIDE),
+            _row(case, "contract:partition", "tract", "optimized", "contract_issue",
+                 "partition: |full − concat(parts)| = 0.65 > tol 2e-05 at 300 of 300 elements"),
+        ], case, op, "float32")
+    _write(tmp_path, rows)
+    findings = compute_findings(open_source(tmp_path))
+    assert sorted(f.operators for f in findings) == [("Celu",), ("InstanceNormalization",)]
+    assert all(f.family == "numeric" and f.outlier == "tract" and f.observations == 2
+               for f in findings)
+    assert {f.title for f in findings} == {
+        "Tract's Celu (float32) is off from float64 beyond tolerance",
+        "Tract's InstanceNormalization (float32) is off from float64 beyond tolerance"}
+
+
+def test_a_reference_defect_keeps_its_finding_beside_another_runtime(tmp_path: Path) -> None:
+    """In one Erf case the ReferenceEvaluator's registered defect and OpenVINO's float32
+    arithmetic are two causes: the outlier path is part of the signature."""
+    defect = ("known upstream defect erf-float32-rounding (onnx/reference/ops/op_erf.py): Erf "
+              "rounds its float64 results to float32 (~3e-8 error) — " + _OUTSIDE)
+    openvino = [_row("a", "analytic", "openvino", "f32", "divergence", _OUTSIDE),
+                _row("a", "agreement", "openvino", "f32", "divergence", _OUTSIDE, "reference")]
+    for r in openvino:
+        r["session_settings"] = _F32
+    rows = _case(_ort_passes("a") + openvino + [
+        _row("a", "analytic", "onnx-reference", "-", "divergence", defect)], "a", "Erf",
+        "float64")
+    _write(tmp_path, rows)
+    findings = {f.outlier: f for f in compute_findings(open_source(tmp_path))}
+    assert set(findings) == {"onnx-reference", "openvino"}
+    assert findings["onnx-reference"].title.startswith("Known upstream ReferenceEvaluator defect")
+    assert findings["onnx-reference"].observations == 1
+    assert findings["openvino"].family == "precision"
+
+
+def test_chained_runtime_errors_are_named_by_their_root_cause(tmp_path: Path) -> None:
+    """tract's errors differ in node numbers, names, operators and element types; the root
+    cause (the chain's last line) is one finding across operators and settings."""
+    def tract(node: int, name: str, op: str, dtype: str, setting: str) -> str:
+        return (f"tract-{setting} failed: TractError: Evaluating #{node} \"{name}\" {op}\n\n"
+                f"Caused by:\n    0: Running legacy eval\n    1: {op} does not support {dtype}")
+    rows = []
+    for case, op, dtype in (("a", "Erf", "F64"), ("b", "Abs", "F64"), ("c", "Round", "F16")):
+        rows += _case([_row(case, "agreement", "tract", setting, "execution",
+                            tract(i + 1, f"Y{i}", op, dtype, setting))
+                       for i, setting in enumerate(("optimized", "unoptimized"))], case, op,
+                      "float64")
+    _write(tmp_path, rows)
+    (f,) = compute_findings(open_source(tmp_path))
+    assert f.outlier == "tract" and f.operators == ("Abs", "Erf", "Round")
+    assert f.template == "PATH failed: TractError: OP does not support T"
+
+
+def test_a_runtime_that_drops_nan_is_not_the_nan_fed_cause(tmp_path: Path) -> None:
+    """NaN on both sides at some elements and a finite value where the other side is NaN:
+    the runtime does not propagate NaN (its own finding), the rest is NaN fed to every path."""
+    nan = "NaN on both sides at 4 of 32 elements (NaN == NaN never passes)"
+    rows = _case([_row("a", "analytic", "onnxruntime", level, "contract_issue", nan)
+                  for level in ("disable_all", "basic", "extended", "all")]
+                 + [_row("a", "analytic", "openvino", "f32", "contract_issue",
+                         "NaN on both sides at 3 of 32 elements (NaN == NaN never passes); "
+                         "reference is NaN at 1 of 32 elements where actual is 1")],
+                 "a", "Max", "float32")
+    _write(tmp_path, rows)
+    findings = {f.family: f for f in compute_findings(open_source(tmp_path))}
+    assert set(findings) == {"nan", "non-finite"}
+    assert findings["nan"].observations == 4
+    assert findings["non-finite"].outlier == "openvino"
+    assert findings["non-finite"].title.startswith("OpenVINO gives finite values where")
+
+
+def test_a_finding_is_gone_only_where_its_cases_ran_again_and_passed(tmp_path: Path) -> None:
+    """The same slots failing for another reason do not make the baseline's finding gone."""
+    levels = ("disable_all", "basic", "extended", "all")
+    overflow = "actual is +inf at 1 of 8 elements where reference is 1"
+    for run_id, result, reason in (("20260102-000001-aaaaaa", "divergence", _OUTSIDE),
+                                   ("20260102-000002-bbbbbb", "contract_issue", overflow),
+                                   ("20260102-000003-cccccc", "passed", "bit-exact")):
+        rows = [_row("a", "analytic", "onnxruntime", level, result, reason) for level in levels]
+        for r in rows:  # each run's own observations
+            key = r["observation_id"] + run_id
+            r["observation_id"] = hashlib.sha256(key.encode()).hexdigest()
+        _write(tmp_path, rows, run_id)
+    other_cause = findings_report(tmp_path, "20260102-000002", "20260102-000001")
+    assert other_cause.gone == [] and len(other_cause.unresolved) == 1
+    assert [f.status for f in other_cause.findings] == [NEW]
+    fixed = findings_report(tmp_path, "20260102-000003", "20260102-000001")
+    assert [f.finding_id for f in fixed.gone] == [f.finding_id for f in other_cause.unresolved]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import sys
 
 from gero_cli.common import add_data_dir, data_dir
 
@@ -29,5 +30,11 @@ def main(args: argparse.Namespace) -> int:
                         findings=args.screen != "evaluations")
     from gero_tui.app.app import GeroApp
 
-    GeroApp(data_dir(args), args.run, screen=args.screen, prefetch=prefetch).run()
+    app = GeroApp(data_dir(args), args.run, screen=args.screen, prefetch=prefetch)
+    app.run()
+    if app.return_code not in (0, None):
+        # An unexpected exception ended it: one line (the traceback is in a file).
+        print(app.crash_line or "gero: error: the explorer stopped on an unexpected error",
+              file=sys.stderr)
+        return 1
     return 0

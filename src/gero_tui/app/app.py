@@ -44,6 +44,26 @@ has happened by then; importing sooner would compete with it for the interpreter
 PRELOAD_MODULES = ("gero_tui.app.screens.detail", "gero_tui.app.screens.op_histogram")
 
 
+def crash_line(error: BaseException | None) -> str:
+    """One line for an unexpected error, naming a file with its traceback."""
+    import tempfile
+    import traceback
+
+    if error is None:
+        return "gero: error: the explorer stopped on an unexpected error"
+    summary = " ".join(f"{type(error).__name__}: {error}".split())
+    if len(summary) > 200:
+        summary = summary[:199] + "…"
+    try:
+        with tempfile.NamedTemporaryFile("w", prefix="gero-tui-crash-", suffix=".txt",
+                                         delete=False) as out:
+            out.write("".join(traceback.format_exception(error)))
+        where = f" (traceback in {out.name})"
+    except OSError:
+        where = ""
+    return f"gero: error: the explorer stopped on an unexpected error: {summary}{where}"
+
+
 class GeroApp(ExplorerApp):
     """gero's explorer over one data root."""
 
@@ -92,6 +112,8 @@ class GeroApp(ExplorerApp):
         """Its grouping (``m``), kept likewise."""
         self._findings: tuple[object, FindingsReport] | None = None
         self._findings_lock = threading.Lock()
+        self.crash_line: str | None = None
+        """The one line printed when an unexpected exception ended the app."""
 
     # -- run and source ----------------------------------------------------------------
 
@@ -264,6 +286,8 @@ class GeroApp(ExplorerApp):
         """Choose another run of the data root."""
         from gero_tui.app.screens.run_picker import RunPickerScreen
 
+        if isinstance(self.screen, RunPickerScreen):  # `p p`: one picker
+            return
         runs = list_runs(self.data_root)
         if not runs:
             self.notify(f"no runs in {self.data_root}", severity="warning")
@@ -319,6 +343,16 @@ class GeroApp(ExplorerApp):
             yield SystemCommand(f"{title} ({key})", binding.tooltip or f"key: {key}",
                                 partial(self.run_action, binding.action, active.node))
         yield from super().get_system_commands(screen)
+
+    # -- an unexpected error -------------------------------------------------------------
+
+    def _fatal_error(self) -> None:
+        """An exception nothing handled: the app exits with status 1 (Textual sets it);
+        `gero tui` prints one line once the terminal is back, the traceback kept in a file
+        (Textual would print a screenful of locals)."""
+        self.bell()
+        self.crash_line = crash_line(self._exception)
+        self._close_messages_no_wait()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A worker that raised: say so; the explorer goes on."""

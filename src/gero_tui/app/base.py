@@ -7,10 +7,12 @@ the reactive ``source`` they watch, not by calling each screen it knows of.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual.app import App
+from textual.await_complete import AwaitComplete
 from textual.reactive import var
+from textual.screen import ModalScreen, Screen
 from textual.widget import AwaitMount
 
 from gero.query.source import RunSource
@@ -19,6 +21,28 @@ from gero_runner.storage.runs import RunInfo
 
 if TYPE_CHECKING:
     from gero.query.findings import FindingsReport
+
+ResultT = TypeVar("ResultT")
+
+
+class Dialog(ModalScreen[ResultT]):
+    """A modal screen that dismisses once.
+
+    Keys typed fast (``enter enter``) are queued in the dialog's widgets before the first
+    dismisses it; the second would pop the screen below (a blank screen), then nothing
+    (``ScreenStackError``). A dialog no longer on top ignores them."""
+
+    def dismiss(self, result: ResultT | None = None) -> AwaitComplete:
+        if not self.is_active:
+            done: AwaitComplete = AwaitComplete.nothing()  # type: ignore[no-untyped-call]
+            return done
+        return super().dismiss(result)
+
+
+def leave(screen: Screen[Any]) -> None:
+    """Pop ``screen`` if it is on top (a key queued before it was popped does nothing)."""
+    if screen.is_active:
+        screen.app.pop_screen()
 
 
 class ExplorerApp(App[None]):

@@ -28,6 +28,7 @@ from gero.query.detail import DetailRecord, fetch_observation
 from gero.query.tensors import ElementAnalysis, Evidence, analyse, load_evidence
 from gero_runner.errors import GeroError
 from gero_runner.storage.artifacts import resolve_artifact
+from gero_tui.app.base import leave
 from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope, data_root_of
 from gero_tui.app.widgets.histogram import Bar, Chart, Histogram, marker_position
 from gero_tui.app.widgets.key_bar import KeyBar
@@ -52,7 +53,7 @@ class DetailScreen(Screen[None]):
 
     CSS_PATH = "detail.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "app.pop_screen", "back"),
+        Binding("escape", "back", "back"),
         Binding("r", "replay", "replay"),
         Binding("e", "export", "export"),
         Binding("b", "bundle", "bundle"),
@@ -203,6 +204,9 @@ class DetailScreen(Screen[None]):
         self.query_one(TensorView).show(evidence, analysis, labels)
 
     # Actions --------------------------------------------------------------------------------
+    def action_back(self) -> None:
+        leave(self)
+
     def action_tab(self, tab: str) -> None:
         self.query_one("#detail-tabs", ContentSwitcher).current = tab
         self.query_one(TabBar).active = tab

@@ -632,6 +632,8 @@ class EvaluationsScreen(Screen[None]):
                                                    observation_id=oid))
 
     def action_back(self) -> None:
+        if not self.is_active:  # a key queued before this screen was left
+            return
         box = self.query_one("#text-filter", Input)
         if self.focused is box:  # (has_focus waits for the Focus event)
             box.display = bool(box.value)

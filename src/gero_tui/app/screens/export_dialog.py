@@ -16,11 +16,11 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 from textual.worker import Worker
 
 from gero_runner.errors import GeroError
+from gero_tui.app.base import Dialog
 from gero_tui.app.worker_errors import worker_failure
 
 FORMATS = ("csv", "parquet", "json", "md")
@@ -83,7 +83,7 @@ def export_bundle(source: Any, observation_id: str, path: Path) -> tuple[Path, s
     return result.path.resolve(), result.replay_command
 
 
-class ExportDialog(ModalScreen[Path | None]):
+class ExportDialog(Dialog[Path | None]):
     """Choose a format and a path; `enter` writes, `escape` closes."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "close")]

@@ -143,7 +143,8 @@ class FindingsScreen(Screen[None]):
         self._show_detail()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.action_open_finding()
+        if self.is_active:  # (an `enter` queued before the last one opened the table)
+            self.action_open_finding()
 
     def highlighted(self) -> Finding | None:
         table = self.query_one(DataTable)
@@ -186,6 +187,8 @@ class FindingsScreen(Screen[None]):
         self.app.show_evaluations(TableFilter())
 
     def action_back(self) -> None:
+        if not self.is_active:  # a key queued before this screen was left
+            return
         if len(self.app.screen_stack) > 2:
             self.app.pop_screen()
         else:

@@ -15,17 +15,17 @@ from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 from textual.worker import Worker
 
 from gero.query.table import RESULT_CLASSES, Frequency
 from gero_runner.result_classes import RESULT_ABBREVIATIONS
+from gero_tui.app.base import Dialog
 from gero_tui.app.widgets.palette import CLASS_COLORS
 from gero_tui.app.worker_errors import worker_failure
 
 
-class FrequencyScreen(ModalScreen[str | None]):
+class FrequencyScreen(Dialog[str | None]):
     """Values of a column with their counts; ``enter`` filters to the highlighted one."""
 
     CSS_PATH = "pickers.tcss"

@@ -9,9 +9,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import Label, Static
 
+from gero_tui.app.base import Dialog
 from gero_tui.app.widgets.key_bar import APP_ORDER
 
 NAVIGATION = ("cursor_", "page_", "first", "last", "column", "move", "focus_", "scroll_",
@@ -62,7 +63,7 @@ def bindings_table(screen: Screen[object]) -> Table:
     return table
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Dialog[None]):
     """The keys of the screen below, with what each does."""
 
     CSS_PATH = "pickers.tcss"

@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker
 
 from gero.query.histograms import GroupHistogram, OperationHistogram, operation_histogram
+from gero_tui.app.base import leave
 from gero_tui.app.widgets.histogram import Bar, Chart, Histogram
 from gero_tui.app.worker_errors import worker_failure
 
@@ -55,7 +56,7 @@ def sparkline(group: GroupHistogram, low: int, high: int) -> Text:
 class OpHistogramScreen(Screen[None]):
     """`p` from the evaluations table, the overview or a detail view."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "back")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "back", "back")]
     CSS_PATH = "op_histogram.tcss"
 
     def __init__(self, source: Any, op_type: str | None = None,
@@ -66,6 +67,9 @@ class OpHistogramScreen(Screen[None]):
         self.op_type = op_type or ""
         self.observation_id = observation_id
         self.histogram: OperationHistogram | None = None
+
+    def action_back(self) -> None:
+        leave(self)
 
     def compose(self) -> ComposeResult:
         yield Static(f"{self.op_type or 'operation'}: loading…", id="op-title")

@@ -246,11 +246,12 @@ class OverviewScreen(Screen[None]):
         return _operation_filter(option_id)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        if event.option.id:
+        # Not on top: an `enter` queued before the last one opened the table.
+        if event.option.id and self.is_active:
             self.app.show_evaluations(self._filter_for(event.option.id))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value:
+        if event.row_key.value and self.is_active:
             self.app.show_evaluations(TableFilter(operations=frozenset({event.row_key.value})))
 
     def action_open_operation(self) -> None:

@@ -7,13 +7,13 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
 from gero_runner.storage.runs import RunInfo
+from gero_tui.app.base import Dialog
 
 
-class RunPickerScreen(ModalScreen[str | None]):
+class RunPickerScreen(Dialog[str | None]):
     """Runs newest first; ``enter`` opens one, ``escape`` keeps the current run."""
 
     CSS_PATH = "pickers.tcss"

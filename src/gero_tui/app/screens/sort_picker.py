@@ -7,14 +7,14 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from gero.query.table import BY_FINDING, COLUMNS, NATURAL, TableSort
+from gero_tui.app.base import Dialog
 
 
-class SortPickerScreen(ModalScreen[str | None]):
+class SortPickerScreen(Dialog[str | None]):
     """Choose a sort column; the column already sorted on reverses its direction."""
 
     CSS_PATH = "pickers.tcss"

@@ -16,11 +16,11 @@ from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker
 
+from gero_tui.app.base import Dialog
 from gero_tui.app.worker_errors import worker_failure
 
 Values = list[tuple[str, int]]
@@ -39,7 +39,7 @@ def option_text(value: str, count: int, chosen: bool, width: int) -> Text:
     return text
 
 
-class ValuePickerScreen(ModalScreen[frozenset[str] | None]):
+class ValuePickerScreen(Dialog[frozenset[str] | None]):
     """Choose values to filter on: ``space`` toggles, ``enter`` applies, ``escape`` cancels.
 
     Typing letters jumps to the first value that starts with them (``x`` excepted: it

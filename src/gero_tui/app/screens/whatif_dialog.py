@@ -16,10 +16,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import Input, Label, RadioButton, RadioSet, Static
 
 from gero_runner.errors import GeroError
+from gero_tui.app.base import Dialog
 
 if TYPE_CHECKING:
     from gero.query.findings import Finding
@@ -52,7 +52,7 @@ def result_text(w: WhatIf, findings: list[Finding]) -> Text:
     return text
 
 
-class WhatIfDialog(ModalScreen[None]):
+class WhatIfDialog(Dialog[None]):
     """`w` from the findings: a dtype, its rtol and atol; results update on every key."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss_dialog", "close")]

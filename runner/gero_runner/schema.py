@@ -28,7 +28,6 @@ SCHEMA_VERSION: Final = 1
 __all__ = ["CONTRACT_ISSUE", "DIVERGENCE", "EXECUTION", "PASSED", "RESULT_CLASSES",
            "RESULT_LABELS"]
 
-OPT_LEVELS: Final = ("disable_all", "basic", "extended", "all")
 FLOAT_DTYPES: Final = ("float16", "float32", "float64")
 
 

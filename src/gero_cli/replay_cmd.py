@@ -8,6 +8,7 @@ from pathlib import Path
 
 from gero_cli.common import add_data_dir, data_dir, split_list
 from gero_cli.common import warn as _warn
+from gero_runner.backends import path_label
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,7 +67,7 @@ def main(args: argparse.Namespace) -> int:
     for change in report.version_changes:
         print(f"  note: installed version differs from the recorded one — {change}")
     for o in report.observations:
-        path = o.backend + ("" if o.optimization == "-" else f"/{o.optimization}")
+        path = path_label(o.backend, o.optimization)
         same = "same result" if o.result_matches else (
             f"RESULT CHANGED {o.stored_result} → {o.replayed_result}")
         diff = "" if o.max_abs_difference is None or o.status == "bit_exact" else \

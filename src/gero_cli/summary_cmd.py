@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from gero_cli.common import EXIT_CLEAN, EXIT_FOUND, add_data_dir, data_dir, warn
+from gero_runner.backends import short_name
 from gero_runner.schema import PASSED, RESULT_CLASSES, RESULT_LABELS
 
 
@@ -54,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
     print()
     timed = _timed_runtimes(summary["operations"])
     several = len(timed) > 1  # one column per runtime, named; else ONNX Runtime's as before
-    columns = "".join(f"{_SHORT.get(b, b[:8]) + ' ms':>12}" for b in timed) if several \
+    columns = "".join(f"{short_name(b)[:8] + ' ms':>12}" for b in timed) if several \
         else f"{'runtime ms':>12}"
     header = (f"{'operation':<28}{'passed':>8}{'diverg.':>8}{'contract':>9}{'exec.':>7}"
               f"{'pairs':>7}{columns}{'reference ms':>14}")
@@ -73,9 +74,6 @@ def main(args: argparse.Namespace) -> int:
     print("\nmedian of per-case medians in ms, Python call overhead included, session "
           "construction excluded; the reference evaluator's timings are context, not a ranking.")
     return code
-
-
-_SHORT = {"onnxruntime": "ort", "openvino": "openvino", "tract": "tract"}
 
 
 def _timed_runtimes(operations: list[dict[str, Any]]) -> list[str]:

@@ -13,6 +13,7 @@ import pytest
 
 from gero.query.findings import compute_findings
 from gero.query.source import open_source
+from gero.query.table import PATH_SQL
 from gero.query.whatif import UNDETERMINED, Override, parse_whatif, prepare, what_if
 from gero_runner.classify import classify
 from gero_runner.metrics.compare import compare
@@ -33,17 +34,21 @@ def _pairs(n: int = 60) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def _write(root: Path, pairs: list[tuple[np.ndarray, np.ndarray]]) -> None:
+def _write(root: Path, pairs: list[tuple[np.ndarray, np.ndarray]],
+           paths: tuple[tuple[str, str], ...] = (("onnxruntime", "all"),)) -> None:
+    """One row per pair, the (backend, optimization) paths taken in turn, three rows each
+    (one exact, two off: ``_pairs``' noise)."""
     rows: list[dict[str, Any]] = []
     run_id = "20260103-000000-ffffff"
     for i, (a, r) in enumerate(pairs):
+        backend, optimization = paths[i // 3 % len(paths)]
         cmp = compare(a, r, RTOL, ATOL)
         result, reason = classify(cmp, RTOL, ATOL)
         rows.append({
             "observation_id": hashlib.sha256(str(i).encode()).hexdigest(), "run_id": run_id,
             "suite": "synthetic", "case_id": f"synthetic/Op/c{i}/float64", "op_type": "Op",
-            "check": "analytic", "dtype": "float64", "backend": "onnxruntime",
-            "optimization": "all", "reference": "numpy-float64", "rtol": RTOL, "atol": ATOL,
+            "check": "analytic", "dtype": "float64", "backend": backend,
+            "optimization": optimization, "reference": "numpy-float64", "rtol": RTOL, "atol": ATOL,
             "result": result, "reason": reason, "arbiter": "-",
             **{k: getattr(cmp, k) for k in ("max_abs_error", "scaled_error", "min_atol",
                                              "min_rtol", "nan_actual", "inf_actual")},
@@ -100,3 +105,18 @@ def test_overrides_parse_and_reject_bad_values() -> None:
     for bad in (["float16"], ["int8=1"], ["float16=-1"], ["float16=inf"], ["float16=x"]):
         with pytest.raises(Exception, match="bad --rtol"):
             parse_whatif(bad, [])
+
+
+def test_new_failures_name_each_path_as_the_table_does(tmp_path: Path) -> None:
+    """OpenVINO's f32 and default-precision paths stay apart in the would-diverge list
+    (they once both read 'openvino'), each named as the evaluations table names it."""
+    paths = (("openvino", "f32"), ("openvino", "bf16-default"), ("onnxruntime", "all"))
+    _write(tmp_path, _pairs(), paths)
+    source = open_source(tmp_path)
+    compute_findings(source)
+    prepare(source)
+    w = what_if(source, {"float64": Override("float64", 0.0, 0.0)})
+    listed = {p for n in w.new_failures for p in n.paths.split(", ")}
+    assert listed == {"ov:f32", "ov:bf16-default", "all"}
+    table = {str(v) for (v,) in source.query(f"SELECT DISTINCT {PATH_SQL} FROM obs")}
+    assert listed == table

@@ -58,6 +58,12 @@ class Backend(ABC):
     """gero's optional extra that installs it (None: a core dependency)."""
     title: ClassVar[str] = ""
     """How sentences name it ("ONNX Runtime"); its name when empty."""
+    short: ClassVar[str] = ""
+    """Its name where room is short (a column head, a bar's label: "ov"); its name when empty."""
+    path_label: ClassVar[str] = "{short}:{setting}"
+    """How tables and lists name one of its paths, a template over ``short`` and the path's
+    setting (its ``optimization``): "ov:f32". Rendered by ``backends.path_label`` in Python
+    and ``backends.path_label_sql`` in SQL, the one rule every view uses."""
 
     def installed(self) -> bool:
         return importlib.util.find_spec(self.module) is not None
@@ -75,6 +81,9 @@ class Backend(ABC):
 
     def label(self) -> str:
         return self.title or self.name
+
+    def short_name(self) -> str:
+        return self.short or self.name
 
     def model_baseline(self, paths: list[PathSpec]) -> PathSpec:
         """Of this runtime's paths (``paths(threads)``), the one the model family measures

@@ -93,6 +93,7 @@ class OpenVino(Backend):
     module = "openvino"
     extra = "openvino"
     title = "OpenVINO"
+    short = "ov"
 
     def paths(self, threads: int) -> list[PathSpec]:
         default = default_precision()

@@ -15,6 +15,7 @@ from gero_runner.backends.base import Backend, PathSpec, as_array
 from gero_runner.case import Arrays
 
 LEVEL_NAMES = ("disable_all", "basic", "extended", "all")
+"""The graph optimisation levels, in their natural order (every view sorts by it)."""
 BACKEND = "onnxruntime"
 
 
@@ -26,6 +27,9 @@ class OnnxRuntime(Backend):
     distribution = "onnxruntime"
     module = "onnxruntime"
     title = "ONNX Runtime"
+    short = "ort"
+    # Its levels alone: most rows are ONNX Runtime's, and a level names no other runtime.
+    path_label = "{setting}"
 
     def paths(self, threads: int) -> list[PathSpec]:
         return [self.level(level, threads) for level in LEVEL_NAMES]

@@ -22,6 +22,9 @@ class OnnxReference(Backend):
     prefix = "onnx-reference"
     distribution = "onnx"
     module = "onnx"
+    title = "the ReferenceEvaluator"
+    short = "ref"
+    path_label = "reference"  # its one path has no setting
 
     def paths(self, threads: int) -> list[PathSpec]:
         return [PathSpec(BACKEND, BACKEND, NOT_APPLICABLE, 0,
@@ -57,6 +60,9 @@ class CorrectedReference(OnnxReference):
 
     name = CORRECTED
     prefix = CORRECTED
+    title = "the corrected ReferenceEvaluator"
+    short = "ref+"
+    path_label = CORRECTED
 
     def version(self) -> str:
         return f"{super().version()}+gero"

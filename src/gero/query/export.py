@@ -117,15 +117,15 @@ def worst_heading(rows: int) -> str:
 
 
 def with_context(table: pa.Table, run_id: str) -> pa.Table:
-    """CSV and JSON rows: ``path`` (the optimisation level, or ``reference``: the table's
-    name for the path) after ``optimization``, and the run the export was made from
+    """CSV and JSON rows: ``path`` (the table's name for the path: the optimisation level,
+    ``reference``, "ov:f32") after ``optimization``, and the run the export was made from
     (``run_id`` is the run that first saw the observation)."""
-    from gero.query.table import path_label
+    from gero_runner.backends import path_label
 
     names = table.column_names
     if "optimization" in names and "backend" in names:
-        paths = [path_label(str(o), str(b)) for o, b in zip(
-            table.column("optimization").to_pylist(), table.column("backend").to_pylist(),
+        paths = [path_label(str(b), str(o)) for b, o in zip(
+            table.column("backend").to_pylist(), table.column("optimization").to_pylist(),
             strict=True)]
         table = table.add_column(names.index("optimization") + 1, "path",
                                  pa.array(paths, pa.string()))

@@ -38,7 +38,8 @@ from typing import Any, Protocol
 
 import duckdb
 
-from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, OPT_LEVELS
+from gero_runner.backends import ort_levels, path_name_sql, title
+from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION
 from gero_runner.storage.layout import FINDINGS_CACHE_DIR
 
 MEMBERS_TABLE = "finding_members"
@@ -237,9 +238,8 @@ WITH raw AS MATERIALIZED (
            -- with the actual side, a failure of the reference side) its reference
            CASE WHEN r.family = 'execution'
                      AND t.failed_path NOT IN ('', replace(r.path, '@', '-'),
-                                               r.backend || '-' || r.optimization)
-                     AND NOT (r.backend = 'onnxruntime'
-                              AND t.failed_path = 'ort-' || r.optimization)
+                                               r.backend || '-' || r.optimization,
+                                               {path_name_sql('r.backend', 'r.optimization')})
                     THEN regexp_replace(replace(r.reference, ':', '@'), '-corrected$', '')
                 WHEN r.chk IN ('agreement', 'levels') AND r.arbiter = 'actual'
                     THEN regexp_replace(replace(r.reference, ':', '@'), '-corrected$', '')
@@ -424,8 +424,8 @@ def _representatives(source: Queryable, ids: list[str]) -> dict[str, Representat
 
 
 def _levels(values: list[str]) -> tuple[str, ...]:
-    known = [v for v in OPT_LEVELS if v in values]
-    return tuple(known + sorted(v for v in values if v not in OPT_LEVELS))
+    known = [v for v in ort_levels() if v in values]
+    return tuple(known + sorted(v for v in values if v not in known))
 
 
 def read_findings(source: Queryable, table: str = MEMBERS_TABLE) -> list[Finding]:
@@ -572,9 +572,12 @@ def non_passed_count(source: Queryable) -> int:
 
 # Titles ---------------------------------------------------------------------------------
 
-_PATH_NAMES = {"onnxruntime": "ONNX Runtime", "onnx-reference": "the ReferenceEvaluator",
-               "every path": "every path", "openvino": "OpenVINO", "tract": "tract",
-               "numpy-float64": "the float64 formula"}
+_OTHER_NAMES = {"numpy-float64": "the float64 formula"}
+"""Outliers that are no backend (a case's expected values); a backend is named by its title."""
+
+
+def _name(outlier: str) -> str:
+    return _OTHER_NAMES.get(outlier) or title(outlier)
 
 
 def path_name(outlier: str) -> str:
@@ -582,7 +585,7 @@ def path_name(outlier: str) -> str:
     parts = []
     for part in outlier.split("+"):
         runtime, _, settings = part.partition("@")
-        name = _PATH_NAMES.get(runtime, runtime)
+        name = _name(runtime)
         parts.append(f"{name} at {settings.replace(',', ', ')}" if settings else name)
     return " and ".join(parts)
 
@@ -611,7 +614,7 @@ def _title(f: Finding) -> str:
     sentence_who = who[0].upper() + who[1:]
     many = " and " in who or who == "every path"
     runtime, _, settings = f.outlier.partition("@")
-    owner = _PATH_NAMES.get(runtime, runtime)
+    owner = _name(runtime)
     owner = owner[0].upper() + owner[1:] + ("'" if owner.endswith("s") else "'s")
     at = bool(settings)
     if f.family == "nan":

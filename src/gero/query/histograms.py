@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from gero.query.table import OPTIMIZATION_SQL
+from gero.query.table import PATH_SQL
 
 ZERO = "zero"
 """Bucket of observations whose max abs error is exactly 0."""
@@ -21,9 +21,9 @@ NO_FIGURE = "n/a"
 # Parquet min/max statistics leave NaN out, and DuckDB's statistics propagation then folds
 # isnan(max_abs_error) to false. Reading the value through a one-element list hides the
 # statistics, so NaN (a path failed) is recognised; tests/tui/query/test_histograms.py guards it.
-# The path as the evaluations table names it: the level, or ``reference`` (not "-").
+# The path as every view names it: the level, ``reference`` (not "-"), "ov:f32".
 _SQL = """
-WITH e AS (SELECT """ + OPTIMIZATION_SQL + """ AS optimization, dtype, [max_abs_error][1] AS x
+WITH e AS (SELECT """ + PATH_SQL + """ AS optimization, dtype, [max_abs_error][1] AS x
            FROM obs WHERE op_type = ?)
 SELECT optimization, dtype,
        CASE WHEN x IS NULL OR isnan(x) OR x = 0 THEN NULL

@@ -21,6 +21,8 @@ from typing import Any
 import duckdb
 
 from gero.query.source import TABLE_RELATION, RunSource
+from gero_runner.backends import REFERENCE, ort_levels, path_label, path_label_sql
+from gero_runner.backends.base import NOT_APPLICABLE
 from gero_runner.result_classes import RESULT_CLASSES as RESULT_CLASSES  # for the app
 
 
@@ -41,34 +43,17 @@ class Column:
         return self.sort_sql or self.sql
 
 
-OPT_LEVELS: tuple[str, ...] = ("disable_all", "basic", "extended", "all")
-"""ONNX Runtime's optimisation levels in their natural order (gero_runner.schema's)."""
-REFERENCE_PATH = "reference"
-"""How every view names the onnx ReferenceEvaluator path (``optimization = '-'``)."""
-OPTIMIZATION_SQL = (f"CASE WHEN optimization = '-' THEN (CASE WHEN backend = 'onnx-reference' "
-                    f"THEN '{REFERENCE_PATH}' ELSE backend END) "
-                    "WHEN backend = 'onnxruntime' THEN optimization "
-                    "WHEN backend = 'openvino' THEN 'ov:' || optimization "
-                    "ELSE backend || ':' || optimization END")
-"""The path under test as the table names it: an ORT level, ``reference``, another
-runtime's setting with a short runtime name ("ov:f32"), or the backend."""
+LEVEL_NAMES = ort_levels()
+PATH_SQL = path_label_sql()
+"""The path under test as every view names it (``gero_runner.backends.path_label``)."""
 OPTIMIZATION_ORDER_SQL = ("CASE optimization " + " ".join(
-    f"WHEN '{level}' THEN {n}" for n, level in enumerate(OPT_LEVELS))
-    + f" ELSE {len(OPT_LEVELS)} END, backend")
-
-
-def path_label(optimization: str, backend: str) -> str:
-    """``OPTIMIZATION_SQL`` in Python, for views that read whole rows (detail, exports)."""
-    if optimization == "-":
-        return REFERENCE_PATH if backend == "onnx-reference" else backend
-    if backend == "onnxruntime":
-        return optimization
-    return f"ov:{optimization}" if backend == "openvino" else f"{backend}:{optimization}"
+    f"WHEN '{level}' THEN {n}" for n, level in enumerate(LEVEL_NAMES))
+    + f" ELSE {len(LEVEL_NAMES)} END, backend")
 
 
 def natural_key(value: str) -> tuple[int, str]:
     """Sort key that puts optimisation levels in their order, the reference path after."""
-    return (OPT_LEVELS.index(value), "") if value in OPT_LEVELS else (len(OPT_LEVELS), value)
+    return (LEVEL_NAMES.index(value), "") if value in LEVEL_NAMES else (len(LEVEL_NAMES), value)
 
 
 # A case name that already names its operation ("LayerNormalization.affine 2x3x24",
@@ -80,7 +65,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("input", "Input", "input_shapes"),
     # ONNX Runtime's levels alone (the common case), other runtimes' settings with a short
     # runtime name, so that rows of a multi-runtime run say which runtime they are.
-    Column("optimization", "Optimization", OPTIMIZATION_SQL, sort_sql=OPTIMIZATION_ORDER_SQL),
+    Column("optimization", "Optimization", PATH_SQL, sort_sql=OPTIMIZATION_ORDER_SQL),
     Column("check", "Check", '"check"'),
     Column("dtype", "Dtype", "dtype"),
     # DuckDB sorts NaN (no finite pair, or a failed path) above every number: as NULL it
@@ -107,7 +92,7 @@ here: this module loads before the first paint)."""
 VALUE_FILTERS: dict[str, tuple[str, str]] = {
     "operations": ('"op_type"', "operation"),
     "dtypes": ('"dtype"', "dtype"),
-    "optimizations": (f"({OPTIMIZATION_SQL})", "optimisation"),
+    "optimizations": (f"({PATH_SQL})", "optimisation"),
     "backends": ('"backend"', "runtime"),
     "suites": ('"suite"', "suite"),
     "checks": ('"check"', "check"),
@@ -432,7 +417,8 @@ GROUPINGS: dict[str, Grouping] = {
     # path (optimisation "-") a row of its own.
     "levels": Grouping("levels", "levels merged",
                        ("case_id", '"check"', "output_name", "reference", "backend"),
-                       "optimization", "optimization", {"-": REFERENCE_PATH}),
+                       "optimization", "optimization",
+                       {NOT_APPLICABLE: path_label(REFERENCE, NOT_APPLICABLE)}),
     "dtypes": Grouping("dtypes", "dtypes merged",
                        ("suite", "op_type", "case_name", "input_shapes", '"check"',
                         "output_name", "reference", "backend", "optimization"),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gero.query.findings import MEMBERS_TABLE, NUMERIC_CHECKS, Queryable, ensure_members
+from gero_runner.backends import path_label_sql
 from gero_runner.errors import GeroError
 from gero_runner.schema import FLOAT_DTYPES
 
@@ -127,8 +128,7 @@ def prepare(source: Queryable) -> None:
         AND isfinite(max_abs_error) AND isfinite(min_atol) AND NOT isnan(min_rtol)"""
     source.query(f"""CREATE OR REPLACE TABLE {BASE_TABLE} AS
         SELECT observation_id, op_type, dtype, result, rtol, atol, min_atol, min_rtol,
-               max_abs_error, scaled_error, CASE WHEN backend = 'onnxruntime'
-                                   THEN 'onnxruntime@' || optimization ELSE backend END AS path
+               max_abs_error, scaled_error, {path_label_sql()} AS path
         FROM obs WHERE {regradable}""")
     source.query(f"""CREATE OR REPLACE TABLE {FIXED_TABLE} AS
         SELECT dtype, count(*) AS n FROM obs WHERE NOT ({regradable}) GROUP BY dtype""")

@@ -68,6 +68,6 @@ async def test_timing_table_has_a_column_per_runtime(two_runtimes: Path) -> None
         await settle(pilot)
         table = app.screen.query_one(TimingTable)
         labels = [str(c.label) for c in table.ordered_columns]
-        assert labels == ["Operation", "Pairs", "ORT", "tract", "Reference"]
+        assert labels == ["Operation", "Pairs", "ort", "tract", "Reference"]
         row = [str(c).strip() for c in table.get_row("Relu")]
         assert all(float(ms) > 0 for ms in row[2:]), row  # each runtime timed Relu

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Label, OptionList, Static
 from textual.worker import Worker
 
 from gero.query.table import RESULT_CLASSES, TableFilter
+from gero_runner.backends import short_name
 from gero_runner.errors import GeroError
 from gero_tui.app.widgets.class_counts import ClassCounts
 from gero_tui.app.widgets.key_bar import KeyBar
@@ -38,10 +39,6 @@ def _precision_heading(title: str = "Precision across operations") -> Text:
         text.append("█", style=color)
         text.append(f" {CLASS_NAMES[key]}  ", style="bold")
     return text
-
-
-_SHORT = {"onnxruntime": "ort", "openvino": "ov", "tract": "tract", "onnx-reference": "ref"}
-"""Runtime tags in front of per-runtime bars (the name column is narrow)."""
 
 
 def _operation_filter(option_id: str) -> TableFilter:
@@ -210,7 +207,8 @@ class OverviewScreen(Screen[None]):
         if message is None:
             return
         if message.per_runtime:  # one bar per operation and runtime
-            bars.show([(f"{_SHORT.get(backend, backend[:5]):<5} {op}", counts)
+            # the runtime's short name in front: the name column is narrow
+            bars.show([(f"{short_name(backend)[:5]:<5} {op}", counts)
                        for op, backend, counts in message.per_runtime],
                       ids=[f"{op}\t{backend}" for op, backend, _ in message.per_runtime])
         else:

@@ -22,7 +22,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gero.query.table import COLUMNS, OPT_LEVELS, Page, TableSort, split_covers
+from gero.query.table import COLUMNS, LEVEL_NAMES, Page, TableSort, split_covers
 from gero_runner.result_classes import RESULT_ABBREVIATIONS, RESULT_WORDS
 
 PAGE_SIZE = 128
@@ -128,7 +128,7 @@ COVERED_NOUN = {"optimization": "settings", "dtype": "dtypes"}
 def covers_label(value: str, width: int, column: str = "") -> str:
     """What a group covers, in a cell: "all 4 levels", or its names, short where narrow."""
     names = [name for name, _ in split_covers(value)]
-    if names == list(OPT_LEVELS):
+    if names == list(LEVEL_NAMES):
         return "all 4 levels" if width >= 12 else "4 levels"
     text = ",".join(names)
     if cell_len(text) > width:

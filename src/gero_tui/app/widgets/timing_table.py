@@ -6,6 +6,8 @@ from typing import Any
 
 from textual.widgets import DataTable
 
+from gero_runner.backends import short_name
+
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
@@ -31,7 +33,7 @@ class TimingTable(DataTable[str]):
         self.add_column("Pairs", key="pairs")
         if len(runtimes) > 1:
             for name in runtimes:
-                self.add_column(_SHORT.get(name, name[:8]), key=f"runtime:{name}")
+                self.add_column(short_name(name), key=f"runtime:{name}")
         else:
             self.add_column("Runtime", key="runtime")
         self.add_column("Reference", key="reference")
@@ -45,5 +47,3 @@ class TimingTable(DataTable[str]):
             cells = [f"{_ms(by.get(name)):>7}" for name in runtimes] or [f"{_ms(None):>7}"]
             self.add_row(op, f"{pairs:>5}", *cells, f"{_ms(reference):>9}", key=op)
 
-
-_SHORT = {"onnxruntime": "ORT", "openvino": "OpenVINO", "tract": "tract"}

@@ -161,7 +161,7 @@ class _Worker:
         self.process = ctx.Process(target=_worker_main, daemon=True,
                                    args=(child, task, settings, self.running,
                                          os.getpid() if forked else None, inherited, client))
-        self.process.start()
+        start_method.start(self.process)
         child.close()
         self.queue: deque[tuple[int, Any]] = deque()
         self.started = 0.0

@@ -71,7 +71,7 @@ def call_isolated(fn: Callable[..., T], *args: Any, timeout_s: float,
     reader, writer = ctx.Pipe(duplex=False)
     process = ctx.Process(target=_child, daemon=True, args=(
         writer, os.getpid(), fn, args, start_method.client_of(ctx)))
-    process.start()
+    start_method.start(process)
     writer.close()
     deadline = time.monotonic() + timeout_s
     try:

@@ -7,6 +7,10 @@ start, says so with ``fresh_process()``. Any other caller (a notebook, a test su
 worker) may have run ONNX Runtime, OpenVINO or DuckDB in-process, and a child forked from
 it can inherit a lock or a thread pool mid-change: such children died with SIGSEGV on
 their first case now and then in the test suite. Their workers start from a fork server.
+
+Neither the fork server nor its children import the caller's ``__main__``: they run
+gero's own functions only, and a script without ``if __name__ == "__main__":`` would
+otherwise run again in each of them (starting runs of its own).
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ import contextlib
 import multiprocessing as mp
 import os
 import sys
-from multiprocessing import forkserver
+import threading
+from multiprocessing import forkserver, spawn
 from typing import Any
 
 from gero_runner.process.lifetime import exit_with_process
@@ -53,6 +58,34 @@ def fork_server() -> Any:
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(list(PRELOAD))
     return ctx
+
+
+_starting = threading.local()
+"""Set while this thread starts one of gero's processes (``start``)."""
+_preparation_data = spawn.get_preparation_data
+
+
+def _without_callers_main(name: str) -> dict[str, Any]:
+    """What a fork server (or its child) is told to prepare: without the caller's main
+    module while gero starts its own process."""
+    data: dict[str, Any] = _preparation_data(name)
+    if getattr(_starting, "active", False):
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+    return data
+
+
+spawn.get_preparation_data = _without_callers_main  # looked up by name at each start
+
+
+def start(process: Any) -> None:
+    """Start one of gero's processes (a worker, an isolated call): the fork server it may
+    start first, and the child, never import the caller's ``__main__``."""
+    _starting.active = True
+    try:
+        process.start()
+    finally:
+        _starting.active = False
 
 
 def client_of(ctx: Any) -> tuple[int, dict[str, str], str] | None:

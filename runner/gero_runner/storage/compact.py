@@ -28,8 +28,11 @@ from gero_runner.storage.index import (
     STORE_DIR,
     StoreFile,
     StoreIndex,
+    inside_root,
+    is_plain_name,
     loose_runs,
     read_index,
+    refuse_hostile,
     run_observation_file,
     store_file_path,
     write_index,
@@ -92,6 +95,7 @@ def maybe_compact(root: DataRoot) -> Compaction | None:
 
 def _compact(root: Path, dry_run: bool) -> Compaction:
     index = read_index(root)
+    refuse_hostile(index)
     result = Compaction()
     if index.problem is not None:
         index = _rebuilt(root)
@@ -103,11 +107,7 @@ def _compact(root: Path, dry_run: bool) -> Compaction:
             index.legacy = False
             write_index(root, index)
         return result
-    for relative in index.superseded:
-        target = root / relative
-        if target.is_file() and not target.is_symlink():
-            target.unlink()
-            result.removed.append(relative)
+    result.removed = remove_superseded(root, index.superseded)
     tables = [pq.read_table(store_file_path(root, f.name)) for f in index.files]
     kept_runs = []
     for run_id in result.runs:
@@ -125,6 +125,18 @@ def _compact(root: Path, dry_run: bool) -> Compaction:
                        else t.num_rows for t in tables)
     result.store_file = f"{STORE_DIR}/{new.files[0].name}"
     return result
+
+
+def remove_superseded(root: Path, superseded: list[str]) -> list[str]:
+    """Remove the files an index says were replaced, each only where it lies inside the
+    data root (``read_index`` refused any other); the removed ones."""
+    removed = []
+    for relative in superseded:
+        target = inside_root(root, relative)
+        if target is not None and target.is_file() and not target.is_symlink():
+            target.unlink()
+            removed.append(relative)
+    return removed
 
 
 def write_store(root: Path, index: StoreIndex, tables: list[pa.Table], compacted: set[str],
@@ -194,7 +206,7 @@ def _rebuilt(root: Path) -> StoreIndex:
     st = path.stat()
     runs = {str(r) for r in pc.unique(table.column("run_id")).to_pylist() if r}
     top = pc.max(table.column(KEY_COLUMN)).as_py()
-    compacted = {r for r in runs if (root / RUNS_DIR / r / RUN_FILE).is_file()}
+    compacted = {r for r in runs if is_plain_name(r) and (root / RUNS_DIR / r / RUN_FILE).is_file()}
     return StoreIndex(next_key=(-1 if top is None else int(top)) + 1,
                       files=[StoreFile(names[-1], table.num_rows, st.st_size, st.st_mtime_ns)],
                       compacted=compacted, legacy=True)

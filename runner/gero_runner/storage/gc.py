@@ -25,12 +25,13 @@ import pyarrow.parquet as pq
 
 from gero_runner.errors import GeroError, StoreError
 from gero_runner.storage.artifacts import ARTIFACTS_DIR
-from gero_runner.storage.compact import write_store
+from gero_runner.storage.compact import remove_superseded, write_store
 from gero_runner.storage.index import (
     KEY_COLUMN,
     StoreIndex,
     observation_files,
     read_index,
+    refuse_hostile,
     run_observation_file,
     store_file_path,
     write_index,
@@ -228,6 +229,7 @@ def _plan(root: DataRoot, retention: Retention, read_all: bool
     result.blockers += [f"run {r} is running: its evidence is not referenced yet"
                         for r in runs if is_running(root.run_dir(r))]
     index = read_index(root.path)
+    refuse_hostile(index)
     if index.problem is not None:
         result.blockers.append(f"{index.problem}; `gero compact` rebuilds it")
     result.runs = [r for r in retention.dropped(root.path, runs)
@@ -287,10 +289,7 @@ def apply(root: DataRoot, retention: Retention | None = None) -> GcPlan:
                               index.compacted - set(result.runs), list(index.superseded))
             result.store_bytes = before - new.files[0].size
             # Removed now, not at the next compaction: gc is asked to free the space.
-            for relative in new.superseded:
-                path = root.path / relative
-                if path.is_file() and not path.is_symlink():
-                    path.unlink()
+            remove_superseded(root.path, new.superseded)
             new.superseded = []
             write_index(root.path, new)
         for g in result.garbage:

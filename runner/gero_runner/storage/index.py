@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gero_runner.errors import StoreError
 from gero_runner.storage.layout import OBSERVATIONS_FILE, RUNS_DIR, run_ids
 from gero_runner.storage.locks import file_mode
 
@@ -61,10 +63,50 @@ class StoreIndex:
     none)."""
     problem: str | None = None
     """Why an index file could not be read (it is then rebuilt by the next compaction)."""
+    hostile: bool = False
+    """Whether the index names a path outside the places it may name (``problem`` says
+    which): compaction and gc refuse to work on its word."""
 
 
 def index_path(data_root: Path) -> Path:
     return Path(data_root) / STORE_DIR / INDEX_FILE
+
+
+STORE_FILE_NAME = re.compile(r"observations-[0-9]{1,12}\.parquet")
+"""The names compaction gives store files (the only ones an index may list)."""
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+"""A run id: a plain name (no separator, not '.' or '..')."""
+
+
+def is_plain_name(name: str) -> bool:
+    return bool(PLAIN_NAME.fullmatch(name)) and name not in (".", "..")
+
+
+def replaceable_place(relative: str) -> bool:
+    """Whether a ``superseded`` entry names a file compaction may remove: a store file
+    (``store/observations-N.parquet``) or a run's own observation file."""
+    parts = relative.split("/")
+    if len(parts) == 2:
+        return parts[0] == STORE_DIR and bool(STORE_FILE_NAME.fullmatch(parts[1]))
+    return (len(parts) == 3 and parts[0] == RUNS_DIR and is_plain_name(parts[1])
+            and parts[2] == OBSERVATIONS_FILE)
+
+
+def inside_root(data_root: Path, relative: str) -> Path | None:
+    """``data_root / relative`` when it stays inside the root with no symbolic link on
+    the way (a link could send a removal anywhere), else None."""
+    root = Path(data_root)
+    path = root / relative
+    if Path(relative).is_absolute() or ".." in Path(relative).parts:
+        return None
+    try:
+        real_root = root.resolve(strict=True)
+        real_parent = path.parent.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    if real_parent != real_root.joinpath(*Path(relative).parent.parts):
+        return None
+    return path
 
 
 def read_index(data_root: Path) -> StoreIndex:
@@ -78,8 +120,15 @@ def read_index(data_root: Path) -> StoreIndex:
         return StoreIndex(problem=f"{path}: unreadable store index, ignored ({e})")
     try:
         return _parse(raw)
-    except (TypeError, ValueError, KeyError) as e:
+    except _Hostile as e:
+        return StoreIndex(problem=f"{path} names {e} outside the places a store index may "
+                          "name, so gero will not act on it", hostile=True)
+    except (TypeError, ValueError, KeyError, AttributeError) as e:
         return StoreIndex(problem=f"{path}: not a gero store index, ignored ({e})")
+
+
+class _Hostile(ValueError):
+    """An index entry naming a path outside the places it may name."""
 
 
 def _parse(raw: Any) -> StoreIndex:
@@ -88,12 +137,29 @@ def _parse(raw: Any) -> StoreIndex:
     files = [StoreFile(str(f["name"]), int(f["rows"]), int(f["size"]), int(f["mtime_ns"]))
              for f in raw["files"]]
     for f in files:
-        if "/" in f.name or f.name.startswith("."):
-            raise ValueError(f"bad store file name {f.name!r}")
-    return StoreIndex(next_key=int(raw["next_key"]), files=files,
-                      compacted={str(r) for r in raw["compacted"]},
-                      superseded=[str(p) for p in raw.get("superseded", [])],
-                      legacy=bool(raw.get("legacy", False)), exists=True)
+        if not STORE_FILE_NAME.fullmatch(f.name):
+            raise _Hostile(f"the store file {f.name[:200]!r}")
+    if not isinstance(raw["compacted"], list) or not isinstance(raw.get("superseded", []),
+                                                                  list):
+        raise ValueError("compacted and superseded must be lists")
+    compacted = {str(r) for r in raw["compacted"]}
+    for run_id in compacted:
+        if not is_plain_name(run_id):
+            raise _Hostile(f"the run {run_id[:200]!r}")
+    superseded = [str(p) for p in raw.get("superseded", [])]
+    for relative in superseded:
+        if not replaceable_place(relative):
+            raise _Hostile(f"the file {relative[:200]!r}")
+    return StoreIndex(next_key=int(raw["next_key"]), files=files, compacted=compacted,
+                      superseded=superseded, legacy=bool(raw.get("legacy", False)),
+                      exists=True)
+
+
+def refuse_hostile(index: StoreIndex) -> None:
+    """A StoreError when the index names paths it may not (nothing is removed)."""
+    if index.hostile:
+        raise StoreError(f"{index.problem}; nothing was removed: check who wrote it, then "
+                         "delete it (`gero compact` rebuilds it from the store's files)")
 
 
 def write_index(data_root: Path, index: StoreIndex) -> None:

@@ -5,7 +5,9 @@ dies, kill -9 included; forked workers do not inherit them; NFS honours them. On
 standard library: the explorer asks whether a run is still running before it paints.
 
 A POSIX lock is dropped when its process closes *any* descriptor of the file, so this
-process never opens a lock file it already holds (``_HELD``).
+process never opens a lock file it already holds (``_HELD``). It is also held by the
+process, not by a thread: threads of one process (two ``gero.run`` calls at once) take a
+thread lock per root first, so they wait for each other as two processes do.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +27,9 @@ RUN_LOCK = ".running"
 
 _HELD: dict[str, int] = {}
 """Lock files this process holds, by path, with their descriptors."""
+_THREAD_LOCKS: dict[str, threading.RLock] = {}
+"""Per root lock file: the thread that holds it in this process (re-entrant)."""
+_THREAD_LOCKS_GUARD = threading.Lock()
 
 
 def _umask() -> int:
@@ -52,19 +58,22 @@ def dir_mode() -> int:
 @contextlib.contextmanager
 def root_lock(data_root: Path) -> Iterator[None]:
     """Hold the data root's write lock (waiting for another writer to finish its write)."""
-    path = str(Path(data_root) / ROOT_LOCK)
-    if path in _HELD:  # re-entered by this process: already held
-        yield
-        return
-    Path(data_root).mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, file_mode())
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX)
-        _HELD[path] = fd
-        yield
-    finally:
-        _HELD.pop(path, None)
-        os.close(fd)  # closing the descriptor releases the lock
+    path = str(Path(data_root).absolute() / ROOT_LOCK)
+    with _THREAD_LOCKS_GUARD:
+        thread_lock = _THREAD_LOCKS.setdefault(path, threading.RLock())
+    with thread_lock:  # another thread of this process holding it: wait, as a process would
+        if path in _HELD:  # re-entered by this thread: already held
+            yield
+            return
+        Path(data_root).mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, file_mode())
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+            _HELD[path] = fd
+            yield
+        finally:
+            _HELD.pop(path, None)
+            os.close(fd)  # closing the descriptor releases the lock
 
 
 class RunLock:

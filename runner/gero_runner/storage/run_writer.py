@@ -35,13 +35,14 @@ import pyarrow.parquet as pq
 
 from gero_runner.errors import GeroError, StoreError
 from gero_runner.schema import OBSERVATION_SCHEMA, RESULT_CLASSES, RunRecord
-from gero_runner.storage.compact import maybe_compact
+from gero_runner.storage.compact import compact, maybe_compact
 from gero_runner.storage.index import (
     KEY_COLUMN,
     StoreIndex,
     loose_runs,
     observation_files,
     read_index,
+    refuse_hostile,
     run_observation_file,
     write_index,
 )
@@ -231,6 +232,7 @@ class RunWriter:
                request: dict[str, Any] | None = None, warn: Warn | None = None) -> RunWriter:
         """A new run directory; refused when the id exists at this moment (under the lock)."""
         with root_lock(root.path):
+            _repair_index(root, warn)
             root.runs_dir.mkdir(parents=True, exist_ok=True)
             try:
                 os.mkdir(root.run_dir(run_id))
@@ -262,6 +264,7 @@ class RunWriter:
             raise GeroError(f"run {run_id} is {status}, not interrupted: nothing to resume")
         request = _read_json(directory / REQUEST_FILE, dict)
         with root_lock(root.path):
+            _repair_index(root, warn)
             try:
                 lock = RunLock(directory)
             except RunningError:
@@ -473,6 +476,19 @@ class RunWriter:
 
     def close(self) -> None:
         self.lock.release()
+
+
+def _repair_index(root: DataRoot, warn: Warn | None) -> None:
+    """Before a run writes anything (under the root's lock): an index naming paths it may
+    not is refused; an unreadable one is rebuilt from the store's files (else the run's
+    first save would stop it)."""
+    index = read_index(root.path)
+    refuse_hostile(index)
+    if index.problem is None:
+        return
+    compact(root)
+    if warn is not None:
+        warn(f"{index.problem}; rebuilt it from the store's files")
 
 
 @contextlib.contextmanager

@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from history_helpers import (
+    FIELDS,
     artifact,
     make_artifacts,
     oid,
+    row,
     run_rows,
     write_legacy,
     write_with_writer,
@@ -20,11 +23,13 @@ from gero.query.source import open_source
 from gero_cli import main
 from gero_runner.errors import StoreError
 from gero_runner.evidence.rows import rows_for_artifact
+from gero_runner.schema import OBSERVATION_SCHEMA
 from gero_runner.storage import compact as compact_module
 from gero_runner.storage import run_writer
 from gero_runner.storage.compact import compact
 from gero_runner.storage.index import observation_files, read_index
 from gero_runner.storage.reader import resolve_observation
+from gero_runner.storage.run_writer import RunWriter
 from gero_runner.storage.store import DataRoot
 
 
@@ -133,16 +138,31 @@ def test_gero_compact_dry_run_merges_nothing(tmp_path: Path, no_auto: None,
         "keys" in capsys.readouterr().out
 
 
-def test_an_unreadable_index_stops_a_save_and_compaction_rebuilds_it(
-        tmp_path: Path, no_auto: None) -> None:
+def test_an_unreadable_index_is_rebuilt_when_a_run_starts(tmp_path: Path,
+                                                          no_auto: None) -> None:
+    """A truncated index: the next run rebuilds it from the store's files before it writes
+    (its first save would stop on it), and every run reads as before."""
     _history(tmp_path)
     compact(DataRoot(tmp_path))
     before = run_rows(tmp_path, RUNS[2])
     (tmp_path / "store" / "index.json").write_text("{not json")
-    with pytest.raises(StoreError, match=r"unreadable store index.*gero compact"):
-        write_with_writer(tmp_path, "20250105-020000-000005", ["a.1"])
-    compact(DataRoot(tmp_path))
+    write_with_writer(tmp_path, "20250105-020000-000005", ["a.1"])
+    assert read_index(tmp_path).problem is None
     assert run_rows(tmp_path, RUNS[2]) == before
+    assert [r[0] for r in run_rows(tmp_path, "20250105-020000-000005")] == [oid("a.1")]
     write_with_writer(tmp_path, "20250106-020000-000006", ["a.1", "z.1"])
     assert [r[0] for r in run_rows(tmp_path, "20250106-020000-000006")] == sorted(
         [oid("a.1"), oid("z.1")])
+
+
+def test_an_index_lost_mid_run_stops_its_save(tmp_path: Path, no_auto: None) -> None:
+    _history(tmp_path)
+    writer = RunWriter.create(DataRoot(tmp_path), "20250105-020000-000005",
+                              {**FIELDS, "run_id": "20250105-020000-000005",
+                               "started_at": "2025-01-05T02:00:00+00:00"})
+    (tmp_path / "store" / "index.json").write_text("{not json")
+    writer.add(0, "synthetic/a", pa.RecordBatch.from_pylist(
+        [row("a.1", "20250105-020000-000005")], schema=OBSERVATION_SCHEMA), 0.0, 0.0, 0.0)
+    with pytest.raises(StoreError, match=r"unreadable store index.*gero compact"):
+        writer.save("running")
+    writer.close()

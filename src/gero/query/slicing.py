@@ -124,3 +124,22 @@ class TensorCursor:
             text += (f"  slice axis {axis - self._pad}: "
                      f"{self.index[axis] + 1}/{self.dims[axis]}")
         return text
+
+
+def broadcast_index(index: tuple[int, ...], output_shape: tuple[int, ...],
+                    input_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The element of an input that numpy broadcasting pairs with the output element
+    ``index`` (axes aligned on the right, size-1 axes at 0); None when the shapes do not
+    broadcast that way (a MatMul, a Reshape: no element of the input is "the" one)."""
+    if len(input_shape) > len(output_shape) or len(index) != len(output_shape):
+        return None
+    lead = len(output_shape) - len(input_shape)
+    picked = []
+    for size, out_size, i in zip(input_shape, output_shape[lead:], index[lead:], strict=True):
+        if size == out_size:
+            picked.append(i)
+        elif size == 1:
+            picked.append(0)
+        else:
+            return None
+    return tuple(picked)

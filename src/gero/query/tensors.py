@@ -87,6 +87,36 @@ class ElementAnalysis:
     worst: tuple[WorstElement, ...]
 
 
+@dataclass(frozen=True)
+class CaseInput:
+    """One input tensor of an observation's case, as the runner fed it to every path."""
+
+    name: str
+    array: np.ndarray
+    file: str
+
+
+def load_inputs(data_root: Path, row: dict[str, Any]) -> tuple[CaseInput, ...]:
+    """Every input tensor of the row's case (from its evidence directory's case.json), in
+    the model's order. ArtifactError when the directory or a tensor is missing or unsafe."""
+    import json
+
+    artifact = row.get("artifact_path") or ""
+    if not artifact:
+        raise ArtifactError("this observation kept no evidence directory: no inputs to show")
+    directory = resolve_artifact(data_root, artifact)
+    record_path = directory / "case.json"
+    try:
+        record = json.loads(record_path.read_text())
+        files = dict(record["inputs"])
+    except FileNotFoundError as e:
+        raise ArtifactError(f"{record_path} is missing: no inputs recorded") from e
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ArtifactError(f"{record_path}: no inputs recorded ({e})") from e
+    return tuple(CaseInput(str(name), load_array(directory, str(rel)), str(rel))
+                 for name, rel in files.items())
+
+
 def output_index(relative: str) -> int | None:
     match = _OUTPUT_INDEX.search(relative)
     return int(match.group(1)) if match else None

@@ -25,12 +25,20 @@ from textual.widgets import ContentSwitcher, Static
 from textual.worker import Worker, get_current_worker
 
 from gero.query.detail import DetailRecord, fetch_observation
-from gero.query.tensors import ElementAnalysis, Evidence, analyse, load_evidence
+from gero.query.tensors import (
+    CaseInput,
+    ElementAnalysis,
+    Evidence,
+    analyse,
+    load_evidence,
+    load_inputs,
+)
 from gero_runner.errors import GeroError
 from gero_runner.storage.artifacts import resolve_artifact
 from gero_tui.app.base import leave
 from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope, data_root_of
 from gero_tui.app.widgets.histogram import Bar, Chart, Histogram, marker_position
+from gero_tui.app.widgets.inputs_view import InputsView
 from gero_tui.app.widgets.key_bar import KeyBar
 from gero_tui.app.widgets.palette import CLASS_COLORS
 from gero_tui.app.widgets.tab_bar import TabBar
@@ -44,7 +52,7 @@ if TYPE_CHECKING:
 
 
 TABS = [("fields", "Fields", "f"), ("histogram", "Histogram", "h"),
-        ("tensors", "Side by side", "t")]
+        ("tensors", "Side by side", "t"), ("inputs", "Inputs", "n")]
 """(pane id, label, key) of the detail tabs."""
 
 
@@ -62,6 +70,7 @@ class DetailScreen(Screen[None]):
         Binding("f", "tab('fields')", "fields", show=False),
         Binding("h", "tab('histogram')", "histogram", show=False),
         Binding("t", "tab('tensors')", "tensors", show=False),
+        Binding("n", "tab('inputs')", "inputs", show=False),
         Binding("g", "op_histogram", "per-op"),
         Binding("B", "blame", "blame",
                 tooltip="Which ORT optimisation level and graph rewrite changed the output"),
@@ -113,6 +122,7 @@ class DetailScreen(Screen[None]):
                 yield Static("", id="histogram-counts")
                 yield WorstList(id="worst")
             yield TensorView(id="tensors")
+            yield InputsView(id="inputs")
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -140,8 +150,32 @@ class DetailScreen(Screen[None]):
             analysis = analyse(evidence)
         except GeroError as e:
             self.post_message(self._Loaded(self._show_evidence_error, str(e)))
+        else:
+            self.post_message(self._Loaded(self._show_evidence, evidence, analysis))
+        # The inputs last: what the first tab shows comes first. A path that failed still
+        # had inputs (they are what an execution error's replay needs).
+        fed = observation.json_field("details").get("inputs")
+        fed_text = fed if isinstance(fed, str) else ""
+        try:
+            inputs = load_inputs(data_root_of(self.source), observation.fields)
+        except GeroError as e:
+            self.post_message(self._Loaded(self._show_inputs_error, str(e), fed_text))
             return
-        self.post_message(self._Loaded(self._show_evidence, evidence, analysis))
+        self.post_message(self._Loaded(self._show_inputs, inputs, fed_text))
+
+    def _show_inputs(self, inputs: tuple[CaseInput, ...], fed: str) -> None:
+        view = self.query_one(InputsView)
+        view.show(inputs, fed)
+        self._follow_cursor()
+
+    def _show_inputs_error(self, message: str, fed: str) -> None:
+        self.query_one(InputsView).show_message(f"No inputs: {message}", fed)
+
+    def _follow_cursor(self) -> None:
+        """The inputs at the element the side-by-side view shows."""
+        if self.evidence is not None:
+            self.query_one(InputsView).follow(self.query_one(TensorView).cursor,
+                                              tuple(self.evidence.actual.shape))
 
     def _show_error(self, message: str) -> None:
         self.query_one("#detail-title", Static).update(Text(message, style="bold red"))
@@ -216,6 +250,9 @@ class DetailScreen(Screen[None]):
             self.query_one("#worst", WorstList).focus()
         if tab == "tensors":
             self.query_one(TensorView).focus()
+        if tab == "inputs":
+            self._follow_cursor()
+            self.query_one(InputsView).focus()
 
     def on_worst_list_opened(self, event: WorstList.Opened) -> None:
         """Enter on a worst element: show it side by side."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -81,12 +82,29 @@ class OpenRun:
     sighted_by: tuple[str, ...] = ()
     """The columns the run's sightings name observations by: ``observation_key`` and/or
     ``observation_id`` (runs of a gero before keys, observations stored without one)."""
+    extra_views: Callable[[OpenRun], None] | None = field(default=None, repr=False)
+    """Makes the caller's own views over ``obs`` again (the explorer's) after a reopen."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A connection to the same database for one thread (cursors are not shared)."""
         with self._lock:
+            self._reopen_if_moved()
             return self.connection.cursor()
+
+    def _reopen_if_moved(self) -> None:
+        """A compaction or gc since the run was opened (an explorer left open) removes the
+        files ``obs`` reads: its views are made again over the store as it is now, on the
+        same connection (cursors already made see them too). The caller holds ``_lock``."""
+        paths = [*self.files, *([self.sightings] if self.sightings is not None else [])]
+        if all(p.exists() for p in paths):
+            return
+        fresh = open_run(self.data_root, self.run_id, self.connection)
+        for name in ("problems", "files", "sightings", "direct", "duplicates", "keyed",
+                     "sighted_by"):
+            setattr(self, name, getattr(fresh, name))
+        if self.extra_views is not None:
+            self.extra_views(self)
 
     def query(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
         """Rows of a query, run on a fresh cursor, so that any thread may call it."""

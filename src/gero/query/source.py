@@ -42,6 +42,14 @@ def open_source(data_root: Path, run: str | None = None,
                 connection: duckdb.DuckDBPyConnection | None = None) -> OpenRun:
     """Open a run (the newest, or a unique id prefix) for the explorer."""
     source = open_run(data_root, run, connection)
+    _table_views(source)
+    # Made again whenever a compaction underneath moves the run's rows (reader.OpenRun).
+    source.extra_views = _table_views
+    return source
+
+
+def _table_views(source: OpenRun) -> None:
+    """The evaluations table's views over what ``obs`` reads."""
     con = source.connection
     table_columns = ", ".join(_ident(name) for name in TABLE_COLUMNS)
     if source.direct:
@@ -71,4 +79,3 @@ def open_source(data_root: Path, run: str | None = None,
                     f"SELECT NULL::BIGINT AS rn, {table_columns} FROM obs")
         con.execute(f"CREATE OR REPLACE VIEW {NUMBERED_RELATION} AS "
                     "SELECT NULL::BIGINT AS rn, * FROM obs")
-    return source

@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
-from gero.query.findings import Finding, FindingsReport, path_name
+from gero.query.finding_report import finding_section, status_line
+from gero.query.findings import Finding, FindingsReport
 from gero.query.whatif import WhatIf
 
 
-def _num(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3g}"
-
-
-def _status_line(report: FindingsReport) -> str:
-    head = (f"run {report.run_id}: {report.non_passed} non-passed observation(s) in "
-            f"{len(report.findings)} finding(s)")
-    if report.baseline_run_id is None:
-        return head + " (no earlier run of this suite to compare with)"
-    new = sum(f.status == "new" for f in report.findings)
-    still = len(report.findings) - new
-    tail = f"; {len(report.unresolved)} unresolved" if report.unresolved else ""
-    return (f"{head}; against {report.baseline_run_id}: {new} new, {still} still, "
-            f"{len(report.gone)} gone{tail}")
-
-
 def text(report: FindingsReport) -> list[str]:
-    lines = [_status_line(report), ""]
+    lines = [status_line(report), ""]
     header = f"{'id':<13}{'class':<15}{'obs':>6}{'cases':>6}  {'status':<7}title"
     lines += [header, "-" * len(header)]
     for f in report.findings:
@@ -41,46 +25,10 @@ def text(report: FindingsReport) -> list[str]:
     return lines
 
 
-def _finding_md(f: Finding, root: Path, data_flag: str) -> list[str]:
-    r = f.representative
-    replay = f"gero replay {shlex.quote(str(root / r.artifact_path))}"
-    bundle = f"gero bundle {r.observation_id[:16]}{data_flag} -o finding-{f.finding_id}.tar.gz"
-    status = f" · {f.status}" if f.status else ""
-    # A level outlier: which rewrite of that level made the difference.
-    blame = ([f"gero blame {r.observation_id[:16]}{data_flag}"]
-             if f.outlier.startswith("onnxruntime@") else [])
-    return [
-        f"## {f.title}",
-        "",
-        f"`{f.finding_id}` · {f.result}{status} · outlier: {path_name(f.outlier)} · "
-        f"{f.observations} observation(s) in {f.cases} case(s)",
-        "",
-        f"- operators: {', '.join(f.operators)}",
-        f"- dtypes: {', '.join(f.dtypes)}",
-        f"- optimisation levels: {', '.join(f.levels) or '—'}",
-        f"- check family: `{f.family}`; reason template: `{f.template}`",
-        "",
-        f"Representative (worst) observation `{r.observation_id[:16]}`: {r.case_id}, "
-        f"`{r.check}`, {r.backend} {r.optimization} against {r.reference}, input "
-        f"{r.input_shapes}, {r.dtype}",
-        "",
-        f"- result: {r.result}: {r.reason}",
-        f"- max |a−r| = {_num(r.max_abs_error)}, max ULP = {_num(r.max_ulp)}, "
-        f"rtol = {_num(r.rtol)}, atol = {_num(r.atol)}",
-        "",
-        "```sh",
-        replay,
-        bundle,
-        *blame,
-        "```",
-        "",
-    ]
-
-
 def markdown(report: FindingsReport, root: Path, data_flag: str) -> list[str]:
-    lines = [f"# Findings of run {report.run_id}", "", _status_line(report), ""]
+    lines = [f"# Findings of run {report.run_id}", "", status_line(report), ""]
     for f in report.findings:
-        lines += _finding_md(f, root, data_flag)
+        lines += finding_section(f, root, data_flag)
     if report.gone:
         lines += ["## Gone since " + str(report.baseline_run_id), ""]
         lines += [f"- `{f.finding_id}` {f.title} ({f.observations} observations)"

@@ -50,6 +50,19 @@ def data_root_of(source: Any) -> Path:
     return Path(source.data_root)
 
 
+SHORT_ERROR = 160
+"""Characters an error keeps on screen (a 1,000-character path filled a toast)."""
+
+
+def short_error(error: BaseException | str, limit: int = SHORT_ERROR) -> str:
+    """An error in one short line: whitespace folded, a long path cut in its middle."""
+    text = " ".join(str(error).split())
+    words = [w if len(w) <= 60 or "/" not in w else f"{w[:20]}…{w[-30:]}"
+             for w in text.split(" ")]
+    text = " ".join(words)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def default_export_path(run_id: str, fmt: str, directory: Path | None = None) -> Path:
     return (directory or Path.cwd()) / f"gero-{run_id}.{fmt}"
 

@@ -8,6 +8,7 @@ covers, whether it is new since the previous run of the suite, and the cause in 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import duckdb
@@ -59,6 +60,9 @@ class FindingsScreen(Screen[None]):
         Binding("enter", "open_finding", "Its evaluations"),
         Binding("escape", "back", "Back"),
         Binding("v", "open_all", "Evaluations"),
+        Binding("e", "report", "Report",
+                tooltip="Write the finding's Markdown report (replay and bundle commands) "
+                "and its bundle"),
         Binding("w", "what_if", "What-if",
                 tooltip="Re-grade under other tolerances, live, from the stored figures"),
     ]
@@ -77,6 +81,8 @@ class FindingsScreen(Screen[None]):
         super().__init__()
         self.report: FindingsReport | None = None
         """The findings shown, once computed."""
+        self.report_directory: Path | None = None
+        """Where `e` proposes to write (None: the current directory)."""
 
     def compose(self) -> ComposeResult:
         yield Static(id="title")
@@ -173,6 +179,17 @@ class FindingsScreen(Screen[None]):
         if f is not None:
             self.app.show_evaluations(TableFilter(finding=f.finding_id,
                                                   finding_title=f.title[:60]))
+
+    def action_report(self) -> None:
+        """``e``: the highlighted finding's report and bundle, written to files."""
+        from gero_tui.app.screens.finding_report_dialog import FindingReportDialog
+
+        f, source = self.highlighted(), self.app.source
+        if f is None or source is None or self.report is None:
+            self.notify("no finding to report yet", timeout=3)
+            return
+        self.app.push_screen(FindingReportDialog(source, self.report, f,
+                                                 directory=self.report_directory))
 
     def action_what_if(self) -> None:
         """``w``: change a dtype's tolerances and see what would change class."""

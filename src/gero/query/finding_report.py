@@ -1,0 +1,77 @@
+"""One finding as a section of Markdown to paste into an upstream bug: what it covers, its
+worst observation, and the commands that replay, bundle and blame it.
+
+``gero findings --format md`` writes every finding's section; the explorer's Findings
+screen writes one (``e``) beside its bundle.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from gero.query.findings import Finding, FindingsReport, path_name
+
+
+def number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def status_line(report: FindingsReport) -> str:
+    head = (f"run {report.run_id}: {report.non_passed} non-passed observation(s) in "
+            f"{len(report.findings)} finding(s)")
+    if report.baseline_run_id is None:
+        return head + " (no earlier run of this suite to compare with)"
+    new = sum(f.status == "new" for f in report.findings)
+    still = len(report.findings) - new
+    tail = f"; {len(report.unresolved)} unresolved" if report.unresolved else ""
+    return (f"{head}; against {report.baseline_run_id}: {new} new, {still} still, "
+            f"{len(report.gone)} gone{tail}")
+
+
+def finding_section(f: Finding, root: Path, data_flag: str) -> list[str]:
+    r = f.representative
+    replay = f"gero replay {shlex.quote(str(root / r.artifact_path))}"
+    bundle = f"gero bundle {r.observation_id[:16]}{data_flag} -o {bundle_name(f)}"
+    status = f" · {f.status}" if f.status else ""
+    # A level outlier: which rewrite of that level made the difference.
+    blame = ([f"gero blame {r.observation_id[:16]}{data_flag}"]
+             if f.outlier.startswith("onnxruntime@") else [])
+    return [
+        f"## {f.title}",
+        "",
+        f"`{f.finding_id}` · {f.result}{status} · outlier: {path_name(f.outlier)} · "
+        f"{f.observations} observation(s) in {f.cases} case(s)",
+        "",
+        f"- operators: {', '.join(f.operators)}",
+        f"- dtypes: {', '.join(f.dtypes)}",
+        f"- optimisation levels: {', '.join(f.levels) or '—'}",
+        f"- check family: `{f.family}`; reason template: `{f.template}`",
+        "",
+        f"Representative (worst) observation `{r.observation_id[:16]}`: {r.case_id}, "
+        f"`{r.check}`, {r.backend} {r.optimization} against {r.reference}, input "
+        f"{r.input_shapes}, {r.dtype}",
+        "",
+        f"- result: {r.result}: {r.reason}",
+        f"- max |a−r| = {number(r.max_abs_error)}, max ULP = {number(r.max_ulp)}, "
+        f"rtol = {number(r.rtol)}, atol = {number(r.atol)}",
+        "",
+        "```sh",
+        replay,
+        bundle,
+        *blame,
+        "```",
+        "",
+    ]
+
+
+
+def bundle_name(f: Finding) -> str:
+    """The bundle's file name the section's `gero bundle` command writes."""
+    return f"finding-{f.finding_id}.tar.gz"
+
+
+def finding_report(report: FindingsReport, f: Finding, root: Path, data_flag: str) -> list[str]:
+    """One finding's report: a title naming the run, the run's status line, its section."""
+    return [f"# Finding {f.finding_id} of run {report.run_id}", "", status_line(report), "",
+            *finding_section(f, root, data_flag)]

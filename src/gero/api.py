@@ -163,6 +163,24 @@ def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
     return Run(req.data_root, record.run_id, warnings=warnings)
 
 
+def localize(observation: str, data_dir: PathLike | None = None,
+             output: PathLike | None = None,
+             problems: list[str] | None = None) -> dict[str, Any]:
+    """What ``gero localize`` does: the node where the observation's error enters (its
+    ``origins``), the nodes that carry or magnify it (``amplifiers``), the figures of every
+    tensor compared, and a ``summary`` sentence, stored with the evidence
+    (``localize/OBSERVATION_ID.json``, whose path is ``stored``). ``observation`` is an id
+    or a prefix; ``output`` writes the first origin as a repro directory that ``gero replay``
+    runs again. Files that could not be read are appended to ``problems``."""
+    from gero_runner.evidence.localize import localize_observation
+    from gero_runner.storage.reader import resolve_observation
+
+    root = Path(data_dir) if data_dir is not None else default_data_dir()
+    row = resolve_observation(root, observation, problems)
+    loc, stored = localize_observation(root, row, Path(output) if output is not None else None)
+    return {**loc.as_dict(), "stored": str(stored)}
+
+
 def open_run(run: str | None = None, data_dir: PathLike | None = None) -> Run:
     """A stored run: the newest in the data root, or the one whose id starts with ``run``."""
     root = Path(data_dir) if data_dir is not None else default_data_dir()

@@ -21,8 +21,8 @@ from typing import Any
 from gero_cli.common import EXIT_INTERRUPTED, EXIT_STATUS_HELP, EXIT_USAGE, quiet
 from gero_runner.errors import GeroError
 
-COMMANDS = ("run", "tui", "summary", "findings", "blame", "export", "replay", "bundle", "diff",
-            "parity", "gc", "compact")
+COMMANDS = ("run", "tui", "summary", "findings", "blame", "localize", "export", "replay",
+            "bundle", "diff", "parity", "gc", "compact")
 
 
 def _available(only: str | None = None) -> list[ModuleType]:

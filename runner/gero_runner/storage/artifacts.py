@@ -38,6 +38,9 @@ MANIFEST = "manifest.json"
 DERIVED_DIR = "blame"
 """Results computed later from the evidence (``gero blame``), kept beside it and outside
 the manifest; never read as evidence."""
+LOCALIZE_DIR = "localize"
+"""``gero localize``'s results, derived like blame's."""
+DERIVED_DIRS = (DERIVED_DIR, LOCALIZE_DIR)
 ARTIFACTS_DIR = "artifacts"
 PACKED = "tensors.npz"
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: identical evidence, identical bytes
@@ -255,7 +258,7 @@ def verify_manifest(directory: Path) -> dict[str, str]:
     if not files:
         raise ArtifactError(f"{manifest_path}: the manifest lists no files, so it proves nothing")
     unlisted = sorted(p for p in set(present) - set(files) - {MANIFEST}
-                      if not p.startswith(f"{DERIVED_DIR}/"))
+                      if not p.startswith(tuple(f"{d}/" for d in DERIVED_DIRS)))
     if unlisted:
         raise ArtifactError(f"{unlisted[0]}: in {directory} but not in its manifest (a "
                             "manifest must cover every file of the case)")

@@ -1,0 +1,918 @@
+"""Localize: from an observation whose two paths disagree, the node where the error enters.
+
+The two sides of an observation (a runtime setting, the ReferenceEvaluator, the float64
+shadow; the model or its int8/float16 variant) are run again on the observation's inputs
+with intermediate tensors as outputs, and compared tensor by tensor in topological order,
+matched by name (a variant keeps its model's tensor names; the tensors it adds, such as
+QuantizeLinear outputs and Casts, are not compared). A runtime that fuses nodes keeps only
+some tensors (ONNX Runtime's optimised graph, OpenVINO's executed graph): only the tensors
+that survive on both sides are compared, since marking a fused-away tensor as an output
+would undo the fusion being localized.
+
+Each tensor's figures are seed 002's scaled error ``max|a−r| / max|r|`` and its floor: the
+reference side's own sensitivity at that tensor (a run with 1e-7 relative noise on the float
+inputs), against which a tensor diverges when its error is over ``FLOOR_FACTOR`` × the
+floor and over ``ROUNDINGS`` roundings of the path's own dtype.
+
+Where the error enters, not where it shows: each diverging tensor's node (the nodes a
+runtime fused into it, where its middle did not survive) runs alone on both sides from the
+reference side's values of its inputs. A node whose own output then differs is an origin;
+one that only carries or magnifies the error it received is an amplifier. An origin's
+share of the final error is measured by feeding its alone-output into the reference side
+and running to the output.
+
+Bounded: at most ``TRACE_BYTES`` of intermediates per side at once. A model whose compared
+tensors are larger is traced at checkpoints spread over the graph first; the stretch between
+the last agreeing and the first diverging checkpoint is traced next (a prefix of the graph,
+so a stretch near the input costs little), until a stretch fits.
+
+The result is stored beside the evidence (``localize/OBSERVATION_ID.json``), with the
+tensors of its origins and amplifiers (``localize/OBSERVATION_ID.npz``) for the explorer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from gero_runner import backends
+from gero_runner.errors import ArtifactError, GeroError
+from gero_runner.evidence import subgraphs as sg
+from gero_runner.evidence.rebuild import load_model_bytes, read_case_record
+from gero_runner.models import variants as var
+from gero_runner.storage.artifacts import (
+    LOCALIZE_DIR,
+    has_member,
+    load_array,
+    resolve_artifact,
+    safe_member,
+    verify_manifest,
+)
+
+SHADOW = "float64-shadow"
+RUNTIME, REFERENCE, SHADOW_KIND = "runtime", "reference", "shadow"
+TRACE_BYTES = 192 << 20
+"""Intermediates held per side at once."""
+FLOOR_FACTOR = 10.0
+ROUNDINGS = 8
+NOISE_RELATIVE = 1e-7
+MAX_CANDIDATES = 16
+"""Diverging nodes run alone, first in topological order."""
+MAX_SHARES = 3
+"""Origins whose share of the final error is measured (one run of the reference each)."""
+KEEP_TENSOR_BYTES = 4 << 20
+"""Tensors of origins and amplifiers kept for the explorer, up to this size each."""
+DEFAULT_TIMEOUT_S = 1800.0
+
+
+@dataclass(frozen=True)
+class Side:
+    """One path of the comparison, enough to run it again."""
+
+    label: str
+    """As the observation names it: 'onnxruntime:all', 'float64-shadow', 'fp32:openvino:f32'."""
+    kind: str
+    backend: str
+    settings: dict[str, Any]
+    graph: str
+    """The graph it runs, relative to the artifact directory."""
+    stored: str = ""
+    """Its stored output for the observation's output (to check a traced run against)."""
+
+
+@dataclass(frozen=True)
+class TensorFigure:
+    """One compared tensor: both sides' end-to-end difference and its floor."""
+
+    name: str
+    position: int
+    """Index in the compared tensors' topological order."""
+    node: str
+    op_type: str
+    scaled_error: float
+    floor: float
+    threshold: float
+    diverges: bool
+    nonfinite: int = 0
+    """Elements where one side is NaN/inf and the other is not (or another kind)."""
+    dtype: str = ""
+    shape: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class NodeFinding:
+    """A diverging node run alone on the reference side's inputs."""
+
+    node: str
+    op_type: str
+    tensor: str
+    nodes: list[str]
+    """The original nodes it stands for: one, or those a runtime fused into it."""
+    inputs: dict[str, float]
+    """Each float input's end-to-end scaled error (how far the two sides' inputs were)."""
+    inputs_scaled_error: float
+    output_scaled_error: float
+    """End to end: where the error shows."""
+    local_scaled_error: float
+    """Alone, from the reference side's inputs on both paths: what the node itself adds."""
+    threshold: float
+    gain: float
+    """Output over inputs' end-to-end scaled error."""
+    share: float | None = None
+    """The final error the node's own error explains (its alone-output fed into the
+    reference side, run to the output), as a fraction of the observed final error."""
+    fused_as: str = ""
+    """The fused node on the side that fused it (e.g. "LayerNormalization '/LayerNormFusion/'")."""
+
+
+@dataclass(frozen=True)
+class Localization:
+    observation_id: str
+    case_id: str
+    check: str
+    output_name: str
+    actual: str
+    reference: str
+    actual_graph: str
+    reference_graph: str
+    final_scaled_error: float
+    final_threshold: float
+    compared: int
+    """Tensors both sides have (after fusions) and that were compared."""
+    traced: int
+    passes: list[dict[str, Any]]
+    tensors: list[TensorFigure]
+    origins: list[NodeFinding]
+    amplifiers: list[NodeFinding]
+    instrumented: dict[str, Any]
+    summary: str
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    repro: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ----------------------------------------------------------------------------- sides
+def _load_graph(directory: Path, relative: str) -> onnx.ModelProto:
+    if relative == "model.onnx":
+        return onnx.load_from_string(load_model_bytes(directory))
+    path = safe_member(directory, relative)
+    if not path.is_file():
+        raise ArtifactError(f"{relative}: the graph this observation ran is missing from "
+                            f"{directory}")
+    return onnx.load_from_string(path.read_bytes())
+
+
+def _settings_of(row: dict[str, Any]) -> dict[str, Any]:
+    try:
+        settings = json.loads(row.get("session_settings") or "{}")
+    except ValueError:
+        settings = {}
+    return settings if isinstance(settings, dict) else {}
+
+
+def _actual_graph(directory: Path, row: dict[str, Any], settings: dict[str, Any]) -> str:
+    variant = settings.get("variant")
+    if isinstance(variant, str) and variant and has_member(directory,
+                                                           f"variants/{variant}.onnx"):
+        return f"variants/{variant}.onnx"
+    try:
+        details = json.loads(row.get("details") or "{}")
+    except ValueError:
+        details = {}
+    model = details.get("variant_model") if isinstance(details, dict) else None
+    if isinstance(model, str) and model and has_member(directory, model):
+        return model
+    return "model.onnx"
+
+
+def sides(directory: Path, row: dict[str, Any], record: dict[str, Any]) -> tuple[Side, Side]:
+    """The observation's path under test and its reference, as sides to run again; a
+    sentence (GeroError) when the reference is not a path (a contract's law, stored
+    expected outputs)."""
+    paths: dict[str, dict[str, Any]] = record.get("paths", {})
+    settings = _settings_of(row)
+    backend = str(row.get("backend") or "")
+    a_graph = _actual_graph(directory, row, settings)
+    if backend == backends.REFERENCE or backend.startswith("onnx-reference"):
+        a_kind = REFERENCE
+    elif backends.is_backend(backend):
+        a_kind = RUNTIME
+    else:
+        raise GeroError(f"observation {str(row.get('observation_id'))[:12]}: its path "
+                        f"{backend!r} is not one gero can run again")
+    optimization = str(row.get("optimization") or "-")
+    a_label = backend if a_kind == REFERENCE else f"{backend}:{optimization}"
+    variant = settings.get("variant")
+    if isinstance(variant, str) and variant:
+        a_label = f"{variant}:{a_label}"
+    a = Side(a_label, a_kind, backend, settings, a_graph, str(row.get("actual_file") or ""))
+    ref = str(row.get("reference") or "")
+    output = str(row.get("output_name") or "")
+    outputs = list(record.get("outputs") or [])
+    j = outputs.index(output) if output in outputs else 0
+    if ref == SHADOW or (paths.get(ref, {}).get("backend") == SHADOW):
+        files = paths.get(ref, {}).get("files") or []
+        exact = f"outputs/{ref}-exact/output_{j}.npy"
+        stored = exact if has_member(directory, exact) else (files[j] if j < len(files) else "")
+        return a, Side(ref, SHADOW_KIND, SHADOW, {}, a_graph, stored)
+    if ref in (backends.REFERENCE, "onnx-reference-corrected"):
+        return a, Side(ref, REFERENCE, ref, {}, a_graph, str(row.get("reference_file") or ""))
+    parts = ref.split(":")
+    graph = a_graph
+    if len(parts) == 3 and parts[0] in (*var.VARIANTS, "fp32"):
+        graph = "model.onnx" if parts[0] == "fp32" else f"variants/{parts[0]}.onnx"
+        parts = parts[1:]
+    if len(parts) == 2 and backends.is_backend(parts[0]) and parts[0] in backends.RUNTIMES:
+        name, level = parts
+        found = next((p for p in paths.values() if p.get("backend") == name
+                      and p.get("optimization") == level), None)
+        spec = next((s for s in backends.get(name).paths(max(1, int(row.get("threads") or 1)))
+                     if s.optimization == level), None)
+        if found is not None or spec is not None:
+            b_settings = dict(found.get("settings") or {}) if found is not None else \
+                dict(spec.settings if spec is not None else {})
+            if not has_member(directory, graph):
+                raise ArtifactError(f"{graph}: the reference's graph is missing from "
+                                    f"{directory}")
+            return a, Side(ref, RUNTIME, name, b_settings, graph,
+                           str(row.get("reference_file") or ""))
+    raise GeroError(f"observation {str(row.get('observation_id'))[:12]} compares "
+                    f"{a.label} with {ref!r}, which is not a path gero can run again (a "
+                    "contract's law, a noise floor or stored expected outputs): there is "
+                    "no second graph to localize in")
+
+
+# ----------------------------------------------------------------------------- running
+def _runtime_feeds(model: onnx.ModelProto, feeds: dict[str, np.ndarray]
+                   ) -> dict[str, np.ndarray]:
+    names = [i.name for i in model.graph.input
+             if i.name not in {t.name for t in model.graph.initializer}]
+    return {n: feeds[n] for n in names if n in feeds}
+
+
+def run_side(side: Side, model: onnx.ModelProto, feeds: dict[str, np.ndarray],
+             names: list[str]) -> dict[str, np.ndarray]:
+    """``names`` (tensors of ``model``) as ``side`` computes them from ``feeds``."""
+    wanted = list(dict.fromkeys(names))
+    feeds = _runtime_feeds(model, feeds)
+    if side.kind == SHADOW_KIND:
+        from gero_runner.backends.reference_defects import corrected_evaluator
+        from gero_runner.models.shadow import widen, widen_inputs
+
+        evaluator: Any = corrected_evaluator(widen(model))
+        with np.errstate(all="ignore"):
+            values = evaluator.run(wanted, widen_inputs(feeds))
+        return {n: np.asarray(v) for n, v in zip(wanted, values, strict=True)}
+    if side.kind == REFERENCE:
+        from onnx.reference import ReferenceEvaluator
+
+        from gero_runner.backends.reference_defects import corrected_evaluator
+
+        evaluator = (corrected_evaluator(model) if side.backend.endswith("corrected")
+                     else ReferenceEvaluator(model))
+        with np.errstate(all="ignore"):
+            values = evaluator.run(wanted, feeds)
+        return {n: np.asarray(v) for n, v in zip(wanted, values, strict=True)}
+    marked = sg.with_outputs(model, wanted)
+    backend = backends.get(side.backend)
+    session = backend.build(marked.SerializeToString(), side.settings)
+    try:
+        outputs = backend.run(session, feeds)
+    finally:
+        backend.release(session)
+        del session
+    order = [o.name for o in marked.graph.output]
+    got = dict(zip(order, outputs, strict=False))
+    return {n: got[n] for n in wanted}
+
+
+def survivors(side: Side, model: onnx.ModelProto, work: Path) -> set[str] | None:
+    """The tensors ``side`` keeps after its own rewrites (None: every tensor): ONNX
+    Runtime's optimised graph, OpenVINO's executed graph."""
+    if side.kind != RUNTIME:
+        return None
+    if side.backend == "onnxruntime" and side.settings.get("graph_optimization_level") not in (
+            None, "disable_all"):
+        import onnxruntime as rt  # deferred: ~0.3 s
+
+        saved = _saved(work, side)
+        opts = rt.SessionOptions()
+        level = side.settings["graph_optimization_level"]
+        opts.graph_optimization_level = {
+            "basic": rt.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+            "extended": rt.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+            "all": rt.GraphOptimizationLevel.ORT_ENABLE_ALL}[level]
+        opts.intra_op_num_threads = int(side.settings.get("intra_op_num_threads", 1))
+        opts.log_severity_level = 4
+        opts.optimized_model_filepath = str(saved)
+        rt.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        graph = onnx.load(str(saved), load_external_data=False).graph
+        return {o for n in graph.node for o in n.output} | {i.name for i in graph.input}
+    if side.backend == "openvino":
+        compiled, _ = backends.get("openvino").build(model.SerializeToString(), side.settings)
+        kept = {op.get_friendly_name() for op in compiled.get_runtime_model().get_ordered_ops()}
+        del compiled
+        return kept
+    return None
+
+
+def _saved(work: Path, side: Side) -> Path:
+    """Where a side's optimised graph is kept while localizing."""
+    return work / f"optimized-{side.label.replace(':', '-')}.onnx"
+
+
+def _fused_as(side: Side, model: onnx.ModelProto, tensor: str, work: Path) -> str:
+    """The node of ``side``'s optimised graph that makes ``tensor`` (ONNX Runtime only)."""
+    if side.kind != RUNTIME or side.backend != "onnxruntime":
+        return ""
+    saved = _saved(work, side)
+    if saved.is_file():
+        graph = onnx.load(str(saved), load_external_data=False).graph
+        for n in graph.node:
+            if tensor in n.output:
+                return f"{n.op_type} {n.name!r}"
+    return ""
+
+
+# ----------------------------------------------------------------------------- figures
+def _rounding(dtype: np.dtype[Any]) -> float:
+    try:
+        eps = float(np.finfo(dtype).eps)
+    except (TypeError, ValueError):
+        eps = 2.0 ** -23
+    return ROUNDINGS * eps / 2
+
+
+_EPS = {TensorProto.FLOAT16: 2.0 ** -10, TensorProto.BFLOAT16: 2.0 ** -7}
+_PRECISIONS = {"f16": 2.0 ** -10, "bf16": 2.0 ** -7}
+
+
+def side_rounding(side: Side, model: onnx.ModelProto) -> float:
+    """``ROUNDINGS`` roundings of the narrowest float type the side computes in: a float16
+    graph's (its tensors may be cast back to float32 at the end), OpenVINO's inference
+    precision; 0 when that is the tensors' own type."""
+    eps = [_EPS[t.data_type] for t in model.graph.initializer if t.data_type in _EPS]
+    eps += [_EPS[v.type.tensor_type.elem_type] for v in
+            [*model.graph.value_info, *model.graph.input, *model.graph.output]
+            if v.type.tensor_type.elem_type in _EPS]
+    eps += [_EPS[a.i] for n in model.graph.node for a in n.attribute
+            if n.op_type == "Cast" and a.name == "to" and a.i in _EPS]
+    precision = str(side.settings.get("inference_precision") or "")
+    if side.kind == RUNTIME and precision in _PRECISIONS:
+        eps.append(_PRECISIONS[precision])
+    return ROUNDINGS * max(eps) / 2 if eps else 0.0
+
+
+def figure(a: np.ndarray, r: np.ndarray) -> tuple[float, int]:
+    """(scaled error, non-finite mismatches); a shape or non-finite mismatch is inf."""
+    a, r = np.asarray(a), np.asarray(r)
+    if a.shape != r.shape:
+        return math.inf, 0
+    if a.size == 0:
+        return 0.0, 0
+    if a.dtype.kind not in "fiub" or r.dtype.kind not in "fiub":
+        return (0.0 if np.array_equal(a, r) else math.inf), 0
+    x, y = a.astype(np.float64), r.astype(np.float64)
+    fx, fy = np.isfinite(x), np.isfinite(y)
+    both = fx & fy
+    same = (np.isnan(x) & np.isnan(y)) | (np.isinf(x) & (x == y))
+    bad = int(np.sum(~both & ~same))
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = float(np.max(np.abs(x - y), where=both, initial=0.0))
+        scale = float(np.max(np.abs(y), where=fy, initial=0.0))
+    if bad:
+        return math.inf, bad
+    if scale == 0:
+        return (0.0 if diff == 0 else math.inf), 0
+    return diff / scale, 0
+
+
+# ----------------------------------------------------------------------------- the search
+class _Search:
+    def __init__(self, directory: Path, row: dict[str, Any], a: Side, b: Side,
+                 inputs: dict[str, np.ndarray], work: Path) -> None:
+        self.directory, self.row, self.a, self.b, self.work = directory, row, a, b, work
+        self.inputs = inputs
+        self.model_a = _load_graph(directory, a.graph)
+        self.model_b = self.model_a if b.graph == a.graph else _load_graph(directory, b.graph)
+        self.output = str(row.get("output_name") or self.model_a.graph.output[0].name)
+        self.types_a = sg.elem_types(self.model_a, inputs)
+        self.types_b = (self.types_a if self.model_b is self.model_a
+                        else sg.elem_types(self.model_b, inputs))
+        self.rounding = side_rounding(a, self.model_a)
+        self.notes: list[str] = []
+        self.passes: list[dict[str, Any]] = []
+        self.figures: dict[str, TensorFigure] = {}
+        self.b_values: dict[str, np.ndarray] = {}
+        self.a_final: np.ndarray | None = None
+        self.b_final: np.ndarray | None = None
+        self.ops_a = {o: n for n in self.model_a.graph.node for o in n.output}
+        made_b = {o for n in self.model_b.graph.node for o in n.output}
+        surv_a = survivors(a, self.model_a, work)
+        surv_b = survivors(b, self.model_b, work)
+        shared_inputs = ({i.name for i in self.model_a.graph.input}
+                         & {i.name for i in self.model_b.graph.input})
+        self.available: set[str] = set(shared_inputs)
+        self.order: list[str] = []
+        for node in self.model_a.graph.node:
+            for t in node.output:
+                if not t or t not in made_b:
+                    continue
+                if (surv_a is not None and t not in surv_a) or (surv_b is not None
+                                                                  and t not in surv_b):
+                    continue
+                self.available.add(t)
+                ta, tb = self.types_a.get(t), self.types_b.get(t)
+                known_float = ((ta is None or ta[0] in sg.FLOAT_TYPES)
+                               and (tb is None or tb[0] in sg.FLOAT_TYPES))
+                if known_float or t == self.output:
+                    self.order.append(t)
+        if self.output not in self.order:
+            self.order.append(self.output)
+            self.available.add(self.output)
+        self.position = {t: i for i, t in enumerate(self.order)}
+        if surv_a is not None or surv_b is not None:
+            fused = [s.label for s, v in ((a, surv_a), (b, surv_b)) if v is not None]
+            self.notes.append(f"only the tensors that survive {' and '.join(fused)}'s own "
+                              "rewrites are compared (marking a fused-away tensor as an "
+                              "output would undo the fusion)")
+
+    # sizes ------------------------------------------------------------------------
+    def size(self, t: str) -> int:
+        known = [s for s in (self.types_a.get(t, (0, None))[1],
+                             self.types_b.get(t, (0, None))[1]) if s is not None]
+        if known:
+            return max(known)
+        sizes = [s for _, s in self.types_a.values() if s is not None]
+        return max(sizes) if sizes else 1 << 20
+
+    def checkpoints(self, window: list[str]) -> list[str]:
+        total = sum(self.size(t) for t in window)
+        if total <= TRACE_BYTES:
+            return list(window)
+        picked: list[str] = []
+        used = 0
+        stride = max(1, math.ceil(total / TRACE_BYTES))
+        for i, t in enumerate(window):
+            if (i % stride == stride - 1 or i == len(window) - 1) and \
+                    used + self.size(t) <= TRACE_BYTES:
+                picked.append(t)
+                used += self.size(t)
+        return picked or [window[-1]]
+
+    # one pass ---------------------------------------------------------------------
+    def trace(self, names: list[str], extra: list[str], keep: bool) -> None:
+        """Trace ``names`` (compared) and ``extra`` (region inputs, kept for the runs
+        alone) on both sides; figures for ``names``; the reference's values kept when
+        ``keep``."""
+        start = time.perf_counter()
+        given = {t: self.inputs[t] for t in [*names, *extra] if t in self.inputs}
+        wanted = [t for t in dict.fromkeys([*names, *extra]) if t not in given]
+        names = [t for t in names if t not in given]
+        model_b = sg.prefix(self.model_b, wanted)
+        model_a = model_b if self.model_a is self.model_b else sg.prefix(self.model_a, wanted)
+        b = {**run_side(self.b, model_b, self.inputs, wanted), **given} if wanted else given
+        noisy = run_side(self.b, model_b, _noisy(self.inputs), names) if names else {}
+        floors = {t: figure(noisy[t], b[t])[0] for t in names}
+        del noisy
+        a = {**run_side(self.a, model_a, self.inputs, wanted), **given} if wanted else given
+        for t in wanted:
+            if t not in a or t not in b:
+                continue
+            x, y = a[t], b[t]
+            if x.dtype.kind != "f" and y.dtype.kind != "f" and t != self.output:
+                continue
+            err, bad = figure(x, y)
+            floor = floors.get(t, 0.0)
+            if not math.isfinite(floor):
+                floor = 0.0
+            own = x.dtype if x.dtype.kind == "f" else np.dtype("float32")
+            threshold = max(FLOOR_FACTOR * floor, _rounding(own), self.rounding)
+            node = self.ops_a.get(t)
+            self.figures[t] = TensorFigure(
+                t, self.position.get(t, -1), node.name if node is not None else "",
+                node.op_type if node is not None else "", err, floor, threshold,
+                bool(err > threshold), bad, str(x.dtype), [int(d) for d in x.shape])
+        if self.output in a and self.a_final is None:
+            self.a_final, self.b_final = a[self.output], b[self.output]
+        if keep:
+            self.b_values = b
+            self.a_values = a
+        self.passes.append({"tensors": len(names), "extra": len(extra),
+                            "nodes_a": len(model_a.graph.node),
+                            "nodes_b": len(model_b.graph.node),
+                            "seconds": round(time.perf_counter() - start, 3)})
+
+    def window(self) -> list[str]:
+        """Trace checkpoints until a stretch holding the first divergence fits."""
+        window = list(self.order)
+        while True:
+            picked = self.checkpoints(window)
+            if len(picked) == len(window):
+                return window
+            self.trace(picked, [], keep=False)
+            first = next((t for t in picked if self.figures[t].diverges), None)
+            if first is None:
+                return []
+            before = [t for t in picked if self.position[t] < self.position[first]]
+            lo = self.position[before[-1]] + 1 if before else self.position[window[0]]
+            narrowed = [t for t in window if lo <= self.position[t] <= self.position[first]]
+            if len(narrowed) >= len(window):
+                return narrowed
+            window = narrowed
+
+    def regions(self, t: str) -> tuple[list[int], list[int]]:
+        ra = sg.region(self.model_a.graph, t, self.available - {t})
+        rb = (ra if self.model_b is self.model_a
+              else sg.region(self.model_b.graph, t, self.available - {t}))
+        return ra, rb
+
+    def region_inputs(self, t: str) -> list[str]:
+        ra, rb = self.regions(t)
+        names = sg.region_inputs(self.model_a.graph, ra)
+        if self.model_b is not self.model_a:
+            names += sg.region_inputs(self.model_b.graph, rb)
+        return list(dict.fromkeys(names))
+
+    def alone(self, t: str
+              ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], float] | None:
+        """``t`` made by its region alone on both sides from the reference's values (cast
+        to the path's own types), and how far that cast moved them (inf: they overflowed
+        it)."""
+        ra, rb = self.regions(t)
+        inputs = self.region_inputs(t)
+        feeds: dict[str, np.ndarray] = {}
+        for n in inputs:
+            if n in self.b_values:
+                feeds[n] = self.b_values[n]
+            elif n in self.inputs:
+                feeds[n] = self.inputs[n]
+            else:
+                return None
+        feeds_b = {n: self._as_type(v, self.types_b.get(n)) if self.b.kind != SHADOW_KIND
+                   else v for n, v in feeds.items()}
+        with np.errstate(over="ignore", invalid="ignore"):
+            feeds_a = {n: self._as_type(v, self.types_a.get(n)) for n, v in feeds.items()}
+        cast = max((figure(feeds_a[n], v)[0] for n, v in feeds.items()
+                    if v.dtype.kind == "f"), default=0.0)
+        model_a = sg.region_model(self.model_a, ra, [t], feeds_a)
+        model_b = sg.region_model(self.model_b, rb, [t], feeds_b)
+        x = run_side(self.a, model_a, feeds_a, [t])[t]
+        y = run_side(self.b, model_b, feeds_b, [t])[t]
+        return x, y, feeds_a, cast
+
+    @staticmethod
+    def _as_type(value: np.ndarray, typed: tuple[int, int | None] | None) -> np.ndarray:
+        if typed is None or value.dtype.kind != "f":
+            return value
+        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(typed[0]))
+        return value.astype(dtype) if dtype.kind == "f" and dtype != value.dtype else value
+
+    def share(self, t: str, value: np.ndarray, final: float) -> float | None:
+        """The final error ``t``'s own error explains: its alone-value fed to the reference
+        side, run to the output."""
+        if self.b_final is None or final == 0 or not math.isfinite(final):
+            return None
+        typed = self.types_b.get(t)
+        fed = self._as_type(value, typed) if self.b.kind != SHADOW_KIND else \
+            value.astype(np.float64) if value.dtype.kind == "f" else value
+        model = sg.fed_from_outside(sg.prefix(self.model_b, [self.output]), t, fed)
+        if t == self.output:
+            out = fed
+        else:
+            try:
+                out = run_side(self.b, model, {**self.inputs, t: fed}, [self.output])[
+                    self.output]
+            except Exception as e:  # a runtime may refuse the cut graph: say so, go on
+                self.notes.append(f"the share of {t} could not be measured: "
+                                  f"{type(e).__name__}: {str(e)[:160]}")
+                return None
+        err, _ = figure(out, self.b_final)
+        return err / final if math.isfinite(err) else None
+
+
+def _noisy(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(20260)
+    out = {}
+    for k, x in inputs.items():
+        if x.dtype.kind == "f":
+            x = (x.astype(np.float64) * (1.0 + NOISE_RELATIVE * rng.standard_normal(x.shape))
+                 ).astype(x.dtype)
+        out[k] = x
+    return out
+
+
+def _same(a: np.ndarray | None, stored: np.ndarray | None) -> bool | None:
+    if a is None or stored is None:
+        return None
+    return bool(a.shape == stored.shape and a.tobytes() == stored.astype(a.dtype).tobytes())
+
+
+def localize_case(directory: Path, row: dict[str, Any]) -> tuple[Localization,
+                                                                   dict[str, np.ndarray],
+                                                                   bytes | None]:
+    """Localize one observation (see the module docstring): the result, the tensors kept
+    for the explorer, and the first origin's region as a model (its inputs among the
+    tensors, ``repro/NAME``) for a repro."""
+    start = time.perf_counter()
+    verify_manifest(directory)
+    record = read_case_record(directory)
+    try:
+        inputs = {name: load_array(directory, rel) for name, rel in record["inputs"].items()}
+    except (KeyError, AttributeError) as e:
+        raise ArtifactError(f"{directory / 'case.json'}: no inputs recorded ({e})") from e
+    a, b = sides(directory, row, record)
+    with tempfile.TemporaryDirectory(prefix="gero-localize-") as tmp:
+        s = _Search(directory, row, a, b, inputs, Path(tmp))
+        window = s.window()
+        if window:
+            extra = [n for t in window for n in s.region_inputs(t) if n not in window]
+            s.trace(window, list(dict.fromkeys(extra)), keep=True)
+        origins, amplifiers, kept, repro = _judge(s, window)
+    fig = s.figures.get(s.output)
+    final = fig.scaled_error if fig is not None else math.nan
+    instrumented = _instrumented(directory, s)
+    loc = Localization(
+        str(row.get("observation_id", "")), str(row.get("case_id", "")),
+        str(row.get("check", "")), s.output, a.label, b.label, a.graph, b.graph,
+        final, fig.threshold if fig is not None else math.nan, len(s.order),
+        len(s.figures), s.passes,
+        sorted(s.figures.values(), key=lambda f: f.position), origins, amplifiers,
+        instrumented, "", time.perf_counter() - start, s.notes)
+    loc = Localization(**{**loc.__dict__, "summary": summary(loc)})
+    return loc, kept, repro
+
+
+def _judge(s: _Search, window: list[str]
+           ) -> tuple[list[NodeFinding], list[NodeFinding], dict[str, np.ndarray],
+                      bytes | None]:
+    diverging = [t for t in window if s.figures.get(t) is not None and s.figures[t].diverges]
+    final_fig = s.figures.get(s.output)
+    final = final_fig.scaled_error if final_fig is not None else math.nan
+    origins: list[NodeFinding] = []
+    amplifiers: list[NodeFinding] = []
+    kept: dict[str, np.ndarray] = {}
+    repro: bytes | None = None
+    if len(diverging) > MAX_CANDIDATES:
+        s.notes.append(f"{len(diverging)} tensors diverge in the stretch traced; the first "
+                       f"{MAX_CANDIDATES} were run alone")
+    alone_values: dict[str, np.ndarray] = {}
+    for t in diverging[:MAX_CANDIDATES]:
+        try:
+            got = s.alone(t)
+        except Exception as e:  # a runtime that cannot take the cut node: named, not fatal
+            s.notes.append(f"{t} could not run alone: {type(e).__name__}: {str(e)[:160]}")
+            continue
+        if got is None:
+            s.notes.append(f"{t}: an input of its node was not traced; not run alone")
+            continue
+        x, y, feeds, cast = got
+        local, _ = figure(x, y)
+        ra, _ = s.regions(t)
+        graph = s.model_a.graph
+        node = graph.node[ra[-1]] if ra else None
+        fig = s.figures[t]
+        ins = {n: s.figures[n].scaled_error for n in feeds if n in s.figures}
+        in_err = max(ins.values(), default=0.0)
+        gain = (fig.scaled_error / in_err if 0 < in_err < math.inf
+                else 1.0 if in_err == fig.scaled_error else math.inf)
+        name, op = (node.name or t, node.op_type) if node is not None else (t, "")
+        fused = ""
+        if len(ra) > 1:
+            fused = _fused_as(s.a, s.model_a, t, s.work) or _fused_as(s.b, s.model_b, t, s.work)
+            if fused:
+                op, _, quoted = fused.partition(" ")
+                name = quoted.strip("'") or name
+        finding = NodeFinding(
+            name, op, t, [f"{graph.node[i].op_type} {graph.node[i].name!r}" for i in ra], ins,
+            in_err, fig.scaled_error, local, fig.threshold, gain, None, fused)
+        if not math.isfinite(cast):
+            # The reference's inputs do not fit the path's own type (a float16 overflow
+            # already happened upstream): the node only carries what it was given.
+            amplifiers.append(finding)
+            _keep(kept, t, x, y, feeds, s)
+            continue
+        if local > fig.threshold:
+            origins.append(finding)
+            alone_values[t] = x
+            if repro is None:
+                repro = _repro_model(s, t, feeds, kept, x, y)
+        else:
+            amplifiers.append(finding)
+        _keep(kept, t, x, y, feeds, s)
+    measured = []
+    for o in sorted(origins, key=lambda o: -o.local_scaled_error)[:MAX_SHARES]:
+        share = s.share(o.tensor, alone_values[o.tensor], final)
+        measured.append(NodeFinding(**{**o.__dict__, "share": share}))
+    by_tensor = {o.tensor: o for o in measured}
+    origins = [by_tensor.get(o.tensor, o) for o in origins]
+    return origins, amplifiers, kept, repro
+
+
+def _keep(kept: dict[str, np.ndarray], t: str, x: np.ndarray, y: np.ndarray,
+          feeds: dict[str, np.ndarray], s: _Search) -> None:
+    """The tensors the explorer shows for a node: its inputs (the reference's values) and
+    its output alone and end to end, on both sides."""
+    items = {f"{t}/alone/actual": x, f"{t}/alone/reference": y}
+    if t in s.a_values:
+        items[f"{t}/traced/actual"] = s.a_values[t]
+    if t in s.b_values:
+        items[f"{t}/traced/reference"] = s.b_values[t]
+    for n, v in feeds.items():
+        items[f"{t}/input/{n}"] = v
+    for k, v in items.items():
+        if v.nbytes <= KEEP_TENSOR_BYTES and v.dtype.kind in "fiub":
+            kept[k] = v
+
+
+def _repro_model(s: _Search, t: str, feeds: dict[str, np.ndarray],
+                 kept: dict[str, np.ndarray], output: np.ndarray,
+                 expected: np.ndarray) -> bytes:
+    ra, _ = s.regions(t)
+    model = sg.region_model(s.model_a, ra, [t], feeds, name=f"gero-localize-{t}",
+                            typed={t: output})
+    for n, v in feeds.items():
+        kept[f"repro/in/{n}"] = v
+    kept[f"repro/out/{t}"] = expected
+    return bytes(model.SerializeToString())
+
+
+def _instrumented(directory: Path, s: _Search) -> dict[str, Any]:
+    """Whether the traced runs give the observation's stored outputs again (marking
+    tensors as outputs can change what a runtime fuses)."""
+    out: dict[str, Any] = {}
+    for name, side, got in (("actual", s.a, s.a_final), ("reference", s.b, s.b_final)):
+        stored = None
+        if side.stored and has_member(directory, side.stored):
+            try:
+                stored = load_array(directory, side.stored)
+            except ArtifactError:
+                stored = None
+        same = _same(got, stored)
+        out[f"{name}_bit_exact"] = same
+        if same is False and got is not None and stored is not None:
+            out[f"{name}_scaled_error_vs_stored"] = figure(got, stored)[0]
+    if out.get("actual_bit_exact") is False or out.get("reference_bit_exact") is False:
+        s.notes.append("a traced run does not give its path's stored output bit for bit "
+                       "(tensors marked as outputs changed what the runtime computes, or "
+                       "the runtime is not deterministic): see instrumented")
+    return out
+
+
+# ----------------------------------------------------------------------------- words
+def summary(loc: Localization) -> str:
+    """The result in a sentence or two."""
+    f = loc.final_scaled_error
+    if not loc.origins and not any(t.diverges for t in loc.tensors):
+        return (f"nothing diverges: {loc.actual} and {loc.reference} agree at all "
+                f"{len(loc.tensors)} tensors compared, within their noise floors "
+                f"(final {loc.output_name}: scaled error {f:.2g})")
+    if not loc.origins:
+        return (f"{loc.output_name} differs by {f:.2g} scaled, but no node run alone makes "
+                "a difference over its floor: the error builds up from many small ones "
+                "(see tensors)")
+    o = loc.origins[0]
+    what = f"{o.node} ({o.op_type})"
+    if o.fused_as:
+        what = (f"{o.fused_as}, which fuses {len(o.nodes)} nodes ({_span(o.nodes)})")
+    text = (f"the error enters at {what}: its inputs agree to {o.inputs_scaled_error:.2g} "
+            f"scaled, its output differs by {o.local_scaled_error:.2g}")
+    if o.share is not None:
+        text += f" ({_share_text(o.share)} of the final {f:.2g})"
+    after = [m for m in loc.amplifiers if loc_position(loc, m.tensor)
+             > loc_position(loc, o.tensor)]
+    growing = [m for m in after if m.gain > 1.5]
+    if growing:
+        names = [m.op_type or m.node for m in growing[:4]]
+        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        verb = "magnifies" if len(names) == 1 else "magnify"
+        text += f"; {listed} after it {verb} it to {f:.2g}"
+    elif after:
+        text += f"; the nodes after it carry it to {f:.2g}"
+    if len(loc.origins) > 1:
+        text += (f"; {len(loc.origins) - 1} more node(s) add error of their own: "
+                 + ", ".join(f"{x.node} ({x.op_type})" for x in loc.origins[1:4]))
+    return text
+
+
+def _span(nodes: list[str]) -> str:
+    names = [n.split(" ", 1)[-1].strip("'") for n in nodes]
+    return names[0] if len(names) == 1 else f"{names[0]} … {names[-1]}"
+
+
+def _share_text(share: float) -> str:
+    return f"{share:.0%}" if share < 10 else f"{share:.3g}×"
+
+
+def loc_position(loc: Localization, tensor: str) -> int:
+    return next((t.position for t in loc.tensors if t.name == tensor), -1)
+
+
+# ----------------------------------------------------------------------------- storage
+def localize_path(directory: Path, observation_id: str) -> Path:
+    return directory / LOCALIZE_DIR / f"{observation_id}.json"
+
+
+def store_localization(directory: Path, loc: Localization,
+                       kept: dict[str, np.ndarray]) -> Path:
+    """Keep the result (and its nodes' tensors) beside the evidence, outside the manifest."""
+    path = localize_path(directory, loc.observation_id)
+    path.parent.mkdir(exist_ok=True)
+    if kept:
+        with open(path.with_suffix(".npz"), "wb") as f:
+            save: Any = np.savez  # numpy's stubs type its keyword arrays as flags
+            save(f, **{k.replace("/", "|"): v for k, v in kept.items()})
+    path.write_text(json.dumps(loc.as_dict(), indent=2, default=_json_default))
+    return path
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, float | np.floating):
+        return float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def read_localization(directory: Path, observation_id: str) -> dict[str, Any] | None:
+    """A stored localization, or None (an unreadable one counts as none)."""
+    try:
+        data = json.loads(localize_path(directory, observation_id).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def read_kept_tensors(directory: Path, observation_id: str) -> dict[str, np.ndarray]:
+    """The tensors a localization kept for its nodes (empty when none were)."""
+    path = localize_path(directory, observation_id).with_suffix(".npz")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k.replace("|", "/"): np.asarray(data[k]) for k in data.files}
+    except (OSError, ValueError):
+        return {}
+
+
+def _child(directory: str, row: dict[str, Any]
+           ) -> tuple[Localization, dict[str, np.ndarray], bytes | None, float]:
+    import resource
+
+    loc, kept, repro = localize_case(Path(directory), row)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return loc, kept, repro, peak
+
+
+def localize_observation(data_root: Path, row: dict[str, Any], output: Path | None = None,
+                         timeout_s: float = DEFAULT_TIMEOUT_S,
+                         cancelled: Callable[[], bool] | None = None) -> tuple[Localization,
+                                                                              Path]:
+    """Localize the observation ``row`` (a full row) in a child process (a runtime may
+    crash on a cut graph), store the result, and with ``output`` write the first origin as
+    a repro directory; (localization, stored file)."""
+    from gero_runner.process.isolate import IsolatedFailure, call_isolated
+
+    relative = str(row.get("artifact_path") or "")
+    if not relative:
+        raise GeroError(f"observation {str(row.get('observation_id', ''))[:12]} has no "
+                        "evidence directory: nothing to run")
+    directory = resolve_artifact(data_root, relative)
+    if not directory.is_dir():
+        raise GeroError(f"evidence directory {directory} is missing: nothing to run")
+    if output is not None and output.exists() and any(output.iterdir()):
+        raise GeroError(f"-o {output}: the directory exists and is not empty")
+    verify_manifest(directory)  # here too: bad evidence is one sentence, before any child
+    sides(directory, row, read_case_record(directory))
+    try:
+        loc, kept, repro, peak = call_isolated(_child, str(directory), row,
+                                               timeout_s=timeout_s, cancelled=cancelled)
+    except IsolatedFailure as e:
+        text = str(e).removeprefix("GeroError: ").removeprefix("ArtifactError: ")
+        raise GeroError(f"localizing {str(row.get('observation_id'))[:12]}: {text}") from None
+    loc = Localization(**{**loc.__dict__, "notes": [*loc.notes]})
+    loc.passes.append({"peak_rss_mb": round(peak, 1)})
+    if output is not None:
+        if repro is None:
+            raise GeroError(f"-o {output}: no origin was found, so there is no node to "
+                            f"write as a repro ({loc.summary})")
+        from gero_runner.evidence.repro import write_repro
+
+        feeds = {k.removeprefix("repro/in/"): v for k, v in kept.items()
+                 if k.startswith("repro/in/")}
+        expected = {k.removeprefix("repro/out/"): v for k, v in kept.items()
+                    if k.startswith("repro/out/")}
+        write_repro(output, repro, feeds, expected, loc, row, timeout_s)
+        loc = Localization(**{**loc.__dict__, "repro": str(output)})
+    return loc, store_localization(directory, loc, kept)

@@ -1,0 +1,99 @@
+"""Graphs whose origin of error is known by construction, for the localize tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+D = 64
+
+
+def _save(nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], shape: list[int],
+          path: Path, name: str, opset: int = 19) -> Path:
+    graph = helper.make_graph(nodes, name,
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, shape)],
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10 if opset >= 19 else 8
+    onnx.save(model, path)
+    return path
+
+
+def _f(name: str, value: float) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(value, np.float32), name)
+
+
+def fp16_overflow(path: Path) -> Path:
+    """X in [1, 2] times 200 (fine in float16), times 400 (80,000-160,000: past float16's
+    65,504, so inf where float16 is really computed), then scaled back down. The origin is
+    ``Scale/Up`` (the second Mul); ``Scale/Down`` and ``Shift`` only carry the inf."""
+    nodes = [helper.make_node("Mul", ["X", "k200"], ["a"], name="Scale/Pre"),
+             helper.make_node("Mul", ["a", "k400"], ["b"], name="Scale/Up"),
+             helper.make_node("Mul", ["b", "k001"], ["c"], name="Scale/Down"),
+             helper.make_node("Add", ["c", "one"], ["Y"], name="Shift")]
+    inits = [_f("k200", 200.0), _f("k400", 400.0), _f("k001", 0.001), _f("one", 1.0)]
+    return _save(nodes, inits, [2, 8], path, "fp16_overflow")
+
+
+def one_pass_variance(path: Path) -> Path:
+    """A LayerNorm whose variance is E[x²] − E[x]²: for x near 30,000 both terms are near
+    9e8, where float32 keeps 3 significant digits of their difference (≈ 33). The origin is
+    ``LayerNorm_0/Sub`` (its inputs agree with the float64 shadow to 1e-7); Abs, Add, Sqrt,
+    Reciprocal and the last Mul carry or magnify it."""
+    nodes = [
+        helper.make_node("ReduceMean", ["X", "axes"], ["m"], name="LayerNorm_0/Mean"),
+        helper.make_node("Mul", ["X", "X"], ["x2"], name="LayerNorm_0/Square"),
+        helper.make_node("ReduceMean", ["x2", "axes"], ["ex2"], name="LayerNorm_0/MeanSquare"),
+        helper.make_node("Mul", ["m", "m"], ["m2"], name="LayerNorm_0/SquareMean"),
+        helper.make_node("Sub", ["ex2", "m2"], ["var"], name="LayerNorm_0/Sub"),
+        helper.make_node("Abs", ["var"], ["avar"], name="LayerNorm_0/Abs"),
+        helper.make_node("Add", ["avar", "eps"], ["ve"], name="LayerNorm_0/AddEps"),
+        helper.make_node("Sqrt", ["ve"], ["sd"], name="LayerNorm_0/Sqrt"),
+        helper.make_node("Reciprocal", ["sd"], ["inv"], name="LayerNorm_0/Reciprocal"),
+        helper.make_node("Sub", ["X", "m"], ["centred"], name="LayerNorm_0/Centre"),
+        helper.make_node("Mul", ["centred", "inv"], ["Y"], name="LayerNorm_0/Scale"),
+    ]
+    inits = [numpy_helper.from_array(np.array([-1], np.int64), "axes"), _f("eps", 1e-5)]
+    return _save(nodes, inits, [4, D], path, "one_pass_variance")
+
+
+def shifted_layernorm(path: Path, opset: int = 19) -> Path:
+    """Small inputs shifted by 10,000 inside the graph, then the nine-node LayerNorm that ONNX
+    Runtime fuses (``LayerNormFusion``, at basic from opset 17 on): the fused kernel's
+    variance loses what the decomposed Sub keeps. Noise on the small graph input barely moves
+    the output, so the fusion's error stands far above its floor. The origin is the fused
+    region; the shift Add before it agrees on every level."""
+    def mean(x: str, y: str, name: str) -> onnx.NodeProto:
+        if opset < 18:
+            return helper.make_node("ReduceMean", [x], [y], keepdims=1, axes=[-1], name=name)
+        return helper.make_node("ReduceMean", [x, "axes"], [y], keepdims=1, name=name)
+
+    nodes = [
+        helper.make_node("Add", ["X", "shift"], ["shifted"], name="Shift"),
+        mean("shifted", "m", "LN/Mean"),
+        helper.make_node("Sub", ["shifted", "m"], ["d"], name="LN/Sub"),
+        helper.make_node("Pow", ["d", "two"], ["p"], name="LN/Pow"),
+        mean("p", "v", "LN/Var"),
+        helper.make_node("Add", ["v", "eps"], ["ve"], name="LN/AddEps"),
+        helper.make_node("Sqrt", ["ve"], ["s"], name="LN/Sqrt"),
+        helper.make_node("Div", ["d", "s"], ["n"], name="LN/Div"),
+        helper.make_node("Mul", ["n", "G"], ["ng"], name="LN/Gamma"),
+        helper.make_node("Add", ["ng", "B"], ["Y"], name="LN/Beta"),
+    ]
+    inits = [numpy_helper.from_array(np.array([-1], np.int64), "axes"),
+             _f("shift", 10000.0), _f("two", 2.0), _f("eps", 1e-5),
+             numpy_helper.from_array(np.ones(D, np.float32), "G"),
+             numpy_helper.from_array(np.zeros(D, np.float32), "B")]
+    return _save(nodes, inits, [4, D], path, "shifted_layernorm", opset)
+
+
+def clean_chain(path: Path) -> Path:
+    """Relu, Mul and Add on small values: every path agrees."""
+    nodes = [helper.make_node("Relu", ["X"], ["r"], name="Relu"),
+             helper.make_node("Mul", ["r", "half"], ["h"], name="Half"),
+             helper.make_node("Add", ["h", "one"], ["Y"], name="Shift")]
+    return _save(nodes, [_f("half", 0.5), _f("one", 1.0)], [2, 8], path, "clean_chain")

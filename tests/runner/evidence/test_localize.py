@@ -1,0 +1,167 @@
+"""`gero localize`: the node where an observation's error enters, on graphs built so that
+the origin is known, and a repro of it that `gero replay` runs again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+from localize_models import clean_chain, fp16_overflow, one_pass_variance, shifted_layernorm
+
+from gero_cli import main
+from gero_runner.evidence.localize import localize_observation, read_localization
+from gero_runner.evidence.replay import replay_artifact
+from gero_runner.request import ModelOptions, RunRequest
+from gero_runner.run import execute
+from gero_runner.storage.artifacts import resolve_artifact, verify_manifest
+from gero_runner.storage.reader import open_run
+
+
+def _rows(root: Path, model: Path, backends: tuple[str, ...] | None = ("onnxruntime",),
+          **options: Any) -> list[dict[str, Any]]:
+    execute(RunRequest(data_root=root, models=[str(model)], repeats=1, backends=backends,
+                       model_options=ModelOptions(**options)))
+    with open_run(root) as run:
+        cursor = run.connection.execute("SELECT * FROM obs")
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+
+def _row(rows: list[dict[str, Any]], **where: str) -> dict[str, Any]:
+    found = [r for r in rows if all(r[k] == v for k, v in where.items())]
+    assert found, f"no row with {where}"
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def cancellation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    root = tmp_path_factory.mktemp("cancellation")
+    model = one_pass_variance(root / "one_pass_variance.onnx")
+    return root, _rows(root, model, input_ranges=("X=29990,30010",))
+
+
+def test_a_cancellation_against_the_float64_shadow_names_the_sub(
+        cancellation: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
+    root, rows = cancellation
+    row = _row(rows, check="model:fp32", backend="onnxruntime", optimization="disable_all")
+    assert row["result"] == "divergence"
+    loc, stored = localize_observation(root, row, tmp_path / "repro")
+    assert [o.node for o in loc.origins] == ["LayerNorm_0/Sub"]
+    origin = loc.origins[0]
+    assert origin.op_type == "Sub" and origin.nodes == ["Sub 'LayerNorm_0/Sub'"]
+    assert origin.inputs_scaled_error < 1e-6 < 0.1 < origin.local_scaled_error
+    assert origin.share is not None and 0.5 < origin.share < 2
+    # What comes after it carries or magnifies it; what runs beside it is clean.
+    amplifiers = {a.node for a in loc.amplifiers}
+    assert {"LayerNorm_0/Sqrt", "LayerNorm_0/Reciprocal", "LayerNorm_0/Scale"} <= amplifiers
+    assert not any(t.diverges for t in loc.tensors if t.name in ("m", "ex2", "m2", "centred"))
+    assert loc.summary.startswith("the error enters at LayerNorm_0/Sub (Sub): its inputs agree")
+    directory = resolve_artifact(root, str(row["artifact_path"]))
+    assert stored == directory / "localize" / f"{row['observation_id']}.json"
+    kept = read_localization(directory, str(row["observation_id"]))
+    assert kept is not None and kept["origins"][0]["node"] == "LayerNorm_0/Sub"
+    verify_manifest(directory)  # the stored result is not evidence: the manifest still holds
+    # The repro: the Sub alone with its real inputs, that reproduces on replay.
+    repro = tmp_path / "repro"
+    graph = onnx.load(str(repro / "model.onnx")).graph
+    assert [n.name for n in graph.node] == ["LayerNorm_0/Sub"]
+    assert sorted(p.name for p in (repro / "test_data_set_0").iterdir()) == [
+        "input_0.pb", "input_1.pb", "output_0.pb"]
+    info = json.loads((repro / "localize.json").read_text())
+    assert info["origin"] == "LayerNorm_0/Sub" and info["repro_result"] == "divergence"
+    report = replay_artifact(repro)
+    assert report.reproduced
+    shown = next(o for o in report.observations if o.observation_id == info["repro_observation"])
+    assert shown.stored_result == "divergence"
+
+
+@pytest.fixture(scope="module")
+def overflow(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    root = tmp_path_factory.mktemp("overflow")
+    model = fp16_overflow(root / "fp16_overflow.onnx")
+    return root, _rows(root, model, variants=("fp16",), input_ranges=("X=1,2",))
+
+
+def test_a_float16_overflow_is_named_on_the_path_that_computes_float16(
+        overflow: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
+    """The ReferenceEvaluator computes the fp16 file in float16: the second Mul overflows.
+    ONNX Runtime at ``all`` computes the chain in float32 (its Cast elimination): nothing
+    diverges there."""
+    root, rows = overflow
+    row = _row(rows, check="model:fp16:vs-fp32", backend="onnx-reference")
+    assert row["result"] == "contract_issue"
+    loc, _ = localize_observation(root, row, tmp_path / "repro")
+    assert [o.node for o in loc.origins] == ["Scale/Up"]
+    assert loc.origins[0].local_scaled_error == float("inf")
+    assert loc.origins[0].inputs_scaled_error < 4e-3
+    assert [a.node for a in loc.amplifiers] == ["Scale/Down", "Shift"]
+    assert "the error enters at Scale/Up (Mul)" in loc.summary
+    graph = onnx.load(str(tmp_path / "repro" / "model.onnx")).graph
+    assert [n.name for n in graph.node] == ["Scale/Up"]
+    assert replay_artifact(tmp_path / "repro").reproduced
+    ort = _row(rows, check="model:fp16:vs-model", backend="onnxruntime")
+    clean, _ = localize_observation(root, ort)
+    assert clean.origins == [] and clean.summary.startswith("nothing diverges")
+
+
+@pytest.fixture(scope="module")
+def fused(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    root = tmp_path_factory.mktemp("fused")
+    model = shifted_layernorm(root / "shifted_layernorm.onnx")
+    return root, _rows(root, model, input_ranges=("X=-0.1,0.1",))
+
+
+def test_a_level_made_wrong_by_a_fusion_names_the_fused_nodes(
+        fused: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
+    root, rows = fused
+    row = _row(rows, check="levels", backend="onnxruntime", optimization="basic")
+    assert row["result"] == "divergence"
+    loc, _ = localize_observation(root, row, tmp_path / "repro")
+    assert len(loc.origins) == 1
+    origin = loc.origins[0]
+    assert origin.op_type == "LayerNormalization" and "LayerNormFusion" in origin.node
+    assert len(origin.nodes) == 9 and "Add 'Shift'" not in origin.nodes
+    assert origin.inputs_scaled_error == 0 and origin.share == pytest.approx(1.0)
+    # Only what survives the fusion is compared: the shift before it, and the output.
+    assert [t.name for t in loc.tensors] == ["shifted", "Y"]
+    assert not loc.tensors[0].diverges and loc.tensors[1].diverges
+    assert "fuses 9 nodes" in loc.summary
+    graph = onnx.load(str(tmp_path / "repro" / "model.onnx")).graph
+    assert len(graph.node) == 9 and [i.name for i in graph.input] == ["shifted"]
+    report = replay_artifact(tmp_path / "repro")
+    assert report.reproduced
+    levels = [o for o in report.observations if o.check == "levels"
+              and o.optimization == "basic"]
+    assert levels and levels[0].stored_result == "divergence"
+
+
+def test_a_clean_model_names_no_origin(tmp_path: Path) -> None:
+    rows = _rows(tmp_path, clean_chain(tmp_path / "clean.onnx"))
+    row = _row(rows, check="model:fp32", backend="onnxruntime", optimization="all")
+    loc, _ = localize_observation(tmp_path, row)
+    assert loc.origins == [] and loc.amplifiers == []
+    assert not any(t.diverges for t in loc.tensors)
+    assert loc.summary.startswith("nothing diverges")
+    with pytest.raises(Exception, match="no origin was found"):
+        localize_observation(tmp_path, row, tmp_path / "repro")
+
+
+def test_cli_text_json_and_bad_input(cancellation: tuple[Path, list[dict[str, Any]]],
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    root, rows = cancellation
+    row = _row(rows, check="model:fp32", backend="onnxruntime", optimization="all")
+    prefix = str(row["observation_id"])[:12]
+    assert main(["localize", prefix, "--data-dir", str(root), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["origins"][0]["node"] == "LayerNorm_0/Sub" and out["stored"].endswith(".json")
+    assert main(["localize", prefix, "--data-dir", str(root)]) == 0
+    text = capsys.readouterr().out
+    assert "origin     LayerNorm_0/Sub (Sub)" in text and "the error enters at" in text
+    law = _row(rows, check="model:noise-floor")
+    assert main(["localize", str(law["observation_id"])[:12], "--data-dir", str(root)]) == 2
+    assert "not a path gero can run again" in capsys.readouterr().err
+    assert main(["localize", "zz", "--data-dir", str(root)]) == 2
+    assert capsys.readouterr().err.startswith("gero: error: bad observation id")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -298,6 +299,37 @@ class Run:
         base = baseline.id if isinstance(baseline, Run) else baseline
         return diff_runs(self.data_dir, base, self.id,
                          DEFAULT_FACTOR if factor is None else factor)
+
+    def report(self, path: PathLike, baseline: str | Run | None = None) -> Path:
+        """Write the run's report, one self-contained HTML page a browser opens offline (what
+        ``gero report -o FILE.html`` writes), and return its path. ``baseline`` is the run the
+        findings are marked new, still or gone against (default: the previous run of the same
+        suite)."""
+        from importlib import metadata
+
+        from gero.html_report import render
+        from gero.query.report import gather
+
+        findings = self.findings_report(baseline)
+
+        def commands(f: Finding) -> tuple[str, str]:
+            rep = f.representative
+            return (self.replay_command(rep.observation_id, rep.artifact_path)
+                    if rep.artifact_path else "no evidence kept: nothing to replay",
+                    self.bundle_command(rep.observation_id, f"finding-{f.finding_id}.tar.gz"))
+
+        data = gather(self.reader, findings, commands, problems=self.warnings)
+        try:
+            version = metadata.version("gero")
+        except metadata.PackageNotFoundError:
+            version = "?"
+        text = render(replace(data, generated_with={"gero": version}))
+        target = Path(path)
+        try:
+            target.write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise GeroError(f"{target}: cannot write the report ({e.strerror or e})") from e
+        return target
 
     # Evidence ---------------------------------------------------------------------------
     def artifact_paths(self, observation_ids: Iterable[str]) -> dict[str, str]:

@@ -22,7 +22,7 @@ from gero_cli.common import EXIT_INTERRUPTED, EXIT_STATUS_HELP, EXIT_USAGE, quie
 from gero_runner.errors import GeroError
 
 COMMANDS = ("run", "tui", "summary", "findings", "blame", "localize", "export", "replay",
-            "bundle", "diff", "parity", "gc", "compact")
+            "bundle", "diff", "parity", "gc", "compact", "report")
 
 
 def _available(only: str | None = None) -> list[ModuleType]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 EXIT_CLEAN = 0
-"""Nothing found (for blame, export, bundle, gc and tui: done)."""
+"""Nothing found (for blame, export, bundle, gc, report and tui: done)."""
 EXIT_FOUND = 1
 """Findings, non-passed observations, regressions, or a replay that did not reproduce."""
 EXIT_USAGE = 2
@@ -21,7 +21,7 @@ EXIT_TERMINATED = 143
 
 EXIT_STATUS_HELP = """\
 exit status (the same for every command):
-  0    clean: nothing found (blame, export, bundle, gc, tui: done)
+  0    clean: nothing found (blame, export, bundle, gc, report, tui: done)
   1    found something: non-passed observations or findings (run, summary, findings,
        parity), regressions (diff), a replay that did not reproduce (replay); also a
        run stopped by a full disk (it kept what it saved: gero run --resume) and a

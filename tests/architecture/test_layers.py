@@ -21,7 +21,8 @@ def test_import_linter_contracts_hold() -> None:
 
 
 @pytest.mark.parametrize("module", ["gero_runner.storage.reader", "gero.query.summary",
-                                    "gero_cli", "gero_runner.schema", "gero", "gero.testing"])
+                                    "gero_cli", "gero_runner.schema", "gero", "gero.testing",
+                                    "gero.query.report", "gero.html_report"])
 def test_headless_modules_do_not_load_textual_or_onnxruntime(module: str) -> None:
     code = (f"import sys, {module}; "
             "print(','.join(m for m in ('textual', 'onnxruntime') if m in sys.modules))")

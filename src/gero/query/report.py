@@ -1,0 +1,392 @@
+"""Everything a run report shows, gathered from a stored run: headless, no HTML.
+
+The report summarises (it never embeds every row): counts, the paths and settings that ran,
+the findings with their representatives' element-wise histograms, a bar per operation with
+the few worst rows of each of its segments, and the timings. What the runner measured is read
+as stored; only the representatives' histograms are computed, from their evidence, as the
+explorer's detail view computes them. ``gero.html_report`` renders it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gero.query.detail import fetch_observation
+from gero.query.findings import MEMBERS_TABLE, Finding, FindingsReport, ensure_members
+from gero.query.runtimes import RuntimeTiming, timings
+from gero.query.summary import OperationSummary, class_counts, operations, runtime_medians
+from gero.query.table import CASE_SQL, OPTIMIZATION_SQL
+from gero.query.tensors import ElementAnalysis, analyse, load_evidence
+from gero_runner.errors import GeroError
+from gero_runner.result_classes import RESULT_CLASSES
+from gero_runner.storage.artifacts import DERIVED_DIR, resolve_artifact
+from gero_runner.storage.reader import OpenRun
+from gero_runner.tolerances import DEFAULT_TOLERANCES
+
+BLAME_DIR = DERIVED_DIR
+"""``gero blame`` keeps ``blame/OBSERVATION_ID.json`` in the observation's evidence directory."""
+LOCALIZE_DIR = "localize"
+"""``gero localize`` keeps ``localize/OBSERVATION_ID.json`` beside it."""
+ROWS_PER_SEGMENT = 5
+"""Worst rows listed per operation and result class: the report summarises, the explorer and
+``gero export`` have every row."""
+COMPARISON_CHECKS = ("agreement", "analytic", "expected", "levels")
+"""The rows whose tolerance is the dtype's comparison tolerance (laws have their own)."""
+REFERENCE_BACKENDS = ("onnx-reference",)
+
+
+@dataclass(frozen=True)
+class PathSetting:
+    """One path that ran (a runtime at one setting, or the ReferenceEvaluator)."""
+
+    backend: str
+    version: str
+    setting: str
+    """The setting as the evaluations table names it: an ORT level, ``reference``, ov:f32."""
+    session_settings: tuple[tuple[str, str], ...]
+    observations: int
+
+
+@dataclass(frozen=True)
+class ReferencePath:
+    """A path the others are compared against (float64 formula, the ReferenceEvaluator)."""
+
+    reference: str
+    version: str
+    observations: int
+
+
+@dataclass(frozen=True)
+class ToleranceUse:
+    """The comparison tolerance the observations of one dtype store, against the default."""
+
+    dtype: str
+    rtol: float
+    atol: float
+    observations: int
+    default: tuple[float, float] | None
+    """(rtol, atol) of the specification's table; None for a dtype it does not list."""
+
+    @property
+    def overridden(self) -> bool:
+        return self.default is not None and self.default != (self.rtol, self.atol)
+
+
+@dataclass(frozen=True)
+class EvaluationRow:
+    """One row of the evaluations table, as the explorer shows it."""
+
+    observation_id: str
+    case: str
+    dtype: str
+    input_shapes: str
+    optimization: str
+    check: str
+    max_abs_error: float | None
+    result: str
+    arbiter: str
+    details: str
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One result class of one operation: its count and its worst rows."""
+
+    result: str
+    count: int
+    worst: tuple[EvaluationRow, ...]
+    export_command: str
+    """The command that writes every row of the segment."""
+
+
+@dataclass(frozen=True)
+class OperationBar:
+    op_type: str
+    segments: tuple[Segment, ...]
+    """One per result class, in ``RESULT_CLASSES`` order (zero counts included)."""
+
+    @property
+    def total(self) -> int:
+        return sum(s.count for s in self.segments)
+
+
+@dataclass(frozen=True)
+class Localization:
+    """Where a finding's error was traced to, as ``gero localize`` or ``gero blame`` stored it."""
+
+    tool: str
+    """``localize`` or ``blame``."""
+    observation_id: str
+    summary: str
+    origins: tuple[str, ...] = ()
+    """The origin nodes, one line each (localize)."""
+
+
+@dataclass(frozen=True)
+class FindingEvidence:
+    """A finding with what the report shows of it beyond its figures."""
+
+    finding: Finding
+    analysis: ElementAnalysis | None
+    """The representative's element-wise picture (histogram, worst elements)."""
+    analysis_note: str
+    """Why there is no picture, when there is none."""
+    localized: tuple[Localization, ...]
+    replay_command: str
+    bundle_command: str
+
+
+@dataclass(frozen=True)
+class RunReport:
+    run_id: str
+    data_root: Path
+    record: dict[str, Any]
+    counts: dict[str, int]
+    paths: tuple[PathSetting, ...]
+    references: tuple[ReferencePath, ...]
+    tolerances: tuple[ToleranceUse, ...]
+    findings: tuple[FindingEvidence, ...]
+    operations: tuple[OperationSummary, ...]
+    bars: tuple[OperationBar, ...]
+    runtime_medians: dict[str, dict[str, float]]
+    """Per operation, each runtime's median of per-case medians (ms)."""
+    timings: tuple[RuntimeTiming, ...]
+    baseline_run_id: str | None = None
+    baseline_problem: str = ""
+    gone: tuple[Finding, ...] = ()
+    unresolved: tuple[Finding, ...] = ()
+    problems: tuple[str, ...] = ()
+    rows_per_segment: int = ROWS_PER_SEGMENT
+    non_passed: int = 0
+    generated_with: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def observations(self) -> int:
+        return sum(self.counts.values())
+
+
+Commands = Callable[[Finding], tuple[str, str]]
+"""A finding's (replay command, bundle command)."""
+
+
+def gather(source: OpenRun, findings: FindingsReport, commands: Commands,
+           problems: Iterable[str] = (), rows_per_segment: int = ROWS_PER_SEGMENT) -> RunReport:
+    """The report of the open run ``source`` whose findings (with status against a baseline)
+    are ``findings``."""
+    counts = class_counts(source)
+    localized = _localizations(source, findings.findings)
+    return RunReport(
+        run_id=source.run_id, data_root=Path(source.data_root), record=source.record(),
+        counts={c: int(counts.get(c, 0)) for c in RESULT_CLASSES},
+        paths=_paths(source), references=_references(source), tolerances=_tolerances(source),
+        findings=tuple(_evidence(source, f, localized.get(f.finding_id, ()), commands)
+                       for f in findings.findings),
+        operations=tuple(operations(source)),
+        bars=_bars(source, rows_per_segment),
+        runtime_medians=runtime_medians(source), timings=tuple(timings(source)),
+        baseline_run_id=findings.baseline_run_id, baseline_problem=findings.baseline_problem,
+        gone=tuple(findings.gone), unresolved=tuple(findings.unresolved),
+        problems=tuple(dict.fromkeys(problems)), rows_per_segment=rows_per_segment,
+        non_passed=findings.non_passed)
+
+
+# What was compared ----------------------------------------------------------------------
+
+def _settings_pairs(text: str | None) -> tuple[tuple[str, str], ...]:
+    try:
+        decoded = json.loads(text or "{}")
+    except ValueError:
+        return (("settings", str(text)),)
+    if not isinstance(decoded, dict):
+        return (("settings", str(text)),)
+    return tuple((str(k), v if isinstance(v, str) else json.dumps(v))
+                 for k, v in sorted(decoded.items()))
+
+
+def _paths(source: OpenRun) -> tuple[PathSetting, ...]:
+    rows = source.query(f"""
+        SELECT backend, any_value(backend_version), {OPTIMIZATION_SQL} AS setting,
+               session_settings, count(*)
+        FROM obs GROUP BY backend, optimization, setting, session_settings
+        ORDER BY backend = 'onnx-reference', backend, CASE optimization
+            WHEN 'disable_all' THEN 0 WHEN 'basic' THEN 1 WHEN 'extended' THEN 2
+            WHEN 'all' THEN 3 ELSE 4 END, setting, session_settings""")
+    return tuple(PathSetting(str(b), str(v or "-"), str(s), _settings_pairs(j), int(n))
+                 for b, v, s, j, n in rows)
+
+
+def _references(source: OpenRun) -> tuple[ReferencePath, ...]:
+    rows = source.query("""
+        SELECT reference, any_value(reference_version), count(*) FROM obs
+        WHERE NOT starts_with(reference, 'law:') GROUP BY reference
+        ORDER BY count(*) DESC, reference""")
+    return tuple(ReferencePath(str(r), str(v or "-"), int(n)) for r, v, n in rows)
+
+
+def _tolerances(source: OpenRun) -> tuple[ToleranceUse, ...]:
+    checks = ", ".join(f"'{c}'" for c in COMPARISON_CHECKS)
+    rows = source.query(f"""
+        SELECT dtype, rtol, atol, count(*) FROM obs
+        WHERE "check" IN ({checks}) AND rtol IS NOT NULL AND atol IS NOT NULL
+        GROUP BY ALL ORDER BY dtype, count(*) DESC""")
+    return tuple(ToleranceUse(str(d), float(r), float(a), int(n), DEFAULT_TOLERANCES.get(str(d)))
+                 for d, r, a, n in rows)
+
+
+# Findings -------------------------------------------------------------------------------
+
+def _evidence(source: OpenRun, finding: Finding, localized: tuple[Localization, ...],
+              commands: Commands) -> FindingEvidence:
+    replay, bundle = commands(finding)
+    analysis: ElementAnalysis | None = None
+    note = ""
+    rep = finding.representative
+    if not rep.artifact_path:
+        note = "no evidence kept for this observation"
+    else:
+        try:
+            row = fetch_observation(source.connection, rep.observation_id).fields
+            analysis = analyse(load_evidence(Path(source.data_root), row), worst_count=5)
+        except GeroError as e:
+            note = str(e)
+    return FindingEvidence(finding, analysis, note, localized, replay, bundle)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # absent or unreadable: not localized
+    return data if isinstance(data, dict) else None
+
+
+def _figure(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def _origin_line(origin: Any) -> str:
+    """One origin of a localize result in words, whatever keys it carries."""
+    if not isinstance(origin, dict):
+        return str(origin)
+    name = origin.get("node") or origin.get("name") or origin.get("node_name") or "?"
+    op = origin.get("op_type") or origin.get("op")
+    line = f"{name}" + (f" ({op})" if op else "")
+    share = origin.get("share") if "share" in origin else origin.get("explains")
+    if isinstance(share, int | float) and math.isfinite(share):
+        line += f", explains {share:.0%} of the final error" if share <= 1 \
+            else f", explains {_figure(share)}"
+    return line
+
+
+def localization_of(tool: str, observation_id: str, data: dict[str, Any]) -> Localization:
+    """A stored localize or blame result as the report states it."""
+    summary = next((str(data[k]) for k in ("summary", "sentence", "text") if data.get(k)), "")
+    origins = data.get("origins") if tool == LOCALIZE_DIR else None
+    lines = tuple(_origin_line(o) for o in origins) if isinstance(origins, list) else ()
+    if not summary and tool == BLAME_DIR and data.get("first_level"):
+        summary = f"first level that changes the output: {data['first_level']}"
+    if not summary and not lines:
+        summary = "stored without a summary"
+    return Localization(tool, observation_id, summary, lines)
+
+
+def _localizations(source: OpenRun, findings: list[Finding]
+                   ) -> dict[str, tuple[Localization, ...]]:
+    """Stored localize and blame results of the findings' members, per finding id (the
+    representative's first). One look per evidence directory of a non-passed row."""
+    if not findings:
+        return {}
+    root = Path(source.data_root)
+    stored: dict[str, list[tuple[str, Path]]] = {}
+    for (relative,) in source.query("SELECT DISTINCT artifact_path FROM obs "
+                                    "WHERE result <> 'passed' AND artifact_path <> ''"):
+        try:
+            directory = resolve_artifact(root, str(relative))
+        except GeroError:
+            continue
+        for tool in (LOCALIZE_DIR, BLAME_DIR):
+            folder = directory / tool
+            if not folder.is_dir():
+                continue
+            for file in sorted(folder.glob("*.json")):
+                stored.setdefault(file.stem, []).append((tool, file))
+    if not stored:
+        return {}
+    ensure_members(source)
+    owners = source.query(f"SELECT observation_id, finding_id FROM {MEMBERS_TABLE} "
+                          "WHERE observation_id IN (SELECT unnest(?::VARCHAR[]))",
+                          [sorted(stored)])
+    representative = {f.finding_id: f.representative.observation_id for f in findings}
+    found: dict[str, list[Localization]] = {}
+    for oid, fid in sorted(owners, key=lambda r: (r[0] != representative.get(r[1]), r[0])):
+        for tool, file in sorted(stored[str(oid)], key=lambda t: t[0] != LOCALIZE_DIR):
+            data = _read_json(file)
+            if data is not None:
+                found.setdefault(str(fid), []).append(localization_of(tool, str(oid), data))
+    return {fid: tuple(items) for fid, items in found.items()}
+
+
+# Precision across operations ------------------------------------------------------------
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def export_command(data_root: Path, run_id: str, op_type: str, result: str) -> str:
+    """``gero export`` of every row of one operation and result class."""
+    where = f"op_type = {_sql_text(op_type)} AND result = {_sql_text(result)}"
+    return " ".join([shlex.join(["gero", "export", "--data-dir", str(data_root), "--run",
+                                 run_id, "--where"]), _shell_word(where),
+                     shlex.join(["--format", "csv", "-o", f"{result}-rows.csv"])])
+
+
+def _shell_word(text: str) -> str:
+    """``text`` as one shell word: in double quotes when nothing in it is special there (a
+    filter reads as written), else quoted the safe way."""
+    if any(c in text for c in '"$`\\!\n'):
+        return shlex.quote(text)
+    return f'"{text}"'
+
+
+def _bars(source: OpenRun, per_segment: int) -> tuple[OperationBar, ...]:
+    # [x][1] hides Parquet statistics, which would fold isnan() to false (histograms.py).
+    rows = source.query(f"""
+        WITH e AS (
+            SELECT op_type, result, observation_id, {CASE_SQL} AS case_label, dtype,
+                   input_shapes, {OPTIMIZATION_SQL} AS setting, "check",
+                   [max_abs_error][1] AS x, coalesce(arbiter, '-') AS arbiter, reason
+            FROM obs
+        ), ranked AS (
+            SELECT *, row_number() OVER (
+                PARTITION BY op_type, result
+                ORDER BY CASE WHEN x IS NULL OR isnan(x) THEN NULL ELSE x END DESC NULLS LAST,
+                         observation_id) AS k,
+                count(*) OVER (PARTITION BY op_type, result) AS n
+            FROM e
+        )
+        SELECT op_type, result, n, observation_id, case_label, dtype, input_shapes, setting,
+               "check", x, result, arbiter, reason
+        FROM ranked WHERE k <= ? ORDER BY op_type, result, k""", [per_segment])
+    by_op: dict[str, dict[str, tuple[int, list[EvaluationRow]]]] = {}
+    for op, result, n, *cells in rows:
+        entry = by_op.setdefault(str(op), {}).setdefault(str(result), (int(n), []))
+        oid, case, dtype, shapes, setting, check, x, res, arbiter, reason = cells
+        error = None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+        entry[1].append(EvaluationRow(str(oid), str(case), str(dtype), str(shapes),
+                                      str(setting), str(check), error, str(res), str(arbiter),
+                                      str(reason or "")))
+    root = Path(source.data_root)
+    return tuple(
+        OperationBar(op, tuple(
+            Segment(c, classes.get(c, (0, []))[0], tuple(classes.get(c, (0, []))[1]),
+                    export_command(root, source.run_id, op, c))
+            for c in RESULT_CLASSES))
+        for op, classes in sorted(by_op.items()))

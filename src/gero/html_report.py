@@ -23,6 +23,7 @@ from gero.query.report import (
     Segment,
 )
 from gero.query.tensors import ElementAnalysis
+from gero_runner.backends import title as backend_title
 from gero_runner.result_classes import (
     CONTRACT_ISSUE,
     DIVERGENCE,
@@ -39,8 +40,6 @@ CLASS_NAMES = {PASSED: "Passed", DIVERGENCE: "Divergence", CONTRACT_ISSUE: "Cont
 """The legend's words (seed 000)."""
 PATTERN_NAMES = {PASSED: "solid", DIVERGENCE: "diagonal stripes", CONTRACT_ISSUE: "cross-hatch",
                  EXECUTION: "dots"}
-RUNTIME_NAMES = {"onnxruntime": "ONNX Runtime", "onnx-reference": "ONNX ReferenceEvaluator",
-                 "openvino": "OpenVINO", "tract": "tract", "numpy-float64": "NumPy float64"}
 REFERENCE_NOTES = {
     "numpy-float64": "float64: the operator's analytic NumPy formula, or the graph run with "
                      "every float tensor widened to float64 (the arbiter)",
@@ -106,7 +105,10 @@ def count(n: int) -> str:
 
 
 def runtime_name(backend: str) -> str:
-    return RUNTIME_NAMES.get(backend, backend)
+    """A backend as a table cell names it: its title without a sentence's article
+    ("ReferenceEvaluator", "ONNX Runtime", "tract")."""
+    name = backend_title(backend)
+    return name[4:] if name.startswith("the ") else name
 
 
 # Class labels, patterns, legend ---------------------------------------------------------
@@ -371,9 +373,11 @@ def _finding_card(i: int, e: FindingEvidence, baseline: bool) -> Html:
     dl = join(fill("<div><dt>$k</dt><dd>$v</dd></div>", k=k, v=v) for k, v in facts)
     rep_dl = join(fill("<div><dt>$k</dt><dd>$v</dd></div>", k=k, v=v) for k, v in rep)
     if e.localized:
-        origin = join(fill('<li><span class="tool">$tool</span> $summary$origins '
+        origin = join(fill('<li><span class="tool">$tool</span> $summary$origins$repro '
                            '<span class="small">(observation <code>$oid</code>)</span></li>',
                            tool=loc.tool, summary=loc.summary, oid=loc.observation_id[:16],
+                           repro=fill(' <span class="small">repro: <code>gero replay $d'
+                                      '</code></span>', d=loc.repro) if loc.repro else Html(""),
                            origins=fill("<ul>$o</ul>", o=join(
                                fill("<li>$line</li>", line=x) for x in loc.origins))
                            if loc.origins else Html(""))

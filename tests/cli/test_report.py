@@ -142,7 +142,7 @@ def test_report_of_a_run_with_every_runtime(tmp_path: Path) -> None:
         _check_rendered(b, run, tmp_path / "every.png")
         (comparison,) = b.nodes("#comparison")
         shown = html.unescape(b.text(comparison))
-        for name in ("ONNX Runtime", "OpenVINO", "tract", "ONNX ReferenceEvaluator"):
+        for name in ("ONNX Runtime", "OpenVINO", "tract", "ReferenceEvaluator"):
             assert f"<strong>{name}</strong>" in shown
         (timing,) = b.nodes("#timing")
         assert "OpenVINO median" in b.text(timing) and "tract median" in b.text(timing)
@@ -173,26 +173,49 @@ def test_no_baseline_is_said(root: Path, tmp_path: Path) -> None:
     assert "Not compared: no earlier run of this suite" in text
 
 
-def test_localized_origin_and_blame_are_shown_where_stored(root: Path, tmp_path: Path) -> None:
+def _card(text: str, i: int) -> str:
+    return text[text.index(f'id="finding-{i}"'):].split("</article>")[0]
+
+
+def test_a_stored_localization_is_shown_with_its_finding(root: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "root"
+    shutil.copytree(root, copy)
+    with gero.open_run("tight", copy) as run:
+        findings = run.findings()
+    i, finding = next((i, f) for i, f in enumerate(findings, 1)
+                      if f.representative.check in ("agreement", "levels"))
+    rep = finding.representative
+    assert main(["localize", rep.observation_id[:16], "--data-dir", str(copy)]) == 0
+    stored = json.loads((copy / rep.artifact_path / "localize" /
+                         f"{rep.observation_id}.json").read_text())
+    text = html.unescape(_report(copy, tmp_path / "loc.html", "--run", "tight"))
+    assert stored["summary"] in _card(text, i)
+    assert all("Not localized" in _card(text, k) for k in range(1, len(findings) + 1) if k != i)
+
+
+def test_origins_are_listed_and_unreadable_results_tolerated(root: Path, tmp_path: Path) -> None:
+    """An origin as ``gero localize`` stores it (node, op type, figures, share); a blame file
+    that cannot be read is as if absent."""
     copy = tmp_path / "root"
     shutil.copytree(root, copy)
     with gero.open_run("tight", copy) as run:
         first, second, *_ = run.findings()
     rep = first.representative
-    evidence = copy / rep.artifact_path
-    (evidence / "localize").mkdir()
-    (evidence / "localize" / f"{rep.observation_id}.json").write_text(json.dumps({
-        "summary": "the error enters at Softmax_0 (Softmax)",
-        "origins": [{"node": "Softmax_0", "op_type": "Softmax", "share": 0.93}]}))
+    (copy / rep.artifact_path / "localize").mkdir()
+    (copy / rep.artifact_path / "localize" / f"{rep.observation_id}.json").write_text(
+        json.dumps({"summary": "the error enters at Softmax_0 (Softmax)", "repro": "/tmp/r",
+                    "origins": [{"node": "Softmax_0", "op_type": "Softmax", "share": 0.93,
+                                 "inputs_scaled_error": 1.4e-6, "local_scaled_error": 1.9e-5}]}))
     other = second.representative
     (copy / other.artifact_path / "blame").mkdir(exist_ok=True)
     (copy / other.artifact_path / "blame" / f"{other.observation_id}.json").write_text("{not")
     text = html.unescape(_report(copy, tmp_path / "loc.html", "--run", "tight"))
-    card = text[text.index('id="finding-1"'):text.index('id="finding-2"')]
+    card = _card(text, 1)
     assert "the error enters at Softmax_0 (Softmax)" in card
-    assert "Softmax_0 (Softmax), explains 93% of the final error" in card
-    nxt = text[text.index('id="finding-2"'):]
-    assert "Not localized" in nxt.split("</article>")[0]  # unreadable: tolerated, not shown
+    assert ("Softmax_0 (Softmax): inputs agree to 1.4e-06 scaled, alone it adds 1.9e-05, "
+            "explains 93% of the final error") in card
+    assert "gero replay /tmp/r" in card
+    assert "Not localized" in _card(text, 2)
 
 
 @needs_chromium

@@ -21,24 +21,23 @@ from gero.query.detail import fetch_observation
 from gero.query.findings import MEMBERS_TABLE, Finding, FindingsReport, ensure_members
 from gero.query.runtimes import RuntimeTiming, timings
 from gero.query.summary import OperationSummary, class_counts, operations, runtime_medians
-from gero.query.table import CASE_SQL, OPTIMIZATION_SQL
+from gero.query.table import CASE_SQL, OPTIMIZATION_ORDER_SQL, PATH_SQL
 from gero.query.tensors import ElementAnalysis, analyse, load_evidence
+from gero_runner.backends import REFERENCE
 from gero_runner.errors import GeroError
 from gero_runner.result_classes import RESULT_CLASSES
-from gero_runner.storage.artifacts import DERIVED_DIR, resolve_artifact
+from gero_runner.storage.artifacts import DERIVED_DIR, LOCALIZE_DIR, resolve_artifact
 from gero_runner.storage.reader import OpenRun
 from gero_runner.tolerances import DEFAULT_TOLERANCES
 
 BLAME_DIR = DERIVED_DIR
-"""``gero blame`` keeps ``blame/OBSERVATION_ID.json`` in the observation's evidence directory."""
-LOCALIZE_DIR = "localize"
-"""``gero localize`` keeps ``localize/OBSERVATION_ID.json`` beside it."""
+"""``gero blame`` keeps ``blame/OBSERVATION_ID.json`` in the observation's evidence directory,
+``gero localize`` ``localize/OBSERVATION_ID.json`` (``LOCALIZE_DIR``) beside it."""
 ROWS_PER_SEGMENT = 5
 """Worst rows listed per operation and result class: the report summarises, the explorer and
 ``gero export`` have every row."""
 COMPARISON_CHECKS = ("agreement", "analytic", "expected", "levels")
 """The rows whose tolerance is the dtype's comparison tolerance (laws have their own)."""
-REFERENCE_BACKENDS = ("onnx-reference",)
 
 
 @dataclass(frozen=True)
@@ -126,6 +125,8 @@ class Localization:
     summary: str
     origins: tuple[str, ...] = ()
     """The origin nodes, one line each (localize)."""
+    repro: str = ""
+    """Where ``gero localize -o`` wrote the origin's repro directory, when it did."""
 
 
 @dataclass(frozen=True)
@@ -211,12 +212,11 @@ def _settings_pairs(text: str | None) -> tuple[tuple[str, str], ...]:
 
 def _paths(source: OpenRun) -> tuple[PathSetting, ...]:
     rows = source.query(f"""
-        SELECT backend, any_value(backend_version), {OPTIMIZATION_SQL} AS setting,
+        SELECT backend, any_value(backend_version), {PATH_SQL} AS setting,
                session_settings, count(*)
         FROM obs GROUP BY backend, optimization, setting, session_settings
-        ORDER BY backend = 'onnx-reference', backend, CASE optimization
-            WHEN 'disable_all' THEN 0 WHEN 'basic' THEN 1 WHEN 'extended' THEN 2
-            WHEN 'all' THEN 3 ELSE 4 END, setting, session_settings""")
+        ORDER BY backend = '{REFERENCE}', {OPTIMIZATION_ORDER_SQL}, setting,
+                 session_settings""")
     return tuple(PathSetting(str(b), str(v or "-"), str(s), _settings_pairs(j), int(n))
                  for b, v, s, j, n in rows)
 
@@ -273,16 +273,23 @@ def _figure(value: Any) -> str:
 
 
 def _origin_line(origin: Any) -> str:
-    """One origin of a localize result in words, whatever keys it carries."""
+    """One origin of a stored localization in words (``gero localize``'s NodeFinding: node,
+    op type, its inputs' and its own scaled error, the share of the final error)."""
     if not isinstance(origin, dict):
         return str(origin)
-    name = origin.get("node") or origin.get("name") or origin.get("node_name") or "?"
-    op = origin.get("op_type") or origin.get("op")
-    line = f"{name}" + (f" ({op})" if op else "")
-    share = origin.get("share") if "share" in origin else origin.get("explains")
+    line = str(origin.get("node") or "?")
+    if origin.get("op_type"):
+        line += f" ({origin['op_type']})"
+    if origin.get("fused_as"):
+        line += f", fused as {origin['fused_as']}"
+    inputs, local = origin.get("inputs_scaled_error"), origin.get("local_scaled_error")
+    if isinstance(inputs, int | float) and isinstance(local, int | float):
+        line += f": inputs agree to {_figure(float(inputs))} scaled, alone it adds " \
+                f"{_figure(float(local))}"
+    share = origin.get("share")
     if isinstance(share, int | float) and math.isfinite(share):
-        line += f", explains {share:.0%} of the final error" if share <= 1 \
-            else f", explains {_figure(share)}"
+        line += (f", explains {share:.0%} of the final error" if share < 10
+                 else f", explains {share:.3g}× the final error")
     return line
 
 
@@ -295,7 +302,9 @@ def localization_of(tool: str, observation_id: str, data: dict[str, Any]) -> Loc
         summary = f"first level that changes the output: {data['first_level']}"
     if not summary and not lines:
         summary = "stored without a summary"
-    return Localization(tool, observation_id, summary, lines)
+    repro = data.get("repro") if tool == LOCALIZE_DIR else None
+    return Localization(tool, observation_id, summary, lines,
+                        repro=str(repro) if isinstance(repro, str) and repro else "")
 
 
 def _localizations(source: OpenRun, findings: list[Finding]
@@ -361,7 +370,7 @@ def _bars(source: OpenRun, per_segment: int) -> tuple[OperationBar, ...]:
     rows = source.query(f"""
         WITH e AS (
             SELECT op_type, result, observation_id, {CASE_SQL} AS case_label, dtype,
-                   input_shapes, {OPTIMIZATION_SQL} AS setting, "check",
+                   input_shapes, {PATH_SQL} AS setting, "check",
                    [max_abs_error][1] AS x, coalesce(arbiter, '-') AS arbiter, reason
             FROM obs
         ), ranked AS (

@@ -84,6 +84,12 @@ class ModelChecks:
     variants: tuple[str, ...] = ()
     output_kinds: Mapping[str, str] = field(default_factory=dict)
     """Output name -> dense | confidence | rotation | translation | keypoints."""
+    calibration: tuple[Mapping[str, np.ndarray], ...] = ()
+    """The int8-static variant's calibration feeds (empty: seeded noise, uncalibrated)."""
+    calibration_source: str = ""
+    """Where they came from, as a verdict names it."""
+    decision_axes: Mapping[str, int] = field(default_factory=dict)
+    """Output name -> its class axis (``--decision-axis``; default the last)."""
 
 
 @dataclass

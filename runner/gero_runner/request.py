@@ -70,10 +70,19 @@ class ModelOptions:
     """``NAME=V`` per input (``--input-value``): a constant."""
     inputs_file: str | None = None
     """An ``.npz`` of real arrays by input name (``--inputs``)."""
+    calibration_file: str | None = None
+    """An ``.npz`` of calibration arrays by input name for the ``int8-static`` variant
+    (``--calibration``): each the input's shape (one sample) or with one more leading axis
+    (that many samples)."""
+    decision_axes: tuple[str, ...] = ()
+    """``NAME=AXIS`` per output (``--decision-axis``): the class axis its cosine and
+    decisions are taken along (default: the last)."""
 
     def __post_init__(self) -> None:
-        if self.inputs_file is not None and not Path(self.inputs_file).is_file():
-            raise GeroError(f"--inputs {self.inputs_file}: no such file")
+        for flag, value in (("--inputs", self.inputs_file),
+                            ("--calibration", self.calibration_file)):
+            if value is not None and not Path(value).is_file():
+                raise GeroError(f"{flag} {value}: no such file")
 
 
 @dataclass(frozen=True)
@@ -146,7 +155,8 @@ class RunRequest:
         o = self.model_options
         given = [flag for flag, v in (("--input", o.input_shapes), ("--input-range",
                                       o.input_ranges), ("--input-value", o.input_values),
-                                      ("--inputs", o.inputs_file), ("--dim", o.dims)) if v]
+                                      ("--inputs", o.inputs_file), ("--dim", o.dims),
+                                      ("--calibration", o.calibration_file)) if v]
         if given and not self.models:
             raise GeroError(f"{', '.join(given)} set the inputs of --model PATH; no --model "
                             "given")

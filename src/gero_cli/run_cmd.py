@@ -60,6 +60,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="real arrays for --model inputs, by input name")
     p.add_argument("--task", default=None, help="model task, e.g. classifier (decision metric)")
     p.add_argument("--variants", default="", help="model variants: int8-dynamic,int8-static,fp16")
+    p.add_argument("--calibration", default=None, metavar="FILE.npz",
+                   help="calibration arrays for the int8-static variant, by input name: each "
+                        "the input's shape (one sample) or with a leading sample axis "
+                        "(default: the --inputs arrays; without either the variant is "
+                        "calibrated on seeded noise and its verdict says so)")
+    p.add_argument("--decision-axis", action="append", default=[], metavar="NAME=AXIS",
+                   help="class axis of a --model output for its cosine and decisions, e.g. "
+                        "output0=1 for a detector's [N, C, anchors] (default: the last axis; "
+                        "repeatable)")
     p.add_argument("--output-kind", action="append", default=[], metavar="NAME=KIND",
                    help="kind of a model output: dense|confidence|rotation|translation|keypoints")
     p.add_argument("--ops", default="", help="comma-separated operators or entry names")
@@ -125,7 +134,8 @@ def main(args: argparse.Namespace) -> int:
                 dims=args.dim, input_shapes=args.input, input_ranges=args.input_range,
                 input_values=args.input_value, inputs_file=args.inputs, task=args.task,
                 variants=split_list(args.variants), backends=split_list(args.backends) or None,
-                output_kinds=args.output_kind, timeout=args.timeout, limit=args.limit,
+                output_kinds=args.output_kind, calibration_file=args.calibration,
+                decision_axes=args.decision_axis, timeout=args.timeout, limit=args.limit,
                 contracts=not args.no_contracts, resume=args.resume,
                 executor=args.executor, scheduler=args.scheduler,
                 max_tensor_mb=args.max_tensor_mb, max_evidence_mb=args.max_evidence_mb,

@@ -94,6 +94,19 @@ def _erf_repro() -> Repro:
     return model, {"X": x}, np.array([math.erf(v) for v in x])
 
 
+def _global_max_pool_repro() -> Repro:
+    x = np.arange(12, dtype=np.float32).reshape(1, 3, 4)  # (N, C, L): a 1-D feature map
+    model = _model([helper.make_node("GlobalMaxPool", ["X"], ["Y"])], {"X": x}, [1, 3, 1],
+                   TensorProto.FLOAT, 15)
+    return model, {"X": x}, x.max(axis=2, keepdims=True).astype(np.float64)
+
+
+def _corrected_global_max_pool(opset: int) -> Any:
+    from gero_runner.backends.reference_fixes import GlobalMaxPool
+
+    return GlobalMaxPool
+
+
 def _corrected_softmax(opset: int) -> Any:
     from gero_runner.backends.reference_fixes import softmax_up_to_12
 
@@ -143,6 +156,17 @@ REGISTRY: tuple[ReferenceDefect, ...] = (
         reproduction="Erf of float64 [0.1, 0.5, 1.3]: onnx returns float32-rounded values, "
                      "math.erf's float64 values differ by up to 3e-8",
         repro=_erf_repro, corrected=_corrected_erf),
+    ReferenceDefect(
+        key="globalmaxpool-rank", op_type="GlobalMaxPool", opsets=(1, 10_000),
+        dtypes=("*",),
+        upstream="onnx/reference/ops/op_global_max_pool.py",
+        cause="_global_max_pool reduces axes (ndim-2, ndim-1) and adds ndim-2 axes back: "
+              "right at rank 4 only",
+        summary="GlobalMaxPool of a rank-3 (N, C, L) or rank-5 input reduces the wrong axes",
+        reproduction="GlobalMaxPool of X = arange(12).reshape(1, 3, 4): the output is the "
+                     "maximum over L, [[[3], [7], [11]]] of shape (1, 3, 1); onnx takes the "
+                     "maximum over C and L and returns [[11]] of shape (1, 1)",
+        repro=_global_max_pool_repro, corrected=_corrected_global_max_pool),
 )
 BY_KEY = {d.key: d for d in REGISTRY}
 

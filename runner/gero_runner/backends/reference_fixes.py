@@ -26,6 +26,13 @@ class Erf(OpRunUnaryNum):
         return (wide.astype(x.dtype),)
 
 
+class GlobalMaxPool(OpRun):
+    """The maximum over every axis after (N, C), kept as size-1 axes, at any rank."""
+
+    def _run(self, x: np.ndarray) -> tuple[np.ndarray]:
+        return (x.max(axis=tuple(range(2, x.ndim)), keepdims=True),)
+
+
 def softmax_up_to_12(opset: int) -> type[OpRun]:
     """Softmax-1/11: the input is coerced to 2-D at ``axis`` (default 1) and each row of
     that 2-D view is normalised; opset 13 changed both (a single axis, default -1)."""

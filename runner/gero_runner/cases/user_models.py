@@ -17,6 +17,7 @@ the paths run; each gets one execution row naming it and its type.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,12 @@ from gero_runner.case import (
 from gero_runner.errors import GeroError
 from gero_runner.models import inputs as model_inputs
 from gero_runner.models import shadow, signature
-from gero_runner.models.variants import parse_variants
+from gero_runner.models.variants import (
+    INT8_STATIC,
+    Calibration,
+    calibration_from_arrays,
+    parse_variants,
+)
 from gero_runner.request import DECISION_TASKS, OTHER_TASKS, RunRequest
 from gero_runner.storage.budget import oversized_tensor
 
@@ -59,8 +65,45 @@ def model_checks(request: RunRequest, output_names: list[str] | None,
             raise GeroError(f"{source}: --output-kind names unknown output(s) "
                             f"{', '.join(unknown)}; outputs: {', '.join(output_names)}")
         kinds = {k: v for k, v in kinds.items() if k in output_names}
+    axes = parse_decision_axes(list(opts.decision_axes))
+    if output_names is not None:
+        unknown = [k for k in axes if k not in output_names]
+        if unknown and request.models and len(request.models) == 1:
+            raise GeroError(f"{source}: --decision-axis names unknown output(s) "
+                            f"{', '.join(unknown)}; outputs: {', '.join(output_names)}")
+        axes = {k: v for k, v in axes.items() if k in output_names}
     return ModelChecks(task=task, variants=tuple(parse_variants(list(opts.variants))),
-                       output_kinds=kinds)
+                       output_kinds=kinds, decision_axes=axes)
+
+
+def parse_decision_axes(items: list[str]) -> dict[str, int]:
+    """``output0=1`` -> {"output0": 1} (negative axes count from the end)."""
+    axes: dict[str, int] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        try:
+            axes[name.strip()] = int(text)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise GeroError(f"bad --decision-axis {item!r}: expected NAME=AXIS, the output's "
+                            "name and the index of its class axis (e.g. output0=1)")
+    return axes
+
+
+def calibration_for(request: RunRequest, options: model_inputs.InputOptions,
+                    inputs: dict[str, np.ndarray]) -> Calibration:
+    """The int8-static variant's calibration: ``--calibration``, else the ``--inputs``
+    arrays when they give a float input, else none (seeded noise, said in the verdict)."""
+    path = request.model_options.calibration_file
+    if path:
+        arrays = model_inputs.load_arrays(path, "--calibration")
+        return calibration_from_arrays(arrays, inputs, f"--calibration {Path(path).name}")
+    given = [k for k in options.arrays if k in inputs and inputs[k].dtype.kind == "f"]
+    if given:
+        return Calibration((dict(inputs),), f"the --inputs arrays of "
+                                            f"{Path(options.arrays_file).name}")
+    return Calibration()
 
 
 def type_text(tp: onnx.TypeProto) -> str:
@@ -169,6 +212,19 @@ def _shadow(model: onnx.ModelProto, inputs: dict[str, np.ndarray], name: str,
     return rounded, exact, "", _warnings(model, values, names, name)
 
 
+EVALUATOR_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "experimental")
+"""Operator domains the onnx ReferenceEvaluator implements."""
+
+
+def evaluator_lacks(model: onnx.ModelProto) -> list[str]:
+    """'domain Op' for each operator of another domain (ONNX Runtime's com.microsoft
+    contrib ops) that the ReferenceEvaluator, and so the float64 shadow, cannot run."""
+    local = {(f.domain, f.name) for f in model.functions}
+    seen = {(n.domain, n.op_type) for n in model.graph.node
+            if n.domain not in EVALUATOR_DOMAINS and (n.domain, n.op_type) not in local}
+    return [f"{d} {op}" for d, op in sorted(seen)]
+
+
 def _check_task(task: str | None, model: onnx.ModelProto,
                 outputs: dict[str, np.ndarray] | None, source: str) -> None:
     """A decision task needs a float output with a class axis (rank ≥ 2, last axis > 1)."""
@@ -195,6 +251,22 @@ def _check_task(task: str | None, model: onnx.ModelProto,
                     f"regressor or leave --task out")
 
 
+def _check_axes(axes: Mapping[str, int], model: onnx.ModelProto,
+                outputs: dict[str, np.ndarray] | None, source: str) -> None:
+    """Each ``--decision-axis`` names an axis the output has."""
+    for name, axis in axes.items():
+        if outputs is not None and name in outputs:
+            rank = outputs[name].ndim
+        else:
+            o = next(o for o in model.graph.output if o.name == name)
+            if not o.type.tensor_type.HasField("shape"):
+                continue
+            rank = len(o.type.tensor_type.shape.dim)
+        if not -rank <= axis < rank:
+            raise GeroError(f"{source}: --decision-axis {name}={axis}: output {name!r} has "
+                            f"rank {rank} (axes 0 to {rank - 1}, or -{rank} to -1)")
+
+
 def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOptions,
                    original: onnx.ModelProto | None = None) -> CaseInstance:
     if original is None:
@@ -214,6 +286,10 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
     inputs, choices = model_inputs.build_inputs(model, specs, options, seed, source)
     outputs = [o.name for o in model.graph.output]
     checks = model_checks(request, outputs, source)
+    if INT8_STATIC in checks.variants:
+        calibration = calibration_for(request, options, inputs)
+        checks = dataclasses.replace(checks, calibration=calibration.samples,
+                                     calibration_source=calibration.source)
     unsupported = error = ""
     warnings: list[str] = []
     if not outputs:
@@ -224,11 +300,16 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
         unsupported, expected, exact = too_big, None, None  # before the shadow allocates it
     else:
         expected, exact, error, warnings = _shadow(model, inputs, name, request.timeout_s)
-        if error and any(c["values"].endswith("(default)") for c in choices):
+        lacking = evaluator_lacks(model)
+        if error and lacking:  # no input would make it run: say which operators
+            error = (f"the ReferenceEvaluator has no implementation of {', '.join(lacking)}, "
+                     f"so no float64 arbiter exists for this model ({error[:200]})")
+        elif error and any(c["values"].endswith("(default)") for c in choices):
             warnings.append(f"{name}: the seeded run failed ({error[:200]}); the default "
                             "inputs may not suit the model: set them with --input "
                             "NAME=SHAPE, --input-range, --input-value or --inputs")
         _check_task(checks.task, model, exact, source)
+        _check_axes(checks.decision_axes, model, exact, source)
     first = next((x for x in inputs.values() if x.dtype.kind == "f"), next(iter(inputs.values())))
     try:
         data = model.SerializeToString()

@@ -92,8 +92,11 @@ class _Checker:
         self.case = ctx.case
         self.opts = self.case.model_checks or ModelChecks()
         self.decision = self.opts.task in DECISION_TASKS
+        self.axes = dict(self.opts.decision_axes)
         self.rows: Rows = []
         self.baselines = [b for b in baselines(ctx) if b.spec.name in ctx.paths]
+        self.calibration = var.Calibration(tuple(dict(s) for s in self.opts.calibration),
+                                           self.opts.calibration_source)
 
     # ------------------------------------------------------------------ helpers
     def _row(self, check: str, name: str, actual: PathResult, ref_name: str, ref_version: str,
@@ -125,6 +128,18 @@ class _Checker:
     def _float_outputs(self, outputs: list[np.ndarray]) -> list[int]:
         return [j for j, x in enumerate(outputs) if x.dtype.kind == "f"]
 
+    def _decides(self, j: int) -> bool:
+        """Output j is a decision: a decision task, or a class axis the user named."""
+        return self.decision or self.ctx.output_names[j] in self.axes
+
+    def _stats(self, j: int, a: np.ndarray, r: np.ndarray) -> ml.OutputStats:
+        """The model-level figures of output j, rows and decisions along its class axis
+        (``--decision-axis``; the last by default)."""
+        axis = self.axes.get(self.ctx.output_names[j])
+        if axis is not None and a.ndim and -a.ndim <= axis < a.ndim:
+            a, r = np.moveaxis(a, axis, -1), np.moveaxis(r, axis, -1)
+        return ml.output_stats(a, r, decision=self._decides(j))
+
     def _noisy_runs(self, model: bytes, label: str, base: Baseline) -> list[list[np.ndarray]]:
         """16 runs of a runtime's baseline with 1e-7 relative noise on the float inputs."""
         backend = base.backend
@@ -154,8 +169,8 @@ class _Checker:
         for j in self._float_outputs(base):
             stats = []
             if disabled is not None:
-                stats.append(ml.output_stats(disabled[j], base[j], decision=self.decision))
-            stats += [ml.output_stats(run[j], base[j], decision=self.decision) for run in noisy]
+                stats.append(self._stats(j, disabled[j], base[j]))
+            stats += [self._stats(j, run[j], base[j]) for run in noisy]
             floors[j] = (ml.noise_floor(stats), [s.as_dict() for s in stats[:1]])
         return floors
 
@@ -195,7 +210,7 @@ class _Checker:
                       f"{b.spec.optimization}): row cosine "
                       f"{floor.row_cosine:.7f}, scaled error {floor.scaled_error:.3g}, floored "
                       f"relative error {floor.floored_rel_error:.3g}")
-            if self.decision:
+            if self._decides(j):
                 reason += f", argmax agrees on ≥ {floor.decisions_agree} of {floor.decisions}"
             if not ok:
                 reason = f"non-finite output: {title}'s noise floor cannot be assessed"
@@ -242,8 +257,8 @@ class _Checker:
                     self._row("model:fp32", name, path, label, version, a, None, DIVERGENCE,
                               f"shape {list(a.shape)} differs from {label} {list(r.shape)}", {})
                     continue
-                stats = ml.output_stats(a, r, decision=self.decision)
-                gate = ml.fp32_gate(stats, own.get(j), self.decision,
+                stats = self._stats(j, a, r)
+                gate = ml.fp32_gate(stats, own.get(j), self._decides(j),
                                     ml.scaled_limit(a.dtype))
                 result = PASSED if gate.passed else (CONTRACT_ISSUE if not stats.finite
                                                      else DIVERGENCE)
@@ -301,7 +316,7 @@ class _Checker:
         fp32 = ctx.paths[run_base.spec.name]
         base_label = f"{name}:{run_base.label}"
         try:
-            model = var.build(name, case.model, case.inputs, case.seed)
+            model = var.build(name, case.model, case.inputs, case.seed, self.calibration)
         except Exception as e:
             self._fail(f"model:{name}", fp32, base_label,
                        f"building the {name} variant failed: {error_text(e)}")
@@ -374,18 +389,23 @@ class _Checker:
                           DIVERGENCE, f"shape {list(a.shape)} differs from the fp32 model's "
                           f"{list(r.shape)}", {})
                 continue
-            stats = ml.output_stats(a, r, decision=self.decision)
-            single = a.ndim == 0 or a.shape[-1] == 1
-            gate = ml.variant_gate(stats, floor, self.decision,
+            stats = self._stats(j, a, r)
+            axis = self.axes.get(out, -1)
+            single = a.ndim == 0 or not -a.ndim <= axis < a.ndim or a.shape[axis] == 1
+            gate = ml.variant_gate(stats, floor, self._decides(j),
                                    ml.variant_scaled_limit(name) if single else None)
             reason = gate.reason
             if a.dtype == r.dtype and a.tobytes() == r.tobytes():
                 reason = (f"bit-identical to the fp32 model: the {name} variant changed "
                           f"nothing that reaches this output; {reason}")
+            extra: dict[str, Any] = {}
+            if name == var.INT8_STATIC:  # the verdict says what the ranges came from
+                reason = f"{self.calibration.note()}; {reason}"
+                extra["calibration"] = self.calibration.source or "seeded N(0,1) noise"
             self._row(check, out, base, fp32_label, fp32.version, a,
                       r.astype(a.dtype) if r.dtype != a.dtype else r, _gate_class(gate, stats),
                       reason, {**gate.figures, "variant": name,
-                                    "variant_vs_fp32": stats.as_dict()},
+                                    "variant_vs_fp32": stats.as_dict(), **extra},
                       (base.files[j], fp32.files[j] if j < len(fp32.files) else ""))
 
     def _int8_rows(self, name: str, base: PathResult, others: list[PathResult],
@@ -399,7 +419,7 @@ class _Checker:
             r = base.outputs[j]
             accuracy = None
             if fp32.outputs is not None and fp32.outputs[j].shape == r.shape:
-                accuracy = ml.output_stats(r, fp32.outputs[j], decision=self.decision).as_dict()
+                accuracy = self._stats(j, r, fp32.outputs[j]).as_dict()
             for p in others:
                 assert p.outputs is not None
                 a = p.outputs[j]
@@ -408,13 +428,13 @@ class _Checker:
                               DIVERGENCE, f"shape {list(a.shape)} differs from {list(r.shape)}",
                               {})
                     continue
-                stats = ml.output_stats(a, r, decision=self.decision)
+                stats = self._stats(j, a, r)
                 files = (p.files[j], base.files[j])
                 gate = ml.int8_cosine_gate(stats, floor)
                 self._row(f"model:{name}:cosine", out, p, ref_label, base.version, a, r,
                           _gate_class(gate, stats), gate.reason,
                           {**gate.figures, "int8_vs_fp32": accuracy}, files)
-                if self.decision:
+                if self._decides(j):
                     gate = ml.decision_gate(stats, floor)
                     self._row(f"model:{name}:decision", out, p, ref_label, base.version, a, r,
                               _gate_class(gate, stats), gate.reason,

@@ -99,22 +99,22 @@ def parse_value(item: str) -> tuple[str, float]:
     return name, _number(text, "--input-value", item, expect)
 
 
-def load_arrays(path: str) -> dict[str, np.ndarray]:
+def load_arrays(path: str, flag: str = "--inputs") -> dict[str, np.ndarray]:
     """Every array of an ``.npz`` file by name (no pickles)."""
     p = Path(path)
     if not p.is_file():
-        raise GeroError(f"--inputs {path}: no such file")
+        raise GeroError(f"{flag} {path}: no such file")
     try:
         data = np.load(p, allow_pickle=False)
         if not isinstance(data, np.lib.npyio.NpzFile):
-            raise GeroError(f"--inputs {path}: a single array, not an .npz archive of "
+            raise GeroError(f"{flag} {path}: a single array, not an .npz archive of "
                             "arrays named by input")
         with data:
             return {name: np.asarray(data[name]) for name in data.files}
     except GeroError:
         raise
     except (ValueError, OSError, zipfile.BadZipFile, EOFError) as e:
-        raise GeroError(f"--inputs {path}: not a readable .npz without pickles "
+        raise GeroError(f"{flag} {path}: not a readable .npz without pickles "
                         f"({type(e).__name__}: {str(e)[:200]})") from e
 
 

@@ -10,9 +10,10 @@
 Before quantising, weights that an exporter wrote as Constant nodes become initializers
 (the quantizer only finds weights there).
 - ``int8-static``: ``quantize_static``, QDQ format, int8 weights per channel and int8
-  activations, MinMax calibration over seeded synthetic inputs (the case's float inputs
-  redrawn from a normal field with the same shape). They exercise the quantized kernels;
-  they do not calibrate for accuracy.
+  activations, MinMax calibration over the user's arrays (``--calibration FILE.npz``, else
+  the ``--inputs`` arrays). Without either, over seeded synthetic inputs (the case's float
+  inputs redrawn from a normal field with the same shape): those exercise the quantized
+  kernels but do not calibrate for accuracy, and the variant's verdict says so.
 - ``fp16``: ``onnxruntime.transformers.float16.convert_float_to_float16`` with
   ``keep_io_types``: float16 weights and activations, float32 graph inputs and outputs with a
   Cast at each end, finite values beyond the float16 range clamped to ±65504.
@@ -24,6 +25,7 @@ import logging
 import platform
 import re
 import tempfile
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,58 @@ def parse_variants(names: list[str]) -> list[str]:
     if bad:
         raise GeroError(f"unknown variant(s) {', '.join(bad)}; choose from {', '.join(VARIANTS)}")
     return list(dict.fromkeys(names))
+
+
+UNCALIBRATED = ("uncalibrated: quantised with ranges from seeded N(0,1) noise, not from "
+                "the model's data (give --inputs or --calibration FILE.npz)")
+"""What an int8-static verdict says when no user arrays calibrated the variant."""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The feeds an ``int8-static`` variant is calibrated on, and where they came from."""
+
+    samples: tuple[dict[str, np.ndarray], ...] = ()
+    source: str = ""
+    """e.g. 'the --inputs arrays of x.npz'; empty: seeded noise (uncalibrated)."""
+
+    def note(self) -> str:
+        return f"calibrated on {self.source}" if self.samples else UNCALIBRATED
+
+
+def calibration_from_arrays(arrays: dict[str, np.ndarray], feeds: dict[str, np.ndarray],
+                            source: str) -> Calibration:
+    """``--calibration`` arrays as feeds: each array has its input's rank (one sample) or
+    one more (a leading sample axis); an input the file lacks keeps the run's feed."""
+    unknown = sorted(set(arrays) - set(feeds))
+    if unknown:
+        raise GeroError(f"{source}: array(s) {', '.join(unknown)} name no model input; "
+                        f"inputs: {', '.join(feeds)}")
+    if not arrays:
+        raise GeroError(f"{source}: holds no array")
+    counts: dict[str, int] = {}
+    for name, x in arrays.items():
+        rank = feeds[name].ndim
+        if x.ndim == rank:
+            counts[name] = 1
+        elif x.ndim == rank + 1 and x.shape[0] > 0:
+            counts[name] = x.shape[0]
+        else:
+            raise GeroError(f"{source}: array {name!r} has shape {list(x.shape)}; input "
+                            f"{name!r} has rank {rank}: give its shape, or one more leading "
+                            "axis of samples")
+    if len(set(counts.values())) > 1:
+        listed = ", ".join(f"{k} {v}" for k, v in counts.items())
+        raise GeroError(f"{source}: the arrays hold different numbers of samples ({listed})")
+    n = next(iter(counts.values()))
+    samples = []
+    for i in range(n):
+        sample = dict(feeds)
+        for name, x in arrays.items():
+            one = x if x.ndim == feeds[name].ndim else x[i]
+            sample[name] = np.ascontiguousarray(one.astype(feeds[name].dtype, copy=False))
+        samples.append(sample)
+    return Calibration(tuple(samples), f"{source} ({n} sample{'s' if n > 1 else ''})")
 
 
 def calibration_inputs(inputs: dict[str, np.ndarray], seed: int,
@@ -152,8 +206,10 @@ def constants_to_initializers(model: bytes) -> bytes:
     return bytes(proto.SerializeToString())
 
 
-def build(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int) -> bytes:
-    """The variant's serialised model (raises on failure; the caller records it)."""
+def build(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
+          calibration: Calibration | None = None) -> bytes:
+    """The variant's serialised model (raises on failure; the caller records it).
+    ``calibration``: the int8-static variant's feeds (seeded noise when empty)."""
     if name == FP16:
         from onnxruntime.transformers.float16 import convert_float_to_float16
 
@@ -165,7 +221,7 @@ def build(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int) -> 
     previous = logging.root.manager.disable
     logging.disable(logging.WARNING)
     try:
-        return _quantize(name, model, inputs, seed)
+        return _quantize(name, model, inputs, seed, calibration or Calibration())
     finally:
         logging.disable(previous)
 
@@ -186,7 +242,8 @@ def int8_reduce_range() -> str:
             "so weights are quantised to 7 bits (reduce_range)")
 
 
-def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int) -> bytes:
+def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
+              calibration: Calibration) -> bytes:
     from onnxruntime.quantization import (
         CalibrationMethod,
         QuantFormat,
@@ -208,7 +265,8 @@ def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int)
             quantize_dynamic(src, dst, per_channel=True, weight_type=QuantType.QInt8,
                              reduce_range=reduce_range)
         elif name == INT8_STATIC:
-            reader: Any = _Reader(calibration_inputs(inputs, seed))
+            reader: Any = _Reader(list(calibration.samples)
+                                  or calibration_inputs(inputs, seed))
             quantize_static(src, dst, reader, quant_format=QuantFormat.QDQ, per_channel=True,
                             activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
                             calibrate_method=CalibrationMethod.MinMax,

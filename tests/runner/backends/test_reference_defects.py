@@ -65,3 +65,26 @@ def test_batchnorm9_with_training_outputs_keeps_the_stock_behaviour() -> None:
     assert isinstance(stock, list) and isinstance(fixed, list)  # dicts only if intermediate
     np.testing.assert_array_equal(stock[0], fixed[0])
     assert helper.get_attribute_value(node.attribute[0]) == 0.0
+
+
+def test_batchnorm_with_momentum_set_at_opset_12_is_covered() -> None:
+    """PP-OCRv4 (paddle2onnx, opset 12) sets momentum on every BatchNormalization: the
+    stock evaluator blends in the batch statistics there too, the corrected one does not."""
+    model, inputs, expected = rd.BY_KEY["batchnorm9-momentum"].repro()
+    model.opset_import[0].version = 12
+    model.graph.node[0].attribute.append(helper.make_attribute("momentum", 0.9))
+    assert [d.key for d in rd.applicable(model)] == ["batchnorm9-momentum"]
+    (stock,) = ReferenceEvaluator(model).run(None, inputs)
+    assert not np.allclose(stock, expected)
+    (fixed,) = rd.corrected_evaluator(model).run(None, inputs)
+    np.testing.assert_array_equal(fixed, expected.astype(np.float32))
+
+
+def test_global_max_pool_keeps_rank_4_and_5_right() -> None:
+    model, _, _ = rd.BY_KEY["globalmaxpool-rank"].repro()
+    for shape in ((2, 3, 4, 5), (1, 2, 3, 2, 2)):
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        model.graph.input[0].CopyFrom(helper.make_tensor_value_info("X", 1, list(shape)))
+        model.graph.output[0].CopyFrom(helper.make_tensor_value_info("Y", 1, None))
+        (got,) = rd.corrected_evaluator(model).run(None, {"X": x})
+        np.testing.assert_array_equal(got, x.max(axis=tuple(range(2, x.ndim)), keepdims=True))

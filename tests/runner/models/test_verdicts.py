@@ -1,0 +1,138 @@
+"""Model verdicts a user can act on (issue 28): the int8-static variant calibrated on the
+user's data, the fp16 yardstick, titles and blame that name the failing path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from shared_helpers import rows_of, save
+
+from gero_runner.errors import GeroError
+from gero_runner.run import ModelOptions, RunRequest, execute
+
+
+def wide_mlp(path: Path) -> str:
+    """x[batch, 64] -> MatMul -> Relu -> MatMul -> y[batch, 10]: static int8 ranges taken
+    from N(0,1) noise clip inputs of scale 40 (row cosine 0.43), ranges from the real
+    inputs do not (0.9998)."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((64, 32)).astype(np.float32), "W")
+    w2 = numpy_helper.from_array(rng.standard_normal((32, 10)).astype(np.float32), "W2")
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h"]),
+             helper.make_node("Relu", ["h"], ["h2"]),
+             helper.make_node("MatMul", ["h2", "W2"], ["y"])]
+    return save(path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                            ["batch", 64])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])],
+                [w, w2])
+
+
+def _wide_inputs() -> np.ndarray:
+    return (np.random.default_rng(0).standard_normal((4, 64)) * 40).astype(np.float32)
+
+
+def _static_rows(tmp_path: Path, **options: Any) -> list[dict[str, Any]]:
+    model = wide_mlp(tmp_path / "wide.onnx")
+    record = execute(RunRequest(
+        models=[model], data_root=tmp_path / "data", repeats=1, jobs=1, checks=(),
+        backends=("onnxruntime",),
+        model_options=ModelOptions(task="classifier", variants=("int8-static",), **options)))
+    return [r for r in rows_of(tmp_path / "data", record.run_id)
+            if r["check"] == "model:int8-static:vs-model"]
+
+
+def test_int8_static_is_calibrated_on_the_users_inputs(tmp_path: Path) -> None:
+    inputs = tmp_path / "x.npz"
+    np.savez(inputs, x=_wide_inputs())
+    rows = _static_rows(tmp_path, inputs_file=str(inputs))
+    assert rows and all(r["result"] == "passed" for r in rows), [r["reason"] for r in rows]
+    assert all(r["reason"].startswith("calibrated on the --inputs arrays of x.npz")
+               for r in rows)
+    assert json.loads(rows[0]["details"])["calibration"] == "the --inputs arrays of x.npz"
+
+
+def test_calibration_file_with_a_sample_axis(tmp_path: Path) -> None:
+    x = _wide_inputs()
+    feeds, calibration = tmp_path / "x.npz", tmp_path / "calib.npz"
+    np.savez(feeds, x=x)
+    np.savez(calibration, x=np.stack([x, x * 0.5, x * 0.25]))  # 3 samples of [4, 64]
+    rows = _static_rows(tmp_path, inputs_file=str(feeds), calibration_file=str(calibration))
+    assert rows and all(r["result"] == "passed" for r in rows)
+    assert all("calibrated on --calibration calib.npz (3 samples)" in r["reason"] for r in rows)
+
+
+def test_uncalibrated_int8_static_says_so(tmp_path: Path) -> None:
+    rows = _static_rows(tmp_path)  # seeded N(0,1) inputs, seeded N(0,1) calibration
+    assert rows and all(r["reason"].startswith("uncalibrated: ") for r in rows)
+    assert json.loads(rows[0]["details"])["calibration"] == "seeded N(0,1) noise"
+
+
+@pytest.mark.parametrize(("arrays", "match"), [
+    ({"nope": np.zeros((4, 64), np.float32)}, "name no model input"),
+    ({"x": np.zeros((64,), np.float32)}, "has rank 2"),
+])
+def test_bad_calibration_file_is_one_sentence(tmp_path: Path, arrays: dict[str, np.ndarray],
+                                              match: str) -> None:
+    model = wide_mlp(tmp_path / "wide.onnx")
+    calibration = tmp_path / "calib.npz"
+    np.savez(calibration, **arrays)  # type: ignore[arg-type]
+    with pytest.raises(GeroError, match=match):
+        execute(RunRequest(models=[model], data_root=tmp_path / "data", repeats=1, jobs=1,
+                           model_options=ModelOptions(variants=("int8-static",),
+                                                      calibration_file=str(calibration))))
+
+
+def test_a_contrib_op_the_evaluator_lacks_is_said_as_such(tmp_path: Path) -> None:
+    """ORT's com.microsoft Gelu: the float64 shadow cannot run it whatever the inputs."""
+    model = save(tmp_path / "gelu.onnx",
+                 [helper.make_node("Gelu", ["x"], ["y"], domain="com.microsoft")],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+                 opsets={"": 17, "com.microsoft": 1})
+    warnings: list[str] = []
+    record = execute(RunRequest(models=[model], data_root=tmp_path / "data", repeats=1,
+                                jobs=1, checks=(), backends=("onnxruntime",)),
+                     warn=warnings.append)
+    assert not any("default inputs may not suit" in w for w in warnings), warnings
+    shadow = [r for r in rows_of(tmp_path / "data", record.run_id)
+              if r["check"] == "model:float64-shadow"]
+    assert shadow and "has no implementation of com.microsoft Gelu" in shadow[0]["reason"]
+
+
+def anchor_head(path: Path) -> str:
+    """A detector head: x[1, 8, 50] (features per anchor) -> y[1, 3, 50] = W · x, classes
+    along axis 1 and 50 anchors along the last axis, as YOLO exports lay them out."""
+    rng = np.random.default_rng(1)
+    w = numpy_helper.from_array(rng.standard_normal((3, 8)).astype(np.float32), "W")
+    return save(path, [helper.make_node("MatMul", ["W", "x"], ["y"])],
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 50])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 50])], [w])
+
+
+def test_decision_axis_scores_a_detector_along_its_class_axis(tmp_path: Path) -> None:
+    model = anchor_head(tmp_path / "head.onnx")
+    record = execute(RunRequest(
+        models=[model], data_root=tmp_path / "data", repeats=1, jobs=1, checks=(),
+        backends=("onnxruntime",),
+        model_options=ModelOptions(task="detector", variants=("int8-dynamic",),
+                                   decision_axes=("y=1",))))
+    rows = {r["check"]: r for r in rows_of(tmp_path / "data", record.run_id)}
+    figures = json.loads(rows["model:int8-dynamic:vs-model"]["details"])
+    # one row and one decision per anchor (50), not 3 rows of 50 anchors each
+    assert figures["rows"] == 50 and figures["decisions"] == 50
+    assert "argmax agrees" in rows["model:noise-floor"]["reason"]
+
+
+def test_decision_axis_out_of_range_is_one_sentence(tmp_path: Path) -> None:
+    model = anchor_head(tmp_path / "head.onnx")
+    with pytest.raises(GeroError, match="has rank 3"):
+        execute(RunRequest(models=[model], data_root=tmp_path / "data", repeats=1, jobs=1,
+                           model_options=ModelOptions(decision_axes=("y=3",))))
+    with pytest.raises(GeroError, match="unknown output"):
+        execute(RunRequest(models=[model], data_root=tmp_path / "data", repeats=1, jobs=1,
+                           model_options=ModelOptions(decision_axes=("z=1",))))

@@ -724,15 +724,17 @@ def _judge(s: _Search, window: list[str]
 
 def _keep(kept: dict[str, np.ndarray], t: str, x: np.ndarray, y: np.ndarray,
           feeds: dict[str, np.ndarray], s: _Search) -> None:
-    """The tensors the explorer shows for a node: its inputs (the reference's values) and
-    its output alone and end to end, on both sides."""
+    """The tensors the explorer shows for a node: its inputs (the reference's values, and
+    the path's own end to end) and its output alone and end to end, on both sides."""
     items = {f"{t}/alone/actual": x, f"{t}/alone/reference": y}
     if t in s.a_values:
         items[f"{t}/traced/actual"] = s.a_values[t]
     if t in s.b_values:
         items[f"{t}/traced/reference"] = s.b_values[t]
     for n, v in feeds.items():
-        items[f"{t}/input/{n}"] = v
+        items[f"{t}/input/{n}"] = s.b_values.get(n, v)
+        if n in s.a_values:
+            items[f"{t}/input-traced/{n}"] = s.a_values[n]
     for k, v in items.items():
         if v.nbytes <= KEEP_TENSOR_BYTES and v.dtype.kind in "fiub":
             kept[k] = v

@@ -1,5 +1,6 @@
 """One finding as a section of Markdown to paste into an upstream bug: what it covers, its
-worst observation, and the commands that replay, bundle and blame it.
+worst observation, where its error enters when `gero localize` found it (and the repro it
+wrote), and the commands that replay, bundle, blame and localize it.
 
 ``gero findings --format md`` writes every finding's section; the explorer's Findings
 screen writes one (``e``) beside its bundle.
@@ -7,10 +8,54 @@ screen writes one (``e``) beside its bundle.
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
+from typing import Any
 
 from gero.query.findings import Finding, FindingsReport, path_name
+from gero_runner.storage.artifacts import LOCALIZE_DIR
+
+
+def stored_localization(root: Path, f: Finding) -> dict[str, Any] | None:
+    """The localization `gero localize` stored for the finding's representative, else for
+    another observation of its evidence directory; None when there is none (or it cannot
+    be read)."""
+    r = f.representative
+    if not r.artifact_path:
+        return None
+    folder = root / r.artifact_path / LOCALIZE_DIR
+    own = folder / f"{r.observation_id}.json"
+    candidates = [own] + (sorted(p for p in folder.glob("*.json") if p != own)
+                          if folder.is_dir() else [])
+    for path in candidates:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("origins"):
+            return data
+    return None
+
+
+def localization_lines(loc: dict[str, Any]) -> list[str]:
+    """A stored localization as Markdown lines: its sentence, the origin, the repro."""
+    lines = [f"Localized (`gero localize {str(loc.get('observation_id', ''))[:16]}`, "
+             f"{loc.get('actual')} against {loc.get('reference')}): {loc.get('summary', '')}",
+             ""]
+    for o in loc.get("origins", [])[:3]:
+        share = o.get("share")
+        lines.append(f"- origin: `{o.get('node')}` ({o.get('op_type')}; "
+                     f"{len(o.get('nodes') or [])} node(s)): inputs agree to "
+                     f"{number(o.get('inputs_scaled_error'))} scaled, alone it differs by "
+                     f"{number(o.get('local_scaled_error'))}"
+                     + (f", {share:.0%} of the final error" if isinstance(share, float)
+                        else ""))
+    repro = loc.get("repro")
+    if repro:
+        lines.append(f"- repro (the origin's nodes with their real inputs, an ONNX backend "
+                     f"test directory): `gero replay {shlex.quote(str(repro))}`")
+    return [*lines, ""]
 
 
 def number(value: float | None) -> str:
@@ -37,6 +82,10 @@ def finding_section(f: Finding, root: Path, data_flag: str) -> list[str]:
     # A level outlier: which rewrite of that level made the difference.
     blame = ([f"gero blame {r.observation_id[:16]}{data_flag}"]
              if f.outlier.startswith("onnxruntime@") else [])
+    two_paths = (r.result != "execution" and not str(r.reference).startswith("law:")
+                 and not str(r.reference).endswith("+noise"))
+    localize = [f"gero localize {r.observation_id[:16]}{data_flag}"] if two_paths else []
+    loc = stored_localization(root, f)
     return [
         f"## {f.title}",
         "",
@@ -56,10 +105,12 @@ def finding_section(f: Finding, root: Path, data_flag: str) -> list[str]:
         f"- max |a−r| = {number(r.max_abs_error)}, max ULP = {number(r.max_ulp)}, "
         f"rtol = {number(r.rtol)}, atol = {number(r.atol)}",
         "",
+        *(localization_lines(loc) if loc is not None else []),
         "```sh",
         replay,
         bundle,
         *blame,
+        *localize,
         "```",
         "",
     ]

@@ -165,3 +165,17 @@ def test_cli_text_json_and_bad_input(cancellation: tuple[Path, list[dict[str, An
     assert "not a path gero can run again" in capsys.readouterr().err
     assert main(["localize", "zz", "--data-dir", str(root)]) == 2
     assert capsys.readouterr().err.startswith("gero: error: bad observation id")
+
+
+def test_the_findings_report_shows_the_origin_and_the_repro(
+        cancellation: tuple[Path, list[dict[str, Any]]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root, rows = cancellation
+    row = _row(rows, check="model:fp32", backend="onnxruntime", optimization="basic")
+    localize_observation(root, row, tmp_path / "repro")
+    assert main(["findings", "--data-dir", str(root), "--format", "md"]) == 1
+    report = capsys.readouterr().out
+    assert "Localized (`gero localize" in report
+    assert "- origin: `LayerNorm_0/Sub` (Sub; 1 node(s))" in report
+    assert f"`gero replay {tmp_path / 'repro'}`" in report
+    assert "gero localize " in report.split("```sh", 1)[1]

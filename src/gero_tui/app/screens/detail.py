@@ -74,6 +74,8 @@ class DetailScreen(Screen[None]):
         Binding("g", "op_histogram", "per-op"),
         Binding("B", "blame", "blame",
                 tooltip="Which ORT optimisation level and graph rewrite changed the output"),
+        Binding("L", "localize", "localize", show=False,
+                tooltip="Error through the graph: the node where this output's error enters"),
     ]
 
     def __init__(self, source: RunSource, observation_id: str, replay: bool = False,
@@ -321,6 +323,14 @@ class DetailScreen(Screen[None]):
             text = Text(f"✗ blame failed unexpectedly: {type(e).__name__}: {e}",
                         style="bold red")
         self.app.call_from_thread(self._show_blame, text)
+
+    def action_localize(self) -> None:
+        """``L``: the error through the graph (gero localize), stored or computed."""
+        from gero_tui.app.screens.localize import LocalizeScreen
+
+        row = self.observation.fields if self.observation is not None else None
+        self.app.push_screen(LocalizeScreen(data_root_of(self.source), self.observation_id,
+                                            row, self.source))
 
     def action_copy(self, what: str) -> None:
         if self.observation is None:

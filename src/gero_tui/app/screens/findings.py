@@ -33,6 +33,23 @@ if TYPE_CHECKING:
 STATUS_STYLE = {"new": "bold #f4005f", "still": "dim", "gone": "#98e024"}
 
 
+def _origin_line(source: Any, f: Finding) -> list[Text | str | tuple[str, str]]:
+    """Where the finding's error enters, when `gero localize` (or `L`) stored it."""
+    from gero.query.finding_report import stored_localization
+
+    if source is None:
+        return []
+    loc = stored_localization(Path(source.data_root), f)
+    if loc is None:
+        return []
+    o = loc["origins"][0]
+    return [("\nlocalized: ", "bold"), (f"origin {o.get('node')} ({o.get('op_type')})", "bold red"),
+            f": inputs agree to {float(o.get('inputs_scaled_error') or 0):.2g}, alone "
+            f"{float(o.get('local_scaled_error') or 0):.2g}",
+            *([("  repro: gero replay " + str(loc["repro"]), "dim")] if loc.get("repro")
+              else [])]
+
+
 def summary_line(report: FindingsReport) -> Text:
     """How many findings cover how many observations, and what changed since the baseline."""
     text = Text.assemble((f"{len(report.findings)} findings", "bold"),
@@ -65,6 +82,8 @@ class FindingsScreen(Screen[None]):
                 "and its bundle"),
         Binding("w", "what_if", "What-if",
                 tooltip="Re-grade under other tolerances, live, from the stored figures"),
+        Binding("L", "localize", "Localize", show=False,
+                tooltip="Error through the graph of the finding's worst observation"),
     ]
 
     class Loaded(Message):
@@ -171,7 +190,7 @@ class FindingsScreen(Screen[None]):
             f"{' …' if len(f.operators) > 6 else ''} · {', '.join(f.dtypes)} · "
             f"levels {', '.join(f.levels) or '—'}\n",
             ("worst: ", "dim"), f"{r.case_id} {r.check} {r.backend} {r.optimization}: ",
-            (r.reason, "dim")))
+            (r.reason, "dim"), *_origin_line(self.app.source, f)))
 
     def action_open_finding(self) -> None:
         """The highlighted finding's observations in the evaluations table."""
@@ -199,6 +218,18 @@ class FindingsScreen(Screen[None]):
         if source is not None:
             self.app.push_screen(WhatIfDialog(
                 source, self.report.findings if self.report is not None else []))
+
+    def action_localize(self) -> None:
+        """``L``: the error through the graph of the highlighted finding's worst observation."""
+        from gero_tui.app.screens.export_dialog import data_root_of
+        from gero_tui.app.screens.localize import LocalizeScreen
+
+        f, source = self.highlighted(), self.app.source
+        if f is None or source is None:
+            self.notify("no finding to localize yet", timeout=3)
+            return
+        self.app.push_screen(LocalizeScreen(data_root_of(source),
+                                            f.representative.observation_id, source=source))
 
     def action_open_all(self) -> None:
         self.app.show_evaluations(TableFilter())

@@ -1,0 +1,109 @@
+"""`L` in the detail view and on the Findings screen: the error through the graph, origins
+marked, `enter` on a node its tensors side by side; the Findings screen names the origin."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from detail_harness import Harness, sync
+from rich.console import Console
+from textual.widgets import DataTable, Static
+
+from gero.query.source import open_source
+from gero_runner.evidence.localize import read_localization
+from gero_runner.storage.artifacts import resolve_artifact
+from gero_tui.app.app import GeroApp
+from gero_tui.app.screens.findings import FindingsScreen
+from gero_tui.app.screens.localize import LocalizeScreen
+from gero_tui.app.widgets.tensor_view import TensorView
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "runner" / "evidence"))
+from localize_models import one_pass_variance
+
+
+def _text(app: Harness | GeroApp, selector: str) -> str:
+    console = Console(width=300, record=True, file=io.StringIO())
+    console.print(app.screen.query_one(selector, Static).content)
+    return console.export_text()
+
+
+async def _settle(pilot) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(100):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if not any(w.is_running for w in pilot.app.workers):
+            return
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("localize-screen")
+    model = one_pass_variance(root / "one_pass_variance.onnx")
+    # A fresh process: forking workers from one that has run Textual apps is not safe.
+    done = subprocess.run([sys.executable, "-m", "gero_cli", "run", "--data-dir", str(root),
+                           "--model", str(model), "--input-range", "X=29990,30010",
+                           "--repeats", "1", "--backends", "onnxruntime", "--jobs", "1"],
+                          capture_output=True)
+    assert done.returncode == 1, done.stderr  # 1: it found the divergence
+    return root
+
+
+@sync
+async def test_l_in_the_detail_view_localizes_and_enter_opens_the_origin(
+        real_run: Path) -> None:
+    source = open_source(real_run)
+    oid, rel = source.query("SELECT observation_id, artifact_path FROM obs WHERE \"check\" = "
+                            "'model:fp32' AND optimization = 'disable_all'")[0]
+    app = Harness(real_run, "detail", oid)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await _settle(pilot)
+        await pilot.press("L")
+        await _settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LocalizeScreen)
+        summary = _text(app, "#localize-summary")
+        assert "the error enters at LayerNorm_0/Sub (Sub)" in summary
+        table = screen.query_one(DataTable)
+        assert table.row_count == 11
+        cells = [str(c) for c in table.get_row("var")]
+        assert "◆ origin" in cells[-1] and "█" in cells[4]
+        assert screen.highlighted() == "var"  # the cursor starts on the origin
+        await pilot.press("enter")
+        await pilot.pause()
+        node = _text(app, "#localize-node")
+        assert "◆ origin  LayerNorm_0/Sub (Sub) → var" in node
+        view = screen.query_one(TensorView)
+        assert view.display and view.evidence is not None
+        assert view.evidence.actual.shape == (4, 1)
+        await pilot.press("i")  # its first input, side by side
+        await pilot.pause()
+        assert "input ex2" in _text(app, "#localize-node")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, LocalizeScreen)
+    assert read_localization(resolve_artifact(real_run, rel), oid) is not None
+
+
+@sync
+async def test_the_findings_screen_names_a_localized_origin_and_l_opens_it(
+        real_run: Path) -> None:
+    app = GeroApp(real_run, screen="findings")
+    async with app.run_test(size=(140, 45)) as pilot:
+        await _settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, FindingsScreen) and screen.report is not None
+        ours = next(i for i, f in enumerate(screen.report.findings)
+                    if f.representative.check in ("model:fp32", "expected"))
+        for _ in range(ours):
+            await pilot.press("down")
+        await pilot.press("L")
+        await _settle(pilot)
+        assert isinstance(app.screen, LocalizeScreen)
+        assert "LayerNorm_0/Sub" in _text(app, "#localize-summary")
+        await pilot.press("escape")
+        await _settle(pilot)
+        assert "localized: origin LayerNorm_0/Sub (Sub)" in _text(app, "#finding-detail")

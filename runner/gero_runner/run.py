@@ -23,7 +23,9 @@ from gero_runner.execution.context import CaseResult, RunSettings
 from gero_runner.execution.pool import Outcome, run_cases
 from gero_runner.request import SUITES, ModelOptions, RunRequest, suite_names
 from gero_runner.schema import RunRecord
+from gero_runner.storage.index import is_plain_name
 from gero_runner.storage.run_writer import RunWriter
+from gero_runner.storage.runs import resolve_run
 from gero_runner.storage.store import DataRoot, batch_from_bytes, new_run_id, rows_to_batch
 from gero_runner.tolerances import ToleranceTable
 
@@ -101,6 +103,46 @@ class DiskFull(GeroError):
     exit_code = 1
 
 
+def resumable_run(root: DataRoot, given: str) -> str:
+    """The run ``--resume`` names: a run id of this data root, or a unique prefix of one
+    (never a path: it would resume, and write, a directory outside the root)."""
+    check_resume_name(given, root.path)
+    return resolve_run(root.path, given, root.run_ids())
+
+
+def check_resume_name(given: object, data_root: Path | None = None) -> None:
+    """``--resume`` takes a run id (or the start of one), never a path."""
+    if not isinstance(given, str) or not is_plain_name(given):
+        where = f" of {data_root}" if data_root is not None else ""
+        raise GeroError(f"resume (--resume) {given!r}: give a run id{where} (or the start of "
+                        "one), not a path")
+
+
+def _versions_now(runtimes: tuple[str, ...]) -> dict[str, str]:
+    return {"gero": _version("gero"), "onnx": _version("onnx"),
+            "onnxruntime": _version("onnxruntime"),
+            **{name: backends.get(name).version() for name in (*runtimes, backends.REFERENCE)}}
+
+
+def _check_versions(run_id: str, fields: dict[str, Any], runtimes: tuple[str, ...],
+                    warn: Callable[[str], None] | None) -> None:
+    """A run is finished by the versions that started it: its observations' ids and
+    results depend on them (a mix would read as one run of one version)."""
+    recorded = {"gero": fields.get("gero_version"), "onnx": fields.get("onnx_version"),
+                "onnxruntime": fields.get("onnxruntime_version")}
+    if isinstance(fields.get("backends"), dict):
+        recorded.update(fields["backends"])
+    now = _versions_now(runtimes)
+    changed = [f"{name} {recorded[name]} (now {now[name]})" for name in now
+               if isinstance(recorded.get(name), str) and recorded[name] != now[name]]
+    if changed:
+        raise GeroError(f"run {run_id} was started with {', '.join(changed)}: finish it "
+                        "with those versions, or start a new run")
+    if not isinstance(recorded["gero"], str) and warn is not None:
+        warn(f"run {run_id} records no gero version (a gero before 0.1 started it); "
+             f"resuming it with gero {now['gero']}")
+
+
 def request_to_json(request: RunRequest) -> dict[str, Any]:
     """What ``--resume`` needs to collect the same cases again (model paths made absolute)."""
     values = asdict(request)
@@ -152,7 +194,7 @@ def _fixed_fields(run_id: str, started: datetime, *, suite: str, command_line: s
         seed=seed, jobs=jobs, threads=threads, cpu_model=cpu_model(),
         python_version=sys.version.split()[0], numpy_version=_version("numpy"),
         onnx_version=_version("onnx"), onnxruntime_version=_version("onnxruntime"),
-        tolerances=table.as_dict(), models=models,
+        tolerances=table.as_dict(), models=models, gero_version=_version("gero"),
         backends={name: backends.get(name).version()
                   for name in (*runtimes, backends.REFERENCE)})
 
@@ -184,6 +226,7 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
     started = datetime.now(UTC)
     root = DataRoot(request.data_root)
     if resume is not None:
+        resume = resumable_run(root, resume)
         writer, stored = RunWriter.resume(root, resume, warn)
         try:
             request = request_from_json(stored, request.data_root, jobs=request.jobs,
@@ -194,7 +237,14 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
             raise GeroError(f"run {resume}: its stored request is unusable ({e})") from e
     else:
         run_id = allocate_run_id(root, request.run_id, started)
-    runtimes = backends.select(request.backends)
+    try:
+        runtimes = backends.select(request.backends)
+        if resume is not None:
+            _check_versions(resume, writer.fields, runtimes, warn)
+    except BaseException:
+        if resume is not None:
+            writer.close()
+        raise
     if dask is not None:
         try:
             dask.check_workers(runtimes)

@@ -233,3 +233,5 @@ class RunRecord:
     """The model files of a ``--model`` run (absolute paths)."""
     backends: dict[str, str] = field(default_factory=dict)
     """Runtimes under test and the ReferenceEvaluator: name -> version."""
+    gero_version: str = ""
+    """The gero that started the run (``--resume`` refuses another)."""

@@ -146,6 +146,11 @@ def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
     """
     from gero_runner.run import execute
 
+    if resume is not None:
+        from gero_runner.run import check_resume_name
+
+        check_resume_name(resume)
+        _refuse_options_of_resume(resume, dict(locals()))
     if not command_line:
         command_line = "gero.run(" + ", ".join(
             f"{k}={v!r}" for k, v in (("suite", suite), ("models", [str(m) for m in models]),
@@ -188,6 +193,35 @@ def localize(observation: str, data_dir: PathLike | None = None,
     row = resolve_observation(root, observation, problems)
     loc, stored = localize_observation(root, row, Path(output) if output is not None else None)
     return {**loc.as_dict(), "stored": str(stored)}
+
+
+_RESUME_TAKES = frozenset(("resume", "data_dir", "jobs", "executor", "scheduler",
+                           "command_line", "progress", "warn"))
+"""What a resumed run takes from the call; every other option is the run's own."""
+_FLAGS = {"models": "--model", "contracts": "--no-contracts", "input_shapes": "--input",
+          "inputs_file": "--inputs", "output_kinds": "--output-kind", "dims": "--dim",
+          "input_ranges": "--input-range", "input_values": "--input-value"}
+
+
+def _unchanged(value: Any, default: Any) -> bool:
+    if value is default or value == default:
+        return True
+    # The command line passes [] and {} where the function's defaults are () and None.
+    return isinstance(value, list | tuple | dict) and not value and not default
+
+
+def _refuse_options_of_resume(resume: Any, given: dict[str, Any]) -> None:
+    """``resume`` finishes a run with the options it was started with: any other option
+    given would be silently ignored, so it is refused."""
+    import inspect
+
+    changed = [f"{name} ({_FLAGS.get(name, '--' + name.replace('_', '-'))})"
+               for name, parameter in inspect.signature(run).parameters.items()
+               if name not in _RESUME_TAKES and not _unchanged(given[name], parameter.default)]
+    if changed:
+        raise GeroError(f"resume finishes run {resume} with the options it was started "
+                        f"with; {', '.join(changed)} would be ignored: drop "
+                        f"{'it' if len(changed) == 1 else 'them'}, or start a new run")
 
 
 def open_run(run: str | None = None, data_dir: PathLike | None = None) -> Run:

@@ -129,8 +129,9 @@ def main(args: argparse.Namespace) -> int:
                 suite=args.suite, models=args.model, ops=split_list(args.ops),
                 dtypes=split_list(args.dtypes), data_dir=data_dir(args), run_id=args.run_id,
                 jobs=args.jobs, threads=args.threads, repeats=args.repeats, seed=args.seed,
-                rtol={d: r for d, (r, _) in table.items()},
-                atol={d: a for d, (_, a) in table.items()},
+                # Only those given: `--resume` refuses any option it would ignore.
+                rtol={d: r for d, (r, _) in table.items()} if args.rtol else None,
+                atol={d: a for d, (_, a) in table.items()} if args.atol else None,
                 dims=args.dim, input_shapes=args.input, input_ranges=args.input_range,
                 input_values=args.input_value, inputs_file=args.inputs, task=args.task,
                 variants=split_list(args.variants), backends=split_list(args.backends) or None,

@@ -29,7 +29,7 @@ from gero_cli import main
     (["--run-id", "/tmp/abs"], "must be a plain name"),
     (["--run-id", "a/b"], "must be a plain name"),
     (["--run-id", "x'y"], "must be a plain name"),
-    (["--resume", "nope"], "does not exist"),
+    (["--resume", "nope"], "no run"),
 ])
 def test_bad_input_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                       args: list[str], message: str) -> None:

@@ -508,7 +508,7 @@ def _signals_deferred() -> Iterator[None]:
 _FIXED_FIELDS = frozenset(
     ("run_id", "started_at", "suite", "command_line", "seed", "jobs", "threads", "cpu_model",
      "python_version", "numpy_version", "onnx_version", "onnxruntime_version", "tolerances",
-     "models", "backends"))
+     "models", "backends", "gero_version"))
 """RunRecord fields a run keeps from its start (the rest are recounted at every save)."""
 
 

@@ -93,7 +93,7 @@ _RECORD_FIELDS: dict[str, tuple[type, ...]] = {
     "new_observation_count": (int,), "counts": (dict,), "wall_seconds": (int, float),
     "backend_seconds": (int, float), "evidence_seconds": (int, float),
     "store_seconds": (int, float), "case_seconds": (int, float), "models": (list,),
-    "backends": (dict,),
+    "backends": (dict,), "gero_version": (str,),
 }
 """The run record's fields (``schema.RunRecord``, restated without pyarrow) and their types."""
 _DEFAULTS: dict[type, Any] = {str: "?", int: 0, float: 0.0, dict: {}, list: []}

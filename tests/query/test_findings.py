@@ -321,3 +321,49 @@ def test_a_finding_is_gone_only_where_its_cases_ran_again_and_passed(tmp_path: P
     assert [f.status for f in other_cause.findings] == [NEW]
     fixed = findings_report(tmp_path, "20260102-000003", "20260102-000001")
     assert [f.finding_id for f in fixed.gone] == [f.finding_id for f in other_cause.unresolved]
+
+
+# Model cases: a variant file's failures name the path that failed ------------------------
+
+def _model_row(check: str, backend: str, level: str, result: str, reason: str,
+               reference: str) -> dict[str, Any]:
+    row = _row("m", check, backend, level, result, reason)
+    row.update(suite="model", case_id="model/magika/bytes=[2,2048]", op_type="magika",
+               reference=reference, dtype="int32")
+    return row
+
+
+def test_a_path_failing_on_a_variant_file_is_named_not_the_variant(tmp_path: Path) -> None:
+    """tract and the ReferenceEvaluator failing on the fp16 and int8-static files: titled
+    after them ("tract cannot run … on the fp16 file"), never "Fp16 cannot run"; one
+    cause across the two files."""
+    tract = "TractError: Evaluating #3 \"Conv_0\" Conv\n\nCaused by:\n    0: Unsupported F16"
+    rows = [
+        _model_row("model:fp16", "tract", "optimized", "execution",
+                   f"fp16:tract-optimized failed: {tract}", "fp16:onnxruntime:all"),
+        _model_row("model:int8-static", "tract", "optimized", "execution",
+                   f"int8-static:tract-optimized failed: {tract}",
+                   "int8-static:onnxruntime:all"),
+        _model_row("model:fp16", "onnx-reference", "-", "execution",
+                   "fp16:onnx-reference failed: RuntimeError: no float16 Einsum",
+                   "fp16:onnxruntime:all"),
+        _model_row("model:fp16", "onnxruntime", "all", "passed", "ok", "fp32:onnxruntime:all"),
+    ]
+    _write(tmp_path, rows)
+    findings = {f.outlier: f for f in compute_findings(open_source(tmp_path))}
+    assert set(findings) == {"tract", "onnx-reference"}
+    assert findings["tract"].observations == 2  # one finding across both files
+    assert findings["tract"].title.startswith("Tract cannot run magika (int32) on the")
+    assert findings["onnx-reference"].title.startswith(
+        "The ReferenceEvaluator cannot run magika (int32) on the fp16 file")
+
+
+def test_a_variant_gero_could_not_build_blames_its_tooling(tmp_path: Path) -> None:
+    rows = [_model_row("model:int8-static:build", "onnxruntime", "all", "execution",
+                       "building the int8-static variant failed: KeyError: 'conv_0.w'",
+                       "int8-static:onnxruntime:all")]
+    _write(tmp_path, rows)
+    (f,) = compute_findings(open_source(tmp_path))
+    assert f.outlier == "variant-tooling"
+    assert f.title.startswith("gero's variant tooling could not build the int8-static file")
+    assert "ONNX Runtime" not in f.title

@@ -35,8 +35,10 @@ from gero_runner.errors import GeroError
 from gero_runner.models import inputs as model_inputs
 from gero_runner.models import shadow, signature
 from gero_runner.models.variants import (
+    INT8_DYNAMIC,
     INT8_STATIC,
     Calibration,
+    already_quantised,
     calibration_from_arrays,
     parse_variants,
 )
@@ -286,12 +288,21 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
     inputs, choices = model_inputs.build_inputs(model, specs, options, seed, source)
     outputs = [o.name for o in model.graph.output]
     checks = model_checks(request, outputs, source)
+    int8 = [v for v in checks.variants if v in (INT8_DYNAMIC, INT8_STATIC)]
+    quantised = already_quantised(model) if int8 else ""
+    if quantised:  # quantising again measures nothing a user ships
+        checks = dataclasses.replace(checks, variants=tuple(v for v in checks.variants
+                                                            if v not in int8))
+        early_warnings = [f"{name}: no {' or '.join(int8)} variant built: the model is "
+                          f"already quantised ({quantised})"]
+    else:
+        early_warnings = []
     if INT8_STATIC in checks.variants:
         calibration = calibration_for(request, options, inputs)
         checks = dataclasses.replace(checks, calibration=calibration.samples,
                                      calibration_source=calibration.source)
     unsupported = error = ""
-    warnings: list[str] = []
+    warnings: list[str] = list(early_warnings)
     if not outputs:
         unsupported = ("no tensor output to compare: "
                        + ", ".join(f"output {n!r} is {t}" for n, t in dropped.items()))
@@ -299,7 +310,8 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
     elif (too_big := oversized_tensor(model, inputs, int(request.max_tensor_mb * 2**20))):
         unsupported, expected, exact = too_big, None, None  # before the shadow allocates it
     else:
-        expected, exact, error, warnings = _shadow(model, inputs, name, request.timeout_s)
+        expected, exact, error, found = _shadow(model, inputs, name, request.timeout_s)
+        warnings += found
         lacking = evaluator_lacks(model)
         if error and lacking:  # no input would make it run: say which operators
             error = (f"the ReferenceEvaluator has no implementation of {', '.join(lacking)}, "

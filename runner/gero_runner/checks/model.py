@@ -317,8 +317,8 @@ class _Checker:
         base_label = f"{name}:{run_base.label}"
         try:
             model = var.build(name, case.model, case.inputs, case.seed, self.calibration)
-        except Exception as e:
-            self._fail(f"model:{name}", fp32, base_label,
+        except Exception as e:  # gero's variant tooling, not a runtime, failed
+            self._fail(f"model:{name}:build", fp32, base_label,
                        f"building the {name} variant failed: {error_text(e)}")
             return
         ctx.writer.add_bytes(f"variants/{name}.onnx", model)
@@ -335,6 +335,12 @@ class _Checker:
                 p.files = [ctx.writer.add_array(f"outputs/{name}/{key}/output_{j}.npy", x)
                            for j, x in enumerate(p.outputs)]
         base = runs[run_base.spec.name]
+        if not base.ok and var.invalid_graph(base.error or ""):
+            # ORT runs the original but refuses the graph the tooling wrote: a build failure
+            self._fail(f"model:{name}:build", base, base_label,
+                       f"building the {name} variant failed: the file it wrote is not a "
+                       f"valid graph for {run_base.backend.label()}: {base.error}")
+            return
         if not base.ok:
             self._fail(f"model:{name}", base, base_label,
                        f"{run_base.backend.label()} cannot run the {name} variant: "

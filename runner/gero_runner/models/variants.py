@@ -34,11 +34,10 @@ import numpy as np
 import onnx
 
 from gero_runner.errors import GeroError
+from gero_runner.schema import MODEL_VARIANTS
 
-INT8_DYNAMIC = "int8-dynamic"
-INT8_STATIC = "int8-static"
-FP16 = "fp16"
-VARIANTS = (INT8_DYNAMIC, INT8_STATIC, FP16)
+INT8_DYNAMIC, INT8_STATIC, FP16 = MODEL_VARIANTS
+VARIANTS = MODEL_VARIANTS
 CALIBRATION_SAMPLES = 8
 QDQ_OPSET = 19
 """The ReferenceEvaluator implements QuantizeLinear/DequantizeLinear from opset 19 on, so
@@ -102,6 +101,43 @@ def calibration_from_arrays(arrays: dict[str, np.ndarray], feeds: dict[str, np.n
             sample[name] = np.ascontiguousarray(one.astype(feeds[name].dtype, copy=False))
         samples.append(sample)
     return Calibration(tuple(samples), f"{source} ({n} sample{'s' if n > 1 else ''})")
+
+
+_INVALID_GRAPH = ("INVALID_GRAPH", "INVALID_PROTOBUF", "Type Error", "ShapeInferenceError",
+                  "type mismatch")
+
+
+def invalid_graph(error: str) -> bool:
+    """Whether a runtime's error says the file is not a valid graph (a type or shape
+    inference error), rather than that it lacks a kernel or failed while running."""
+    return any(k in error for k in _INVALID_GRAPH)
+
+
+QUANTISED_OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "ConvInteger",
+                 "MatMulInteger", "QLinearConv", "QLinearMatMul", "DynamicQuantizeLSTM",
+                 "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QAttention", "QGemm",
+                 "QLinearAdd", "QLinearMul", "MatMulNBits", "QOrderedMatMul")
+
+
+def already_quantised(model: onnx.ModelProto) -> str:
+    """Why the model is already quantised ('21 ConvInteger, 22 DynamicQuantizeLinear' or
+    '73 int8 weight initializers'), or '' when it is not."""
+    counts: dict[str, int] = {}
+    for node in model.graph.node:
+        if node.op_type in QUANTISED_OPS or node.op_type.startswith("QLinear"):
+            counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    if counts:
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        return "its graph holds " + ", ".join(f"{n} {op}" for op, n in ranked[:4]) + (
+            f" and {len(ranked) - 4} more quantised operator type(s)" if len(ranked) > 4
+            else "")
+    small = (onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.INT4,
+             onnx.TensorProto.UINT4)
+    weights = [t for t in model.graph.initializer if t.data_type in small and len(t.dims) >= 2]
+    if weights:
+        return (f"its weights are stored as {len(weights)} 8-bit (or narrower) initializers "
+                "dequantised in the graph")
+    return ""
 
 
 def calibration_inputs(inputs: dict[str, np.ndarray], seed: int,

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 import duckdb
 
 from gero_runner.backends import ort_levels, path_name_sql, title
-from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION
+from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, MODEL_VARIANTS
 from gero_runner.storage.layout import FINDINGS_CACHE_DIR
 
 MEMBERS_TABLE = "finding_members"
@@ -66,6 +66,11 @@ SWALLOWED = "finite where the compared output is NaN or inf"
 LOWER_PRECISION = "computes {dtype} in {precision}"
 """A path whose settings say it computes in fewer bits than the output's dtype (OpenVINO's
 ``inference_precision``): its finite deviations of that dtype are that one cause."""
+
+BUILD_FAILED = "building the "
+"""How a variant build failure's reason starts (``building the fp16 variant failed: …``)."""
+VARIANT_TOOLING = "variant-tooling"
+"""The outlier of a variant gero's own tools could not build (no runtime is to blame)."""
 
 SEVERITY = {CONTRACT_ISSUE: 3, DIVERGENCE: 2, EXECUTION: 1}
 """Worst first: a broken law or non-finite output, then a divergence, then unsupported."""
@@ -203,6 +208,10 @@ def _list_sql(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
 
 
+_FAILED_PATH = ("^(?:variant \\S+: )?(?:(?:" + "|".join(MODEL_VARIANTS) + "):)?(\\S+) failed: ")
+"""The path a failure names, without the variant file it ran (``fp16:tract-optimized``)."""
+
+
 def members_sql(relation: str = "obs") -> str:
     """SQL that selects one row per non-passed observation of ``relation`` with its finding.
 
@@ -228,7 +237,8 @@ WITH raw AS MATERIALIZED (
 ), reasons AS (
     -- the regular expressions run once per distinct reason, not once per row
     SELECT reason, {_template_sql('reason')} AS template,
-           regexp_extract(reason, '^(?:variant \\S+: )?(\\S+) failed: ', 1) AS failed_path
+           -- a path on a variant file fails as VARIANT:PATH (fp16:tract-optimized)
+           regexp_extract(reason, '{_FAILED_PATH}', 1) AS failed_path
     FROM (SELECT DISTINCT reason FROM raw)
 ), templates AS (
     SELECT *, {_kind_sql('template')} AS kind FROM reasons
@@ -236,7 +246,9 @@ WITH raw AS MATERIALIZED (
     SELECT r.* EXCLUDE (reason), t.template, t.failed_path, t.kind,
            -- the side a row blames: its own path, or (a disagreement that float64 sides
            -- with the actual side, a failure of the reference side) its reference
-           CASE WHEN r.family = 'execution'
+           CASE WHEN r.family = 'execution' AND t.template LIKE '{BUILD_FAILED}%'
+                    THEN '{VARIANT_TOOLING}'
+                WHEN r.family = 'execution'
                      AND t.failed_path NOT IN ('', replace(r.path, '@', '-'),
                                                r.backend || '-' || r.optimization,
                                                {path_name_sql('r.backend', 'r.optimization')})
@@ -572,7 +584,8 @@ def non_passed_count(source: Queryable) -> int:
 
 # Titles ---------------------------------------------------------------------------------
 
-_OTHER_NAMES = {"numpy-float64": "the float64 formula"}
+_OTHER_NAMES = {"numpy-float64": "the float64 formula",
+                VARIANT_TOOLING: "gero's variant tooling"}
 """Outliers that are no backend (a case's expected values); a backend is named by its title."""
 
 
@@ -607,6 +620,13 @@ def _hint(template: str, limit: int = 60) -> str:
     return _short(text, limit)
 
 
+def _variant_of(check: str) -> str:
+    """The variant file a model row is about (``model:fp16:scaled`` -> fp16), or ''."""
+    parts = check.split(":")
+    return parts[1] if len(parts) > 1 and parts[0] == "model" and parts[1] in MODEL_VARIANTS \
+        else ""
+
+
 def _title(f: Finding) -> str:
     ops = _list(f.operators)
     dtypes = "/".join(f.dtypes)
@@ -622,10 +642,15 @@ def _title(f: Finding) -> str:
     if "known upstream defect" in f.template:
         return f"Known upstream ReferenceEvaluator defect ({ops}, {dtypes}): {_short(f.template)}"
     if f.family == "execution":
+        variant = _variant_of(f.representative.check)
+        if f.outlier == VARIANT_TOOLING:
+            return (f"gero's variant tooling could not build the {variant or 'variant'} file "
+                    f"of {ops}: {_hint(f.template.split(' failed: ', 1)[-1])}")
+        on = f" on the {variant} file" if variant else ""
         if "Could not find an implementation" in f.template:
             return (f"{sentence_who} has no {dtypes} kernel for {len(f.operators)} "
                     f"operator(s): {ops}")
-        return f"{sentence_who} cannot run {ops} ({dtypes}): {_hint(f.template)}"
+        return f"{sentence_who} cannot run {ops} ({dtypes}){on}: {_hint(f.template)}"
     if f.family == "precision":
         return (f"{sentence_who} {f.template} (its inference precision): {len(f.operators)} "
                 f"operator(s) off, {ops}")

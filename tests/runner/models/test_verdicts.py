@@ -136,3 +136,28 @@ def test_decision_axis_out_of_range_is_one_sentence(tmp_path: Path) -> None:
     with pytest.raises(GeroError, match="unknown output"):
         execute(RunRequest(models=[model], data_root=tmp_path / "data", repeats=1, jobs=1,
                            model_options=ModelOptions(decision_axes=("z=1",))))
+
+
+def test_an_already_quantised_model_gets_no_int8_variants(tmp_path: Path) -> None:
+    """A QDQ model: quantising it again measures nothing a user ships; the fp16 variant
+    is still tried, and one warning says why the int8 ones are not."""
+    scale = numpy_helper.from_array(np.array(0.05, np.float32), "s")
+    zero = numpy_helper.from_array(np.array(0, np.int8), "z")
+    model = save(tmp_path / "qdq.onnx",
+                 [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+                  helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+                  helper.make_node("Relu", ["d"], ["y"])],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])], [scale, zero])
+    warnings: list[str] = []
+    record = execute(RunRequest(
+        models=[model], data_root=tmp_path / "data", repeats=1, jobs=1, checks=(),
+        backends=("onnxruntime",),
+        model_options=ModelOptions(variants=("int8-dynamic", "int8-static", "fp16"))),
+        warn=warnings.append)
+    assert any("no int8-dynamic or int8-static variant built: the model is already "
+               "quantised (its graph holds 1 DequantizeLinear, 1 QuantizeLinear)" in w
+               for w in warnings), warnings
+    checks = {r["check"] for r in rows_of(tmp_path / "data", record.run_id)}
+    assert not any(c.startswith("model:int8") for c in checks)
+    assert any(c.startswith("model:fp16") for c in checks)

@@ -26,7 +26,6 @@ from gero_runner.checks.contracts import laws
 from gero_runner.execution import context, evaluate
 from gero_runner.run import RunRequest, collect_cases
 from gero_runner.storage.artifacts import EvidenceWriter
-from gero_runner.tolerances import ToleranceTable
 
 
 def measure(checks: tuple[str, ...], scratch: Path) -> dict[str, Any]:
@@ -60,10 +59,8 @@ def measure(checks: tuple[str, ...], scratch: Path) -> dict[str, Any]:
     for (owner, name), wrapped in zip(patched, [timed(saved[0]), timed(saved[1]), keep],
                                       strict=True):
         setattr(owner, name, wrapped)
-    table = ToleranceTable()
     settings = evaluate.RunSettings(
-        data_root=tempfile.mkdtemp(prefix="run-", dir=scratch), checks=checks,
-        tolerances={d: (t["rtol"], t["atol"]) for d, t in table.as_dict().items()})
+        data_root=tempfile.mkdtemp(prefix="run-", dir=scratch), checks=checks)
     try:
         start = time.perf_counter()
         backend_s = sum(evaluate.evaluate_case(c, settings).backend_seconds for c in cases)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gero_runner.errors import GeroError
-from gero_runner.schema import FLOAT_DTYPES
+from gero_runner.tolerances import DEFAULTS, FLOAT_DTYPES, Tolerances
 
 DEFAULT_TIMEOUT_S = 120.0
 EXECUTORS = ("local", "dask")
@@ -101,7 +101,8 @@ class RunRequest:
     """ONNX Runtime intra-op threads (at least 1: the rows record it as the path's setting)."""
     repeats: int = 5
     seed: int = 0
-    tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
+    tolerances: Tolerances = DEFAULTS
+    """The defaults with the run's overrides (``Tolerances.with_overrides``)."""
     timeout_s: float = DEFAULT_TIMEOUT_S
     checks: tuple[str, ...] = ("contracts", "variants")
     backends: tuple[str, ...] | None = ("onnxruntime",)
@@ -139,6 +140,10 @@ class RunRequest:
         if self.limit is not None and (isinstance(self.limit, bool) or self.limit < 1):
             raise GeroError(f"limit (--limit) must be at least 1, got {self.limit!r}")
         check_timeout(self.timeout_s)
+        if not isinstance(self.tolerances, Tolerances):
+            raise GeroError(f"tolerances must be a gero_runner.tolerances.Tolerances, e.g. "
+                            f"Tolerances.with_overrides(rtol={{'float16': 1e-2}}), got "
+                            f"{self.tolerances!r}")
         for name in ("max_tensor_mb", "max_evidence_mb"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not (

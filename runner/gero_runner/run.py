@@ -27,7 +27,7 @@ from gero_runner.storage.index import is_plain_name
 from gero_runner.storage.run_writer import RunWriter
 from gero_runner.storage.runs import resolve_run
 from gero_runner.storage.store import DataRoot, batch_from_bytes, new_run_id, rows_to_batch
-from gero_runner.tolerances import ToleranceTable
+from gero_runner.tolerances import Tolerances
 
 if TYPE_CHECKING:  # imported when a run asks for Dask (an optional extra)
     from gero_runner.execution.cluster import DaskCluster
@@ -150,7 +150,7 @@ def request_to_json(request: RunRequest) -> dict[str, Any]:
     values["models"] = [str(Path(m).resolve()) for m in request.models]
     values["checks"] = list(request.checks)
     values["backends"] = None if request.backends is None else list(request.backends)
-    values["tolerances"] = {k: list(v) for k, v in request.tolerances.items()}
+    values["tolerances"] = request.tolerances.as_dict()
     values["model_options"] = {k: list(v) if isinstance(v, tuple) else v
                                for k, v in asdict(request.model_options).items()}
     return values
@@ -170,31 +170,31 @@ def request_from_json(values: dict[str, Any], data_root: Path, jobs: int,
     values["checks"] = tuple(values.get("checks", ()))
     if isinstance(values.get("backends"), list):
         values["backends"] = tuple(values["backends"])
-    values["tolerances"] = {k: (float(v[0]), float(v[1]))
-                            for k, v in values.get("tolerances", {}).items()}
+    values["tolerances"] = Tolerances.from_dict(values.get("tolerances") or {})
     values["run_id"] = None
     return RunRequest(**{**values, "data_root": data_root, "jobs": jobs,
                          "executor": executor, "scheduler": scheduler})
 
 
 def _record_fields(request: RunRequest, run_id: str, started: datetime,
-                   table: ToleranceTable, runtimes: tuple[str, ...]) -> dict[str, Any]:
+                   runtimes: tuple[str, ...]) -> dict[str, Any]:
     return _fixed_fields(run_id, started, suite=recorded_suite(request),
                          command_line=request.command_line, seed=request.seed,
-                         jobs=request.jobs, threads=request.threads, table=table,
+                         jobs=request.jobs, threads=request.threads,
+                         tolerances=request.tolerances,
                          models=[str(Path(m).resolve()) for m in request.models],
                          runtimes=runtimes)
 
 
 def _fixed_fields(run_id: str, started: datetime, *, suite: str, command_line: str, seed: int,
-                  jobs: int, threads: int, table: ToleranceTable,
+                  jobs: int, threads: int, tolerances: Tolerances,
                   models: list[str], runtimes: tuple[str, ...]) -> dict[str, Any]:
     return dict(
         run_id=run_id, started_at=started.isoformat(), suite=suite, command_line=command_line,
         seed=seed, jobs=jobs, threads=threads, cpu_model=cpu_model(),
         python_version=sys.version.split()[0], numpy_version=_version("numpy"),
         onnx_version=_version("onnx"), onnxruntime_version=_version("onnxruntime"),
-        tolerances=table.as_dict(), models=models, gero_version=_version("gero"),
+        tolerances=tolerances.as_dict(), models=models, gero_version=_version("gero"),
         backends={name: backends.get(name).version()
                   for name in (*runtimes, backends.REFERENCE)})
 
@@ -259,15 +259,14 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
         for case in cases:
             for message in case.warnings:
                 warn(message)
-    table = ToleranceTable(request.tolerances)
     if resume is None:
-        writer = RunWriter.create(root, run_id, _record_fields(request, run_id, started, table,
+        writer = RunWriter.create(root, run_id, _record_fields(request, run_id, started,
                                                                    runtimes),
                                   request_to_json(request), warn)
     todo = _unfinished(cases, writer.case_ids)
     settings = RunSettings(
         data_root=str(request.data_root), threads=request.threads, repeats=request.repeats,
-        tolerances={d: (t["rtol"], t["atol"]) for d, t in table.as_dict().items()},
+        tolerances=request.tolerances,
         checks=model_checks(request), backends=runtimes,
         max_tensor_bytes=int(request.max_tensor_mb * 2**20),
         max_evidence_bytes=int(request.max_evidence_mb * 2**20),
@@ -335,7 +334,7 @@ def _disk_full(writer: RunWriter, error: OSError) -> DiskFull:
 
 def store_results(root: DataRoot, run_id: str, *, suite: str, command_line: str, seed: int,
                   jobs: int, threads: int, started: datetime, status: str,
-                  results: dict[int, Outcome], table: ToleranceTable,
+                  results: dict[int, Outcome], tolerances: Tolerances,
                   warn: Callable[[str], None] | None,
                   models: list[str] | None = None,
                   runtimes: tuple[str, ...] = ("onnxruntime",)) -> RunRecord:
@@ -345,8 +344,9 @@ def store_results(root: DataRoot, run_id: str, *, suite: str, command_line: str,
     """
     writer = RunWriter.create(
         root, run_id, _fixed_fields(run_id, started, suite=suite, command_line=command_line,
-                                    seed=seed, jobs=jobs, threads=threads, table=table,
-                                    models=models or [], runtimes=runtimes),
+                                    seed=seed, jobs=jobs, threads=threads,
+                                    tolerances=tolerances, models=models or [],
+                                    runtimes=runtimes),
         None, warn)
     try:
         for index in sorted(results):

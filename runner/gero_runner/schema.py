@@ -28,7 +28,6 @@ SCHEMA_VERSION: Final = 1
 __all__ = ["CONTRACT_ISSUE", "DIVERGENCE", "EXECUTION", "PASSED", "RESULT_CLASSES",
            "RESULT_LABELS"]
 
-FLOAT_DTYPES: Final = ("float16", "float32", "float64")
 MODEL_VARIANTS: Final = ("int8-dynamic", "int8-static", "fp16")
 """The variant files a model case builds (``models.variants``); rows name them in their
 check (``model:VARIANT``, ``model:VARIANT:GATE``) and in failed paths (``VARIANT:PATH``)."""

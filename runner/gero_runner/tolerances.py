@@ -1,59 +1,130 @@
-"""Default comparison tolerances per dtype and the parsing of CLI overrides."""
+"""A run's comparison tolerances: one frozen value, built once from the defaults and the
+user's overrides, carried unchanged from the flag (or the API call) to every comparison.
+
+``|actual - reference| <= atol + rtol * |reference|``. A float dtype takes the run's figures
+(the specification's defaults unless overridden), any other dtype compares exactly, and a
+case that states a tolerance of its own (an onnx backend test's, a shipped model's) keeps
+it for its float outputs: ``Tolerances.for_case`` is that rule, the only one.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from gero_runner.errors import GeroError
 
-# |actual - reference| <= atol + rtol * |reference| (the specification's table).
-DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
-    "float16": (5e-3, 5e-4),
-    "float32": (1e-5, 1e-6),
-    "float64": (1e-12, 1e-13),
-}
-EXACT = (0.0, 0.0)
+FLOAT_DTYPES = ("float16", "float32", "float64")
+"""The float dtypes gero's cases come in (``--dtypes``), each with a tolerance."""
+KINDS = ("rtol", "atol")
 
 
-@dataclass(frozen=True)
-class Tolerance:
+class Tolerance(NamedTuple):
     rtol: float
     atol: float
 
 
-class ToleranceTable:
-    """Tolerances by dtype; non-float dtypes compare exactly."""
+EXACT = Tolerance(0.0, 0.0)
+# The specification's table.
+DEFAULT_TOLERANCES: Mapping[str, Tolerance] = {
+    "float16": Tolerance(5e-3, 5e-4),
+    "float32": Tolerance(1e-5, 1e-6),
+    "float64": Tolerance(1e-12, 1e-13),
+}
 
-    def __init__(self, overrides: Mapping[str, tuple[float, float]] | None = None) -> None:
-        self._table = dict(DEFAULT_TOLERANCES)
-        if overrides:
-            self._table.update(overrides)
+
+def check_value(kind: str, dtype: str, value: object, item: str = "") -> float:
+    """A tolerance figure as a float, or one sentence saying why it is not one."""
+    shown = item or f"{dtype}={value}"
+    if dtype not in FLOAT_DTYPES:
+        raise GeroError(f"bad --{kind} {shown!r}: expected DTYPE=VALUE with DTYPE in "
+                        f"{', '.join(FLOAT_DTYPES)}")
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise GeroError(f"bad --{kind} {shown!r}: not a number")
+    try:
+        number = float(value)
+    except ValueError as e:
+        raise GeroError(f"bad --{kind} value {value!r} in {shown!r}: not a number") from e
+    if not (number >= 0 and math.isfinite(number)):
+        raise GeroError(f"bad --{kind} {shown!r}: a tolerance is a finite, non-negative "
+                        "number")
+    return number
+
+
+def parse_items(kind: str, items: Iterable[str]) -> dict[str, float]:
+    """``--rtol float16=1e-2`` items (repeatable) as dtype -> value; the last one wins."""
+    values: dict[str, float] = {}
+    for item in items:
+        dtype, sep, text = item.partition("=")
+        if not sep:
+            raise GeroError(f"bad --{kind} {item!r}: expected DTYPE=VALUE with DTYPE in "
+                            f"{', '.join(FLOAT_DTYPES)}")
+        values[dtype] = check_value(kind, dtype, text, item)
+    return values
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """Per float dtype its (rtol, atol). Immutable and picklable: the worker pool and Dask
+    carry the very value the run was asked for."""
+
+    table: tuple[tuple[str, Tolerance], ...] = tuple(DEFAULT_TOLERANCES.items())
+
+    @classmethod
+    def with_overrides(cls, rtol: Mapping[str, object] | None = None,
+                       atol: Mapping[str, object] | None = None) -> Tolerances:
+        """The defaults with some figures replaced (each checked: one sentence if bad)."""
+        table = dict(DEFAULT_TOLERANCES)
+        for kind, given in (("rtol", rtol or {}), ("atol", atol or {})):
+            for dtype, value in given.items():
+                number = check_value(kind, str(dtype), value)
+                table[str(dtype)] = table[str(dtype)]._replace(**{kind: number})
+        return cls(tuple((d, table[d]) for d in FLOAT_DTYPES))
+
+    @classmethod
+    def parse(cls, rtol: Iterable[str] = (), atol: Iterable[str] = ()) -> Tolerances:
+        """From ``--rtol DTYPE=V`` and ``--atol DTYPE=V`` items."""
+        return cls.with_overrides(parse_items("rtol", rtol), parse_items("atol", atol))
 
     def for_dtype(self, dtype: str) -> Tolerance:
-        rtol, atol = self._table.get(dtype, EXACT)
-        return Tolerance(rtol, atol)
+        return next((t for d, t in self.table if d == dtype), EXACT)
+
+    def for_case(self, case_tolerance: tuple[float, float] | None, dtype: str) -> Tolerance:
+        """The tolerance one output of a case is compared at: the case's own for a float
+        output when it states one, else the run's for its dtype."""
+        if case_tolerance is not None and dtype.startswith("float"):
+            return Tolerance(*case_tolerance)
+        return self.for_dtype(dtype)
+
+    def overrides(self) -> dict[str, dict[str, float]]:
+        """The figures that differ from the defaults, by dtype and kind."""
+        out: dict[str, dict[str, float]] = {}
+        for dtype, tol in self.table:
+            default = DEFAULT_TOLERANCES.get(dtype)
+            changed = {k: v for k, v in tol._asdict().items()
+                       if default is None or v != getattr(default, k)}
+            if changed:
+                out[dtype] = changed
+        return out
 
     def as_dict(self) -> dict[str, dict[str, float]]:
-        return {d: {"rtol": r, "atol": a} for d, (r, a) in self._table.items()}
+        """As the run record and the stored request keep it: dtype -> {rtol, atol}."""
+        return {d: t._asdict() for d, t in self.table}
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> Tolerances:
+        """``as_dict``'s form back (also an older request's dtype -> [rtol, atol])."""
+        rtol: dict[str, object] = {}
+        atol: dict[str, object] = {}
+        for dtype, figures in values.items():
+            if isinstance(figures, Mapping):
+                rtol[dtype], atol[dtype] = figures["rtol"], figures["atol"]
+            else:
+                rtol[dtype], atol[dtype] = figures
+        return cls.with_overrides(rtol, atol)
 
 
-def parse_overrides(rtol: Iterable[str], atol: Iterable[str]) -> dict[str, tuple[float, float]]:
-    """Turn ``--rtol float16=1e-2`` style options into a dtype -> (rtol, atol) table."""
-    table = {d: list(v) for d, v in DEFAULT_TOLERANCES.items()}
-    for index, items in ((0, rtol), (1, atol)):
-        for item in items:
-            dtype, sep, value = item.partition("=")
-            if not sep or dtype not in table:
-                raise GeroError(
-                    f"bad tolerance {item!r}: expected DTYPE=VALUE with DTYPE in "
-                    f"{', '.join(table)}"
-                )
-            try:
-                number = float(value)
-            except ValueError as e:
-                raise GeroError(f"bad tolerance value {value!r} in {item!r}") from e
-            if not number >= 0:
-                raise GeroError(f"tolerance must be a non-negative number, got {item!r}")
-            table[dtype][index] = number
-    return {d: (v[0], v[1]) for d, v in table.items()}
+DEFAULTS = Tolerances()
+"""The specification's table, no override."""

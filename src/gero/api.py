@@ -76,12 +76,11 @@ def request(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
 
     Bad values raise :class:`GeroError` with the same sentence ``gero run`` prints.
     """
-    from gero_runner.tolerances import parse_overrides
+    from gero_runner.tolerances import Tolerances
 
     if isinstance(models, str | os.PathLike):
         models = [models]
-    tolerances = parse_overrides([f"{d}={v}" for d, v in (rtol or {}).items()],
-                                 [f"{d}={v}" for d, v in (atol or {}).items()])
+    tolerances = Tolerances.with_overrides(rtol, atol)
     return RunRequest(
         suite=suite, data_root=Path(data_dir) if data_dir is not None else default_data_dir(),
         ops=list(ops), dtypes=list(dtypes), models=[str(m) for m in models],

@@ -28,8 +28,8 @@ from gero_cli.common import (
 from gero_runner.errors import GeroError
 from gero_runner.request import EXECUTORS, suite_names
 from gero_runner.run import DiskFull
-from gero_runner.schema import FLOAT_DTYPES, RESULT_CLASSES, RESULT_LABELS
-from gero_runner.tolerances import parse_overrides
+from gero_runner.schema import RESULT_CLASSES, RESULT_LABELS
+from gero_runner.tolerances import FLOAT_DTYPES, parse_items
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -121,7 +121,6 @@ def main(args: argparse.Namespace) -> int:
         raise GeroError("give --resume RUN_ID or --run-id, not both")
     # The library checks every value (a GeroError names the bad one), for the CLI and for
     # a script alike.
-    table = parse_overrides(args.rtol, args.atol)
     stop = _Terminated()
     try:
         with stop, _progress(args) as progress:
@@ -130,8 +129,8 @@ def main(args: argparse.Namespace) -> int:
                 dtypes=split_list(args.dtypes), data_dir=data_dir(args), run_id=args.run_id,
                 jobs=args.jobs, threads=args.threads, repeats=args.repeats, seed=args.seed,
                 # Only those given: `--resume` refuses any option it would ignore.
-                rtol={d: r for d, (r, _) in table.items()} if args.rtol else None,
-                atol={d: a for d, (_, a) in table.items()} if args.atol else None,
+                rtol=parse_items("rtol", args.rtol) if args.rtol else None,
+                atol=parse_items("atol", args.atol) if args.atol else None,
                 dims=args.dim, input_shapes=args.input, input_ranges=args.input_range,
                 input_values=args.input_value, inputs_file=args.inputs, task=args.task,
                 variants=split_list(args.variants), backends=split_list(args.backends) or None,

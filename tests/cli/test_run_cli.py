@@ -13,7 +13,7 @@ from gero_cli import main
 @pytest.mark.parametrize(("args", "message"), [
     (["--ops", "Nope"], "unknown operator(s) Nope"),
     (["--dtypes", "bfloat16"], "unknown dtype(s) bfloat16"),
-    (["--rtol", "float16"], "bad tolerance 'float16'"),
+    (["--rtol", "float16"], "bad --rtol 'float16'"),
     (["--atol", "float32=-1"], "non-negative"),
     (["--jobs", "0"], "jobs (--jobs) must be a whole number of at least 1, got 0"),
     (["--threads", "0"], "threads (--threads) must be"),

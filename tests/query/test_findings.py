@@ -24,6 +24,7 @@ from gero.query.source import open_source
 from gero_runner.run import RunRequest, execute
 from gero_runner.schema import SIGHTING_SCHEMA
 from gero_runner.storage.store import rows_to_table
+from gero_runner.tolerances import Tolerances
 
 OPS = ["Elu", "Softsign", "Max", "LayerNormalization"]
 
@@ -38,7 +39,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """base; tight (float16 rtol tightened); again (the base's tolerances); fewer (one op)."""
     root = tmp_path_factory.mktemp("findings")
     _run(root, "20260101-000001-aaaaaa")
-    _run(root, "20260101-000002-bbbbbb", tolerances={"float16": (1e-6, 1e-7)})
+    _run(root, "20260101-000002-bbbbbb",
+         tolerances=Tolerances.with_overrides({"float16": 1e-6}, {"float16": 1e-7}))
     _run(root, "20260101-000003-cccccc")
     _run(root, "20260101-000004-dddddd", ops=["Max"])
     return root

@@ -16,8 +16,10 @@ from gero_runner.errors import GeroError
 from gero_runner.schema import RunRecord
 from gero_runner.storage.hashing import row_hash
 from gero_runner.storage.store import DataRoot
+from gero_runner.tolerances import FLOAT_DTYPES, Tolerances
 
-TIGHT = {"float16": (0.0, 0.0), "float32": (0.0, 0.0), "float64": (0.0, 0.0)}
+TIGHT = Tolerances.with_overrides(dict.fromkeys(FLOAT_DTYPES, 0.0),
+                                  dict.fromkeys(FLOAT_DTYPES, 0.0))
 
 
 @pytest.fixture(scope="module")

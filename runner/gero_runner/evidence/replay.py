@@ -32,6 +32,7 @@ from gero_runner.evidence.rows import (
 from gero_runner.metrics.compare import compare
 from gero_runner.request import DEFAULT_TIMEOUT_S
 from gero_runner.storage.artifacts import has_member, load_array, summary_of, verify_manifest
+from gero_runner.tolerances import FLOAT_DTYPES, Tolerances
 
 BIT_EXACT = "bit_exact"
 WITHIN_TOLERANCE = "within_tolerance"
@@ -237,15 +238,18 @@ def _repeats(rows: list[dict[str, Any]]) -> int:
     return max([1, *counts])
 
 
-def _tolerances(rows: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
-    """Per dtype, the tolerance the stored comparison rows used (for the re-run's classes)."""
-    table: dict[str, tuple[float, float]] = {}
+def _tolerances(rows: list[dict[str, Any]]) -> Tolerances:
+    """Per float dtype, the tolerance the stored comparison rows used (for the re-run's
+    classes); the defaults for a dtype no such row has."""
+    rtols: dict[str, object] = {}
+    atols: dict[str, object] = {}
     for row in rows:
-        rtol, atol = row.get("rtol"), row.get("atol")
-        if (row["check"] in _COMPARISON_CHECKS and isinstance(rtol, float)
-                and isinstance(atol, float) and math.isfinite(rtol) and math.isfinite(atol)):
-            table.setdefault(str(row["dtype"]), (rtol, atol))
-    return table
+        rtol, atol, dtype = row.get("rtol"), row.get("atol"), str(row["dtype"])
+        if (row["check"] in _COMPARISON_CHECKS and dtype in FLOAT_DTYPES
+                and dtype not in rtols and isinstance(rtol, float) and isinstance(atol, float)
+                and math.isfinite(rtol) and math.isfinite(atol) and rtol >= 0 and atol >= 0):
+            rtols[dtype], atols[dtype] = rtol, atol
+    return Tolerances.with_overrides(rtols, atols)
 
 
 def _pick(stored: dict[str, Any], candidates: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -22,7 +22,7 @@ from gero_runner.metrics.compare import Comparison, compare
 from gero_runner.schema import COLUMN_NAMES, EXECUTION, IDENTITY_COLUMNS, PASSED, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import row_hash, tensor_hash
-from gero_runner.tolerances import ToleranceTable
+from gero_runner.tolerances import DEFAULTS, Tolerance, Tolerances
 
 NOT_APPLICABLE = "-"
 T = TypeVar("T")
@@ -45,7 +45,8 @@ class RunSettings:
     """Runtimes under test; the ReferenceEvaluator runs whatever is listed."""
     threads: int = 1
     repeats: int = 5
-    tolerances: dict[str, tuple[float, float]] = field(default_factory=dict)
+    tolerances: Tolerances = DEFAULTS
+    """The run's, as asked for (the per-case rule is ``Tolerances.for_case``)."""
     checks: tuple[str, ...] = ("contracts", "variants")
     """Extra check families to run (see execution.families); empty for the bare comparison."""
     evidence_inline: bool = False
@@ -118,7 +119,6 @@ class CaseContext:
 
     case: CaseInstance
     settings: RunSettings
-    table: ToleranceTable
     writer: EvidenceWriter
     paths: dict[str, PathResult]
     output_names: list[str]
@@ -165,11 +165,8 @@ class CaseContext:
         return ";".join("[" + ",".join(str(d) for d in x.shape) + "]"
                         for x in self.case.inputs.values())
 
-    def tolerance(self, dtype: str) -> tuple[float, float]:
-        if self.case.tolerance is not None and dtype.startswith("float"):
-            return self.case.tolerance
-        tol = self.table.for_dtype(dtype)
-        return tol.rtol, tol.atol
+    def tolerance(self, dtype: str) -> Tolerance:
+        return self.settings.tolerances.for_case(self.case.tolerance, dtype)
 
     def row(self, *, check: str, output_name: str, actual: PathResult, reference_name: str,
             reference_version: str, dtype: str, cmp: Comparison | None, rtol: float,

@@ -35,7 +35,6 @@ from gero_runner.execution.paths import (
 from gero_runner.schema import EXECUTION, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import sha256, tensors_hash
-from gero_runner.tolerances import ToleranceTable
 
 # The evaluation's parts, re-exported for the worker pool and replay that call it by module.
 __all__ = ["CaseResult", "RunSettings", "evaluate_case", "execution_rows"]
@@ -65,7 +64,7 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
     ref = run_reference(case, case.reference_repeats or settings.repeats,
                         settings.max_tensor_bytes)
     paths[ref.name] = ref
-    corrected = run_corrected_reference(case, ref, runtime_paths)
+    corrected = run_corrected_reference(case, ref, runtime_paths, settings.tolerances)
     if corrected is not None:
         paths[corrected.name] = corrected
     backend_seconds = sum(p.backend_seconds for p in paths.values())
@@ -81,8 +80,7 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
         for j, x in enumerate(case.expected_exact.values()):
             writer.add_array(f"outputs/{case.expected_label}-exact/output_{j}.npy", x)
 
-    ctx = CaseContext(case, settings, ToleranceTable(settings.tolerances), writer, paths,
-                      output_names, sha256(case.model),
+    ctx = CaseContext(case, settings, writer, paths, output_names, sha256(case.model),
                       tensors_hash(case.inputs.values()), backend_seconds)
     rows: list[Observation] = []
     # Each runtime against the ReferenceEvaluator; all against the case's expected outputs.
@@ -143,7 +141,7 @@ def execution_rows(case: CaseInstance, message: str, running: str = "",
     else:
         backend, version, optimization = unattributed, "", NOT_APPLICABLE
     path = PathResult("worker", backend, version, optimization or NOT_APPLICABLE, 0, {})
-    ctx = CaseContext(case, RunSettings(data_root=""), ToleranceTable(), EvidenceWriter(), {},
+    ctx = CaseContext(case, RunSettings(data_root=""), EvidenceWriter(), {},
                       [], sha256(case.model), tensors_hash(case.inputs.values()))
     row = ctx.row(check="agreement", output_name="", actual=path,
                   reference_name=reference.BACKEND, reference_version=reference.version(),

@@ -20,6 +20,7 @@ from gero_runner.execution.context import NOT_APPLICABLE, CaseContext, PathResul
 from gero_runner.metrics.compare import compare
 from gero_runner.schema import EXECUTION, PASSED, Observation
 from gero_runner.storage.budget import oversized_output
+from gero_runner.tolerances import Tolerances
 
 
 def runtime_specs(settings: RunSettings) -> list[tuple[Backend, PathSpec]]:
@@ -92,19 +93,19 @@ def run_reference(case: CaseInstance, repeats: int,
 
 
 def run_corrected_reference(case: CaseInstance, ref: PathResult,
-                            runtime_paths: list[PathResult]) -> PathResult | None:
+                            runtime_paths: list[PathResult],
+                            tolerances: Tolerances) -> PathResult | None:
     """The ReferenceEvaluator with gero's corrections of its known defects, when the graph
     holds an affected operator and the stock evaluator disagrees with a runtime's base
-    setting (or none ran): then the runtimes are compared with it, and if its outputs
-    differ from the stock ones the stock path carries the defects' keys (its rows are
-    labelled with them).
+    setting at the run's tolerances (or none ran): then the runtimes are compared with it,
+    and if its outputs differ from the stock ones the stock path carries the defects' keys
+    (its rows are labelled with them).
 
     Where every runtime agrees with the stock evaluator, nobody is blamed for a defect and
     the second evaluator run (a minute on a CNN) is skipped."""
     import onnx
 
     from gero_runner.backends import reference_defects
-    from gero_runner.tolerances import ToleranceTable
 
     if not ref.ok or not reference_defects.applicable(onnx.load_from_string(case.model)):
         return None
@@ -115,16 +116,13 @@ def run_corrected_reference(case: CaseInstance, ref: PathResult,
     for p in runtime_paths:
         bases.setdefault(p.backend, p)
     ran = [p for p in bases.values() if p.ok and p.outputs is not None]
-    table = ToleranceTable()
 
     def agrees(p: PathResult) -> bool:
         assert p.outputs is not None and ref.outputs is not None
         if len(p.outputs) != len(ref.outputs):
             return False
         for a, r in zip(p.outputs, ref.outputs, strict=True):
-            tol = table.for_dtype(str(r.dtype))
-            rtol, atol = (case.tolerance if case.tolerance is not None and r.dtype.kind == "f"
-                          else (tol.rtol, tol.atol))
+            rtol, atol = tolerances.for_case(case.tolerance, str(r.dtype))
             if not compare(a, r, rtol, atol).within_tolerance:
                 return False
         return True

@@ -58,7 +58,6 @@ from gero_runner.parity.torch_support import require_torch
 from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, PASSED, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import sha256, tensor_hash, tensors_hash
-from gero_runner.tolerances import ToleranceTable
 
 SUITE = "parity"
 PYTORCH = "pytorch"
@@ -184,7 +183,7 @@ def evaluate_sample(module: Any, module_spec: str, specs: list[InputSpec], sampl
 
     ctx = CaseContext(case, RunSettings(data_root=settings.data_root, levels=settings.levels,
                                         threads=settings.threads, repeats=settings.repeats),
-                      ToleranceTable(), writer, paths, names, sha256(case.model),
+                      writer, paths, names, sha256(case.model),
                       tensors_hash(inputs.values()), backend_seconds)
     rows: list[Observation] = []
     if model is None:
@@ -238,7 +237,7 @@ def failed_sample_rows(module_spec: str, specs: list[InputSpec], sample: int, se
     dtype = next((s.dtype for s in specs if s.dtype.startswith("float")), "float32")
     case = _sample_case(module_spec, specs, sample, seed, onnx_model or b"", inputs, dtype,
                         None, torch_version)
-    ctx = CaseContext(case, RunSettings(data_root=""), ToleranceTable(), EvidenceWriter(), {},
+    ctx = CaseContext(case, RunSettings(data_root=""), EvidenceWriter(), {},
                       [], sha256(case.model), tensors_hash(inputs.values()))
     row = ctx.row(check=ELEMENTWISE_CHECK, output_name="", actual=path, reference_name=PYTORCH,
                   reference_version=torch_version, dtype=dtype, cmp=None,

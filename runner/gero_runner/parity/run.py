@@ -37,7 +37,7 @@ from gero_runner.request import DEFAULT_TIMEOUT_S, check_timeout
 from gero_runner.run import allocate_run_id, store_results
 from gero_runner.schema import OBSERVATION_FIELDS, Observation, RunRecord
 from gero_runner.storage.store import DataRoot, batch_from_bytes
-from gero_runner.tolerances import ToleranceTable
+from gero_runner.tolerances import FLOAT_DTYPES, Tolerances
 
 
 @dataclass
@@ -154,13 +154,13 @@ def run_parity(request: ParityRequest,
             outcome.result.evidence_seconds))
 
     dtypes = sorted({str(r["dtype"]) for o in results.values() for r in o.result.rows
-                     if str(r["dtype"]).startswith("float")})
-    table = ToleranceTable({d: (request.tolerances.rtol, request.tolerances.atol)
-                            for d in dtypes})
+                     if str(r["dtype"]) in FLOAT_DTYPES})
+    tolerances = Tolerances.with_overrides({d: request.tolerances.rtol for d in dtypes},
+                                           {d: request.tolerances.atol for d in dtypes})
     record = store_results(root, run_id, suite=SUITE, command_line=request.command_line,
                            seed=request.seed, jobs=1, threads=request.threads,
                            started=started, status="complete",
-                           results=results, table=table, warn=warn)
+                           results=results, tolerances=tolerances, warn=warn)
     rows = [r for i in sorted(results) for r in results[i].result.rows]
     return ParityResult(record, rows)
 

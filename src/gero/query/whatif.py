@@ -26,8 +26,7 @@ from typing import Any
 
 from gero.query.findings import MEMBERS_TABLE, NUMERIC_CHECKS, Queryable, ensure_members
 from gero_runner.backends import path_label_sql
-from gero_runner.errors import GeroError
-from gero_runner.schema import FLOAT_DTYPES
+from gero_runner.tolerances import parse_items
 
 UNDETERMINED = "undetermined"
 
@@ -42,22 +41,10 @@ class Override:
 
 
 def parse_whatif(rtol: Iterable[str], atol: Iterable[str]) -> dict[str, Override]:
-    """``--rtol float16=1e-2 --atol float16=1e-3`` as overrides per dtype."""
-    values: dict[str, dict[str, float]] = {}
-    for kind, items in (("rtol", rtol), ("atol", atol)):
-        for item in items:
-            dtype, sep, text = item.partition("=")
-            if not sep or dtype not in FLOAT_DTYPES:
-                raise GeroError(f"bad --{kind} {item!r}: expected DTYPE=VALUE with DTYPE in "
-                                f"{', '.join(FLOAT_DTYPES)}")
-            try:
-                number = float(text)
-            except ValueError as e:
-                raise GeroError(f"bad --{kind} value {text!r} in {item!r}: not a number") from e
-            if not number >= 0 or number == float("inf"):
-                raise GeroError(f"bad --{kind} {item!r}: a tolerance is a finite number ≥ 0")
-            values.setdefault(dtype, {})[kind] = number
-    return {d: Override(d, v.get("rtol"), v.get("atol")) for d, v in values.items()}
+    """``--rtol float16=1e-2 --atol float16=1e-3`` as overrides per dtype (the items read
+    as ``gero run``'s)."""
+    rtols, atols = parse_items("rtol", rtol), parse_items("atol", atol)
+    return {d: Override(d, rtols.get(d), atols.get(d)) for d in {**rtols, **atols}}
 
 
 @dataclass(frozen=True)

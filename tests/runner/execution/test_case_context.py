@@ -10,13 +10,12 @@ from gero_runner.metrics.compare import compare
 from gero_runner.run import RunRequest, collect_cases
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import tensor_hash
-from gero_runner.tolerances import ToleranceTable
 
 
 @pytest.fixture
 def ctx() -> CaseContext:
     (case, *_) = collect_cases(RunRequest(ops=["Exp"], dtypes=["float32"]))
-    return CaseContext(case, RunSettings(data_root=""), ToleranceTable(), EvidenceWriter(),
+    return CaseContext(case, RunSettings(data_root=""), EvidenceWriter(),
                        {}, ["y"], "g", "i")
 
 

@@ -97,3 +97,47 @@ def test_a_defect_that_does_not_show_on_the_inputs_labels_nothing(tmp_path: Path
     assert {r["reference"] for r in rows if r["check"] == "agreement"} == {"onnx-reference"}
     assert not any("known upstream defect" in r["reason"] for r in rows)
 
+
+
+def _batchnorm9(path: Path) -> np.ndarray:
+    """An opset-9 BatchNormalization (running mean 0, var 1) saved at ``path``, and an input
+    whose batch variance is 1 + 4e-5: the stock evaluator's blend of the batch's statistics
+    moves its output by ~1e-6 relative, inside float32's default tolerance, outside
+    rtol=1e-7."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 2, 4))
+    x = (x - x.mean(axis=(0, 2), keepdims=True)) / x.std(axis=(0, 2), keepdims=True)
+    params = {"scale": np.ones(2, np.float32), "B": np.zeros(2, np.float32),
+              "mean": np.zeros(2, np.float32), "var": np.ones(2, np.float32)}
+    node = helper.make_node("BatchNormalization", ["X", "scale", "B", "mean", "var"], ["Y"],
+                            epsilon=1e-5)
+    graph = helper.make_graph(
+        [node], "bn9", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [8, 2, 4])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [8, 2, 4])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in params.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)], ir_version=7)
+    path.write_bytes(model.SerializeToString())
+    scaled: np.ndarray = (x * 1.00002).astype(np.float32)
+    return scaled
+
+
+def test_the_corrected_evaluator_is_chosen_at_the_run_s_tolerances(tmp_path: Path) -> None:
+    """Whether the runtimes are compared with the corrected evaluator is decided at the
+    run's tolerances: with --rtol float32=1e-7 the BatchNormalization-9 defect stays on the
+    stock evaluator's row (it was decided at the defaults, so ORT's rows were compared with
+    the defective output and diverged)."""
+    import gero
+
+    model = tmp_path / "bn9.onnx"
+    np.savez(tmp_path / "x.npz", X=_batchnorm9(model))
+    with gero.run(models=[model], inputs_file=tmp_path / "x.npz", rtol={"float32": 1e-7},
+                  backends=["onnxruntime"], contracts=False, data_dir=tmp_path / "data",
+                  jobs=1, repeats=1) as run:
+        rows = run.observations('"check" = \'agreement\'').to_pylist()
+    ort_rows = [r for r in rows if r["backend"] == "onnxruntime"]
+    assert ort_rows and {r["rtol"] for r in ort_rows} == {1e-7}
+    assert {(r["reference"], r["result"]) for r in ort_rows} == {
+        ("onnx-reference-corrected", PASSED)}
+    (own,) = [r for r in rows if r["backend"] == "onnx-reference"]
+    assert own["result"] == DIVERGENCE
+    assert own["reason"].startswith("known upstream defect batchnorm9-momentum")

@@ -24,7 +24,6 @@ from gero_runner.metrics.compare import Comparison, compare
 from gero_runner.run import RunRequest, collect_cases
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.store import batch_bytes, batch_from_bytes
-from gero_runner.tolerances import ToleranceTable
 
 _PYTHON_TYPES = {pa.string(): str, pa.float64(): float, pa.int32(): int, pa.int64(): int,
                  pa.bool_(): bool}
@@ -49,7 +48,7 @@ def test_metric_columns_are_the_comparisons_figures_by_name() -> None:
 @pytest.fixture
 def ctx() -> CaseContext:
     (case, *_) = collect_cases(RunRequest(ops=["Exp"], dtypes=["float32"]))
-    return CaseContext(case, RunSettings(data_root=""), ToleranceTable(), EvidenceWriter(),
+    return CaseContext(case, RunSettings(data_root=""), EvidenceWriter(),
                        {}, ["y"], "g", "i")
 
 

@@ -17,6 +17,7 @@ from gero_runner.execution import evaluate
 from gero_runner.run import RunRequest, execute
 from gero_runner.storage.reader import sighted_ids
 from gero_runner.storage.store import DataRoot
+from gero_runner.tolerances import Tolerances
 
 OPS = ["Exp", "Relu"]
 
@@ -69,7 +70,8 @@ def test_rerun_into_same_root_is_deduplicated(tmp_path: Path) -> None:
 
 
 def test_tolerance_override_is_stored(tmp_path: Path) -> None:
-    record = execute(_request(tmp_path, tolerances={"float32": (1e-3, 1e-4)}))
+    record = execute(_request(tmp_path, tolerances=Tolerances.with_overrides(
+        {"float32": 1e-3}, {"float32": 1e-4})))
     obs = DataRoot(tmp_path).run_dir(record.run_id) / "observations.parquet"
     got = duckdb.execute(f"SELECT DISTINCT rtol, atol FROM read_parquet('{obs}')").fetchall()
     assert got == [(1e-3, 1e-4)]

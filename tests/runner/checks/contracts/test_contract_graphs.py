@@ -21,7 +21,6 @@ from gero_runner.execution.context import CaseContext, PathResult, RunSettings
 from gero_runner.execution.evaluate import evaluate_case
 from gero_runner.schema import CONTRACT_ISSUE, PASSED, Observation
 from gero_runner.storage.artifacts import EvidenceWriter, load_array
-from gero_runner.tolerances import ToleranceTable
 
 LEVELS = ("disable_all", "all")
 F = "float32"
@@ -272,7 +271,7 @@ def test_non_deterministic_repeats_are_a_contract_issue() -> None:
                                    repeats=5, deterministic=False),
              "onnx-reference": PathResult("onnx-reference", "onnx-reference", "1", "-", 0, {},
                                           outputs=out, repeats=5)}
-    ctx = CaseContext(case, RunSettings(data_root=""), ToleranceTable(), EvidenceWriter(),
+    ctx = CaseContext(case, RunSettings(data_root=""), EvidenceWriter(),
                       paths, ["Y"], "g", "i")
     rows = {r["backend"]: r for r in determinism_rows(ctx, list(paths.values()))}
     assert rows["onnxruntime"]["result"] == CONTRACT_ISSUE
@@ -305,7 +304,7 @@ def test_a_single_run_is_no_determinism_observation() -> None:
                                           outputs=out, repeats=1),
              "ort-all": PathResult("ort-all", "onnxruntime", "1", "all", 1, {}, outputs=out,
                                    repeats=2)}
-    ctx = CaseContext(case, RunSettings(data_root=""), ToleranceTable(), EvidenceWriter(),
+    ctx = CaseContext(case, RunSettings(data_root=""), EvidenceWriter(),
                       paths, ["Y"], "g", "i")
     rows = determinism_rows(ctx, list(paths.values()))
     assert [r["backend"] for r in rows] == ["onnxruntime"]

@@ -31,6 +31,11 @@ BATCH_REDUCE = "reduce"  # reduces across the batch: partial sums, permutation i
 BATCH_NONE = "none"  # no batch semantics (e.g. a Gather of rows by index)
 
 
+MODEL_SUITES = ("models", "model")
+"""Suites whose cases are whole models (shipped, the user's): their outputs are compared on
+the model's scale (``metrics.model_level.MODEL_REL_FLOOR``) and the model family runs."""
+
+
 @dataclass(frozen=True)
 class GraphSpec:
     """A single-node graph: operator, attributes, constant inputs and output dtypes."""

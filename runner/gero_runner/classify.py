@@ -17,6 +17,13 @@ def format_ulp(ulp: float) -> str:
     return f"{ulp:.0f}" if ulp >= 100 or ulp == int(ulp) else f"{ulp:.2g}"
 
 
+def _scale(cmp: Comparison) -> str:
+    """The rtol term's scale as the reason writes it."""
+    if cmp.rel_floor >= 1:
+        return "max|r| (the output's scale)"
+    return f"max(|r|, {cmp.rel_floor:g}·max|r|)" if cmp.rel_floor else "|r|"
+
+
 def problems(cmp: Comparison, rtol: float, atol: float, *, actual: str = ACTUAL,
              reference: str = REFERENCE) -> list[str]:
     """Every way ``cmp`` fails, one clause each: NaN on both sides, non-finite values on
@@ -29,7 +36,8 @@ def problems(cmp: Comparison, rtol: float, atol: float, *, actual: str = ACTUAL,
     out += [g.describe(n, actual, reference) for g in cmp.nonfinite]
     if cmp.finite_mismatch:
         out.append(
-            f"{cmp.finite_mismatch} of {n} elements outside atol={atol:g} + rtol={rtol:g}·|r|; "
+            f"{cmp.finite_mismatch} of {n} elements outside atol={atol:g} + "
+            f"rtol={rtol:g}·{_scale(cmp)}; "
             f"max |a−r| = {cmp.max_abs_error:.3g}, max ULP = {format_ulp(cmp.max_ulp)}, "
             f"needs atol ≥ {cmp.min_atol:.3g}")
     if cmp.saturation is not None:

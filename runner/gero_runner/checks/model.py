@@ -40,7 +40,7 @@ import numpy as np
 
 from gero_runner import backends
 from gero_runner.backends.base import Backend, PathSpec
-from gero_runner.case import ModelChecks
+from gero_runner.case import MODEL_SUITES, ModelChecks
 from gero_runner.errors import error_text
 from gero_runner.metrics import model_level as ml
 from gero_runner.metrics.compare import compare
@@ -52,7 +52,6 @@ from gero_runner.storage.hashing import tensor_hash
 if TYPE_CHECKING:
     from gero_runner.execution.context import CaseContext, PathResult
 
-MODEL_SUITES = ("models", "model")
 NOISE_RUNS = 16
 NOISE_RELATIVE = 1e-7
 

@@ -17,8 +17,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from gero_runner.backends import ort
-from gero_runner.case import CaseInstance
+from gero_runner.case import MODEL_SUITES, CaseInstance
 from gero_runner.metrics.compare import Comparison, compare
+from gero_runner.metrics.model_level import MODEL_REL_FLOOR
 from gero_runner.schema import COLUMN_NAMES, EXECUTION, IDENTITY_COLUMNS, PASSED, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import row_hash, tensor_hash
@@ -148,8 +149,9 @@ class CaseContext:
     def compare(self, a: np.ndarray, r: np.ndarray, rtol: float, atol: float) -> Comparison:
         """``compare``, once per distinct pair of tensors and tolerance: the ORT levels
         usually agree bit for bit, so most comparisons of a case repeat an earlier one."""
+        floor = MODEL_REL_FLOOR if self.case.suite in MODEL_SUITES else 0.0
         return self.once(("compare", self.digest(a), self.digest(r), rtol, atol),
-                         lambda: compare(a, r, rtol, atol))
+                         lambda: compare(a, r, rtol, atol, rel_floor=floor))
 
     def once(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
         """``compute()`` the first time ``key`` is asked for in this case; keys name every

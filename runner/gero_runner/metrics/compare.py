@@ -125,6 +125,9 @@ class Comparison:
     ulp_dtype: str = ""
     saturation: Saturation | None = None
     """Finite mismatches where the actual side saturated at a narrower type's largest value."""
+    rel_floor: float = 0.0
+    """The rtol term's floor as a share of max|r|: ``atol + rtol·max(|r|, rel_floor·max|r|)``
+    (0: plain element-wise)."""
 
     @property
     def within_tolerance(self) -> bool:
@@ -217,8 +220,10 @@ def mismatch_mask(actual: np.ndarray, reference: np.ndarray, rtol: float,
 
 
 def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float, *,
-            unit: np.dtype[Any] | str | None = None) -> Comparison:
-    """Compare ``actual`` with ``reference`` under ``|a - r| <= atol + rtol * |r|``.
+            unit: np.dtype[Any] | str | None = None, rel_floor: float = 0.0) -> Comparison:
+    """Compare ``actual`` with ``reference`` under ``|a - r| <= atol + rtol * |r|``, or with
+    ``rel_floor`` under ``atol + rtol * max(|r|, rel_floor * max|r|)`` (a model output's
+    small elements are differences of large terms: seed 002's floored metric).
 
     The two dtypes must be the same, unless ``unit`` is given: then the reference may be a
     wider exact value (e.g. float64 sums of a float16 output) and ULPs count in ``unit``.
@@ -277,16 +282,19 @@ def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float,
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.where(both_finite, np.abs(a - r), 0.0)
     abs_r = np.where(r_finite, np.abs(r), 0.0)
+    max_ref = float(abs_r.max())
+    if rel_floor > 0:
+        abs_r = np.maximum(abs_r, rel_floor * max_ref)
     bound = atol + rtol * abs_r
     finite_mismatch = both_finite & (diff > bound)
 
     max_abs = float(diff.max())
-    max_ref = float(abs_r.max())
     nonzero = both_finite & (abs_r > 0)
     max_rel = float((diff[nonzero] / abs_r[nonzero]).max()) if nonzero.any() else 0.0
+    abs_true = np.where(r_finite, np.abs(r), 0.0)
     if max_ref > 0:
         scaled = max_abs / max_ref
-        floored = float((diff / np.maximum(abs_r, 1e-3 * max_ref)).max())
+        floored = float((diff / np.maximum(abs_true, 1e-3 * max_ref)).max())
     else:
         scaled = floored = 0.0 if max_abs == 0 else math.inf
 
@@ -323,7 +331,7 @@ def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float,
         finite_mismatch=int(finite_mismatch.sum()),
         nonfinite=_nonfinite_groups(a, r, nonfinite_mismatch),
         saturation=_saturation(a, r, finite_mismatch, actual.dtype),
-        **shapes, **dtypes,
+        rel_floor=rel_floor, **shapes, **dtypes,
     )
 
 

@@ -161,3 +161,38 @@ def test_an_already_quantised_model_gets_no_int8_variants(tmp_path: Path) -> Non
     checks = {r["check"] for r in rows_of(tmp_path / "data", record.run_id)}
     assert not any(c.startswith("model:int8") for c in checks)
     assert any(c.startswith("model:fp16") for c in checks)
+
+
+def test_model_outputs_are_compared_on_the_models_scale(tmp_path: Path) -> None:
+    """A MatMul of 512 terms: outputs up to 286, ORT's float32 sums 3.4e-7 and the
+    ReferenceEvaluator's 5e-7 scaled from float64. Element-wise 1e-5/1e-6 fails small
+    elements (differences of large terms); on the output's scale (seed 002) they pass."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((512, 64)).astype(np.float32), "W")
+    model = save(tmp_path / "wide_sum.onnx", [helper.make_node("MatMul", ["x", "W"], ["y"])],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 512])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 64])], [w])
+    inputs = tmp_path / "x.npz"
+    np.savez(inputs, x=(rng.standard_normal((4, 512)) * 4).astype(np.float32))
+    record = execute(RunRequest(models=[model], data_root=tmp_path / "data", repeats=1, jobs=1,
+                                checks=(), backends=("onnxruntime",),
+                                model_options=ModelOptions(inputs_file=str(inputs))))
+    expected = [r for r in rows_of(tmp_path / "data", record.run_id) if r["check"] == "expected"]
+    assert len(expected) == 5 and all(r["result"] == "passed" for r in expected), [
+        r["reason"] for r in expected]
+
+
+def test_the_floored_bound_is_named_in_the_reason() -> None:
+    from gero_runner.classify import classify
+    from gero_runner.metrics.compare import compare
+
+    r = np.array([100.0, 0.5, -0.01])
+    a = r + np.array([0.0, 0.0, 0.5])  # 0.5 off: beyond 1e-5·max(|r|, 1)
+    cmp = compare(a, r, 1e-5, 1e-6, rel_floor=1e-2)
+    assert cmp.finite_mismatch == 1
+    assert "rtol=1e-05·max(|r|, 0.01·max|r|)" in classify(cmp, 1e-5, 1e-6)[1]
+    near = r + np.array([0.0, 0.0, 5e-6])  # within 1e-5·1 at the small element
+    assert compare(near, r, 1e-5, 1e-6, rel_floor=1e-2).finite_mismatch == 0
+    assert compare(near, r, 1e-5, 1e-6).finite_mismatch == 1
+    scaled = compare(a, r, 1e-5, 1e-6, rel_floor=1.0)  # 0.5 > 1e-5·100: still off
+    assert "rtol=1e-05·max|r| (the output's scale)" in classify(scaled, 1e-5, 1e-6)[1]

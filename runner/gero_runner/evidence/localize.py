@@ -133,6 +133,9 @@ class NodeFinding:
     reference side, run to the output), as a fraction of the observed final error."""
     fused_as: str = ""
     """The fused node on the side that fused it (e.g. "LayerNormalization '/LayerNormFusion/'")."""
+    within: str = ""
+    """For a region of several nodes whose inner tensors could be traced without changing
+    its output: the inner node where the difference first appears ("OpType 'name'")."""
 
 
 @dataclass(frozen=True)
@@ -325,7 +328,9 @@ def survivors(side: Side, model: onnx.ModelProto, work: Path) -> set[str] | None
         compiled, _ = backends.get("openvino").build(model.SerializeToString(), side.settings)
         kept = {op.get_friendly_name() for op in compiled.get_runtime_model().get_ordered_ops()}
         del compiled
-        return kept
+        # An executed node is named after the ONNX node it ends (or its output tensor).
+        by_node = {o for n in model.graph.node if n.name in kept for o in n.output if o}
+        return kept | by_node
     return None
 
 
@@ -436,9 +441,10 @@ class _Search:
                     continue
                 self.available.add(t)
                 ta, tb = self.types_a.get(t), self.types_b.get(t)
-                known_float = ((ta is None or ta[0] in sg.FLOAT_TYPES)
-                               and (tb is None or tb[0] in sg.FLOAT_TYPES))
-                if known_float or t == self.output:
+                kinds = {x[0] for x in (ta, tb) if x is not None}
+                known_float = kinds <= sg.FLOAT_TYPES
+                quantized = bool(kinds) and kinds <= sg.QUANTIZED_TYPES
+                if known_float or quantized or t == self.output:
                     self.order.append(t)
         if self.output not in self.order:
             self.order.append(self.output)
@@ -493,14 +499,17 @@ class _Search:
             if t not in a or t not in b:
                 continue
             x, y = a[t], b[t]
-            if x.dtype.kind != "f" and y.dtype.kind != "f" and t != self.output:
+            exact = x.dtype.kind in "iu" and y.dtype.kind in "iu"
+            if x.dtype.kind != "f" and y.dtype.kind != "f" and not exact and t != self.output:
                 continue
             err, bad = figure(x, y)
             floor = floors.get(t, 0.0)
             if not math.isfinite(floor):
                 floor = 0.0
             own = x.dtype if x.dtype.kind == "f" else np.dtype("float32")
-            threshold = max(FLOOR_FACTOR * floor, _rounding(own), self.rounding)
+            # Quantized integers are exact: any difference is one (a rounding that flips).
+            threshold = 0.0 if exact else max(FLOOR_FACTOR * floor, _rounding(own),
+                                               self.rounding)
             node = self.ops_a.get(t)
             self.figures[t] = TensorFigure(
                 t, self.position.get(t, -1), node.name if node is not None else "",
@@ -670,6 +679,7 @@ def _judge(s: _Search, window: list[str]
         s.notes.append(f"{len(diverging)} tensors diverge in the stretch traced; the first "
                        f"{MAX_CANDIDATES} were run alone")
     alone_values: dict[str, np.ndarray] = {}
+    feeds_of: dict[str, dict[str, np.ndarray]] = {}
     for t in diverging[:MAX_CANDIDATES]:
         try:
             got = s.alone(t)
@@ -707,12 +717,15 @@ def _judge(s: _Search, window: list[str]
             continue
         if local > fig.threshold:
             origins.append(finding)
+            feeds_of[t] = {n: s.b_values.get(n, v) for n, v in feeds.items()}
             alone_values[t] = x
             if repro is None:
                 repro = _repro_model(s, t, feeds, kept, x, y)
         else:
             amplifiers.append(finding)
         _keep(kept, t, x, y, feeds, s)
+    origins = [_refine(s, o, feeds_of.get(o.tensor, {})) for o in origins[:MAX_SHARES]] + \
+        origins[MAX_SHARES:]
     measured = []
     for o in sorted(origins, key=lambda o: -o.local_scaled_error)[:MAX_SHARES]:
         share = s.share(o.tensor, alone_values[o.tensor], final)
@@ -720,6 +733,67 @@ def _judge(s: _Search, window: list[str]
     by_tensor = {o.tensor: o for o in measured}
     origins = [by_tensor.get(o.tensor, o) for o in origins]
     return origins, amplifiers, kept, repro
+
+
+def _refine(s: _Search, o: NodeFinding, feeds: dict[str, np.ndarray]) -> NodeFinding:
+    """Inside an origin of several nodes (a runtime fused them, so their inner tensors were
+    not compared end to end): the region runs alone again with its inner tensors marked;
+    when that gives the region's output bit for bit on both paths (marking changed
+    nothing), the first inner node whose own output differs from the reference's inputs
+    is named (``within``)."""
+    ra, rb = s.regions(o.tensor)
+    if len(ra) < 2 or not feeds:
+        return o
+    graph = s.model_a.graph
+    inner = [t for i in ra for t in graph.node[i].output if t and t != o.tensor
+             and t in s.types_b and any(t in n.output for n in s.model_b.graph.node)]
+    if not inner:
+        return o
+    try:
+        feeds_a = {n: s._as_type(v, s.types_a.get(n)) for n, v in feeds.items()}
+        feeds_b = {n: s._as_type(v, s.types_b.get(n)) if s.b.kind != SHADOW_KIND else v
+                   for n, v in feeds.items()}
+        wanted = [*inner, o.tensor]
+        plain_a = run_side(s.a, sg.region_model(s.model_a, ra, [o.tensor], feeds_a), feeds_a,
+                           [o.tensor])[o.tensor]
+        plain_b = run_side(s.b, sg.region_model(s.model_b, rb, [o.tensor], feeds_b), feeds_b,
+                           [o.tensor])[o.tensor]
+        got_a = run_side(s.a, sg.region_model(s.model_a, ra, wanted, feeds_a), feeds_a, wanted)
+        got_b = run_side(s.b, sg.region_model(s.model_b, rb, wanted, feeds_b), feeds_b, wanted)
+    except Exception as e:  # a runtime that cannot take the marked region: keep the region
+        s.notes.append(f"inside {o.node}: the marked region did not run ({type(e).__name__})")
+        return o
+    if not (_same(got_a[o.tensor], plain_a) and _same(got_b[o.tensor], plain_b)):
+        s.notes.append(f"inside {o.node}: marking its inner tensors changes what the "
+                       "runtime computes (the fusion is the difference): kept as one origin")
+        return o
+    produced = {t: i for i in ra for t in graph.node[i].output}
+    values = {**feeds_b, **got_b}
+    for t in inner:
+        x, y = got_a[t], got_b[t]
+        exact = x.dtype.kind in "iu" and y.dtype.kind in "iu"
+        err, _ = figure(x, y)
+        limit = 0.0 if exact else max(_rounding(x.dtype if x.dtype.kind == "f"
+                                                else np.dtype("float32")), s.rounding)
+        if err <= limit:
+            continue
+        node = graph.node[produced[t]]
+        try:  # the inner node alone, from the reference's inner values
+            reads = [r for r in sg.node_reads(node) if r in values]
+            fa = {r: s._as_type(values[r], s.types_a.get(r)) for r in reads}
+            alone_a = run_side(s.a, sg.region_model(s.model_a, [produced[t]], [t], fa), fa,
+                               [t])[t]
+            own, _ = figure(alone_a, y)
+        except Exception:  # the inner node cannot run alone: name it from the marked run
+            own = err
+        if own > limit:
+            word = f"{node.op_type} {node.name!r}"
+            share = (f" ({int(np.sum(np.asarray(x) != np.asarray(y)))} of {np.asarray(x).size} "
+                     "elements differ)" if exact else f" (scaled error {own:.2g})")
+            s.notes.append(f"inside {o.node}: the difference first appears at {word}"
+                           f"{share}, from the same inputs on both paths")
+            return NodeFinding(**{**o.__dict__, "within": word})
+    return o
 
 
 def _keep(kept: dict[str, np.ndarray], t: str, x: np.ndarray, y: np.ndarray,
@@ -779,9 +853,14 @@ def summary(loc: Localization) -> str:
     """The result in a sentence or two."""
     f = loc.final_scaled_error
     if not loc.origins and not any(t.diverges for t in loc.tensors):
+        final = next((t for t in loc.tensors if t.name == loc.output_name), None)
+        tail = (f"; the output's own floor is {final.floor:.2g} (its sensitivity to 1e-7 "
+                "relative input noise): a difference this size is what the reference does "
+                "against itself" if final is not None and final.floor > 0 and
+                f > _rounding(np.dtype("float32")) else "")
         return (f"nothing diverges: {loc.actual} and {loc.reference} agree at all "
                 f"{len(loc.tensors)} tensors compared, within their noise floors "
-                f"(final {loc.output_name}: scaled error {f:.2g})")
+                f"(final {loc.output_name}: scaled error {f:.2g}){tail}")
     if not loc.origins:
         return (f"{loc.output_name} differs by {f:.2g} scaled, but no node run alone makes "
                 "a difference over its floor: the error builds up from many small ones "
@@ -790,6 +869,8 @@ def summary(loc: Localization) -> str:
     what = f"{o.node} ({o.op_type})"
     if o.fused_as:
         what = (f"{o.fused_as}, which fuses {len(o.nodes)} nodes ({_span(o.nodes)})")
+    if o.within:
+        what += f", first inside it at {o.within}"
     text = (f"the error enters at {what}: its inputs agree to {o.inputs_scaled_error:.2g} "
             f"scaled, its output differs by {o.local_scaled_error:.2g}")
     if o.share is not None:

@@ -17,6 +17,10 @@ from onnx import TensorProto, helper
 
 FLOAT_TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE,
                TensorProto.BFLOAT16}
+QUANTIZED_TYPES = {TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16,
+                   TensorProto.INT32}
+"""Integer tensors compared exactly (quantized activations and their accumulators; int64 and
+bool tensors are shapes and masks)."""
 
 
 def copy(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -179,3 +179,24 @@ def test_the_findings_report_shows_the_origin_and_the_repro(
     assert "- origin: `LayerNorm_0/Sub` (Sub; 1 node(s))" in report
     assert f"`gero replay {tmp_path / 'repro'}`" in report
     assert "gero localize " in report.split("```sh", 1)[1]
+
+
+REAL = Path("/work/models/ddddocr_old_int8")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (REAL / "model.onnx").is_file(), reason="needs /work/models")
+def test_a_real_int8_recogniser_parts_at_one_quantize_rounding(tmp_path: Path) -> None:
+    """ddddocr 1.6.1's dynamic-int8 recogniser: OpenVINO (f32) and ONNX Runtime part where a
+    DynamicQuantizeLinear's scale differs by one ulp and one element rounds the other way
+    (confirmed without gero by running that node alone in both runtimes)."""
+    pytest.importorskip("openvino")
+    rows = _rows(tmp_path, REAL / "model.onnx", backends=("onnxruntime", "openvino"),
+                 inputs_file=str(REAL / "inputs.npz"))
+    row = _row(rows, check="model:fp32", backend="openvino", optimization="f32")
+    assert row["reference"] == "onnxruntime:all" and row["result"] == "divergence"
+    loc, _ = localize_observation(tmp_path, row)
+    origin = loc.origins[0]
+    assert origin.op_type == "ConvInteger" and origin.inputs_scaled_error < 1e-5
+    assert origin.within == "DynamicQuantizeLinear '154_QuantizeLinear'"
+    assert any("1 of 65280 elements differ" in n for n in loc.notes)

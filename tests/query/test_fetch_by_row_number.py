@@ -21,7 +21,7 @@ def test_row_number_fetch_matches_id_fetch(tmp_path: Path, two_runs: bool) -> No
     page = TableQuery(source).page(TableFilter(), TableSort("case", True), 0, 100)
     assert len(page.numbers) == len(page.rows) == len(sighted)
     for row, number in zip(page.rows, page.numbers, strict=True):
-        oid = str(row[0])
+        oid = row.observation_id
         by_number = fetch_observation(source.cursor(), oid, number)
         # repr: NaN errors (failed paths) compare unequal to themselves
         assert repr(by_number) == repr(fetch_observation(source.cursor(), oid))

@@ -80,20 +80,21 @@ def test_no_error_sorts_last_and_filters_see_nan(tmp_path: Path, runner_writer: 
     no_error = {r["observation_id"] for r in sighted} - {r["observation_id"] for r in real}
     for descending in (True, False):
         page = query.page(TableFilter(), TableSort("max_abs_error", descending), 0, 1000)
-        shown = [row[0] for row in page.rows]
+        shown = [row.observation_id for row in page.rows]
         expected = [r["observation_id"] for r in (reversed(real) if descending else real)]
         assert shown[:len(real)] == expected
         assert set(shown[len(real):]) == no_error
     # A page boundary inside the real errors: the largest first, then the next page.
     largest = TableSort("max_abs_error", descending=True)
-    assert [r[0] for r in query.page(TableFilter(), largest, 5, 3).rows] == [
+    assert [r.observation_id for r in query.page(TableFilter(), largest, 5, 3).rows] == [
         r["observation_id"] for r in list(reversed(real))[5:8]]
     failed = [r for r in sighted if r["result"] == "execution"]
     only_failed = TableFilter(classes=frozenset({"execution"}))
     assert query.count(only_failed) == len(failed)
-    shown = query.page(only_failed, largest, 0, 1000).rows
-    assert {r[0] for r in shown} == {r["observation_id"] for r in failed}
-    assert all(r[7] is not None and math.isnan(r[7]) for r in shown)  # the error column
+    failed_rows = query.page(only_failed, largest, 0, 1000).rows
+    assert {r.observation_id for r in failed_rows} == {r["observation_id"] for r in failed}
+    assert all(r.cells["max_abs_error"] is not None and math.isnan(r.cells["max_abs_error"])
+               for r in failed_rows)
     if runner_writer:
         # Without float statistics DuckDB's isnan() filter sees every NaN.
         nan_rows = source.query("SELECT count(*) FROM obs WHERE isnan(max_abs_error)")

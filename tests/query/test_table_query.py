@@ -40,7 +40,7 @@ def query(tmp_path: Path) -> TableQuery:
 
 
 def ids(page: table.Page) -> list[str]:
-    return [r[0] for r in page.rows]
+    return [r.observation_id for r in page.rows]
 
 
 def test_constants_match_the_runner(tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ def test_selection(query: TableQuery) -> None:
     assert query.selected_ids(everything_exp.toggle("id02", selected=True)) == ["id01"]
     assert query.selected_count(Selection()) == 0
     page = query.page(TableFilter(), TableSort(), 0, 10, chosen)
-    assert [r[1] for r in page.rows] == [True, False, False, True]
+    assert [r.selected for r in page.rows] == [True, False, False, True]
 
 
 def test_selection_steps_the_newest_decides(query: TableQuery) -> None:
@@ -125,3 +125,27 @@ def test_distinct_values_and_describe(query: TableQuery) -> None:
     assert f.describe() == ["result: execution", "dtype: float16", "text: “x”"]
     with pytest.raises(ValueError, match="unknown filter"):
         query.distinct("colour")
+
+
+def test_a_new_column_reaches_the_rows_and_the_widget_by_its_key(
+        query: TableQuery, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A column costs its entry in COLUMNS: the page's rows hold it by key, grouped or not,
+    and the table widget lays it out at its header's width (no width table to extend)."""
+    from gero_tui.app.widgets import evaluations_table as widget
+
+    added = table.Column("runtime", "Runtime", "backend")
+    columns = (*table.COLUMNS[:3], added, *table.COLUMNS[3:])
+    monkeypatch.setattr(table, "COLUMNS", columns)
+    monkeypatch.setattr(widget, "COLUMNS", columns)
+    for page in (query.page(TableFilter(), TableSort(), 0, 10),
+                 query.page(TableFilter(), TableSort("case"), 0, 10)):
+        assert page.columns[3] == "runtime" and len(page.rows) == len(ROWS)
+        assert {r.cells["runtime"] for r in page.rows} == {"onnxruntime"}
+        assert all(list(r.cells) == list(page.columns) for r in page.rows)
+    grouped = query.group(TableFilter(), table.GROUPINGS["levels"], "g_new_column")
+    page = query.page(TableFilter(), TableSort(), 0, 10, groups=grouped)
+    assert {r.cells["runtime"] for r in page.rows} == {"onnxruntime"}
+    for width in (80, 120, 200):
+        shown = dict(widget.layout(width))
+        assert sum(shown.values()) + len(shown) + 1 <= width
+    assert dict(widget.layout(200))[3] == len("Runtime")

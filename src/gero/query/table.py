@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 
@@ -368,17 +368,33 @@ class Selection:
         return f"(CASE {' '.join(branches)} ELSE false END)", params
 
 
+class TableRow(NamedTuple):
+    """One row of a page: its observation, whether it is selected, and its cells by column
+    key (``Column.key``), so that a view reads a cell by name whatever the columns are."""
+
+    observation_id: str
+    selected: bool
+    cells: Mapping[str, Any]
+
+
+def table_row(fetched: Sequence[Any], keys: Sequence[str]) -> TableRow:
+    """A row fetched as (observation_id, selected, *cells in ``keys`` order)."""
+    return TableRow(str(fetched[0]), bool(fetched[1]),
+                    dict(zip(keys, fetched[2:], strict=True)))
+
+
 @dataclass(frozen=True)
 class Page:
     """Rows ``offset`` to ``offset + len(rows)`` of a query, each with its id and selection."""
 
     offset: int
-    rows: list[tuple[Any, ...]]
-    """(observation_id, selected, *column values in COLUMNS order)"""
+    rows: list[TableRow]
     numbers: list[int] = field(default_factory=list)
     """Each row's ``rn`` (the detail view fetches a row by it), when known."""
     groups: list[int] = field(default_factory=list)
     """Grouped: each row's group key (``GroupedRows.members`` selects the group's rows)."""
+    columns: tuple[str, ...] = COLUMN_KEYS
+    """The column keys its rows' cells hold, in display order."""
 
 
 SEVERITY_SQL = ("CASE result WHEN 'execution' THEN 3 WHEN 'contract_issue' THEN 2 "
@@ -614,6 +630,7 @@ class TableQuery:
                         "USING (observation_id))")
         selected, selected_params = (selection or Selection()).where()
         columns = ", ".join(c.sql for c in COLUMNS)
+        keys = tuple(c.key for c in COLUMNS)
         if (groups is None and sort.column == NATURAL and table_filter.is_empty
                 and self.source.direct):
             # One file read in order: row ``rn`` is the file's row number, so the page is
@@ -622,7 +639,8 @@ class TableQuery:
                 f"SELECT rn, observation_id, coalesce({selected}, false), {columns} "
                 f"FROM {TABLE_RELATION} WHERE rn >= ? AND rn < ? ORDER BY rn",
                 [*selected_params, offset, offset + limit]).fetchall()
-            return Page(offset, [row[1:] for row in fetched], [row[0] for row in fetched])
+            return Page(offset, [table_row(row[1:], keys) for row in fetched],
+                        [row[0] for row in fetched], columns=keys)
         if groups is None:
             sql = f"SELECT rn FROM {relation} WHERE {where} {sort.order_by()}"
         elif sort.column == NATURAL:
@@ -635,23 +653,24 @@ class TableQuery:
         numbers = [r[0] for r in self.cursor.execute(
             f"{sql} LIMIT ? OFFSET ?", [*params, limit, offset]).fetchall()]
         if not numbers:
-            return Page(offset, [])
+            return Page(offset, [], columns=keys)
         fetched = self.cursor.execute(
             f"SELECT rn, observation_id, coalesce({selected}, false), {columns} "
             f"FROM {TABLE_RELATION} WHERE rn IN (SELECT unnest(?::BIGINT[]))",
             [*selected_params, numbers]).fetchall()
-        by_number = {row[0]: row[1:] for row in fetched}
-        keys: list[int] = []
+        by_number = {row[0]: table_row(row[1:], keys) for row in fetched}
+        group_keys: list[int] = []
         if groups is not None:
             # The covered column lists the group's values ("basic=passed,all=divergence").
             covered = {rn: (covers, key) for rn, covers, key in self.cursor.execute(
                 f"SELECT rn, covers, gk FROM {groups.name} "
                 "WHERE rn IN (SELECT unnest(?::BIGINT[]))", [numbers]).fetchall()}
-            at = 2 + COLUMN_KEYS.index(groups.grouping.column)
-            by_number = {n: (*row[:at], groups.covers_text(covered[n][0]), *row[at + 1:])
-                         for n, row in by_number.items()}
-            keys = [int(covered[n][1]) for n in numbers]
-        return Page(offset, [by_number[n] for n in numbers], numbers, keys)
+            column = groups.grouping.column
+            by_number = {n: row._replace(cells={
+                **row.cells, column: groups.covers_text(covered[n][0])})
+                for n, row in by_number.items()}
+            group_keys = [int(covered[n][1]) for n in numbers]
+        return Page(offset, [by_number[n] for n in numbers], numbers, group_keys, keys)
 
     def selected_count(self, selection: Selection) -> int:
         where, params = selection.where()

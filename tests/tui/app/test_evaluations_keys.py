@@ -31,7 +31,7 @@ def shown(app: GeroApp) -> list[str]:
     table = screen.table
     rows = [table.row(i) for i in range(table.row_count)]
     assert all(r is not None for r in rows), "every row of the small run is on the first page"
-    return [str(r[0]) for r in rows if r is not None]
+    return [r.observation_id for r in rows if r is not None]
 
 
 async def open_table(pilot: Any) -> EvaluationsScreen:

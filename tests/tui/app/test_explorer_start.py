@@ -36,7 +36,8 @@ async def test_read_ahead_page_is_the_table(data_root: Path, observations: Path)
             f"SELECT observation_id FROM read_parquet('{observations}')").fetchall()]
         table = screen.table
         assert table.row_count == len(want) < FIRST_PAGE_ROWS
-        assert [table.row(i)[0] for i in range(table.row_count)] == want  # type: ignore[index]
+        assert [table.row(i).observation_id  # type: ignore[union-attr]
+                for i in range(table.row_count)] == want
         bar = screen.query_one(FilterBar)
         assert bar.matching == bar.total == len(want)
         assert app.first_page is None  # taken once

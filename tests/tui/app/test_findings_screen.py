@@ -42,7 +42,7 @@ async def test_f_opens_findings_and_enter_shows_its_observations(data_root: Path
         chosen = findings[1]
         rows = [table.table.row(i) for i in range(table.table.row_count)]
         assert len(rows) == chosen.observations
-        assert chosen.representative.observation_id in {str(r[0]) for r in rows if r}
+        assert chosen.representative.observation_id in {r.observation_id for r in rows if r}
         await pilot.press("i")  # from the table: back to the open findings
         await settle(pilot)
         assert app.screen is screen
@@ -81,7 +81,7 @@ def test_the_table_grouped_by_finding_lists_the_worst_finding_first(data_root: P
     page = query.page(TableFilter(), TableSort(BY_FINDING), 0, 1000)
     findings = compute_findings(source)
     members = dict(source.query("SELECT observation_id, finding_id FROM finding_members"))
-    order = [members.get(str(row[0])) for row in page.rows]
+    order = [members.get(row.observation_id) for row in page.rows]
     expected = [f.finding_id for f in findings for _ in range(f.observations)]
     assert order[:len(expected)] == expected
     assert all(f is None for f in order[len(expected):])  # passed rows last
@@ -102,7 +102,7 @@ async def test_the_sort_picker_groups_the_table_by_finding(data_root: Path) -> N
         rows = [table.table.row(i) for i in range(first.observations)]
         members = dict(app.require_source().query(
             "SELECT observation_id, finding_id FROM finding_members"))
-        assert {members.get(str(r[0])) for r in rows if r} == {first.finding_id}
+        assert {members.get(r.observation_id) for r in rows if r} == {first.finding_id}
 
 
 def test_the_table_grouped_by_finding_has_one_row_per_finding(data_root: Path) -> None:
@@ -121,5 +121,5 @@ def test_the_table_grouped_by_finding_has_one_row_per_finding(data_root: Path) -
     assert groups.rows == total[0]
     page = query.page(TableFilter(), TableSort(), 0, 1000, groups=groups)
     members = dict(source.query("SELECT observation_id, finding_id FROM finding_members"))
-    shown = [members.get(str(row[0])) for row in page.rows]
+    shown = [members.get(row.observation_id) for row in page.rows]
     assert sorted(f for f in shown if f) == sorted(f.finding_id for f in findings)

@@ -41,7 +41,7 @@ async def test_bars_per_operation_and_runtime_open_their_rows(two_runtimes: Path
         assert screen.table_filter.backends == frozenset({"tract"})
         assert screen.table_filter.operations == frozenset({"Relu"})
         rows = [screen.table.row(i) for i in range(screen.table.row_count)]
-        cells = [str(c) for r in rows if r is not None for c in r]
+        cells = [str(c) for r in rows if r is not None for c in r.cells.values()]
         assert any(c.startswith("tract:") for c in cells)  # the runtime is in the table
         assert not any(c in ("all", "disable_all") for c in cells)
 

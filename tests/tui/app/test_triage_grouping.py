@@ -9,7 +9,7 @@ import pytest
 from conftest import settle
 from test_evaluations_keys import open_table
 
-from gero.query.table import COLUMN_KEYS, split_covers
+from gero.query.table import split_covers
 from gero_tui.app.app import GeroApp
 from gero_tui.app.screens.evaluations import EvaluationsScreen
 
@@ -20,7 +20,7 @@ def rows(screen: EvaluationsScreen) -> list[dict[str, object]]:
     for i in range(table.row_count):
         row = table.row(i)
         assert row is not None
-        out.append({"id": row[0], **dict(zip(COLUMN_KEYS, row[2:], strict=True))})
+        out.append({"id": row.observation_id, **row.cells})
     return out
 
 
@@ -161,7 +161,7 @@ async def test_space_on_a_grouped_row_selects_its_group_and_export_writes_it(
         assert len(members) == 4
         assert screen.selected_count == 4
         assert screen.selected_observation_ids() == members
-        assert rows(screen)[at]["id"] in members and screen.table.row(at)[1] is True  # type: ignore[index]
+        assert rows(screen)[at]["id"] in members and screen.table.row(at).selected  # type: ignore[union-attr]
         # Ungrouped, each of the four rows is marked; the others are not.
         await pilot.press("m", "m", "m")
         await settle(pilot)

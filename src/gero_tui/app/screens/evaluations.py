@@ -24,7 +24,6 @@ from textual.worker import Worker, WorkerState
 
 from gero.query.table import (
     COLUMN_FILTERS,
-    COLUMN_KEYS,
     COLUMNS,
     GROUPINGS,
     NATURAL,
@@ -37,6 +36,7 @@ from gero.query.table import (
     Selection,
     TableFilter,
     TableQuery,
+    TableRow,
     TableSort,
     split_covers,
 )
@@ -595,7 +595,7 @@ class EvaluationsScreen(Screen[None]):
         row = self.table.row(self.table.cursor)
         if row is None:
             return
-        observation_id, selected = str(row[0]), bool(row[1])
+        observation_id, selected = row.observation_id, row.selected
         key = self.table.current_group_key
         if self._groups is not None and key is not None:
             where, params = self._groups.members(*self.filter_where(), key)
@@ -644,12 +644,12 @@ class EvaluationsScreen(Screen[None]):
             self.app.show_overview()
 
 
-def why_text(row: tuple[Any, ...] | None, grouped_column: str | None = None) -> Text:
+def why_text(row: TableRow | None, grouped_column: str | None = None) -> Text:
     """The line under the table: the row's result and full reason (and arbiter); for a
     group, what its rows cover with each one's result first."""
     if row is None:
         return Text("")
-    values = dict(zip(COLUMN_KEYS, row[2:], strict=False))
+    values = row.cells
     result = str(values.get("result") or "")
     text = Text()
     if grouped_column is not None:

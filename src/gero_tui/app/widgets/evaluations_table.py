@@ -22,7 +22,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gero.query.table import COLUMNS, LEVEL_NAMES, Page, TableSort, split_covers
+from gero.query.table import COLUMNS, LEVEL_NAMES, Page, TableRow, TableSort, split_covers
 from gero_runner.result_classes import RESULT_ABBREVIATIONS, RESULT_WORDS
 
 PAGE_SIZE = 128
@@ -31,9 +31,12 @@ KEEP_ROWS = 8 * PAGE_SIZE
 
 # Widths of the fixed columns: as wide as their longest common value (and header), the
 # check and the case name first, since they are what triage reads. "case" and "details"
-# share what is left: the case up to CASE_MAX, then the details.
+# share what is left: the case up to CASE_MAX, then the details. A column not named here
+# is as wide as its header (``column_width``).
+FLEXIBLE = ("case", "details")
 WIDTHS = {"input": 9, "optimization": 12, "check": 22, "dtype": 7, "max_abs_error": 9,
           "result": 10, "arbiter": 9}
+DEFAULT_MIN_WIDTH = 6
 NARROW = {"check": 16, "dtype": 5, "result": 8, "arbiter": 3}
 """Widths where even the fewest columns do not fit at full width (80 columns): short forms
 (f16 for float16, ref for reference) rather than fewer columns."""
@@ -59,11 +62,21 @@ SHAPE_TAIL = re.compile(r" (\d+(?:x\d+)*|\[[\d,; \[\]]*\])$")
 """A case name's trailing shape ("… 3x4x10"): kept when the name is cut."""
 
 
+def column_width(key: str, narrow: bool = False) -> int:
+    """A fixed column's width: its own (narrowed where asked), else its header's."""
+    if narrow and key in NARROW:
+        return NARROW[key]
+    if key in WIDTHS:
+        return WIDTHS[key]
+    label = next(c.label for c in COLUMNS if c.key == key)
+    return max(DEFAULT_MIN_WIDTH, cell_len(label))
+
+
 def _config(width: int) -> tuple[list[str], dict[str, int], bool]:
     keys = [c.key for c in COLUMNS]
     for dropped, narrow in CONFIGS:
         shown = [k for k in keys if k not in dropped]
-        widths = {**WIDTHS, **(NARROW if narrow else {})}
+        widths = {k: column_width(k, narrow) for k in keys if k not in FLEXIBLE}
         fixed = sum(widths[k] for k in shown if k in widths)
         details = DETAILS_MIN if "details" in shown else 0
         if MARK_WIDTH + fixed + len(shown) - 1 + CASE_FIT + details <= width:
@@ -214,7 +227,7 @@ class EvaluationsTable(Widget, can_focus=True):
     def __init__(self, *, name: str | None = None, id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self._rows: dict[int, tuple[Any, ...]] = {}
+        self._rows: dict[int, TableRow] = {}
         self._numbers: dict[int, int] = {}
         """Each loaded row's ``rn`` (the detail view reads the row by it)."""
         self._group_keys: dict[int, int] = {}
@@ -257,14 +270,14 @@ class EvaluationsTable(Widget, can_focus=True):
         if page.offset <= self.cursor < page.offset + len(page.rows):
             self._announce_cursor()
 
-    def row(self, index: int) -> tuple[Any, ...] | None:
-        """A loaded row: (observation_id, selected, *values in COLUMNS order)."""
+    def row(self, index: int) -> TableRow | None:
+        """A loaded row (its cells by column key)."""
         return self._rows.get(index)
 
     @property
     def current_observation_id(self) -> str | None:
         row = self._rows.get(self.cursor)
-        return None if row is None else str(row[0])
+        return None if row is None else row.observation_id
 
     @property
     def current_row_number(self) -> int | None:
@@ -280,7 +293,7 @@ class EvaluationsTable(Widget, can_focus=True):
         """Mark a loaded row selected or not (the screen keeps the selection itself)."""
         row = self._rows.get(index)
         if row is not None:
-            self._rows[index] = (row[0], selected, *row[2:])
+            self._rows[index] = row._replace(selected=selected)
             self.refresh()
 
     def set_sort(self, sort: TableSort) -> None:
@@ -426,7 +439,7 @@ class EvaluationsTable(Widget, can_focus=True):
             if index == self.cursor:
                 style = style + self.get_component_rich_style("evaluations-table--cursor")
             return Strip([Segment(_fit("  …", width), style)], width)
-        selected = bool(row[1])
+        selected = row.selected
         line_style: Style = base
         if selected:
             line_style = line_style + self.get_component_rich_style("evaluations-table--selected")
@@ -435,14 +448,14 @@ class EvaluationsTable(Widget, can_focus=True):
         segments = [Segment("● " if selected else "  ", line_style)]
         for n, (col, w) in enumerate(columns):
             column = COLUMNS[col]
-            value = row[2 + col]
+            value = row.cells.get(column.key)
             if column.key == self.grouped_column:
                 value = covers_label(str(value), w, column.key)
             text = _fit(format_value(column.key, value, w), w, right=column.numeric)
             style = line_style
             if column.key == "result":
                 style = line_style + self.get_component_rich_style(
-                    f"evaluations-table--{row[2 + col]}", partial=True,
+                    f"evaluations-table--{row.cells.get('result')}", partial=True,
                     default=Style())
             segments.append(Segment(text, style))
             if n < len(columns) - 1:

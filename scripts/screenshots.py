@@ -1,8 +1,10 @@
 """Screenshots of every view of the explorer, from a real run: SVG, and PNG when
-``rsvg-convert`` is on PATH (apt: librsvg2-bin), under screenshots/.
+``rsvg-convert`` is on PATH (apt: librsvg2-bin), under screenshots/; and of the run's HTML
+report (``gero report``) as Chromium renders it, PNG (apt: chromium).
 
     .venv/bin/gero run --data-dir /tmp/shots-data --jobs 2
     .venv/bin/python scripts/screenshots.py --data-dir /tmp/shots-data [--out screenshots]
+        [--only explorer|report] [--run ID] [--baseline RUN]
 
 At 120×40: the overview, help, the run picker, the evaluations table (divergences and
 contract issues, largest error first; then grouped, levels merged, a group selected; the
@@ -11,6 +13,11 @@ histogram, side by side) and the per-operation histogram; at 80×24: the overvie
 table. The evaluation shown is the divergence (else any observation with evidence) with
 the most elements, so that its views have something to show. A second run in the data
 root gives the run picker more than one line.
+
+The report (of ``--run`` or the newest, against ``--baseline`` or the previous run of its suite) at
+1280 px wide: its top (the comparison), counts by class, the findings list, the first
+finding with an error histogram, precision across operations, the rows behind one segment,
+inference time, and the baseline section.
 """
 
 from __future__ import annotations
@@ -20,12 +27,14 @@ import asyncio
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from textual.worker import WorkerCancelled
 
+import gero
 from gero.query.table import COLUMN_KEYS
 from gero_tui.app.app import GeroApp
 from gero_tui.app.screens.detail import DetailScreen
@@ -185,14 +194,69 @@ def to_png(svg: Path) -> Path | None:
     return png
 
 
+REPORT_WIDTH = 1280
+REPORT_SHOTS = (
+    ("report-top", None), ("report-counts", "#counts"), ("report-findings", "table.index"),
+    ("report-operations", "#operations .bars"), ("report-timing", "#timing"),
+    ("report-baseline", "#baseline"),
+)
+
+
+def shoot_report(data_dir: Path, out: Path, run_id: str | None = None,
+                 baseline: str | None = None) -> list[Path]:
+    """A run's report (the newest by default) as Chromium renders it, in PNGs; [] without
+    chromium."""
+    # The DevTools-pipe driver the report tests use (tests/support is not a package).
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+    from chromium import Browser, find_chromium
+
+    if find_chromium() is None:
+        print("no chromium on PATH: report screenshots skipped (apt-get install chromium)")
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        page = Path(tmp) / "report.html"
+        with gero.open_run(run_id, data_dir) as run:
+            run.report(page, baseline=baseline)
+            findings = run.findings()
+        # the first divergence with evidence, so that its histogram shows
+        pictured = next((i for i, f in enumerate(findings, 1)
+                         if f.representative.artifact_path and f.result == "divergence"), 1)
+        written: list[Path] = []
+        with Browser(width=REPORT_WIDTH, height=900) as browser:
+            browser.open(page)
+            shots = [*REPORT_SHOTS, ("report-finding", f"#finding-{pictured}")]
+            divergent = browser.nodes("section.segment[id$='-divergence']")
+            if divergent:  # the rows behind the first divergence segment
+                shots.append(("report-segment", f"#{browser.attribute(divergent[0], 'id')}"))
+            for name, selector in shots:
+                path = out / f"{name}.png"
+                if selector is None:
+                    browser.screenshot(path, max_height=1500)
+                else:
+                    browser.screenshot(path, selector, max_height=2400)
+                written.append(path)
+        if browser.requests:
+            raise SystemExit(f"the report made network requests: {browser.requests}")
+    return written
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--out", type=Path, default=Path("screenshots"))
+    parser.add_argument("--only", choices=("explorer", "report"), default=None)
+    parser.add_argument("--run", default=None, help="the report's run (default: the newest)")
+    parser.add_argument("--baseline", default=None, metavar="RUN",
+                        help="the report's baseline (default: the previous run of its suite)")
     args = parser.parse_args()
-    for svg in asyncio.run(shoot(args.data_dir, args.out)):
-        png = to_png(svg)
-        print(svg, png or "(no PNG: install rsvg-convert, e.g. apt-get install librsvg2-bin)")
+    if args.only != "report":
+        for svg in asyncio.run(shoot(args.data_dir, args.out)):
+            png = to_png(svg)
+            print(svg, png or "(no PNG: install rsvg-convert, e.g. apt-get install librsvg2-bin)")
+    if args.only != "explorer":
+        for png in shoot_report(args.data_dir, args.out, args.run, args.baseline):
+            print(png)
 
 
 if __name__ == "__main__":

@@ -178,6 +178,11 @@ def _settings_text(pairs: tuple[tuple[str, str], ...]) -> Html:
     return join((fill("<span class=\"kv\">$k=$v</span>", k=k, v=v) for k, v in pairs), " ")
 
 
+def _few(values: tuple[str, ...], limit: int = 8) -> str:
+    more = f" and {len(values) - limit} more" if len(values) > limit else ""
+    return ", ".join(values[:limit]) + more
+
+
 def _comparison(r: RunReport) -> Html:
     rec = r.record
     tested = [p for p in r.paths if p.backend != "onnx-reference"]
@@ -211,11 +216,12 @@ def _comparison(r: RunReport) -> Html:
         "<tr$cls><td>$dtype</td><td class=\"n\">$rtol</td><td class=\"n\">$atol</td>"
         "<td class=\"n\">$drtol</td><td class=\"n\">$datol</td><td>$state</td>"
         "<td class=\"n\">$n</td></tr>",
-        cls=Html(' class="override"') if t.overridden else Html(""), dtype=t.dtype,
+        cls=Html(' class="override"') if t.overridden or t.own else Html(""), dtype=t.dtype,
         rtol=num(t.rtol), atol=num(t.atol),
         drtol="—" if t.default is None else num(t.default[0]),
         datol="—" if t.default is None else num(t.default[1]),
-        state=(Html("<strong>override</strong>") if t.overridden
+        state=(Html("<strong>override</strong> (--rtol/--atol)") if t.overridden
+               else fill("the operator's own bound: $ops", ops=_few(t.operators)) if t.own
                else "default" if t.default is not None else "exact (not a float dtype)"),
         n=count(t.observations)) for t in r.tolerances)
     if not r.tolerances:
@@ -343,7 +349,8 @@ def _worst_elements(a: ElementAnalysis) -> Html:
                      i="[" + ", ".join(map(str, w.index)) + "]", a=num(w.actual, 9),
                      r=num(w.reference, 9),
                      e=fill('<td class="n">$v</td>', v=num(w.exact, 9)) if exact else Html(""),
-                     d=num(w.abs_error, 4), u=num(w.ulp, 6),
+                     d=num(w.abs_error, 4),
+                     u="—" if math.isnan(w.abs_error) else num(w.ulp, 6),  # NaN: no distance
                      within="within" if w.within else Html("<strong>outside</strong>"))
                 for w in a.worst)
     return fill('<div class="scroll"><table class="worst"><caption>Worst elements</caption>'
@@ -396,7 +403,7 @@ def _finding_card(i: int, e: FindingEvidence, baseline: bool) -> Html:
                    + (f", {count(a.inf_mismatch)} with mismatched inf" if a.inf_mismatch
                       else ""))
         picture = fill('<figure class="figure">$svg<figcaption>$figures. Bars past the tolerance '
-                       'line (atol + rtol · median |reference|) are cross-hatched.'
+                       'line (atol + rtol · median |reference|) are hatched red.'
                        '</figcaption></figure>$worst', svg=_histogram_svg(a, label),
                        figures=figures, worst=_worst_elements(a))
     else:

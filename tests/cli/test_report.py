@@ -263,3 +263,17 @@ def test_report_errors_are_one_sentence(root: Path, tmp_path: Path,
     with pytest.raises(SystemExit) as exit_:
         main(["report", "--data-dir", str(root)])  # -o is required
     assert exit_.value.code == 2
+
+
+def test_tolerance_overrides_are_marked_and_nothing_else(root: Path, tmp_path: Path) -> None:
+    def rows(text: str) -> list[str]:
+        table = text[text.index("<h3>Comparison tolerances"):]
+        table = table[:table.index("</table>")]
+        return [re.sub(r"<[^>]+>", " ", "<tr" + r) for r in table.split("<tr")[2:]]
+
+    tight = rows(_report(root, tmp_path / "tight.html", "--run", "tight"))
+    assert [r.split()[0] for r in tight if "override" in r] == ["float32"]
+    assert any("1e-09" in r and "override" in r for r in tight)
+    base = rows(_report(root, tmp_path / "base.html", "--run", "base"))
+    assert not any("override" in r for r in base)
+    assert all("default" in r or "own bound" in r for r in base)

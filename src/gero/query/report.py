@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gero.query.detail import fetch_observation
 from gero.query.findings import MEMBERS_TABLE, Finding, FindingsReport, ensure_members
 from gero.query.runtimes import RuntimeTiming, timings
 from gero.query.summary import OperationSummary, class_counts, operations, runtime_medians
@@ -71,10 +70,22 @@ class ToleranceUse:
     observations: int
     default: tuple[float, float] | None
     """(rtol, atol) of the specification's table; None for a dtype it does not list."""
+    run: tuple[float, float] | None = None
+    """The run's tolerance for the dtype (the defaults with its ``--rtol``/``--atol``)."""
+    operators: tuple[str, ...] = ()
+    """The operators whose rows store it (a case may bring its own bound)."""
 
     @property
     def overridden(self) -> bool:
-        return self.default is not None and self.default != (self.rtol, self.atol)
+        """Set on the command line: the run's tolerance, and not the default."""
+        return (self.default is not None and self.run == (self.rtol, self.atol)
+                and self.run != self.default)
+
+    @property
+    def own(self) -> bool:
+        """A case's own bound (an operator's accumulation), neither default nor override."""
+        return (self.rtol, self.atol) not in (self.default, self.run) \
+            and self.default is not None
 
 
 @dataclass(frozen=True)
@@ -182,11 +193,15 @@ def gather(source: OpenRun, findings: FindingsReport, commands: Commands,
     are ``findings``."""
     counts = class_counts(source)
     localized = _localizations(source, findings.findings)
+    record = source.record()
+    evidence = _evidence_rows(source, findings.findings)
     return RunReport(
-        run_id=source.run_id, data_root=Path(source.data_root), record=source.record(),
+        run_id=source.run_id, data_root=Path(source.data_root), record=record,
         counts={c: int(counts.get(c, 0)) for c in RESULT_CLASSES},
-        paths=_paths(source), references=_references(source), tolerances=_tolerances(source),
-        findings=tuple(_evidence(source, f, localized.get(f.finding_id, ()), commands)
+        paths=_paths(source), references=_references(source),
+        tolerances=_tolerances(source, record),
+        findings=tuple(_evidence(source, f, evidence.get(f.representative.observation_id),
+                                 localized.get(f.finding_id, ()), commands)
                        for f in findings.findings),
         operations=tuple(operations(source)),
         bars=_bars(source, rows_per_segment),
@@ -229,29 +244,51 @@ def _references(source: OpenRun) -> tuple[ReferencePath, ...]:
     return tuple(ReferencePath(str(r), str(v or "-"), int(n)) for r, v, n in rows)
 
 
-def _tolerances(source: OpenRun) -> tuple[ToleranceUse, ...]:
+def _tolerances(source: OpenRun, record: dict[str, Any]) -> tuple[ToleranceUse, ...]:
     checks = ", ".join(f"'{c}'" for c in COMPARISON_CHECKS)
     rows = source.query(f"""
-        SELECT dtype, rtol, atol, count(*) FROM obs
+        SELECT dtype, rtol, atol, count(*), list_sort(list_distinct(list(op_type))) FROM obs
         WHERE "check" IN ({checks}) AND rtol IS NOT NULL AND atol IS NOT NULL
-        GROUP BY ALL ORDER BY dtype, count(*) DESC""")
-    return tuple(ToleranceUse(str(d), float(r), float(a), int(n), DEFAULT_TOLERANCES.get(str(d)))
-                 for d, r, a, n in rows)
+        GROUP BY dtype, rtol, atol ORDER BY dtype, count(*) DESC""")
+    table = record.get("tolerances") if isinstance(record.get("tolerances"), dict) else {}
+    out = []
+    for d, r, a, n, ops in rows:
+        run = table.get(str(d)) if isinstance(table, dict) else None
+        pair = ((float(run["rtol"]), float(run["atol"]))
+                if isinstance(run, dict) and "rtol" in run and "atol" in run else None)
+        out.append(ToleranceUse(str(d), float(r), float(a), int(n),
+                                DEFAULT_TOLERANCES.get(str(d)), pair or
+                                DEFAULT_TOLERANCES.get(str(d)), tuple(map(str, ops))))
+    return tuple(out)
 
 
 # Findings -------------------------------------------------------------------------------
 
-def _evidence(source: OpenRun, finding: Finding, localized: tuple[Localization, ...],
-              commands: Commands) -> FindingEvidence:
+_EVIDENCE_COLUMNS = ("observation_id", "artifact_path", "actual_file", "reference_file",
+                     "rtol", "atol")
+
+
+def _evidence_rows(source: OpenRun, findings: list[Finding]) -> dict[str, dict[str, Any]]:
+    """The columns ``load_evidence`` reads, of every representative, in one scan (one scan
+    by id each took half a second a finding on a million rows)."""
+    ids = [f.representative.observation_id for f in findings if f.representative.artifact_path]
+    if not ids:
+        return {}
+    columns = ", ".join(f'"{c}"' for c in _EVIDENCE_COLUMNS)
+    rows = source.query(f"SELECT {columns} FROM obs WHERE observation_id IN "
+                        "(SELECT unnest(?::VARCHAR[]))", [ids])
+    return {str(r[0]): dict(zip(_EVIDENCE_COLUMNS, r, strict=True)) for r in rows}
+
+
+def _evidence(source: OpenRun, finding: Finding, row: dict[str, Any] | None,
+              localized: tuple[Localization, ...], commands: Commands) -> FindingEvidence:
     replay, bundle = commands(finding)
     analysis: ElementAnalysis | None = None
     note = ""
-    rep = finding.representative
-    if not rep.artifact_path:
+    if row is None:
         note = "no evidence kept for this observation"
     else:
         try:
-            row = fetch_observation(source.connection, rep.observation_id).fields
             analysis = analyse(load_evidence(Path(source.data_root), row), worst_count=5)
         except GeroError as e:
             note = str(e)
@@ -366,32 +403,31 @@ def _shell_word(text: str) -> str:
 
 
 def _bars(source: OpenRun, per_segment: int) -> tuple[OperationBar, ...]:
-    # [x][1] hides Parquet statistics, which would fold isnan() to false (histograms.py).
-    rows = source.query(f"""
-        WITH e AS (
-            SELECT op_type, result, observation_id, {CASE_SQL} AS case_label, dtype,
-                   input_shapes, {PATH_SQL} AS setting, "check",
-                   [max_abs_error][1] AS x, coalesce(arbiter, '-') AS arbiter, reason
-            FROM obs
-        ), ranked AS (
-            SELECT *, row_number() OVER (
-                PARTITION BY op_type, result
-                ORDER BY CASE WHEN x IS NULL OR isnan(x) THEN NULL ELSE x END DESC NULLS LAST,
-                         observation_id) AS k,
-                count(*) OVER (PARTITION BY op_type, result) AS n
-            FROM e
-        )
-        SELECT op_type, result, n, observation_id, case_label, dtype, input_shapes, setting,
-               "check", x, result, arbiter, reason
-        FROM ranked WHERE k <= ? ORDER BY op_type, result, k""", [per_segment])
+    # Two steps, as the explorer's table pages: the top rows of each segment from narrow
+    # columns (max_by keeps n per group without sorting the run; ties go to the larger id,
+    # so a report is the same every time), then their wide columns by id. [x][1] hides
+    # Parquet statistics, which would fold isnan() to false (histograms.py).
+    tops = source.query("""
+        SELECT op_type, result, count(*),
+               max_by(observation_id, {'x': CASE WHEN x IS NULL OR isnan(x) THEN -1.0
+                                                 ELSE x END, 'id': observation_id}, ?)
+        FROM (SELECT op_type, result, observation_id, [max_abs_error][1] AS x FROM obs)
+        GROUP BY op_type, result""", [per_segment])
+    ids = [str(i) for *_, top in tops for i in top]
+    rows = {str(r[0]): r for r in source.query(f"""
+        SELECT observation_id, {CASE_SQL}, dtype, input_shapes, {PATH_SQL}, "check",
+               [max_abs_error][1], result, coalesce(arbiter, '-'), reason
+        FROM obs WHERE observation_id IN (SELECT unnest(?::VARCHAR[]))""", [ids])}
     by_op: dict[str, dict[str, tuple[int, list[EvaluationRow]]]] = {}
-    for op, result, n, *cells in rows:
-        entry = by_op.setdefault(str(op), {}).setdefault(str(result), (int(n), []))
-        oid, case, dtype, shapes, setting, check, x, res, arbiter, reason = cells
-        error = None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
-        entry[1].append(EvaluationRow(str(oid), str(case), str(dtype), str(shapes),
-                                      str(setting), str(check), error, str(res), str(arbiter),
-                                      str(reason or "")))
+    for op, result, n, top in tops:
+        worst = []
+        for oid in top:
+            _, case, dtype, shapes, setting, check, x, res, arbiter, reason = rows[str(oid)]
+            error = None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+            worst.append(EvaluationRow(str(oid), str(case), str(dtype), str(shapes),
+                                       str(setting), str(check), error, str(res),
+                                       str(arbiter), str(reason or "")))
+        by_op.setdefault(str(op), {})[str(result)] = (int(n), worst)
     root = Path(source.data_root)
     return tuple(
         OperationBar(op, tuple(

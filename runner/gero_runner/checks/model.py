@@ -37,6 +37,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import onnx
 
 from gero_runner import backends
 from gero_runner.backends.base import Backend, PathSpec
@@ -56,6 +57,10 @@ NOISE_RUNS = 16
 NOISE_RELATIVE = 1e-7
 
 Rows = list[Observation]
+FP16_SHADOW = "fp16-rounded-shadow"
+"""The fp16 yardstick: the file's float64 shadow rounded to float16 at every node."""
+FP16_EXACT = "fp16-exact-shadow"
+"""The fp16 file computed exactly (float64): the yardstick of a path that widens it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -370,7 +375,7 @@ class _Checker:
         if run_floors is None:
             return  # the run's baseline could not be floored: its row says why
         if name == var.FP16:
-            self._fp16_rows(base, others, fp32, run_base)
+            self._fp16_rows(model, base, others, fp32, run_base)
         else:
             self._int8_rows(name, base, others, fp32, run_floors, run_base)
 
@@ -445,35 +450,83 @@ class _Checker:
                               _gate_class(gate, stats), gate.reason,
                               {**gate.figures, "int8_vs_fp32": accuracy}, files)
 
-    def _fp16_rows(self, base: PathResult, others: list[PathResult], fp32: PathResult,
-                   b: Baseline) -> None:
-        assert base.outputs is not None and fp32.outputs is not None
-        ref_label = f"fp16:{b.label}"
-        for j in self._float_outputs(base.outputs):
-            out = self.ctx.output_names[j]
-            r, f = base.outputs[j], fp32.outputs[j]
-            ort_vs_fp32 = ml.scaled_error(r, f) if r.shape == f.shape else math.nan
-            for p in others:
-                assert p.outputs is not None
-                a = p.outputs[j]
-                if a.shape != r.shape or a.shape != f.shape:
-                    self._row("model:fp16:scaled", out, p, ref_label, base.version, a, None,
-                              DIVERGENCE, f"shape {list(a.shape)} differs from {list(r.shape)}",
-                              {})
-                    continue
-                finite = bool(np.isfinite(a).all() and np.isfinite(r).all())
-                same, vs = ml.fp16_gates(ml.scaled_error(a, r), ml.scaled_error(a, f),
-                                         ort_vs_fp32)
-                for check, gate, ref, rl, rfile in (
-                        ("model:fp16:scaled", same, r, ref_label, base.files[j]),
-                        ("model:fp16:vs-fp32", vs, f, f"fp32:{b.label}",
-                         fp32.files[j] if j < len(fp32.files) else "")):
-                    result = (CONTRACT_ISSUE if not finite else PASSED if gate.passed
-                              else DIVERGENCE)
-                    reason = gate.reason if finite else "non-finite fp16 output"
-                    self._row(check, out, p, rl, base.version, a, ref, result,
-                              reason, gate.figures, (p.files[j], rfile))
+    def _fp16_rows(self, model: bytes, base: PathResult, others: list[PathResult],
+                   fp32: PathResult, b: Baseline) -> None:
+        """Every path on the fp16 file against honest yardsticks, not against one runtime:
+        ``model:fp16:scaled`` against the float64 shadow of the file rounded to float16 at
+        each node (the exact shadow for a path that computes the file in float32), and
+        ``model:fp16:vs-fp32`` against the fp32 model, within the seed's 4e-3 or 1.5× the
+        correct fp16 computation's own error, whichever is larger."""
+        from gero_runner.models import fp16_reference as fr
+        from gero_runner.models import shadow
 
+        assert base.outputs is not None and fp32.outputs is not None
+        try:
+            with self.ctx.backend_time():
+                rounded: list[np.ndarray] | None = fr.rounded_shadow(model, self.case.inputs)
+                exact: list[np.ndarray] | None = shadow.run_shadow(
+                    onnx.load_from_string(model), self.case.inputs)
+        except Exception as e:
+            rounded = exact = None
+            self._fail("model:fp16:scaled", base, FP16_SHADOW,
+                       f"the fp16 yardstick (the float64 shadow rounded to float16 at each "
+                       f"node) could not run: {error_text(e)}")
+        widening = self._ort_widening(model, base, others)
+        for p in (base, *others):
+            assert p.outputs is not None
+            wide = p.backend in widening or p.settings.get("inference_precision") == "f32"
+            for j in self._float_outputs(p.outputs):
+                if j >= len(fp32.outputs):
+                    continue
+                out, a, f = self.ctx.output_names[j], p.outputs[j], fp32.outputs[j]
+                if a.shape != f.shape:
+                    self._row("model:fp16:vs-fp32", out, p, f"fp32:{b.label}", fp32.version,
+                              a, None, DIVERGENCE,
+                              f"shape {list(a.shape)} differs from {list(f.shape)}", {})
+                    continue
+                finite = bool(np.isfinite(a).all())
+                honest = (ml.scaled_error(rounded[j], f) if rounded is not None
+                          and rounded[j].shape == f.shape else math.nan)
+                vs = ml.fp16_vs_fp32_gate(ml.scaled_error(a, f), honest)
+                self._fp16_row("model:fp16:vs-fp32", out, p, f"fp32:{b.label}", fp32.version,
+                               a, f, vs, finite, (p.files[j], fp32.files[j]
+                                                  if j < len(fp32.files) else ""))
+                yard = exact if wide else rounded
+                if yard is None or yard[j].shape != a.shape:
+                    continue
+                label = FP16_EXACT if wide else FP16_SHADOW
+                same = ml.fp16_reference_gate(ml.scaled_error(a, yard[j]), wide)
+                self._fp16_row("model:fp16:scaled", out, p, label, onnx.__version__, a,
+                               yard[j].astype(a.dtype), same, finite, (p.files[j], ""))
+
+    def _fp16_row(self, check: str, out: str, p: PathResult, ref: str, version: str,
+                  a: np.ndarray, r: np.ndarray, gate: ml.Gate, finite: bool,
+                  files: tuple[str, str]) -> None:
+        if finite:
+            result, reason = (PASSED if gate.passed else DIVERGENCE), gate.reason
+        else:
+            result, reason = CONTRACT_ISSUE, ml.overflow_text(a, "the fp16 file")
+        self._row(check, out, p, ref, version, a, r, result, reason, gate.figures, files)
+
+    def _ort_widening(self, model: bytes, base: PathResult, others: list[PathResult]
+                      ) -> set[str]:
+        """ONNX Runtime's CPU computes float16 nodes of the file in float32: one row says
+        which and how many (as OpenVINO's lower default precision is named); its
+        backend name when it does."""
+        from gero_runner.models import fp16_reference as fr
+
+        ort = next((p for p in (base, *others) if p.backend == "onnxruntime" and p.ok), None)
+        if ort is None:
+            return set()
+        try:
+            widened = fr.float32_nodes(model)
+        except Exception:  # the session already ran: nothing new to say if this fails
+            return set()
+        if not widened.float32_nodes:
+            return set()
+        self._fail("model:fp16:precision", ort, "fp16 file",
+                   f"ONNX Runtime {widened.sentence()}")
+        return {"onnxruntime"}
 
 def _gate_class(gate: ml.Gate, stats: ml.OutputStats) -> str:
     if not stats.finite:

@@ -72,6 +72,9 @@ BUILD_FAILED = "building the "
 VARIANT_TOOLING = "variant-tooling"
 """The outlier of a variant gero's own tools could not build (no runtime is to blame)."""
 
+WIDENS_FP16 = "computes the fp16 file in float32"
+"""How the row that says a runtime runs an fp16 file in float32 words it."""
+
 SEVERITY = {CONTRACT_ISSUE: 3, DIVERGENCE: 2, EXECUTION: 1}
 """Worst first: a broken law or non-finite output, then a divergence, then unsupported."""
 
@@ -647,6 +650,9 @@ def _title(f: Finding) -> str:
             return (f"gero's variant tooling could not build the {variant or 'variant'} file "
                     f"of {ops}: {_hint(f.template.split(' failed: ', 1)[-1])}")
         on = f" on the {variant} file" if variant else ""
+        if WIDENS_FP16 in f.template:  # a fact about the runtime, named like a precision
+            detail = f.template.split(WIDENS_FP16, 1)[1].strip()
+            return f"{sentence_who} computes the fp16 file of {ops} in float32 {_short(detail)}"
         if "Could not find an implementation" in f.template:
             return (f"{sentence_who} has no {dtypes} kernel for {len(f.operators)} "
                     f"operator(s): {ops}")

@@ -48,24 +48,29 @@ def test_int8_and_fp16_variants_pass_their_gates(tmp_path: Path) -> None:
     kinds = {r["check"] for r in gates}
     vs_model = {"model:int8-dynamic:vs-model", "model:int8-static:vs-model",
                 "model:fp16:vs-model"}
+    fp16 = {"model:fp16:scaled", "model:fp16:vs-fp32"}
     assert kinds == {"model:int8-dynamic:cosine", "model:int8-dynamic:decision",
                      "model:int8-static:cosine", "model:int8-static:decision",
-                     "model:fp16:scaled", "model:fp16:vs-fp32", *vs_model}
-    # every non-baseline path (3 ORT levels and the ReferenceEvaluator), on both outputs
-    assert all(sum(r["check"] == k for r in gates) == 8 for k in kinds - vs_model)
+                     "model:fp16:precision", *fp16, *vs_model}
+    # int8: every non-baseline path (3 ORT levels and the ReferenceEvaluator), both outputs
+    assert all(sum(r["check"] == k for r in gates) == 8
+               for k in kinds - vs_model - fp16 - {"model:fp16:precision"})
+    # fp16: every path on the file (4 ORT levels and the ReferenceEvaluator) against the
+    # float64 shadow of the file (rounded to float16 at each node, or exact for ORT, which
+    # computes the file in float32) and against the fp32 model
+    assert all(sum(r["check"] == k for r in gates) == 10 for k in fp16)
     # the variant itself (ORT all on it) against the fp32 model, on both outputs
     assert all(sum(r["check"] == k for r in gates) == 2 for k in vs_model)
-    # The ReferenceEvaluator rounds every fp16 intermediate (ORT widens inside its kernels),
-    # so its error against the fp32 model can exceed 1.5× ORT's: that gate is checked for
-    # consistency with its figures; every other gate must pass.
+    (precision,) = [r for r in gates if r["check"] == "model:fp16:precision"]
+    assert precision["result"] == "execution" and precision["backend"] == "onnxruntime"
+    assert "computes the fp16 file in float32" in precision["reason"]
     failed = [(r["check"], r["backend"], r["optimization"], r["reason"]) for r in gates
-              if r["result"] != "passed"
-              and not (r["check"] == "model:fp16:vs-fp32" and r["backend"] == "onnx-reference")]
+              if r["result"] != "passed" and r is not precision]
     assert not failed
-    for r in gates:
-        if r["check"] == "model:fp16:vs-fp32":
-            figures = json.loads(r["details"])
-            assert (r["result"] == "passed") == (figures["ratio"] <= 1.5)
+    yardsticks = {(r["backend"], r["reference"]) for r in gates
+                  if r["check"] == "model:fp16:scaled"}
+    assert yardsticks == {("onnxruntime", "fp16-exact-shadow"),
+                          ("onnx-reference", "fp16-rounded-shadow")}
     cosine = json.loads(next(r["details"] for r in gates
                              if r["check"] == "model:int8-static:cosine"))
     assert cosine["need_row_cosine"] <= 0.99 and cosine["floor"]["samples"] == 17

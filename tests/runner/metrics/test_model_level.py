@@ -96,14 +96,19 @@ def test_decision_gate(agree: int, total: int, floor_agree: int, passed: bool) -
     assert ml.decision_gate(stats, floor).passed is passed
 
 
-@pytest.mark.parametrize(("same", "ours", "ort", "ok_same", "ok_vs"), [
-    (4e-3, 1.5e-3, 1e-3, True, True),
-    (4.1e-3, 1.6e-3, 1e-3, False, False),
-    (0.0, 0.0, 0.0, True, True),
+@pytest.mark.parametrize(("scaled", "honest", "passed"), [
+    (4e-3, math.nan, True), (4.1e-3, math.nan, False),  # the seed's gate
+    (1.4e-2, 1e-2, True), (1.6e-2, 1e-2, False),  # 1.5× a correct fp16 engine's own error
+    (3e-3, 1e-4, True),  # never below 4e-3
 ])
-def test_fp16_gates(same: float, ours: float, ort: float, ok_same: bool, ok_vs: bool) -> None:
-    g_same, g_vs = ml.fp16_gates(same, ours, ort)
-    assert (g_same.passed, g_vs.passed) == (ok_same, ok_vs)
+def test_fp16_vs_fp32_gate(scaled: float, honest: float, passed: bool) -> None:
+    assert ml.fp16_vs_fp32_gate(scaled, honest).passed is passed
+
+
+def test_fp16_reference_gate() -> None:
+    assert ml.fp16_reference_gate(4e-3, False).passed
+    gate = ml.fp16_reference_gate(5e-3, True)
+    assert not gate.passed and "computes it in float32" in gate.reason
 
 
 def test_non_finite_output_is_not_assessed() -> None:

@@ -1,0 +1,126 @@
+"""An honest yardstick for an fp16 file, and what ONNX Runtime's CPU makes of one.
+
+- ``rounded_shadow``: the float64 shadow of the fp16 file with every float16 tensor rounded
+  to float16 where a node writes it. Each node computes exactly (in float64) and rounds
+  its result once, as a correct float16 engine would; engines that really compute in
+  float16 (tract, the ReferenceEvaluator) are measured against it instead of against a
+  runtime that widens to float32 inside.
+- ``float32_nodes``: the nodes of the fp16 file that ONNX Runtime's CPU execution provider
+  runs in float32 (its graph after session initialisation at ``disable_all``: the Casts it
+  inserts around kernels that lack float16, and the ones its precision-free-cast rewrite
+  moves), by operator type.
+"""
+
+from __future__ import annotations
+
+import collections
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from gero_runner.backends.reference_defects import corrected_evaluator
+from gero_runner.models import shadow
+
+ROUND_SUFFIX = "__gero_f64"
+PRECISION_FREE = "InsertedPrecisionFreeCast_"
+"""The prefix ONNX Runtime gives the tensors its precision-free-cast rewrite widens."""
+
+
+def _float16_values(model: onnx.ModelProto) -> set[str]:
+    """Names of the main graph's tensors whose type is float16 (shape inference)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # an op shape inference does not know: the declared types only
+        inferred = model
+    g = inferred.graph
+    return {vi.name for vi in [*g.value_info, *g.output, *g.input]
+            if vi.type.tensor_type.elem_type == TensorProto.FLOAT16}
+
+
+def rounding_model(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The widened (float64) fp16 model with a round trip through float16 after every node
+    output that is float16 in the original."""
+    halves = _float16_values(model)
+    wide = shadow.widen(model)
+    graph = wide.graph
+    nodes: list[onnx.NodeProto] = []
+    for node in graph.node:
+        rounded = [o for o in node.output if o in halves]
+        copy = onnx.NodeProto()
+        copy.CopyFrom(node)
+        for k, name in enumerate(copy.output):
+            if name in rounded:
+                copy.output[k] = name + ROUND_SUFFIX
+        nodes.append(copy)
+        for name in rounded:
+            nodes.append(helper.make_node("Cast", [name + ROUND_SUFFIX], [name + "__h"],
+                                          to=TensorProto.FLOAT16))
+            nodes.append(helper.make_node("Cast", [name + "__h"], [name],
+                                          to=TensorProto.DOUBLE))
+    del graph.node[:]
+    graph.node.extend(nodes)
+    del graph.value_info[:]  # the widened names' types changed; the evaluator needs none
+    return wide
+
+
+def rounded_shadow(model: bytes, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The fp16 file's outputs computed exactly and rounded to float16 at every node
+    (float64 arrays; raises what the ReferenceEvaluator raises)."""
+    evaluator: Any = corrected_evaluator(rounding_model(onnx.load_from_string(model)))
+    with np.errstate(all="ignore"):
+        return [np.asarray(o) for o in evaluator.run(None, shadow.widen_inputs(inputs))]
+
+
+@dataclass(frozen=True)
+class Widened:
+    """What ONNX Runtime's CPU does with an fp16 file."""
+
+    float32_nodes: dict[str, int]
+    """Operator type -> nodes of the fp16 file that compute in float32 there."""
+    float16_nodes: int
+    """Nodes of the fp16 file with a float16 output."""
+    casts_before: int
+    casts_after: int
+
+    def sentence(self) -> str:
+        n = sum(self.float32_nodes.values())
+        ranked = sorted(self.float32_nodes.items(), key=lambda kv: (-kv[1], kv[0]))
+        ops = ", ".join(f"{op} {k}" for op, k in ranked[:6])
+        more = f" and {len(ranked) - 6} more types" if len(ranked) > 6 else ""
+        return (f"computes the fp16 file in float32 at {n} of its {self.float16_nodes} float16 "
+                f"nodes ({ops}{more}): its CPU kernels widen them, with {self.casts_after} "
+                f"Casts in its graph where the file has {self.casts_before}")
+
+
+def float32_nodes(model: bytes) -> Widened:
+    """The fp16 file's float16 nodes that ONNX Runtime's CPU runs in float32."""
+    import onnxruntime as ort
+
+    original = onnx.load_from_string(model)
+    halves = _float16_values(original)
+    produced = {o: n for n in original.graph.node for o in n.output}
+    sixteen = {n.name or n.output[0]: n.op_type for o, n in produced.items()
+               if o in halves and n.op_type != "Cast"}
+    with tempfile.TemporaryDirectory(prefix="gero-fp16-") as tmp:
+        path = Path(tmp) / "ort.onnx"
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        options.optimized_model_filepath = str(path)
+        options.log_severity_level = 3
+        ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        seen = onnx.load(str(path), load_external_data=False)
+    still = _float16_values(seen)
+    widened: collections.Counter[str] = collections.Counter()
+    for node in seen.graph.node:
+        # ORT renames what it widens (InsertedPrecisionFreeCast_c for c)
+        key = node.name or (node.output[0].removeprefix(PRECISION_FREE) if node.output else "")
+        if key in sixteen and not any(o in still for o in node.output):
+            widened[node.op_type] += 1
+    return Widened(dict(widened), len(sixteen),
+                   sum(n.op_type == "Cast" for n in original.graph.node),
+                   sum(n.op_type == "Cast" for n in seen.graph.node))

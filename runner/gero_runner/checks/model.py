@@ -249,9 +249,12 @@ class _Checker:
             candidates = [p for p in candidates if p is not base]
         label, version, truth = arb
         run_floors = floors.get(self.baselines[0].backend.name, {}) if self.baselines else {}
+        shadowless = self.arbiter() is None
         for path in candidates:
             assert path.outputs is not None
             own = floors.get(path.backend, run_floors)
+            if shadowless:  # a runtime arbitrates: its own sensitivity bounds the blame too
+                own = {j: ml.worse_floor(f, run_floors.get(j)) for j, f in own.items()}
             for j in self._float_outputs(path.outputs):
                 if j >= len(truth):
                     continue
@@ -266,7 +269,11 @@ class _Checker:
                                     ml.scaled_limit(a.dtype))
                 result = PASSED if gate.passed else (CONTRACT_ISSUE if not stats.finite
                                                      else DIVERGENCE)
-                self._row("model:fp32", name, path, label, version, a, r, result, gate.reason,
+                reason = gate.reason
+                if shadowless:
+                    reason = (f"against {label}, the arbiter: no float64 shadow "
+                              f"({(self.case.shadow_error or 'none was made')[:120]}); {reason}")
+                self._row("model:fp32", name, path, label, version, a, r, result, reason,
                           {**gate.figures, "arbiter": label,
                            "floor": own[j].as_dict() if j in own else None},
                           (path.files[j] if j < len(path.files) else "", ""))

@@ -196,3 +196,35 @@ def test_the_floored_bound_is_named_in_the_reason() -> None:
     assert compare(near, r, 1e-5, 1e-6).finite_mismatch == 1
     scaled = compare(a, r, 1e-5, 1e-6, rel_floor=1.0)  # 0.5 > 1e-5·100: still off
     assert "rtol=1e-05·max|r| (the output's scale)" in classify(scaled, 1e-5, 1e-6)[1]
+
+
+def test_without_float64_every_fp32_row_names_its_arbiter(tmp_path: Path) -> None:
+    """The float64 shadow cannot run a contrib op: ONNX Runtime all arbitrates, and every
+    model:fp32 row says so and why, instead of quietly becoming the truth."""
+    model = save(tmp_path / "gelu.onnx",
+                 [helper.make_node("Gelu", ["x"], ["y"], domain="com.microsoft")],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+                 opsets={"": 17, "com.microsoft": 1})
+    record = execute(RunRequest(models=[model], data_root=tmp_path / "data", repeats=1,
+                                jobs=1, checks=(), backends=("onnxruntime",)))
+    fp32 = [r for r in rows_of(tmp_path / "data", record.run_id) if r["check"] == "model:fp32"]
+    assert fp32 and all(r["reference"] == "onnxruntime:all" for r in fp32)
+    assert all(r["reason"].startswith("against onnxruntime:all, the arbiter: no float64 "
+                                      "shadow (the ReferenceEvaluator has no implementation "
+                                      "of com.microsoft Gelu") for r in fp32)
+
+
+def test_the_fp32_gate_takes_the_noise_floor_into_account() -> None:
+    """A model whose own 1e-7 input noise moves it 5e-4 (scaled): a path 3e-4 off is inside
+    that floor and blamed for nothing; 6e-4 is outside it."""
+    import math
+
+    from gero_runner.metrics import model_level as ml
+
+    floor = ml.Floor(0.9999, math.nan, 4, 4, 5e-4, 1e-3, 17)
+    inside = ml.OutputStats(3e-4, 1e-3, 0.99999, 4, math.nan, 4, 4, True)
+    gate = ml.fp32_gate(inside, floor, False)
+    assert gate.passed and "noise floor" in gate.reason
+    outside = ml.OutputStats(6e-4, 1e-3, 0.99999, 4, math.nan, 4, 4, True)
+    assert not ml.fp32_gate(outside, floor, False).passed

@@ -9,6 +9,7 @@
     run.observations()            # every observation as a pyarrow.Table
     run.relation("result <> 'passed'")   # ... or as a DuckDB relation
     gero.open_run("20261201", data_dir="data")   # a stored run, by id prefix (newest: None)
+    gero.localize("3b19944", data_dir="data")      # where an observation's error enters
 
 ``gero.testing.check_model`` turns a model check into a pytest assertion. Bad input raises
 :class:`GeroError` with the one-sentence message the command line prints.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from gero.api import Run, open_run, run
+from gero.api import Run, localize, open_run, run
 from gero.query.findings import Finding
 from gero_runner.errors import GeroError
 
@@ -31,4 +32,4 @@ def _version() -> str:
 
 
 __version__ = _version()
-__all__ = ["Finding", "GeroError", "Run", "__version__", "open_run", "run"]
+__all__ = ["Finding", "GeroError", "Run", "__version__", "localize", "open_run", "run"]

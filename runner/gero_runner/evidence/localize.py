@@ -422,6 +422,7 @@ class _Search:
         self.passes: list[dict[str, Any]] = []
         self.figures: dict[str, TensorFigure] = {}
         self.b_values: dict[str, np.ndarray] = {}
+        self.a_values: dict[str, np.ndarray] = {}
         self.a_final: np.ndarray | None = None
         self.b_final: np.ndarray | None = None
         self.ops_a = {o: n for n in self.model_a.graph.node for o in n.output}

@@ -200,3 +200,14 @@ def test_a_real_int8_recogniser_parts_at_one_quantize_rounding(tmp_path: Path) -
     assert origin.op_type == "ConvInteger" and origin.inputs_scaled_error < 1e-5
     assert origin.within == "DynamicQuantizeLinear '154_QuantizeLinear'"
     assert any("1 of 65280 elements differ" in n for n in loc.notes)
+
+
+def test_the_python_api_localizes_by_prefix(
+        fused: tuple[Path, list[dict[str, Any]]]) -> None:
+    import gero
+
+    root, rows = fused
+    row = _row(rows, check="levels", backend="onnxruntime", optimization="all")
+    result = gero.localize(str(row["observation_id"])[:10], data_dir=root)
+    assert result["origins"][0]["op_type"] == "LayerNormalization"
+    assert Path(result["stored"]).is_file()

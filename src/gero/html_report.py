@@ -244,7 +244,7 @@ def _comparison(r: RunReport) -> Html:
 <p class="small">Contracts compare a path with itself under a law (full batch against its parts,
 a repeated run, a masked row against zero); those rows are counted by check, not here.</p>
 <h3>Versions and machine</h3><dl class="env">$env</dl>
-<h3>Comparison tolerances</h3>
+<h3 id="criteria">Comparison tolerances</h3>
 <div class="scroll"><table><thead><tr><th scope="col">Dtype</th><th scope="col" class="n">rtol</th>
 <th scope="col" class="n">atol</th><th scope="col" class="n">default rtol</th>
 <th scope="col" class="n">default atol</th>
@@ -288,7 +288,8 @@ the tolerance the observation stores; where a float64 value exists, the row reco
 it sides with, judged at the elements out of tolerance. It is <strong>not</strong> a verdict on
 which runtime is wrong, not a regression (that needs <code>gero diff</code> against a compatible
 baseline), and not an upstream bug until replayed and investigated. NaN == NaN is never a
-passing result; a check that compared nothing is not a pass.</p></div></aside>"""
+passing result; a check that compared nothing is not a pass.
+<a href="#criteria">Read the criteria</a>.</p></div></aside>"""
 
 
 def _histogram_svg(a: ElementAnalysis, label: str) -> Html:
@@ -604,7 +605,20 @@ covered. CUDA, model-level accuracy and global batch metrics are outside this ru
     problems_html = fill('<h3>Problems met while reading</h3><ul>$p</ul>', p=problems) \
         if r.problems else Html("")
     return fill("""<section id="scope" aria-labelledby="scope-h">
-<h2 id="scope-h">A bounded, reproducible scope</h2>$suite
+<h2 id="scope-h">A bounded, reproducible scope</h2>
+<div class="principles">
+<div><h3>Keep the mathematics honest</h3><p>Probabilities must be finite and strictly within
+[0, 1]. Their sum uses a dtype-specific tolerance. A fully masked row returns exactly zero.
+LayerNorm variance includes epsilon.</p><p><code>Var(normalized) ≈ v / (v + ε)</code></p></div>
+<div><h3>Compare independent paths</h3><p>Run identical graphs in every runtime under test and
+the official ReferenceEvaluator. Check algebraic graph variants and analytic NumPy float64
+formulas. Agreement alone is insufficient; matching NaN outputs fail.</p>
+<p><code>NaN == NaN is never a passing result</code></p></div>
+<div><h3>Preserve the evidence</h3><p>Each case keeps the original graph, inputs and a SHA-256
+manifest. Observations retain backend versions, output hashes, exact tolerances and session
+settings. Repeated identical observations are deduplicated.</p>
+<p><code>gero replay ARTIFACT_DIR</code></p></div>
+</div>$suite
 <p>Float64 formulas are diagnostic checks, not arbitrary-precision proofs. A passing finite
 sample does not certify every possible input.</p>
 <p>This page summarises run <code>$run</code>: counts, findings, and the worst $per rows of each
@@ -688,9 +702,12 @@ figcaption,.small{font-size:12.5px;color:var(--muted)}
 .check{font-family:ui-monospace,monospace;font-size:12px;color:var(--muted)}
 details summary{cursor:pointer;font-weight:600;margin:.4em 0}
 .segment{margin-top:10px}
+.principles{display:grid;grid-template-columns:repeat(3,1fr);gap:14px}
+.principles>div{border:1px solid var(--line);padding:4px 14px}.principles h3{margin-top:.6em}
 footer{max-width:1180px;margin:30px auto;padding:12px 24px;border-top:1px solid var(--line);
 color:var(--muted);font-size:12.5px}
 @media (max-width:800px){.tiles{grid-template-columns:1fr 1fr}.compare{grid-template-columns:1fr}
+.principles{grid-template-columns:1fr}
 .op{grid-template-columns:1fr}.op-counts{grid-column:1}}
 """
 

@@ -50,6 +50,9 @@ def main(args: argparse.Namespace) -> int:
     print(f"{runtimes or 'onnxruntime ' + run['onnxruntime_version']}, "
           f"onnx {run['onnx_version']}, "
           f"numpy {run['numpy_version']}, python {run['python_version']}; {run['cpu_model']}")
+    for seeded in summary["seeded_inputs"]:
+        print(f"inputs of {seeded['model']}: gero's seeded defaults ({seeded['inputs']}); its "
+              "verdicts rest on that noise, not on your data: give --inputs FILE.npz")
     for result in RESULT_CLASSES:
         print(f"  {RESULT_LABELS[result]:<24} {summary['counts'][result]:>7}")
     print()

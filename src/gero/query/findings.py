@@ -137,6 +137,9 @@ class Finding:
     representative: Representative
     status: str = ""
     """Against a baseline: ``new`` or ``still`` (``gone`` findings are the baseline's)."""
+    seeded_inputs: bool = False
+    """Every row of it is of a model case fed gero's seeded default inputs: the verdict
+    rests on noise, not on the user's data (its title says so)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -228,6 +231,8 @@ def members_sql(relation: str = "obs") -> str:
     return f"""
 WITH raw AS MATERIALIZED (
     SELECT observation_id, case_id, op_type, dtype, "check" AS chk, optimization, result,
+           -- a model case fed gero's seeded defaults (models.inputs marks them)
+           coalesce(suite = 'model' AND contains(details, '(default)'), false) AS seeded,
            backend, CASE WHEN optimization = '-' THEN backend
                          ELSE backend || '@' || optimization END AS path,
            reference, arbiter, max_abs_error, reason,
@@ -379,7 +384,8 @@ WITH raw AS MATERIALIZED (
     FROM signed
 )
 SELECT b.observation_id, s.finding_id, s.family, s.outlier, s.template, s.operator_key,
-       b.case_id, b.op_type, b.dtype, b.optimization, b.result, b.severity, b.max_abs_error
+       b.case_id, b.op_type, b.dtype, b.optimization, b.result, b.severity, b.max_abs_error,
+       b.seeded
 FROM grouped b JOIN hashed s ON s.case_id = b.case_id AND s.group_fam = b.fam
     AND s.grp = b.grp AND s.sub = b.sub
 """
@@ -420,7 +426,7 @@ SELECT finding_id, any_value(family), any_value(outlier), any_value(template),
        max(max_abs_error) FILTER (isfinite(max_abs_error)),
        first(observation_id ORDER BY severity DESC, max_abs_error DESC NULLS LAST,
              observation_id),
-       max(severity)
+       max(severity), bool_and(seeded)
 FROM {table} GROUP BY finding_id
 """
 
@@ -450,7 +456,7 @@ def read_findings(source: Queryable, table: str = MEMBERS_TABLE) -> list[Finding
     severity_class = {v: k for k, v in SEVERITY.items()}
     findings = []
     for (fid, family, outlier, template, op_key, n, cases, ops, dtypes, levels, ci, dv, ex,
-         max_err, rep_id, severity) in rows:
+         max_err, rep_id, severity, seeded) in rows:
         counts = {CONTRACT_ISSUE: ci, DIVERGENCE: dv, EXECUTION: ex}
         result = severity_class.get(int(severity), EXECUTION)
         finding = Finding(
@@ -459,7 +465,7 @@ def read_findings(source: Queryable, table: str = MEMBERS_TABLE) -> list[Finding
             observations=int(n), cases=int(cases), operators=tuple(ops), dtypes=tuple(dtypes),
             levels=_levels(list(levels or [])), class_counts={k: int(v) for k, v in counts.items()},
             max_abs_error=None if max_err is None else float(max_err),
-            representative=reps[str(rep_id)])
+            representative=reps[str(rep_id)], seeded_inputs=bool(seeded))
         findings.append(_with_title(finding))
     findings.sort(key=lambda f: (-SEVERITY.get(f.result, 0), -f.observations, f.finding_id))
     return findings
@@ -682,8 +688,12 @@ def _title(f: Finding) -> str:
     return f"{ops} ({dtypes}) {f.family} on {who}: {_hint(f.template)}"
 
 
+SEEDED = " [on gero's seeded default inputs, not your data: give --inputs FILE.npz]"
+
+
 def _with_title(f: Finding) -> Finding:
-    return Finding(**{**asdict(f), "representative": f.representative, "title": _title(f)})
+    title = _title(f) + (SEEDED if f.seeded_inputs else "")
+    return Finding(**{**asdict(f), "representative": f.representative, "title": title})
 
 
 def findings_json(report: FindingsReport) -> str:

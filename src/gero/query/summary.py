@@ -97,6 +97,16 @@ def check_outcomes(view: OpenRun) -> list[tuple[str, str, int, int]]:
     return [(str(a), str(b), int(c), int(d)) for a, b, c, d in rows]
 
 
+def seeded_inputs(view: OpenRun) -> list[dict[str, str]]:
+    """Model cases fed gero's seeded default inputs (models.inputs marks them '(default)'),
+    with what they were fed: their verdicts rest on noise, not on the user's data."""
+    rows = view.query(
+        """SELECT op_type, any_value(json_extract_string(details, '$.inputs'))
+           FROM obs WHERE suite = 'model' AND contains(details, '(default)')
+           GROUP BY op_type ORDER BY op_type""")
+    return [{"model": str(m), "inputs": str(t)} for m, t in rows]
+
+
 def summary_dict(view: OpenRun) -> dict[str, Any]:
     from gero.query.runtimes import runtimes_dict
 
@@ -113,4 +123,5 @@ def summary_dict(view: OpenRun) -> dict[str, Any]:
             for a, b, c, d in check_outcomes(view)
         ],
         "problems": view.problems,
+        "seeded_inputs": seeded_inputs(view),
     }

@@ -228,3 +228,35 @@ def test_the_fp32_gate_takes_the_noise_floor_into_account() -> None:
     assert gate.passed and "noise floor" in gate.reason
     outside = ml.OutputStats(6e-4, 1e-3, 0.99999, 4, math.nan, 4, 4, True)
     assert not ml.fp32_gate(outside, floor, False).passed
+
+
+def test_findings_and_summary_say_when_a_verdict_rests_on_seeded_inputs(
+        tmp_path: Path) -> None:
+    """A model whose float64 shadow cannot run (a finding whatever it is fed), fed gero's
+    N(0,1) defaults: its finding and the summary say the verdict rests on seeded noise;
+    fed the user's arrays, they do not."""
+    import gero
+    from gero.query.summary import summary_dict
+
+    model = save(tmp_path / "gelu.onnx",
+                 [helper.make_node("Gelu", ["x"], ["y"], domain="com.microsoft")],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+                 opsets={"": 17, "com.microsoft": 1})
+    inputs = tmp_path / "x.npz"
+    np.savez(inputs, x=np.linspace(-3, 3, 16, dtype=np.float32).reshape(2, 8))
+    seen: dict[bool, Any] = {}
+    for given in (False, True):
+        run = gero.run(models=[model], data_dir=tmp_path / f"data{given}", repeats=1, jobs=1,
+                       contracts=False, backends=["onnxruntime"],
+                       inputs_file=str(inputs) if given else None)
+        with run:
+            seen[given] = (run.findings(), summary_dict(run.reader))
+    findings, summary = seen[False]
+    assert findings and all(f.seeded_inputs and "seeded default inputs" in f.title
+                            for f in findings)
+    assert summary["seeded_inputs"][0]["model"] == "gelu"
+    assert "standard normal (default)" in summary["seeded_inputs"][0]["inputs"]
+    findings, summary = seen[True]
+    assert findings and not any(f.seeded_inputs for f in findings)
+    assert not summary["seeded_inputs"]

@@ -96,6 +96,12 @@ def num(value: float | None, digits: int = 6) -> str:
     return f"{value:.{digits}g}"
 
 
+def figure(value: float | None) -> str:
+    """A stored per-observation figure: NaN there means none (a path failed, nothing
+    compared), shown as a dash like the explorer's detail view."""
+    return "—" if isinstance(value, float) and math.isnan(value) else num(value)
+
+
 def ms(value: float | None) -> str:
     return "—" if value is None or not math.isfinite(value) else f"{value:.3f}"
 
@@ -372,12 +378,13 @@ def _finding_card(i: int, e: FindingEvidence, baseline: bool) -> Html:
     facts = [("observations", f"{count(f.observations)} ({counts})"), ("cases", count(f.cases)),
              ("operators", ", ".join(f.operators) or "—"), ("dtypes", ", ".join(f.dtypes) or "—"),
              ("settings", ", ".join(f.levels) or "—"), ("outlier", path_name(f.outlier)),
-             ("max |a − r|", num(f.max_abs_error)), ("finding id", f.finding_id)]
+             ("max |a − r|", figure(f.max_abs_error)), ("finding id", f.finding_id)]
     rep = [("case", r.case_id), ("check", r.check), ("input", f"{r.dtype} {r.input_shapes}"),
            ("path", f"{runtime_name(r.backend)} {r.optimization} against {r.reference}"),
            ("result", CLASS_NAMES.get(r.result, r.result)), ("reason", r.reason),
-           ("max |a − r|", num(r.max_abs_error)), ("max ULP", num(r.max_ulp)),
-           ("rtol / atol", f"{num(r.rtol)} / {num(r.atol)}"), ("observation", r.observation_id)]
+           ("max |a − r|", figure(r.max_abs_error)), ("max ULP", figure(r.max_ulp)),
+           ("rtol / atol", f"{figure(r.rtol)} / {figure(r.atol)}"),
+           ("observation", r.observation_id)]
     dl = join(fill("<div><dt>$k</dt><dd>$v</dd></div>", k=k, v=v) for k, v in facts)
     rep_dl = join(fill("<div><dt>$k</dt><dd>$v</dd></div>", k=k, v=v) for k, v in rep)
     if e.localized:

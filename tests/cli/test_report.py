@@ -277,3 +277,15 @@ def test_tolerance_overrides_are_marked_and_nothing_else(root: Path, tmp_path: P
     base = rows(_report(root, tmp_path / "base.html", "--run", "base"))
     assert not any("override" in r for r in base)
     assert all("default" in r or "own bound" in r for r in base)
+
+
+def test_a_clean_run_says_so(tmp_path: Path) -> None:
+    run = gero.run(ops=["Exp"], dtypes=["float32"], contracts=False, repeats=1, jobs=1,
+                   data_dir=tmp_path, backends=["onnxruntime"])
+    assert run.passed
+    text = run.report(tmp_path / "clean.html").read_text(encoding="utf-8")
+    run.close()
+    _static_checks(text)
+    assert "No findings: every observation of this run is within contract." in text
+    assert text.count('class="op"') == 1 and 'href="#op-1-passed"' in text
+    assert 'href="#op-1-divergence"' not in text

@@ -278,7 +278,7 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
                           timeout_s=request.timeout_s, tick=writer.save_if_due)
                 if dask is None else
                 dask.run_cases([cases[i] for i in todo], settings, request.timeout_s,
-                               tick=writer.save_if_due)):
+                               tick=writer.save_if_due, warn=warn)):
             result = outcome.result
             position = todo[outcome.index]
             writer.add(position, cases[position].case_id, _batch(result),
@@ -293,6 +293,8 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
             writer.close()
             raise
         raise _disk_full(writer, e) from None
+    except GeroError as e:  # the executor stopped (a Dask cluster gone): keep what finished
+        raise _stopped(writer, e) from None
     except BaseException:
         writer.close()
         raise
@@ -330,6 +332,16 @@ def _disk_full(writer: RunWriter, error: OSError) -> DiskFull:
     return DiskFull(
         f"the disk is full{where}: run {writer.run_id} keeps the {writer.saved_cases} cases it "
         f"saved before; free some space and finish it with `gero run --resume {writer.run_id}`")
+
+
+def _stopped(writer: RunWriter, error: GeroError) -> GeroError:
+    """A last save of what finished before ``error`` stopped the run, and one sentence."""
+    try:
+        writer.finish("interrupted")
+    except (OSError, GeroError):
+        writer.close()
+    return GeroError(f"{error}; run {writer.run_id} keeps the {writer.saved_cases} cases it "
+                     f"finished: finish it with `gero run --resume {writer.run_id}`")
 
 
 def store_results(root: DataRoot, run_id: str, *, suite: str, command_line: str, seed: int,

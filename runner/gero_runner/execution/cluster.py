@@ -9,6 +9,11 @@ a worker die for a case, so it never retries one; a Dask worker lost for another
 (the machine went away) ends as ``KilledWorker`` after the scheduler's own retries, and
 the cases of that batch become ``execution`` observations.
 
+Workers may join after the run started (with another gero or runtime installed): every
+batch checks the versions where it runs, and one that differs from the client's is sent
+back unrun (``Refused``); its cases go to the other workers, and the run stops with one
+sentence when no worker is left that matches.
+
 Workers need not share a file system with the client: a case's evidence files come back
 with its rows (``RunSettings.evidence_inline``), and the client publishes them into its
 data root under the same content address, so the data root holds exactly what a local
@@ -17,8 +22,10 @@ run of the same cases writes.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
+import logging
 import math
 import multiprocessing as mp
 import os
@@ -28,7 +35,8 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 from gero_runner import backends
@@ -53,6 +61,9 @@ BATCH_BYTES = 32 * 1024 * 1024
 """A batch's pickled cases stay under this (a case larger than it goes alone)."""
 CONNECT_S = 30.0
 """How long to wait for the scheduler, and for its first worker."""
+PROBE_S = 5.0
+"""How long the address may take to answer as a Dask scheduler before it is refused (a
+server that is not Dask would hold the client's handshake forever)."""
 
 
 def scheduler_address(option: str | None) -> str:
@@ -115,10 +126,32 @@ def _borrow_pool(settings: RunSettings) -> Iterator[WorkerPool]:
         _POOLS.append((repr(settings), pool))
 
 
-def run_batch(payload: bytes, settings: RunSettings, timeout_s: float
-              ) -> list[tuple[int, CaseResult]]:
+@dataclass(frozen=True)
+class Refused:
+    """A batch a worker did not run: its versions differ from the client's."""
+
+    worker: str
+    differences: dict[str, tuple[str, str]]
+    """name -> (the client's version, this worker's)."""
+
+    def sentence(self) -> str:
+        return ", ".join(f"{name} {theirs} (this machine {ours})"
+                         for name, (ours, theirs) in sorted(self.differences.items()))
+
+
+def run_batch(payload: bytes, settings: RunSettings, timeout_s: float,
+              expected: dict[str, str] | None = None
+              ) -> list[tuple[int, CaseResult]] | Refused:
     """Run a batch of pickled ``(index, case)`` pairs on this worker (the Dask task); each
-    result carries its evidence files (``CaseResult.evidence``) for the client."""
+    result carries its evidence files (``CaseResult.evidence``) for the client. A worker
+    whose versions differ from ``expected`` (a worker that joined late, set up otherwise)
+    runs nothing and says so."""
+    if expected:
+        theirs = worker_versions()
+        differences = {name: (version, theirs.get(name, "not installed"))
+                       for name, version in expected.items() if theirs.get(name) != version}
+        if differences:
+            return Refused(_worker_address(), differences)
     batch: list[tuple[int, CaseInstance]] = pickle.loads(payload)
     # The client's data root may not exist here: the evidence travels with the rows.
     settings = replace(settings, data_root="", evidence_inline=True)
@@ -136,6 +169,14 @@ def dask_setup(worker: Any) -> None:
     forkserver.ensure_running()
 
 
+def _worker_address() -> str:
+    try:
+        return str(_distributed().get_worker().address)
+    except (ValueError, GeroError):
+        return "?"
+
+
+@cache
 def worker_versions() -> dict[str, str]:
     """What decides a worker's observation ids: gero's and each runtime's version."""
     import gero_runner
@@ -184,6 +225,33 @@ class _Batcher:
         return indices, pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def _probe(address: str) -> None:
+    """One sentence within seconds when nothing at ``address`` answers as a Dask scheduler
+    (refused, unknown host, a server of something else)."""
+    from distributed.comm import connect
+
+    async def identity() -> Any:
+        comm = await connect(address, timeout=PROBE_S)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        reply = asyncio.run(asyncio.wait_for(identity(), PROBE_S))
+    except (OSError, TimeoutError) as e:
+        why = str(e).splitlines()[0][:200] if str(e) else "no answer"
+        raise GeroError(f"no Dask scheduler answers at {address} ({why}); check "
+                        f"--scheduler or {SCHEDULER_ENV}") from None
+    except Exception as e:  # a server of another protocol: whatever its bytes decode to
+        raise GeroError(f"no Dask scheduler answers at {address} ({type(e).__name__}); "
+                        f"check --scheduler or {SCHEDULER_ENV}") from None
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        raise GeroError(f"{address} answers, but not as a Dask scheduler; check --scheduler "
+                        f"or {SCHEDULER_ENV}")
+
+
 class DaskCluster:
     """A connection to a Dask distributed cluster that runs cases (a context manager).
 
@@ -194,6 +262,9 @@ class DaskCluster:
     def __init__(self, scheduler: str | None) -> None:
         address = scheduler_address(scheduler)
         self.distributed = _distributed()
+        if "://" not in address or any(c.isspace() for c in address):
+            raise GeroError(f"bad Dask scheduler address {address!r}: expected "
+                            "tcp://HOST:PORT")
         try:  # before a client exists: one made for a bad address lingers on its way out
             from distributed.comm import parse_address
             from distributed.comm.registry import get_backend
@@ -201,6 +272,12 @@ class DaskCluster:
             get_backend(parse_address(address)[0])
         except ValueError as e:
             raise GeroError(f"bad Dask scheduler address {address!r}: {e}") from None
+        _probe(address)
+        # The client's own logs (reconnection attempts, with tracebacks) would bury the one
+        # sentence gero says about a scheduler that went away.
+        for name in ("distributed.client", "distributed.comm", "distributed.core",
+                     "distributed.utils", "distributed.batched"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
         try:
             self.client = self.distributed.Client(address, timeout=CONNECT_S,
                                                   set_as_default=False)
@@ -244,6 +321,19 @@ class DaskCluster:
                         f"{here.get(name, 'not installed')}: observation ids would differ; "
                         f"install the same versions on every worker")
 
+    def _matching(self, refused: dict[str, Refused]) -> list[str] | None:
+        """The workers a batch may go to: any (None) until one refused a batch, then those
+        that did not; none left is the end of the run."""
+        if not refused:
+            return None
+        workers = [w for w in self.client.scheduler_info()["workers"] if w not in refused]
+        if not workers:
+            why = "; ".join(f"{r.worker} has {r.sentence()}" for r in refused.values())
+            raise GeroError(f"no Dask worker left with this machine's versions ({why}): "
+                            "install the same versions on every worker, then finish the run "
+                            "with --resume")
+        return workers
+
     def _slots(self) -> int:
         """Worker threads in the cluster now (workers may join or leave)."""
         threads: dict[str, int] = self.client.nthreads()
@@ -251,11 +341,17 @@ class DaskCluster:
 
     def run_cases(self, cases: Sequence[CaseInstance], settings: RunSettings,
                   timeout_s: float, on_done: Callable[[Outcome], None] | None = None,
-                  tick: Callable[[], None] | None = None) -> Iterator[Outcome]:
+                  tick: Callable[[], None] | None = None,
+                  warn: Callable[[str], None] | None = None) -> Iterator[Outcome]:
         """``pool.run_cases`` on the cluster: one Outcome per case, in completion order,
         with its evidence already published in ``settings.data_root``. Leaving early
         (Ctrl-C, an error) cancels the batches not yet finished."""
         client, distributed = self.client, self.distributed
+        here = worker_versions()
+        expected = {name: here.get(name, "not installed")
+                    for name in ("gero", *settings.backends, backends.REFERENCE)}
+        refused: dict[str, Refused] = {}
+        """Workers that sent a batch back, by address: no batch goes to them again."""
         futures: dict[Any, list[int]] = {}
         batcher = _Batcher(cases)
         prefix = f"gero-batch-{uuid.uuid4().hex[:12]}"
@@ -266,10 +362,12 @@ class DaskCluster:
         def refill() -> None:
             # Two batches per worker thread: one running, one queued to follow at once.
             while batcher.pending and len(futures) < 2 * slots:
+                allowed = self._matching(refused)
                 indices, payload = batcher.next(slots)
-                future = client.submit(run_batch, payload, settings, timeout_s,
+                future = client.submit(run_batch, payload, settings, timeout_s, expected,
                                        key=f"{prefix}-{next(numbers)}", pure=False,
-                                       retries=0)
+                                       retries=0, workers=allowed,
+                                       allow_other_workers=False)
                 futures[future] = indices
 
         try:
@@ -281,6 +379,12 @@ class DaskCluster:
                                                    return_when="FIRST_COMPLETED")
                 except TimeoutError:
                     done = set()
+                except (Exception, asyncio.CancelledError) as e:
+                    # The scheduler went away (killed, its machine gone): Dask cancels
+                    # every future, and the run ends with what it kept.
+                    futures.clear()
+                    raise GeroError(f"lost the Dask scheduler at {self.address} mid-run "
+                                    f"({type(e).__name__})") from None
                 if tick is not None:
                     tick()
                 if time.monotonic() > recount:
@@ -288,6 +392,14 @@ class DaskCluster:
                 for future in done:
                     indices = futures.pop(future)
                     results = _batch_results(future, indices, cases, distributed)
+                    if isinstance(results, Refused):
+                        if results.worker not in refused and warn is not None:
+                            warn(f"Dask worker {results.worker} has {results.sentence()}: "
+                                 "its cases run on the other workers")
+                        refused[results.worker] = results
+                        batcher.pending.extendleft(reversed(indices))
+                        refill()
+                        continue
                     batcher.learn(results)
                     refill()
                     for index, result in results:
@@ -303,10 +415,10 @@ class DaskCluster:
 
 
 def _batch_results(future: Any, indices: list[int], cases: Sequence[CaseInstance],
-                   distributed: Any) -> list[tuple[int, CaseResult]]:
+                   distributed: Any) -> list[tuple[int, CaseResult]] | Refused:
     """A finished batch's results; a batch whose Dask worker died is ``execution`` rows."""
     try:
-        results: list[tuple[int, CaseResult]] = future.result()
+        results: list[tuple[int, CaseResult]] | Refused = future.result()
     except distributed.KilledWorker:
         message = ("the Dask worker running this case's batch died, and the scheduler gave "
                    "up on it (KilledWorker); gero does not run it again")

@@ -21,7 +21,15 @@ from typing import Any, NamedTuple
 import duckdb
 
 from gero.query.source import TABLE_RELATION, RunSource
-from gero_runner.backends import REFERENCE, ort_levels, path_label, path_label_sql
+from gero_runner.backends import (
+    REFERENCE,
+    RUNTIMES,
+    ort_levels,
+    path_label,
+    path_label_sql,
+    path_name_sql,
+    short_name,
+)
 from gero_runner.backends.base import NOT_APPLICABLE
 from gero_runner.result_classes import RESULT_CLASSES as RESULT_CLASSES  # for the app
 
@@ -56,6 +64,34 @@ def natural_key(value: str) -> tuple[int, str]:
     return (LEVEL_NAMES.index(value), "") if value in LEVEL_NAMES else (len(LEVEL_NAMES), value)
 
 
+_REFERENCE_PATH = "regexp_replace(reference, '-corrected$', '')"
+_REFERENCE_LABEL = path_label_sql(f"split_part({_REFERENCE_PATH}, ':', 1)",
+                                  f"coalesce(nullif(split_part({_REFERENCE_PATH}, ':', 2), ''), "
+                                  f"'{NOT_APPLICABLE}')")
+BLAMED_SQL = (
+    "CASE WHEN result = 'passed' THEN NULL "
+    # float64 sides with the actual side: the reference is off
+    f"WHEN \"check\" IN ('agreement', 'levels') AND arbiter = 'actual' THEN {_REFERENCE_LABEL} "
+    # a failure the message puts on the other side (the reference failed)
+    "WHEN result = 'execution' AND regexp_extract(reason, "
+    "'^(?:variant \\S+: )?(\\S+) failed: ', 1) NOT IN "
+    f"('', {path_name_sql()}, backend || '-' || optimization) THEN {_REFERENCE_LABEL} "
+    "WHEN \"check\" IN ('agreement', 'levels') AND arbiter IN ('tie', '-') "
+    "AND result <> 'execution' THEN 'undecided' "
+    f"ELSE {PATH_SQL} END")
+"""The path a row blames, by the findings' row rule (``findings.members_sql``: its own, or
+for a comparison the side float64 does not side with, or a failed reference), named as the
+Path column names paths; 'undecided' where no float64 value sides with either (the
+findings then decide per case); NULL for a passed row (shown "-")."""
+RUNTIME_SHORT = {name: short_name(name) for name in (*RUNTIMES, REFERENCE)}
+"""The Runtime column's short forms (ort, ov, tract, ref)."""
+INPUT_DTYPE_SQL = "split_part(case_id, '/', -1)"
+DTYPE_SQL = (f"CASE WHEN {INPUT_DTYPE_SQL} IN ('float16', 'bfloat16', 'float32', 'float64', "
+             f"'int8', 'uint8', 'int32', 'int64') AND {INPUT_DTYPE_SQL} <> dtype "
+             f"THEN {INPUT_DTYPE_SQL} || '→' || dtype ELSE dtype END")
+"""The output's dtype, after the case's input dtype where they differ (TopK's and ArgMax's
+int64 indices of float16, float32 and float64 inputs are three cases)."""
+
 # A case name that already names its operation ("LayerNormalization.affine 2x3x24",
 # "MaskedSoftmax 3x4x10") is shown alone: the room goes to what tells cases apart.
 CASE_SQL = ("CASE WHEN contains(case_name, op_type) THEN case_name "
@@ -63,19 +99,21 @@ CASE_SQL = ("CASE WHEN contains(case_name, op_type) THEN case_name "
 COLUMNS: tuple[Column, ...] = (
     Column("case", "Operation / test case", CASE_SQL, sort_sql="op_type, case_name"),
     Column("input", "Input", "input_shapes"),
+    Column("runtime", "Runtime", "backend"),
     # ONNX Runtime's levels alone (the common case), other runtimes' settings with a short
     # runtime name, so that rows of a multi-runtime run say which runtime they are.
-    Column("optimization", "Optimization", PATH_SQL, sort_sql=OPTIMIZATION_ORDER_SQL),
+    Column("optimization", "Path", PATH_SQL, sort_sql=OPTIMIZATION_ORDER_SQL),
     Column("check", "Check", '"check"'),
-    Column("dtype", "Dtype", "dtype"),
+    Column("dtype", "Dtype", DTYPE_SQL, sort_sql="dtype, case_id"),
     # DuckDB sorts NaN (no finite pair, or a failed path) above every number: as NULL it
     # sorts last in either direction, so "largest first" shows the largest real errors.
     # (isnan() needs open_source's connection setting, over files with float statistics.)
     Column("max_abs_error", "Max abs. error", "max_abs_error", numeric=True,
            sort_sql="CASE WHEN isnan(max_abs_error) THEN NULL ELSE max_abs_error END"),
     Column("result", "Result", "result"),
-    # On a divergence: the side the float64 arbiter is closer to ("-" elsewhere).
-    Column("arbiter", "Arbiter", "coalesce(arbiter, '-')"),
+    # Who is wrong: the path the row blames (the arbiter, the side float64 sides with,
+    # read "reference" where the path under test was the one off).
+    Column("blamed", "Blamed", BLAMED_SQL),
     Column("details", "Details", "reason"),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
@@ -91,12 +129,13 @@ here: this module loads before the first paint)."""
 # expression's values: the optimisation filter lists what the table shows ("reference").
 VALUE_FILTERS: dict[str, tuple[str, str]] = {
     "operations": ('"op_type"', "operation"),
-    "dtypes": ('"dtype"', "dtype"),
+    "dtypes": (f"({DTYPE_SQL})", "dtype"),
     "optimizations": (f"({PATH_SQL})", "optimisation"),
     "backends": ('"backend"', "runtime"),
     "suites": ('"suite"', "suite"),
     "checks": ('"check"', "check"),
     "arbiters": ("coalesce(arbiter, '-')", "arbiter"),
+    "blamed": (f"({BLAMED_SQL})", "blamed"),
     # No picker key: reached from the frequency view (``F``, then ``enter`` on a value).
     "cases": (f"({CASE_SQL})", "case"),
     "inputs": ('"input_shapes"', "input"),
@@ -104,7 +143,8 @@ VALUE_FILTERS: dict[str, tuple[str, str]] = {
 }
 COLUMN_FILTERS: dict[str, str] = {"case": "cases", "input": "inputs",
                                   "optimization": "optimizations", "check": "checks",
-                                  "dtype": "dtypes", "arbiter": "arbiters", "details": "reasons",
+                                  "dtype": "dtypes", "blamed": "blamed", "details": "reasons",
+                                  "runtime": "backends",
                                   "result": "classes"}
 """The filter ``enter`` in a column's frequency view sets (``classes``: the result keys)."""
 DECADE_SQL = ("CASE WHEN max_abs_error IS NULL OR isnan(max_abs_error) THEN '-' "
@@ -143,6 +183,7 @@ class TableFilter:
     suites: frozenset[str] = frozenset()
     checks: frozenset[str] = frozenset()
     arbiters: frozenset[str] = frozenset()
+    blamed: frozenset[str] = frozenset()
     cases: frozenset[str] = frozenset()
     inputs: frozenset[str] = frozenset()
     reasons: frozenset[str] = frozenset()
@@ -711,7 +752,7 @@ class TableQuery:
         rows = self.cursor.execute(
             f"SELECT ({value}) AS v, count(*) AS n, {per_class} FROM {TABLE_RELATION} "
             f"WHERE {where} GROUP BY v ORDER BY {order} LIMIT ?", [*params, limit]).fetchall()
-        return [Frequency(str(r[0]), int(r[1]),
+        return [Frequency("-" if r[0] is None else str(r[0]), int(r[1]),
                           {c: int(n) for c, n in zip(RESULT_CLASSES, r[2:], strict=True)})
                 for r in rows]
 

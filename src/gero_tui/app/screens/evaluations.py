@@ -92,9 +92,9 @@ class EvaluationsScreen(Screen[None]):
                 tooltip="Filter by suite (synthetic, onnx-backend, models)", priority=True),
         Binding("c", "pick_values('checks')", "Check",
                 tooltip="Filter by check (agreement, analytic, contracts)", priority=True),
-        Binding("w", "pick_values('arbiters')", "Arbiter",
-                tooltip="Filter by the side the float64 arbiter is closer to "
-                "(actual: ORT is the wrong side)", priority=True),
+        Binding("w", "pick_values('blamed')", "Blamed",
+                tooltip="Filter by the path a row blames (the side float64 does not side "
+                "with, the path that failed)", priority=True),
         Binding("x", "clear_filters", "Clear",
                 tooltip="Clear every filter", priority=True),
         Binding("s", "pick_sort", "Sort",
@@ -645,7 +645,8 @@ class EvaluationsScreen(Screen[None]):
 
 
 def why_text(row: TableRow | None, grouped_column: str | None = None) -> Text:
-    """The line under the table: the row's result and full reason (and arbiter); for a
+    """The line under the table: the row's result and full reason (and the path it
+    blames); for a
     group, what its rows cover with each one's result first."""
     if row is None:
         return Text("")
@@ -662,14 +663,12 @@ def why_text(row: TableRow | None, grouped_column: str | None = None) -> Text:
         text.append("; worst shown: ", style="dim")
     text.append(f"{result.replace('_', ' ')}: ", style=f"bold {CLASS_COLORS.get(result, '')}")
     text.append(str(values.get("details") or "-"))
-    arbiter = values.get("arbiter")
-    if result == "divergence" and arbiter and arbiter != "-":
-        text.append(f"  (float64 arbiter: closer to {ARBITER_WORDS.get(arbiter, arbiter)})",
+    blamed = str(values.get("blamed") or "")
+    if blamed == "undecided":
+        text.append("  (blamed: undecided, no float64 value sides with either path)",
                     style="dim")
+    elif blamed:
+        text.append(f"  (blamed: {blamed})", style="dim")
     return text
-
-
-ARBITER_WORDS = {"actual": "the actual side: the path under test is off",
-                 "reference": "the reference side", "tie": "neither side"}
 
 __all__ = ["RESULT_CLASSES", "EvaluationsScreen"]

@@ -42,17 +42,7 @@ class FindingReportDialog(Dialog[None]):
     """The path of the report (the bundle goes beside it); `enter` writes both."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "close")]
-    DEFAULT_CSS = """
-    FindingReportDialog { align: center middle; }
-    FindingReportDialog #report-box {
-        width: 80; max-width: 100%; height: auto; padding: 0 1;
-        border: round $accent; background: $surface;
-    }
-    FindingReportDialog #report-buttons { height: auto; }
-    FindingReportDialog #report-buttons Button { margin: 0 1 0 0; min-width: 10; }
-    FindingReportDialog #report-status { height: auto; }
-    FindingReportDialog Label { width: 100%; }
-    """
+    CSS_PATH = "finding_report_dialog.tcss"
 
     def __init__(self, source: Any, report: FindingsReport, finding: Finding,
                  directory: Path | None = None) -> None:

@@ -22,7 +22,15 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gero.query.table import COLUMNS, LEVEL_NAMES, Page, TableRow, TableSort, split_covers
+from gero.query.table import (
+    COLUMNS,
+    LEVEL_NAMES,
+    RUNTIME_SHORT,
+    Page,
+    TableRow,
+    TableSort,
+    split_covers,
+)
 from gero_runner.result_classes import RESULT_ABBREVIATIONS, RESULT_WORDS
 
 PAGE_SIZE = 128
@@ -34,13 +42,13 @@ KEEP_ROWS = 8 * PAGE_SIZE
 # share what is left: the case up to CASE_MAX, then the details. A column not named here
 # is as wide as its header (``column_width``).
 FLEXIBLE = ("case", "details")
-WIDTHS = {"input": 9, "optimization": 12, "check": 22, "dtype": 7, "max_abs_error": 9,
-          "result": 10, "arbiter": 9}
+WIDTHS = {"input": 9, "runtime": 7, "optimization": 12, "check": 22, "dtype": 7,
+          "max_abs_error": 9, "result": 10, "blamed": 12}
 DEFAULT_MIN_WIDTH = 6
-NARROW = {"check": 16, "dtype": 5, "result": 8, "arbiter": 3}
+NARROW = {"runtime": 5, "check": 13, "dtype": 7, "result": 8, "blamed": 9}
 """Widths where even the fewest columns do not fit at full width (80 columns): short forms
 (f16 for float16, ref for reference) rather than fewer columns."""
-NARROW_LABELS = {"max_abs_error": "Max error", "arbiter": "Arb"}
+NARROW_LABELS = {"max_abs_error": "Max error", "runtime": "Rt"}
 # Richest first: the first whose columns leave CASE_FIT + DETAILS_MIN cells is used, else
 # the last. Input goes first (synthetic case names carry the shape), then the details
 # (the line under the table shows the reason of the row under the cursor in full).
@@ -48,7 +56,8 @@ CONFIGS: tuple[tuple[frozenset[str], bool], ...] = (
     (frozenset(), False),
     (frozenset({"input"}), False),
     (frozenset({"input"}), True),
-    (frozenset({"input", "details"}), True),
+    (frozenset({"input", "runtime"}), True),  # the Path column names other runtimes
+    (frozenset({"input", "runtime", "details"}), True),
 )
 CASE_MIN, CASE_FIT, CASE_MAX = 20, 30, 40
 DETAILS_MIN = 10
@@ -56,8 +65,10 @@ MARK_WIDTH = 2
 NARROW_VALUES = {
     "dtype": {"float16": "f16", "float32": "f32", "float64": "f64", "bfloat16": "bf16"},
     "result": RESULT_ABBREVIATIONS,
-    "arbiter": {"actual": "act", "reference": "ref"},
+    "runtime": RUNTIME_SHORT,
 }
+DTYPE_SHORT = NARROW_VALUES["dtype"] | {"int64": "i64", "int32": "i32", "int8": "i8",
+                                        "uint8": "u8"}
 SHAPE_TAIL = re.compile(r" (\d+(?:x\d+)*|\[[\d,; \[\]]*\])$")
 """A case name's trailing shape ("… 3x4x10"): kept when the name is cut."""
 
@@ -119,6 +130,8 @@ def format_value(key: str, value: Any, width: int | None = None) -> str:
         short = NARROW_VALUES.get(key, {}).get(str(value))
         if short is not None:
             return short
+        if key == "dtype" and "→" in text:  # the input's dtype → the output's
+            return "→".join(DTYPE_SHORT.get(part, part) for part in text.split("→"))
         if key == "case":
             return cut_keeping_shape(text, width)
     return text

@@ -29,7 +29,7 @@ MAX_LINES = 3
 APP_ORDER = ("findings", "pick_run", "quit", "help")
 """The app's keys, after the screen's own, help last (it lists every key)."""
 DROP_ORDER = ("reverse_sort", "pick_values('suites')", "select_matching", "pick_run",
-              "op_histogram", "pick_values('arbiters')", "pick_values('backends')", "copy('case')",
+              "op_histogram", "pick_values('blamed')", "pick_values('backends')", "copy('case')",
               "copy('replay')", "group_bars", "replay", "findings")
 """Where every key does not fit in ``MAX_LINES`` lines (80 columns), the keys left out, in
 this order, until the rest fit: keys help lists that a session needs least. Quit, help

@@ -328,6 +328,33 @@ class GeroApp(ExplorerApp):
     def on_evaluations_screen_export_rows(self, message: EvaluationsScreen.ExportRows) -> None:
         self.open_export(message.where, message.params, message.selected, message.count)
 
+    def compare_runtimes(self, backend: str, optimization: str) -> None:
+        from gero.query.diff import diff_backends
+        from gero_runner.backends import path_label
+        from gero_tui.app.screens.choice import ChoiceScreen
+        from gero_tui.app.screens.diff import DiffScreen
+
+        source = self.require_source()
+        mine = backend if optimization == "-" else f"{backend}/{optimization}"
+        others = [(b if o == "-" else f"{b}/{o}", path_label(str(b), str(o)))
+                  for b, o in source.query("SELECT DISTINCT backend, optimization FROM obs "
+                                           "ORDER BY ALL")
+                  if b != backend]
+        if not others:
+            self.notify(f"no other runtime in this run to compare {mine} with", timeout=4)
+            return
+        root, run_id = self.data_root, source.run_id
+
+        def chosen(against: str | None) -> None:
+            if against is not None:
+                self.push_screen(DiffScreen(
+                    f"{mine} against {against} (gero diff {run_id} --backend {mine} "
+                    f"--against {against})",
+                    lambda: diff_backends(root, run_id, mine, against)))
+
+        self.push_screen(ChoiceScreen(f"Compare {path_label(backend, optimization)} against",
+                                      others), chosen)
+
     # -- command palette -----------------------------------------------------------------
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:

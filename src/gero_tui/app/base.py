@@ -96,3 +96,7 @@ class ExplorerApp(App[None]):
 
     def show_overview(self) -> None:
         raise NotImplementedError
+
+    def compare_runtimes(self, backend: str, optimization: str) -> None:
+        """``gero diff --backend X --against Y`` on the open run: choose Y, then the diff."""
+        raise NotImplementedError

@@ -80,6 +80,9 @@ class FindingsScreen(Screen[None]):
         Binding("e", "report", "Report",
                 tooltip="Write the finding's Markdown report (replay and bundle commands) "
                 "and its bundle"),
+        Binding("D", "compare_runtimes", "Diff",
+                tooltip="The highlighted finding's runtime against another of the run "
+                "(gero diff --backend X --against Y)"),
         Binding("w", "what_if", "What-if",
                 tooltip="Re-grade under other tolerances, live, from the stored figures"),
         Binding("L", "localize", "Localize", show=False,
@@ -100,6 +103,8 @@ class FindingsScreen(Screen[None]):
         super().__init__()
         self.report: FindingsReport | None = None
         """The findings shown, once computed."""
+        self._agreements: dict[str, str] = {}
+        """Per finding: the other runtimes that agree with it, in words ("" for none)."""
         self.report_directory: Path | None = None
         """Where `e` proposes to write (None: the current directory)."""
 
@@ -125,6 +130,7 @@ class FindingsScreen(Screen[None]):
     def source_changed(self) -> None:
         """The app opened (another) run: compute its findings."""
         source = self.app.source
+        self._agreements.clear()
         self.query_one("#title", Static).update(self.app.title_line())
         if source is None:
             return
@@ -167,6 +173,36 @@ class FindingsScreen(Screen[None]):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show_detail()
 
+    class Agreed(Message):
+        def __init__(self, finding_id: str, text: str) -> None:
+            self.finding_id, self.text = finding_id, text
+            super().__init__()
+
+    @work(thread=True, exclusive=True, group="agreement", exit_on_error=False)
+    def _agreement(self, source: Any, finding_id: str) -> None:
+        """Other runtimes' findings that gave the same output (after a pause: keys that
+        move the cursor fast start one query, not one per row)."""
+        import time
+
+        from textual.worker import get_current_worker
+
+        from gero.query.agreement import agreeing
+
+        time.sleep(0.15)
+        if get_current_worker().is_cancelled:
+            return
+        try:
+            found = agreeing(source, finding_id)
+        except (duckdb.Error, GeroError):
+            return
+        self._agreements[finding_id] = "; ".join(a.sentence() for a in found)
+        self.post_message(self.Agreed(finding_id, self._agreements[finding_id]))
+
+    def on_findings_screen_agreed(self, message: Agreed) -> None:
+        f = self.highlighted()
+        if f is not None and f.finding_id == message.finding_id:
+            self._show_detail()
+
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if self.is_active:  # (an `enter` queued before the last one opened the table)
             self.action_open_finding()
@@ -184,13 +220,17 @@ class FindingsScreen(Screen[None]):
             detail.update("")
             return
         r = f.representative
+        agreed = self._agreements.get(f.finding_id)
+        if agreed is None and self.app.source is not None:
+            self._agreement(self.app.source, f.finding_id)
         detail.update(Text.assemble(
             (f.finding_id, "bold"), f" · outlier {f.outlier} · ",
             f"{len(f.operators)} op(s): {', '.join(f.operators[:6])}"
             f"{' …' if len(f.operators) > 6 else ''} · {', '.join(f.dtypes)} · "
             f"levels {', '.join(f.levels) or '—'}\n",
             ("worst: ", "dim"), f"{r.case_id} {r.check} {r.backend} {r.optimization}: ",
-            (r.reason, "dim"), *_origin_line(self.app.source, f)))
+            (r.reason, "dim"), *_origin_line(self.app.source, f),
+            *((("\n≡ ", "bold cyan"), (agreed, "cyan")) if agreed else ())))
 
     def action_open_finding(self) -> None:
         """The highlighted finding's observations in the evaluations table."""
@@ -209,6 +249,14 @@ class FindingsScreen(Screen[None]):
             return
         self.app.push_screen(FindingReportDialog(source, self.report, f,
                                                  directory=self.report_directory))
+
+    def action_compare_runtimes(self) -> None:
+        f = self.highlighted()
+        if f is not None:
+            # A runtime off at every setting it ran is compared whole; one setting alone.
+            r = f.representative
+            one = "@" in f.outlier and "," not in f.outlier
+            self.app.compare_runtimes(r.backend, r.optimization if one else "-")
 
     def action_what_if(self) -> None:
         """``w``: change a dtype's tolerances and see what would change class."""

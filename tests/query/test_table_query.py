@@ -133,19 +133,19 @@ def test_a_new_column_reaches_the_rows_and_the_widget_by_its_key(
     and the table widget lays it out at its header's width (no width table to extend)."""
     from gero_tui.app.widgets import evaluations_table as widget
 
-    added = table.Column("runtime", "Runtime", "backend")
+    added = table.Column("suite", "Suite", "suite")
     columns = (*table.COLUMNS[:3], added, *table.COLUMNS[3:])
     monkeypatch.setattr(table, "COLUMNS", columns)
     monkeypatch.setattr(widget, "COLUMNS", columns)
     for page in (query.page(TableFilter(), TableSort(), 0, 10),
                  query.page(TableFilter(), TableSort("case"), 0, 10)):
-        assert page.columns[3] == "runtime" and len(page.rows) == len(ROWS)
-        assert {r.cells["runtime"] for r in page.rows} == {"onnxruntime"}
+        assert page.columns[3] == "suite" and len(page.rows) == len(ROWS)
+        assert {r.cells["suite"] for r in page.rows} == {"synthetic"}
         assert all(list(r.cells) == list(page.columns) for r in page.rows)
     grouped = query.group(TableFilter(), table.GROUPINGS["levels"], "g_new_column")
     page = query.page(TableFilter(), TableSort(), 0, 10, groups=grouped)
-    assert {r.cells["runtime"] for r in page.rows} == {"onnxruntime"}
+    assert {r.cells["suite"] for r in page.rows} == {"synthetic"}
     for width in (80, 120, 200):
         shown = dict(widget.layout(width))
         assert sum(shown.values()) + len(shown) + 1 <= width
-    assert dict(widget.layout(200))[3] == len("Runtime")
+    assert dict(widget.layout(200))[3] == widget.DEFAULT_MIN_WIDTH  # "Suite": its header is shorter

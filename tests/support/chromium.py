@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -82,14 +83,19 @@ class Browser:
         self.events: list[dict[str, Any]] = []
         self.requests: list[str] = []
         """After the ``with`` block: the URLs of the requests the pages made."""
-        target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self._session = self.call("Target.attachToTarget", targetId=target,
-                                  flatten=True)["sessionId"]
-        self.page("Page.enable")
-        self.page("DOM.enable")
-        self.width, self.height = width, height
-        self.page("Emulation.setDeviceMetricsOverride", width=width, height=height,
-                  deviceScaleFactor=1, mobile=False)
+        self._session = ""
+        try:
+            target = self.call("Target.createTarget", url="about:blank")["targetId"]
+            self._session = self.call("Target.attachToTarget", targetId=target,
+                                      flatten=True)["sessionId"]
+            self.page("Page.enable")
+            self.page("DOM.enable")
+            self.page("Emulation.setDeviceMetricsOverride", width=width, height=height,
+                      deviceScaleFactor=1, mobile=False)
+        except BaseException:
+            self._shutdown()  # no browser left behind by a start that failed
+            shutil.rmtree(self._work, ignore_errors=True)
+            raise
 
     # Protocol ---------------------------------------------------------------------------
     def _send(self, message: dict[str, Any]) -> None:
@@ -97,8 +103,12 @@ class Browser:
 
     def _receive(self, deadline: float) -> dict[str, Any]:
         while b"\0" not in self._buffer:
-            if time.monotonic() > deadline or self._process.poll() is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or self._process.poll() is not None:
                 raise BrowserError("chromium did not answer")
+            ready, _, _ = select.select([self._from_browser], [], [], min(left, 1.0))
+            if not ready:
+                continue  # a read would block: look at the clock and the process again
             chunk = os.read(self._from_browser, 1 << 16)
             if not chunk:
                 raise BrowserError("chromium closed its pipe")
@@ -198,9 +208,18 @@ class Browser:
 
     # Lifetime ---------------------------------------------------------------------------
     def close(self) -> list[str]:
-        """End the browser; the URLs of the network requests made on behalf of the pages."""
+        """End the browser; the URLs of the network requests made on behalf of the pages
+        (from its net log, which must exist: no log is no evidence)."""
+        self._shutdown()
         try:
-            self._send({"id": self._next_id + 1, "method": "Browser.close", "params": {}})
+            return page_requests(self.net_log)
+        finally:
+            shutil.rmtree(self._work, ignore_errors=True)
+
+    def _shutdown(self) -> None:
+        try:
+            if self._process.poll() is None:
+                self._send({"id": self._next_id + 1, "method": "Browser.close", "params": {}})
             self._process.wait(timeout=20)
         except (OSError, subprocess.TimeoutExpired):
             self._process.kill()
@@ -208,10 +227,6 @@ class Browser:
         finally:
             os.close(self._to_browser)
             os.close(self._from_browser)
-        try:
-            return page_requests(self.net_log)
-        finally:
-            shutil.rmtree(self._work, ignore_errors=True)
 
     def __enter__(self) -> Browser:
         return self

@@ -39,6 +39,8 @@ class ReferenceDefect:
     repro: Callable[[], Repro]
     corrected: Callable[[int], Any]
     """The corrected OpRun class for a model of this opset."""
+    shows: Callable[[onnx.NodeProto], bool] | None = None
+    """Whether a node of ``op_type`` shows the defect (None: every such node does)."""
 
     def label(self) -> str:
         """How a row names the entry."""
@@ -107,6 +109,56 @@ def _corrected_global_max_pool(opset: int) -> Any:
     return GlobalMaxPool
 
 
+def _recurrent_repro(kind: str) -> Repro:
+    """One step of a one-unit ``kind`` layer, every weight 1, bias 0, X = 2, clip 0.5: the
+    clipped pre-activations are all 0.5."""
+    import math
+
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[kind]
+    x = np.array([[[2.0]]])
+    params = {"W": np.ones((1, gates, 1)), "R": np.zeros((1, gates, 1))}
+    node = helper.make_node(kind, ["X", "W", "R"], ["", "Y"], hidden_size=1, clip=0.5)
+    graph = helper.make_graph(
+        [node], "repro", [helper.make_tensor_value_info("X", TensorProto.DOUBLE, [1, 1, 1])],
+        [helper.make_tensor_value_info("Y", TensorProto.DOUBLE, [1, 1, 1])],
+        initializer=[onnx.numpy_helper.from_array(v, k) for k, v in params.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)],
+                              ir_version=7)
+    s, t = 1 / (1 + math.exp(-0.5)), math.tanh(0.5)
+    h = {"LSTM": s * math.tanh(s * t), "GRU": (1 - s) * t, "RNN": t}[kind]
+    return model, {"X": x}, np.array([[[h]]])
+
+
+def _sets_ignored_attribute(node: onnx.NodeProto) -> bool:
+    from gero_runner.backends.reference_kernels import stock_ignores
+
+    return stock_ignores(node)
+
+
+def _corrected_recurrent(kind: str) -> Callable[[int], Any]:
+    def corrected(opset: int) -> Any:
+        from gero_runner.backends.reference_kernels import recurrent_op
+
+        return recurrent_op(kind, opset, complete=True)
+
+    return corrected
+
+
+def _recurrent_defect(kind: str, upstream: str) -> ReferenceDefect:
+    return ReferenceDefect(
+        key=f"{kind.lower()}-ignored-attributes", op_type=kind, opsets=(1, 10_000),
+        dtypes=("*",), upstream=upstream,
+        cause=f"{kind}._run names activations, activation_alpha/beta, clip"
+              + (", input_forget" if kind == "LSTM" else "")
+              + " and sequence_lens and never reads them (# noqa: ARG002)",
+        summary=f"{kind} ignores clip, custom activations"
+                + (", input_forget" if kind == "LSTM" else "") + " and sequence_lens",
+        reproduction=f"one step of a one-unit {kind}, W = 1, R = 0, X = 2, clip = 0.5: "
+                     "the gates see 0.5; onnx feeds them 2",
+        repro=lambda: _recurrent_repro(kind), corrected=_corrected_recurrent(kind),
+        shows=_sets_ignored_attribute)
+
+
 def _corrected_softmax(opset: int) -> Any:
     from gero_runner.backends.reference_fixes import softmax_up_to_12
 
@@ -167,6 +219,9 @@ REGISTRY: tuple[ReferenceDefect, ...] = (
                      "maximum over L, [[[3], [7], [11]]] of shape (1, 3, 1); onnx takes the "
                      "maximum over C and L and returns [[11]] of shape (1, 1)",
         repro=_global_max_pool_repro, corrected=_corrected_global_max_pool),
+    _recurrent_defect("LSTM", "onnx/reference/ops/op_lstm.py"),
+    _recurrent_defect("GRU", "onnx/reference/ops/op_gru.py"),
+    _recurrent_defect("RNN", "onnx/reference/ops/op_rnn.py"),
 )
 BY_KEY = {d.key: d for d in REGISTRY}
 
@@ -189,9 +244,11 @@ def opset_of(model: onnx.ModelProto) -> int:
 def applicable(model: onnx.ModelProto) -> list[ReferenceDefect]:
     """The registry entries whose operator and opset occur in ``model``."""
     opset = opset_of(model)
-    ops = {n.op_type for n in _nodes(model.graph) if n.domain in ("", "ai.onnx")}
+    nodes = [n for n in _nodes(model.graph) if n.domain in ("", "ai.onnx")]
     return [d for d in REGISTRY
-            if d.op_type in ops and d.opsets[0] <= opset <= d.opsets[1]]
+            if d.opsets[0] <= opset <= d.opsets[1]
+            and any(n.op_type == d.op_type and (d.shows is None or d.shows(n))
+                    for n in nodes)]
 
 
 def corrected_ops(model: onnx.ModelProto) -> list[Any]:
@@ -201,8 +258,13 @@ def corrected_ops(model: onnx.ModelProto) -> list[Any]:
 
 
 def corrected_evaluator(model: onnx.ModelProto) -> Any:
-    """A ReferenceEvaluator of ``model`` with the registry's defects corrected."""
+    """A ReferenceEvaluator of ``model`` with the registry's defects corrected and the
+    vectorised kernels (``reference_kernels``, every attribute as the spec says)."""
     from onnx.reference import ReferenceEvaluator
 
-    ops = corrected_ops(model)
+    from gero_runner.backends.reference_kernels import fast_ops
+
+    opset = opset_of(model)
+    # new_ops keeps the first class of a name: the corrections win.
+    ops = corrected_ops(model) + (fast_ops(opset, complete=True) if opset else [])
     return ReferenceEvaluator(model, new_ops=ops) if ops else ReferenceEvaluator(model)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import onnx
@@ -163,21 +162,15 @@ def tensor_outputs_only(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[s
     return pruned, dropped
 
 
-def _warnings(model: onnx.ModelProto, values: dict[str, Any], outputs: list[str],
-              name: str) -> list[str]:
+def _warnings(trace: shadow.ShadowTrace, outputs: list[str], name: str) -> list[str]:
     """Signs that the inputs decide the verdict: an empty intermediate tensor, an all-NaN
     or a constant output (first of each, named)."""
     hint = "; set the inputs with --input NAME=SHAPE, --input-range, --input-value or --inputs"
     found: list[str] = []
-    producers = {o: n for n in model.graph.node for o in n.output}
-    for tensor, node in producers.items():
-        x = values.get(tensor)
-        if node.op_type == "Constant" or not isinstance(x, np.ndarray):
-            continue
-        if x.ndim >= 2 and x.size == 0 and x.dtype.kind == "f":
-            found.append(f"{name}: intermediate tensor {tensor!r} ({node.op_type} "
-                         f"{node.name or ''}) is empty, shape {list(x.shape)}{hint}")
-            break
+    values = trace.outputs
+    if (e := trace.first_empty) is not None:
+        found.append(f"{name}: intermediate tensor {e.tensor!r} ({e.op_type} "
+                     f"{e.node or ''}) is empty, shape {list(e.shape)}{hint}")
     for out in outputs:
         x = values.get(out)
         if not isinstance(x, np.ndarray) or x.dtype.kind != "f" or x.size == 0:
@@ -198,9 +191,10 @@ def _shadow(model: onnx.ModelProto, inputs: dict[str, np.ndarray], name: str,
 
     names = [o.name for o in model.graph.output]
     try:
-        values = call_isolated(shadow.run_shadow_traced, model, inputs, timeout_s=timeout_s)
+        trace = call_isolated(shadow.run_shadow_traced, model, inputs, timeout_s=timeout_s)
     except IsolatedFailure as e:  # the evaluator may lack an operator: the run goes on
         return None, None, str(e), []
+    values = trace.outputs
     missing = [n for n in names if n not in values]
     if missing:
         return None, None, f"the shadow gave no value for output(s) {', '.join(missing)}", []
@@ -211,7 +205,7 @@ def _shadow(model: onnx.ModelProto, inputs: dict[str, np.ndarray], name: str,
         dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem)) if elem else value.dtype
         exact[o.name] = value
         rounded[o.name] = value.astype(dtype) if value.dtype.kind == "f" else value
-    return rounded, exact, "", _warnings(model, values, names, name)
+    return rounded, exact, "", _warnings(trace, names, name)
 
 
 EVALUATOR_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "experimental")

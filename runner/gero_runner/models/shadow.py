@@ -8,12 +8,14 @@ RandomNormal…), in the main graph and in every subgraph (If/Loop/Scan bodies).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
+from gero_runner.backends.reference import run_releasing
 from gero_runner.backends.reference_defects import corrected_evaluator
 
 _FLOATS = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16}
@@ -75,17 +77,44 @@ def widen_inputs(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def run_shadow(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
     """The float64 shadow's outputs (raises what the ReferenceEvaluator raises), with the
-    evaluator's known defects corrected (backends.reference_defects)."""
+    evaluator's known defects corrected (backends.reference_defects); intermediates are
+    freed after their last consumer."""
     evaluator: Any = corrected_evaluator(widen(model))
     with np.errstate(all="ignore"):
-        return [np.asarray(o) for o in evaluator.run(None, widen_inputs(inputs))]
+        outputs = run_releasing(evaluator, widen_inputs(inputs))
+    return [np.asarray(outputs[n]) for n in evaluator.output_names]
 
 
-def run_shadow_traced(model: onnx.ModelProto, inputs: dict[str, np.ndarray]
-                      ) -> dict[str, Any]:
-    """Every value of the float64 shadow's run by name (inputs, intermediates, outputs), so
-    that a degenerate intermediate can be named (raises what the evaluator raises)."""
+@dataclass(frozen=True)
+class EmptyIntermediate:
+    """The first float intermediate of rank ≥ 2 with no element (the inputs may not suit
+    the model)."""
+
+    tensor: str
+    op_type: str
+    node: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ShadowTrace:
+    outputs: dict[str, Any]
+    first_empty: EmptyIntermediate | None
+
+
+def run_shadow_traced(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> ShadowTrace:
+    """The float64 shadow's outputs by name and its first empty intermediate, watched as
+    the run goes: no intermediate outlives its last consumer (raises what the evaluator
+    raises)."""
     evaluator: Any = corrected_evaluator(widen(model))
+    empty: list[EmptyIntermediate] = []
+
+    def watch(node: onnx.NodeProto, name: str, value: Any) -> None:
+        if not empty and node.op_type != "Constant" and isinstance(value, np.ndarray) \
+                and value.ndim >= 2 and value.size == 0 and value.dtype.kind == "f":
+            empty.append(EmptyIntermediate(name, node.op_type, node.name,
+                                           tuple(value.shape)))
+
     with np.errstate(all="ignore"):
-        values: dict[str, Any] = evaluator.run(None, widen_inputs(inputs), intermediate=True)
-    return values
+        outputs = run_releasing(evaluator, widen_inputs(inputs), watch)
+    return ShadowTrace(outputs, empty[0] if empty else None)

@@ -72,13 +72,15 @@ def _used_names(graph: Any) -> set[str]:
 
 
 def run_releasing(evaluator: Any, feeds: Mapping[str, Any],
-                  observe: Observer | None = None) -> dict[str, Any]:
-    """The graph outputs of a ReferenceEvaluator (of a model), computed node by node as
-    ``evaluator.run`` does, but each intermediate is dropped after its last consumer:
-    ``run`` keeps every value of the model alive until it returns."""
+                  observe: Observer | None = None, wanted: list[str] | None = None
+                  ) -> dict[str, Any]:
+    """The graph outputs (or the ``wanted`` values) of a ReferenceEvaluator of a model,
+    computed node by node as ``evaluator.run`` does, but each other intermediate is dropped
+    after its last consumer: ``run`` keeps every value of the model alive until it
+    returns."""
     import onnx
 
-    outputs = list(evaluator.output_names)
+    outputs = list(evaluator.output_names) if wanted is None else list(wanted)
     nodes = list(evaluator.rt_nodes_)
     keep = set(outputs)
     last: dict[str, int] = {}
@@ -119,15 +121,19 @@ def _run_nodes(nodes: list[Any], results: dict[str, Any], keep: set[str],
 
 
 def make_evaluator(model: bytes) -> Any:
-    """The stock evaluator with its slow operators vectorised (``reference_kernels``, the
-    same results; a recurrent node onnx runs wrongly keeps onnx's own code)."""
     import onnx
+
+    return stock_evaluator(onnx.load_from_string(model))
+
+
+def stock_evaluator(proto: Any) -> Any:
+    """The stock evaluator with its slow operators vectorised (``reference_kernels``, the
+    same results; where onnx's own operator departs from the spec it keeps onnx's code)."""
     from onnx.reference import ReferenceEvaluator
 
     from gero_runner.backends.reference_defects import opset_of
     from gero_runner.backends.reference_kernels import fast_ops
 
-    proto = onnx.load_from_string(model)
     opset = opset_of(proto)
     return ReferenceEvaluator(proto, new_ops=fast_ops(opset, complete=False) if opset
                               else None)

@@ -271,24 +271,23 @@ def run_side(side: Side, model: onnx.ModelProto, feeds: dict[str, np.ndarray],
     """``names`` (tensors of ``model``) as ``side`` computes them from ``feeds``."""
     wanted = list(dict.fromkeys(names))
     feeds = _runtime_feeds(model, feeds)
-    if side.kind == SHADOW_KIND:
+    if side.kind in (SHADOW_KIND, REFERENCE):
+        from gero_runner.backends.reference import run_releasing, stock_evaluator
         from gero_runner.backends.reference_defects import corrected_evaluator
         from gero_runner.models.shadow import widen, widen_inputs
 
-        evaluator: Any = corrected_evaluator(widen(model))
+        if side.kind == SHADOW_KIND:
+            evaluator: Any = corrected_evaluator(widen(model))
+            feeds = widen_inputs(feeds)
+        else:
+            evaluator = (corrected_evaluator(model) if side.backend.endswith("corrected")
+                         else stock_evaluator(model))
         with np.errstate(all="ignore"):
-            values = evaluator.run(wanted, widen_inputs(feeds))
-        return {n: np.asarray(v) for n, v in zip(wanted, values, strict=True)}
-    if side.kind == REFERENCE:
-        from onnx.reference import ReferenceEvaluator
-
-        from gero_runner.backends.reference_defects import corrected_evaluator
-
-        evaluator = (corrected_evaluator(model) if side.backend.endswith("corrected")
-                     else ReferenceEvaluator(model))
-        with np.errstate(all="ignore"):
-            values = evaluator.run(wanted, feeds)
-        return {n: np.asarray(v) for n, v in zip(wanted, values, strict=True)}
+            values = run_releasing(evaluator, feeds, wanted=wanted)
+        missing = [n for n in wanted if n not in values]
+        if missing:
+            raise RuntimeError(f"the evaluator computed no value for {', '.join(missing)}")
+        return {n: np.asarray(values[n]) for n in wanted}
     marked = sg.with_outputs(model, wanted)
     backend = backends.get(side.backend)
     session = backend.build(marked.SerializeToString(), side.settings)

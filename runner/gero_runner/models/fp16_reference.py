@@ -23,6 +23,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from gero_runner.backends.reference import run_releasing
 from gero_runner.backends.reference_defects import corrected_evaluator
 from gero_runner.models import shadow
 
@@ -73,7 +74,8 @@ def rounded_shadow(model: bytes, inputs: dict[str, np.ndarray]) -> list[np.ndarr
     (float64 arrays; raises what the ReferenceEvaluator raises)."""
     evaluator: Any = corrected_evaluator(rounding_model(onnx.load_from_string(model)))
     with np.errstate(all="ignore"):
-        return [np.asarray(o) for o in evaluator.run(None, shadow.widen_inputs(inputs))]
+        outputs = run_releasing(evaluator, shadow.widen_inputs(inputs))
+    return [np.asarray(outputs[n]) for n in evaluator.output_names]
 
 
 @dataclass(frozen=True)

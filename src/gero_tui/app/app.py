@@ -44,6 +44,11 @@ has happened by then; importing sooner would compete with it for the interpreter
 PRELOAD_MODULES = ("gero_tui.app.screens.detail", "gero_tui.app.screens.op_histogram")
 
 
+STATUS_MARKS = {"running": " · RUNNING (what it saved so far; p enter reloads)",
+                "interrupted": " · interrupted (partial)", "unreadable": " · unreadable record"}
+"""The title line's word for a run that is not complete."""
+
+
 def crash_line(error: BaseException | None) -> str:
     """One line for an unexpected error, naming a file with its traceback."""
     import tempfile
@@ -172,7 +177,8 @@ class GeroApp(ExplorerApp):
         if info is None:
             return "gero"
         runtimes = " · ".join(f"{name} {version}" for name, version in info.runtimes.items())
-        return (f"gero · run {info.run_id} · {info.date} · {info.suite} · "
+        state = STATUS_MARKS.get(info.status, "")
+        return (f"gero · run {info.run_id}{state} · {info.date} · {info.suite} · "
                 f"{runtimes or f'onnxruntime {info.onnxruntime_version}'} · "
                 f"onnx {info.onnx_version}")
 
@@ -298,6 +304,19 @@ class GeroApp(ExplorerApp):
                 self.switch_run(run_id)
 
         self.push_screen(RunPickerScreen(runs, self.run_id), chosen)
+
+    def diff_runs(self, base: str) -> None:
+        """``d`` in the run picker: every observation that differs from ``base`` to the open
+        run (``gero diff BASE RUN``)."""
+        from gero.query.diff import diff_runs
+        from gero_tui.app.screens.diff import DiffScreen
+
+        current, root = self.run_id, self.data_root
+        if current is None or base == current:
+            self.notify("choose another run than the open one to compare with", timeout=4)
+            return
+        self.push_screen(DiffScreen(f"{base} → {current} (gero diff {base} {current})",
+                                    lambda: diff_runs(root, base, current)))
 
     def switch_run(self, run_id: str) -> None:
         """Open another run; the screens show it once its source is open."""

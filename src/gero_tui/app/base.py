@@ -97,6 +97,10 @@ class ExplorerApp(App[None]):
     def show_overview(self) -> None:
         raise NotImplementedError
 
+    def diff_runs(self, base: str) -> None:
+        """``gero diff BASE RUN`` with the open run: the observations that differ."""
+        raise NotImplementedError
+
     def compare_runtimes(self, backend: str, optimization: str) -> None:
         """``gero diff --backend X --against Y`` on the open run: choose Y, then the diff."""
         raise NotImplementedError

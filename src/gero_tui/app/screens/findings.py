@@ -80,6 +80,8 @@ class FindingsScreen(Screen[None]):
         Binding("e", "report", "Report",
                 tooltip="Write the finding's Markdown report (replay and bundle commands) "
                 "and its bundle"),
+        Binding("c", "pick_baseline", "Baseline",
+                tooltip="The run the new / still / gone statuses compare with"),
         Binding("D", "compare_runtimes", "Diff",
                 tooltip="The highlighted finding's runtime against another of the run "
                 "(gero diff --backend X --against Y)"),
@@ -249,6 +251,43 @@ class FindingsScreen(Screen[None]):
             return
         self.app.push_screen(FindingReportDialog(source, self.report, f,
                                                  directory=self.report_directory))
+
+    def action_pick_baseline(self) -> None:
+        """``c``: compare the findings with another run than the previous one."""
+        from gero_runner.storage.runs import list_runs
+        from gero_tui.app.screens.choice import ChoiceScreen
+        from gero_tui.app.screens.export_dialog import data_root_of
+
+        source = self.app.source
+        if source is None:
+            return
+        runs = [r for r in list_runs(data_root_of(source)) if r.run_id != source.run_id]
+        if not runs:
+            self.notify("no other run in this data root to compare with", timeout=4)
+            return
+        current = self.report.baseline_run_id if self.report is not None else None
+        choices = [(r.run_id, f"{'● ' if r.run_id == current else '  '}{r.run_id} · "
+                    f"{r.date} · {r.suite} · {r.status} · {r.observation_count:,} obs.")
+                   for r in runs]
+
+        def chosen(baseline: str | None) -> None:
+            if baseline is not None:
+                self.query_one("#summary", Static).update(f"comparing with {baseline}…")
+                self._against(source, baseline)
+
+        self.app.push_screen(ChoiceScreen("Baseline for new / still / gone", choices), chosen)
+
+    @work(thread=True, exclusive=True, group="findings")
+    def _against(self, source: Any, baseline: str) -> None:
+        from gero.query.finding_status import report_for
+        from gero_tui.app.screens.export_dialog import data_root_of
+
+        try:
+            self.app.findings(source)  # the members table, computed once
+            report = report_for(source, data_root_of(source), source.run_id, baseline)
+            self.post_message(self.Loaded(report))
+        except (duckdb.Error, GeroError) as e:
+            self.post_message(self.Failed(str(e)))
 
     def action_compare_runtimes(self) -> None:
         f = self.highlighted()

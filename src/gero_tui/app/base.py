@@ -39,6 +39,14 @@ class Dialog(ModalScreen[ResultT]):
         return super().dismiss(result)
 
 
+def readable_text(readable: int, recorded: int | None) -> str | None:
+    """"18,848 of 28,982 readable" for a run some of whose files could not be read; None
+    for a whole run."""
+    if recorded is None or readable >= recorded:
+        return None
+    return f"{readable:,} of {recorded:,} readable"
+
+
 def leave(screen: Screen[Any]) -> None:
     """Pop ``screen`` if it is on top (a key queued before it was popped does nothing)."""
     if screen.is_active:
@@ -60,6 +68,22 @@ class ExplorerApp(App[None]):
 
     def run_info(self) -> RunInfo | None:
         raise NotImplementedError
+
+    def recorded_count(self, source: RunSource) -> int | None:
+        """The observations the run recorded, where some of its files were skipped (its
+        counts then cover fewer: ``readable_text``); None for a run read whole."""
+        info = self.run_info()
+        if not source.problems or info is None or info.run_id != source.run_id:
+            return None
+        return info.observation_count
+
+    def readable_note(self, source: RunSource) -> str | None:
+        """``readable_text`` of the open run (counts its rows: call it from a worker)."""
+        recorded = self.recorded_count(source)
+        if recorded is None:
+            return None
+        rows = source.query("SELECT count(*) FROM obs")
+        return readable_text(int(rows[0][0]) if rows else 0, recorded)
 
     def title_line(self) -> str:
         """Run id, date and versions, for the top line of each screen."""

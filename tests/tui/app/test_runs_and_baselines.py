@@ -97,6 +97,6 @@ async def test_the_findings_baseline_can_be_chosen(data_root: Path, tmp_path: Pa
         assert [key for key, _ in picker.choices] == [RUN_ID]
         await pilot.press("enter")
         await settle(pilot)
-        assert app.screen is screen
-        assert screen.report.baseline_run_id == RUN_ID
+        assert isinstance(app.screen, FindingsScreen) and app.screen.report is not None
+        assert app.screen.report.baseline_run_id == RUN_ID
         assert f"since {RUN_ID}" in str(screen.query_one("#summary", Static).render())

@@ -498,6 +498,8 @@ class EvaluationsScreen(Screen[None]):
         bar.sort = self.sort
         bar.matching = self.matching_count
         bar.total = self.total_count
+        source = self.app.source
+        bar.recorded = None if source is None else self.app.recorded_count(source)
         bar.selected = self.selected_count
         bar.grouping = GROUPINGS[self.grouping].label if self.grouping else ""
         bar.grouped_rows = self._groups.rows if self._groups is not None else None

@@ -50,10 +50,13 @@ def _origin_line(source: Any, f: Finding) -> list[Text | str | tuple[str, str]]:
               else [])]
 
 
-def summary_line(report: FindingsReport) -> Text:
-    """How many findings cover how many observations, and what changed since the baseline."""
+def summary_line(report: FindingsReport, readable: str | None = None) -> Text:
+    """How many findings cover how many observations, and what changed since the baseline
+    (``readable``: a partly readable run's "N of M readable")."""
     text = Text.assemble((f"{len(report.findings)} findings", "bold"),
                          f" cover {report.non_passed:,} non-passed observations")
+    if readable:
+        text.append(f" (of {readable})", style="bold yellow")
     if report.baseline_run_id is None:
         text.append("  (no earlier run of this suite)", style="dim")
         return text
@@ -92,8 +95,10 @@ class FindingsScreen(Screen[None]):
     ]
 
     class Loaded(Message):
-        def __init__(self, report: FindingsReport) -> None:
+        def __init__(self, report: FindingsReport, readable: str | None = None) -> None:
             self.report = report
+            self.readable = readable
+            """``readable_text`` of a partly readable run."""
             super().__init__()
 
     class Failed(Message):
@@ -148,15 +153,17 @@ class FindingsScreen(Screen[None]):
 
         try:
             report = self.app.findings(source)
-            if report is not self.report:  # not already painted from the overview's
-                self.post_message(self.Loaded(report))
+            readable = self.app.readable_note(source)
+            if report is not self.report or readable:  # not already painted as it is
+                self.post_message(self.Loaded(report, readable))
             ensure_members(source)  # after the paint: what `enter` filters by
         except (duckdb.Error, GeroError) as e:
             self.post_message(self.Failed(str(e)))
 
     def on_findings_screen_loaded(self, message: Loaded) -> None:
         self.report = message.report
-        self.query_one("#summary", Static).update(summary_line(message.report))
+        self.query_one("#summary", Static).update(summary_line(message.report,
+                                                               message.readable))
         table = self.query_one(DataTable)
         table.clear()
         for f in message.report.findings:
@@ -285,7 +292,7 @@ class FindingsScreen(Screen[None]):
         try:
             self.app.findings(source)  # the members table, computed once
             report = report_for(source, data_root_of(source), source.run_id, baseline)
-            self.post_message(self.Loaded(report))
+            self.post_message(self.Loaded(report, self.app.readable_note(source)))
         except (duckdb.Error, GeroError) as e:
             self.post_message(self.Failed(str(e)))
 

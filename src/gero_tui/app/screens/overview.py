@@ -18,6 +18,7 @@ from textual.worker import Worker
 from gero.query.table import RESULT_CLASSES, TableFilter
 from gero_runner.backends import short_name
 from gero_runner.errors import GeroError
+from gero_tui.app.base import readable_text
 from gero_tui.app.widgets.class_counts import ClassCounts
 from gero_tui.app.widgets.key_bar import KeyBar
 from gero_tui.app.widgets.operation_bars import SEGMENTS, OperationBars
@@ -221,6 +222,12 @@ class OverviewScreen(Screen[None]):
         self.query_one(ClassCounts).counts = message.counts
         self._loaded = message
         self._show_bars()
+        source = self.app.source
+        partial = None if source is None else readable_text(
+            sum(message.counts.values()), self.app.recorded_count(source))
+        if partial is not None:
+            message.notes.insert(0, f"⚠ {partial}: the counts, bars and findings here are "
+                                 "of the readable observations")
         if message.notes:
             problems = self.query_one("#problems", Static)
             problems.display = True

@@ -34,6 +34,8 @@ class FilterBar(Static):
     matching: reactive[int | None] = reactive(None)
     """Rows matching the filter; None while the query runs."""
     total: reactive[int | None] = reactive(None)
+    recorded: reactive[int | None] = reactive(None)
+    """What the run recorded, where fewer rows were readable (a skipped file)."""
     """Rows in the run."""
     selected: reactive[int] = reactive(0)
     """Rows selected (``space``/``a``)."""
@@ -61,6 +63,9 @@ class FilterBar(Static):
             text.append("counting…", style="italic")
         else:
             of = f" of {self.total:,}" if self.total is not None else ""
+            if self.total is not None and self.recorded is not None \
+                    and self.total < self.recorded:
+                of = f" of {self.total:,} of {self.recorded:,} readable"
             if self.grouping and self.grouped_rows is not None:
                 text.append(f"{self.grouped_rows:,}{of} rows in {self.matching:,} "
                             f"({self.grouping})", style="bold")

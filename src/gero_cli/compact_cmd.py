@@ -30,6 +30,9 @@ def main(args: argparse.Namespace) -> int:
     if not root.runs_dir.is_dir():
         raise GeroError(f"no data root at {root.path} (no runs/ folder)")
     result = compact(root, dry_run=args.dry_run)
+    for run_id in result.repaired:
+        print(f"gero: the store index listed {run_id} as merged, but its own file was never "
+              "replaced: merged again", file=sys.stderr)
     for why in result.skipped:
         print(f"gero: left loose: {why}", file=sys.stderr)
     if args.dry_run:

@@ -99,3 +99,45 @@ def test_an_index_naming_a_linked_run_file_keeps_what_is_outside(
     assert runs(root) == ["three", "two"]
     assert read_index(root).problem is None
     assert os.path.islink(root / "runs" / "linked")
+
+
+def _evidence(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in (root / "artifacts").glob("*/*")}
+
+
+def test_an_index_listing_a_loose_run_as_merged_is_an_error_and_gc_keeps_its_evidence(
+        tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    gero("run", "--data-dir", str(root), *EXP, "--limit", "1", "--run-id", "one",
+         cwd=tmp_path)
+    gero("run", "--data-dir", str(root), "--ops", "Relu", "--dtypes", "float32", "--repeats",
+         "1", "--jobs", "1", "--limit", "2", "--run-id", "two", cwd=tmp_path)
+    recorded = json.loads((root / "runs/two/run.json").read_text())["observation_count"]
+    expected = sorted(sighted_ids(root, "two"))
+    evidence = _evidence(root)
+    assert evidence
+    index_file = root / "store" / "index.json"
+    index = json.loads(index_file.read_text())
+    index_file.write_text(json.dumps({**index, "compacted": ["two"]}))
+
+    done = gero("summary", "--data-dir", str(root), "--run", "two", cwd=tmp_path, check=2)
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "lists two as merged into the store" in line and "gero compact" in line
+    for command in (["gc"], ["gc", "--apply"], ["gc", "--apply", "--keep-runs", "1"]):
+        done = gero(*command, "--data-dir", str(root), cwd=tmp_path, check=None)
+        assert "Traceback" not in done.stderr
+        assert "index contradicts the runs" in done.stderr
+    assert _evidence(root) == evidence
+    assert runs(root) == ["one", "two"]
+
+    done = gero("compact", "--data-dir", str(root), cwd=tmp_path)
+    assert "listed two as merged" in done.stderr
+    summary = json.loads(gero("summary", "--data-dir", str(root), "--run", "two", "--format",
+                              "json", cwd=tmp_path).stdout)
+    assert summary["run"]["observation_count"] == recorded
+    assert sorted(sighted_ids(root, "two")) == expected
+    ids = stored_ids(root)
+    assert len(ids) == len(set(ids))
+    gero("gc", "--apply", "--data-dir", str(root), cwd=tmp_path)
+    assert _evidence(root) == evidence

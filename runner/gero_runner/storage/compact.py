@@ -28,6 +28,7 @@ from gero_runner.storage.index import (
     STORE_DIR,
     StoreFile,
     StoreIndex,
+    contradicted,
     inside_root,
     is_plain_name,
     loose_runs,
@@ -59,6 +60,9 @@ class Compaction:
     """Files replaced by an earlier compaction, removed now."""
     skipped: list[str] = field(default_factory=list)
     """Runs left loose, with why (running, interrupted, unreadable)."""
+    repaired: list[str] = field(default_factory=list)
+    """Runs the index listed as merged while their own files were never replaced: merged
+    again."""
     store_file: str | None = None
 
 
@@ -99,11 +103,14 @@ def _compact(root: Path, dry_run: bool) -> Compaction:
     result = Compaction()
     if index.problem is not None:
         index = _rebuilt(root)
+    result.repaired = contradicted(root, index)
+    index.compacted -= set(result.repaired)  # loose again: merged below (rows deduplicated)
     result.runs = [r for r in loose_runs(root, index) if _mergeable(root, r, result.skipped)]
     if dry_run:
         return result
     if not result.runs:
-        if index.legacy or not index.exists:  # nothing mergeable now: not tried at every end
+        # Nothing mergeable now: written, so that it is not tried at every end.
+        if index.legacy or not index.exists or result.repaired:
             index.legacy = False
             write_index(root, index)
         return result

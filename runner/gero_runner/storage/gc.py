@@ -29,6 +29,8 @@ from gero_runner.storage.compact import remove_superseded, write_store
 from gero_runner.storage.index import (
     KEY_COLUMN,
     StoreIndex,
+    contradicted,
+    contradiction,
     observation_files,
     read_index,
     refuse_hostile,
@@ -206,7 +208,9 @@ def _referenced(root: DataRoot, index: StoreIndex, blockers: list[str],
                 skip: set[Path]) -> set[str]:
     """Every artifact path in the files that store observations (but ``skip``)."""
     referenced: set[str] = set()
-    for path in observation_files(root.path, index):
+    # Every run's own file too, whatever the index says: evidence any stored row names stays.
+    own = [p for r in run_ids(root.path) if (p := run_observation_file(root.path, r)).is_file()]
+    for path in dict.fromkeys([*observation_files(root.path, index), *own]):
         if path in skip:
             continue
         table = _read(path, ["artifact_path"], blockers)
@@ -232,6 +236,9 @@ def _plan(root: DataRoot, retention: Retention, read_all: bool
     refuse_hostile(index)
     if index.problem is not None:
         result.blockers.append(f"{index.problem}; `gero compact` rebuilds it")
+    lying = contradicted(root.path, index, runs)
+    if lying:
+        result.blockers.append(contradiction(root.path, lying))
     result.runs = [r for r in retention.dropped(root.path, runs)
                    if not is_running(root.run_dir(r))]
     dropped = set(result.runs)

@@ -202,6 +202,25 @@ def loose_runs(data_root: Path, index: StoreIndex | None = None,
             and run_observation_file(data_root, r).is_file()]
 
 
+def contradicted(data_root: Path, index: StoreIndex, runs: list[str] | None = None
+                 ) -> list[str]:
+    """Runs the index lists as merged whose own observation file is still there and is not
+    one the last compaction replaced: the index contradicts them (their rows may be in no
+    store file), so no reader, and no gc, may take its word for them."""
+    runs = run_ids(Path(data_root)) if runs is None else runs
+    replaced = set(index.superseded)
+    return [r for r in runs if r in index.compacted
+            and f"{RUNS_DIR}/{r}/{OBSERVATIONS_FILE}" not in replaced
+            and run_observation_file(data_root, r).is_file()]
+
+
+def contradiction(data_root: Path, run_ids_: list[str]) -> str:
+    """The sentence that names runs an index contradicts."""
+    return (f"{index_path(data_root)} lists {', '.join(run_ids_)} as merged into the store, "
+            "but each still has its own observation file, which no compaction replaced: the "
+            "index contradicts the runs; `gero compact` merges them again")
+
+
 def observation_files(data_root: Path, index: StoreIndex | None = None,
                       runs: list[str] | None = None) -> list[Path]:
     """Every file that stores observations: the store's, then each loose run's, oldest

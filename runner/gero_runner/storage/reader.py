@@ -27,6 +27,8 @@ from gero_runner.errors import StoreError
 from gero_runner.storage.index import (
     KEY_COLUMN,
     StoreIndex,
+    contradicted,
+    contradiction,
     read_index,
     run_observation_file,
     verified_rows,
@@ -347,6 +349,9 @@ def open_run(data_root: str | os.PathLike[str], run: str | None = None,
     con.execute("SET GLOBAL disabled_optimizers = 'statistics_propagation'")
     problems: list[str] = []
     index = read_index(root)
+    if contradicted(root, index, [run_id]):
+        # Its rows would be looked for in the store only: it would read as clean.
+        raise StoreError(contradiction(root, [run_id]))
     own = run_observation_file(root, run_id)
     sightings = root / RUNS_DIR / run_id / SIGHTINGS_FILE
     problems += record_problems(root, run_id)

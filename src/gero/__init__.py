@@ -11,15 +11,30 @@
     gero.open_run("20261201", data_dir="data")   # a stored run, by id prefix (newest: None)
     gero.localize("3b19944", data_dir="data")      # where an observation's error enters
 
-``gero.testing.check_model`` turns a model check into a pytest assertion. Bad input raises
-:class:`GeroError` with the one-sentence message the command line prints.
+``gero.blame``, ``bundle``, ``replay``, ``localize``, ``export``, ``parity``, ``compact``
+and ``gc`` are the commands of those names. ``gero.testing.check_model`` turns a model
+check into a pytest assertion. Bad input raises :class:`GeroError` with the one-sentence
+message the command line prints.
 """
 
 from __future__ import annotations
 
 from importlib import metadata
 
-from gero.api import Run, localize, open_run, run
+from gero.api import (
+    Run,
+    blame,
+    bundle,
+    compact,
+    export,
+    find_observation,
+    gc,
+    localize,
+    open_run,
+    parity,
+    replay,
+    run,
+)
 from gero.query.findings import Finding
 from gero_runner.errors import GeroError
 
@@ -32,4 +47,6 @@ def _version() -> str:
 
 
 __version__ = _version()
-__all__ = ["Finding", "GeroError", "Run", "__version__", "localize", "open_run", "run"]
+__all__ = ["Finding", "GeroError", "Run", "__version__", "blame", "bundle", "compact",
+           "export", "find_observation", "gc", "localize", "open_run", "parity", "replay",
+           "run"]

@@ -1,8 +1,11 @@
-"""The library behind the ``gero`` command: run a suite or a model, open a stored run.
+"""The library behind the ``gero`` command: run a suite or a model, open a stored run,
+and work on its evidence and its data root.
 
 The CLI is a thin layer over these functions (the way sqlite-utils' CLI sits over
-``Database``): every ``gero run`` option is a keyword argument of :func:`run`, and what
-``gero summary``, ``gero export`` and ``gero diff`` print comes from a :class:`Run`.
+``Database``): every ``gero run`` option is a keyword argument of :func:`run`, what
+``gero summary``, ``gero findings`` and ``gero diff`` print comes from a :class:`Run`, and
+``gero blame``, ``bundle``, ``replay``, ``localize``, ``export``, ``parity``, ``compact``
+and ``gc`` are the functions of those names; the commands only parse and print.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -33,7 +36,14 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from gero.query.diff import DiffReport
+    from gero.query.export import ExportResult
     from gero.query.findings import Finding, FindingsReport
+    from gero_runner.evidence.blame import Blame
+    from gero_runner.evidence.bundle import BundleResult
+    from gero_runner.evidence.replay import ReplayReport
+    from gero_runner.parity.run import ParityResult
+    from gero_runner.storage.compact import Compaction
+    from gero_runner.storage.gc import GcPlan
 
 PathLike = str | os.PathLike[str]
 
@@ -192,6 +202,172 @@ def localize(observation: str, data_dir: PathLike | None = None,
     row = resolve_observation(root, observation, problems)
     loc, stored = localize_observation(root, row, Path(output) if output is not None else None)
     return {**loc.as_dict(), "stored": str(stored)}
+
+
+def find_observation(observation: str, data_dir: PathLike | None = None,
+                     problems: list[str] | None = None) -> dict[str, Any]:
+    """The stored row of an observation, by id or unique prefix (what ``blame``, ``bundle``
+    and ``localize`` take). Files that could not be read are appended to ``problems``."""
+    from gero_runner.storage.reader import resolve_observation
+
+    return resolve_observation(_root(data_dir), observation, problems)
+
+
+@dataclass(frozen=True)
+class Blamed:
+    """``gero blame``'s answer: the observation, which level and rewrite changed its output,
+    and where that is stored with the evidence (``blame/OBSERVATION_ID.json``)."""
+
+    observation: dict[str, Any]
+    blame: Blame
+    stored: Path
+
+
+def blame(observation: str, data_dir: PathLike | None = None,
+          problems: list[str] | None = None) -> Blamed:
+    """What ``gero blame`` does: run the observation's graph at every ONNX Runtime level,
+    name the first level that changes the output and the rewrite behind it."""
+    from gero_runner.evidence.blame import blame_observation  # imports ONNX Runtime
+
+    row = find_observation(observation, data_dir, problems)
+    found, stored = blame_observation(_root(data_dir), row)
+    return Blamed(row, found, stored)
+
+
+@dataclass(frozen=True)
+class Bundled:
+    """``gero bundle``'s answer: the observation and the archive written for it."""
+
+    observation: dict[str, Any]
+    bundle: BundleResult
+
+
+def bundle(observation: str, output: PathLike, data_dir: PathLike | None = None,
+           problems: list[str] | None = None) -> Bundled:
+    """What ``gero bundle`` does: the observation's case as a ``.tar.gz`` (graph, inputs,
+    outputs, manifest, rows, the replay command) that :func:`replay` verifies and re-runs."""
+    from gero_runner.evidence.bundle import create_bundle
+    from gero_runner.storage.store import DataRoot
+
+    out = Path(output)
+    if not out.name.endswith((".tar.gz", ".tgz")):
+        # The bundle is a gzipped tar whatever the name says: a .zip would not open as one.
+        stem = out.name.split(".")[0] or "bundle"
+        raise GeroError(f"-o {out}: a bundle is a .tar.gz; name it {stem}.tar.gz")
+    row = find_observation(observation, data_dir, problems)
+    return Bundled(row, create_bundle(DataRoot(_root(data_dir)), row, out))
+
+
+def replay(path: PathLike, data_dir: PathLike | None = None,
+           observations: Sequence[str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
+           warn: Callable[[str], None] | None = None) -> ReplayReport:
+    """What ``gero replay`` does: verify an evidence directory or bundle against its
+    manifest, re-run its paths and say per observation whether it reproduced. A relative
+    ``artifact_path`` as exported (``runs/…/artifacts/…``) is found under ``data_dir``;
+    ``observations`` restricts it to those full ids."""
+    from gero_runner.evidence.bundle import opened
+    from gero_runner.evidence.replay import replay_artifact
+    from gero_runner.request import check_timeout
+
+    check_timeout(timeout)
+    where = Path(path)
+    if not where.exists() and not where.is_absolute() and (_root(data_dir) / where).exists():
+        where = _root(data_dir) / where
+    with opened(where) as directory:
+        return replay_artifact(directory, observation_ids=list(observations or []) or None,
+                               warn=warn, timeout_s=timeout)
+
+
+@dataclass(frozen=True)
+class Exported:
+    """``gero export``'s answer: the run exported and what was written."""
+
+    run_id: str
+    result: ExportResult
+
+
+def export(output: PathLike, run: str | None = None, where: str | None = None,
+           format: str | None = None, data_dir: PathLike | None = None,
+           problems: list[str] | None = None) -> Exported:
+    """What ``gero export`` does: a run's observations (``where`` the filter ``--where``
+    takes) to ``output`` as csv, parquet, json or an md report (``format``: default from
+    the suffix)."""
+    from gero.query.export import FORMATS, export_rows
+    from gero.query.filters import parse_filter
+
+    out = Path(output)
+    fmt = format or out.suffix.lstrip(".").lower()
+    if fmt not in FORMATS:
+        raise GeroError(f"cannot tell the format from {out.name!r}; give --format "
+                        f"{'|'.join(FORMATS)}")
+    flt = parse_filter(where)  # checked before the data root is touched
+    view = _open_reader(_root(data_dir), run)
+    if problems is not None:
+        problems += view.problems
+    return Exported(view.run_id, export_rows(view, flt, fmt, out))
+
+
+def compact(data_dir: PathLike | None = None, dry_run: bool = False) -> Compaction:
+    """What ``gero compact`` does: merge finished runs' observation files into the store."""
+    from gero_runner.storage.compact import compact as merge
+    from gero_runner.storage.store import DataRoot
+
+    root = DataRoot(_root(data_dir))
+    if not root.runs_dir.is_dir():
+        raise GeroError(f"no data root at {root.path} (no runs/ folder)")
+    return merge(root, dry_run=dry_run)
+
+
+def gc(data_dir: PathLike | None = None, keep_runs: int | None = None,
+       older_than: float | None = None, apply: bool = False) -> GcPlan:
+    """What ``gero gc`` does: what the retention rule (the newest ``keep_runs`` runs, or
+    those younger than ``older_than`` days; neither: every run) leaves unreferenced, removed
+    when ``apply``; ``GcPlan.blockers`` says why nothing may be removed now."""
+    from gero_runner.storage import gc as collect
+    from gero_runner.storage.store import DataRoot
+
+    root = DataRoot(_root(data_dir))
+    if not root.path.is_dir():
+        raise GeroError(f"no data root at {root.path}")
+    retention = collect.Retention(keep_runs=keep_runs, older_than_days=older_than)
+    return collect.apply(root, retention) if apply else collect.plan(root, retention)
+
+
+def parity(module: str, inputs: Sequence[str] = (), *, checkpoint: PathLike | None = None,
+           onnx: PathLike | None = None, output_kinds: Sequence[str] = (),
+           rtol: float = 1e-3, atol: float = 1e-4, coord_tol: float = 1e-2,
+           conf_tol: float = 1e-2, max_pairs: int = 1, opset: int = 17, seed: int = 0,
+           threads: int = 1, repeats: int = 3, timeout: float = DEFAULT_TIMEOUT_S,
+           run_id: str | None = None, data_dir: PathLike | None = None,
+           command_line: str = "", search_path: PathLike | None = None,
+           warn: Callable[[str], None] | None = None) -> ParityResult:
+    """What ``gero parity`` does: a PyTorch module (``PKG.MODULE:FACTORY``) against its
+    ONNX export (or ``onnx``) under ONNX Runtime on seeded inputs (``inputs``: the CLI's
+    ``NAME=SHAPE[:DTYPE]`` items, in argument order); every option is the flag of that
+    name. ``search_path`` goes first on sys.path to import the module."""
+    from gero_runner.metrics.parity import ParityTolerances, parse_output_kinds
+    from gero_runner.parity.module import parse_inputs
+    from gero_runner.parity.run import ParityRequest, run_parity
+    from gero_runner.parity.torch_support import require_torch
+
+    require_torch()  # first, so a missing extra is the first thing said
+    if checkpoint is not None and not Path(checkpoint).is_file():
+        raise GeroError(f"--checkpoint {checkpoint}: no such file")
+    request = ParityRequest(
+        module=module, inputs=parse_inputs(list(inputs)), data_root=_root(data_dir),
+        checkpoint=None if checkpoint is None else Path(checkpoint),
+        onnx=None if onnx is None else Path(onnx),
+        output_kinds=parse_output_kinds(list(output_kinds)),
+        tolerances=ParityTolerances(rtol=rtol, atol=atol, coord_tol=coord_tol,
+                                    conf_tol=conf_tol),
+        samples=max_pairs, seed=seed, threads=threads, repeats=repeats, opset=opset,
+        run_id=run_id, command_line=command_line,
+        search_path=None if search_path is None else Path(search_path), timeout_s=timeout)
+    return run_parity(request, warn)
+
+
+def _root(data_dir: PathLike | None) -> Path:
+    return Path(data_dir) if data_dir is not None else default_data_dir()
 
 
 _RESUME_TAKES = frozenset(("resume", "data_dir", "jobs", "executor", "scheduler",

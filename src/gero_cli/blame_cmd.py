@@ -25,16 +25,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def main(args: argparse.Namespace) -> int:
-    # Deferred: blame imports ONNX Runtime (~0.3 s).
-    from gero_runner.evidence.blame import blame_observation
-    from gero_runner.storage.reader import resolve_observation
+    from gero.api import blame as blame_of  # deferred: blame imports ONNX Runtime (~0.3 s)
 
-    root = data_dir(args)
     problems: list[str] = []
-    row = resolve_observation(root, args.observation, problems)
-    for problem in problems:
-        warn(args, problem)
-    blame, stored = blame_observation(root, row)
+    try:
+        blamed = blame_of(args.observation, data_dir(args), problems)
+    finally:
+        for problem in problems:
+            warn(args, problem)
+    row, blame, stored = blamed.observation, blamed.blame, blamed.stored
     if args.format == "json":
         print(json.dumps({**blame.as_dict(), "stored": str(stored)}, indent=2, default=float))
         return EXIT_CLEAN

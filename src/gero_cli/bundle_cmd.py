@@ -7,7 +7,6 @@ import shlex
 from pathlib import Path
 
 from gero_cli.common import add_data_dir, data_dir, warn
-from gero_runner.storage.store import DataRoot
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,21 +22,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def main(args: argparse.Namespace) -> int:
-    from gero_runner.errors import GeroError
-    from gero_runner.evidence.bundle import create_bundle
-    from gero_runner.storage.reader import resolve_observation
+    from gero.api import bundle
 
-    name = args.output.name
-    if not name.endswith((".tar.gz", ".tgz")):
-        # The bundle is a gzipped tar whatever the name says: a .zip would not open as one.
-        stem = name.split(".")[0] or "bundle"
-        raise GeroError(f"-o {args.output}: a bundle is a .tar.gz; name it {stem}.tar.gz")
-    root = DataRoot(data_dir(args))
     problems: list[str] = []
-    row = resolve_observation(root, args.observation, problems)
-    for problem in problems:
-        warn(args, problem)
-    result = create_bundle(root, row, args.output)
+    try:
+        bundled = bundle(args.observation, args.output, data_dir(args), problems)
+    finally:
+        for problem in problems:
+            warn(args, problem)
+    row, result = bundled.observation, bundled.bundle
     print(f"wrote {result.path} ({result.files} files, {result.rows} observation rows, "
           f"{result.size_bytes / 1024:.1f} KiB) for {row['case_id']} {row['check']} "
           f"{row['backend']} {row['optimization']}: {row['result']}")

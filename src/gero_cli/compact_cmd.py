@@ -22,14 +22,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def main(args: argparse.Namespace) -> int:
-    from gero_runner.errors import GeroError
-    from gero_runner.storage.compact import compact
-    from gero_runner.storage.store import DataRoot
+    from gero.api import compact
 
-    root = DataRoot(data_dir(args))
-    if not root.runs_dir.is_dir():
-        raise GeroError(f"no data root at {root.path} (no runs/ folder)")
-    result = compact(root, dry_run=args.dry_run)
+    result = compact(data_dir(args), dry_run=args.dry_run)
     for run_id in result.repaired:
         print(f"gero: the store index listed {run_id} as merged, but its own file was never "
               "replaced: merged again", file=sys.stderr)

@@ -29,23 +29,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def main(args: argparse.Namespace) -> int:
-    from gero.query.export import FORMATS, WORST_LIMIT, export_rows
-    from gero.query.filters import parse_filter
-    from gero_runner.errors import GeroError
-    from gero_runner.storage.reader import open_run
+    from gero.api import export
+    from gero.query.export import WORST_LIMIT
 
-    fmt = args.format or args.output.suffix.lstrip(".").lower()
-    if fmt not in FORMATS:
-        raise GeroError(f"cannot tell the format from {args.output.name!r}; give --format "
-                        f"{'|'.join(FORMATS)}")
-    flt = parse_filter(args.where)  # validate before touching the data root
-    view = open_run(data_dir(args), args.run)
-    for problem in view.problems:
-        warn(args, problem)
-    result = export_rows(view, flt, fmt, args.output)
+    problems: list[str] = []
+    try:
+        exported = export(args.output, args.run, args.where, args.format, data_dir(args),
+                          problems)
+    finally:
+        for problem in problems:
+            warn(args, problem)
+    result, fmt = exported.result, exported.result.format
     what = f"{result.rows} observations"
     if fmt == "md" and result.rows > WORST_LIMIT:
         # The report counts every row but lists only the worst one by one: say so.
         what = f"a report on {result.rows} observations (the {WORST_LIMIT} worst listed)"
-    print(f"wrote {what} of run {view.run_id} to {result.path} ({fmt}, {result.seconds:.2f} s)")
+    print(f"wrote {what} of run {exported.run_id} to {result.path} ({fmt}, "
+          f"{result.seconds:.2f} s)")
     return 0

@@ -38,15 +38,10 @@ def _size(n: int) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gero_runner.errors import GeroError
-    from gero_runner.storage import gc
-    from gero_runner.storage.store import DataRoot
+    from gero.api import gc
 
-    root = DataRoot(data_dir(args))
-    if not root.path.is_dir():
-        raise GeroError(f"no data root at {root.path}")
-    retention = gc.Retention(keep_runs=args.keep_runs, older_than_days=args.older_than)
-    result = gc.apply(root, retention) if args.apply else gc.plan(root, retention)
+    result = gc(data_dir(args), keep_runs=args.keep_runs, older_than=args.older_than,
+                apply=args.apply)
     for g in result.garbage:
         print(f"{g.size_bytes / 1024:10.1f} KiB  {g.path}  ({g.why})")
     directories = len(result.garbage) - len(result.runs)

@@ -61,31 +61,22 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def main(args: argparse.Namespace) -> int:
-    from gero_runner.metrics.parity import ParityTolerances, parse_output_kinds
-    from gero_runner.parity.module import parse_inputs
+    from gero.api import parity
     from gero_runner.parity.report import VERDICTS, markdown_report
-    from gero_runner.parity.run import ParityRequest, run_parity
-    from gero_runner.parity.torch_support import require_torch
     from gero_runner.schema import RESULT_CLASSES, RESULT_LABELS
 
-    require_torch()  # first, so a missing extra is the first thing said
-    if args.checkpoint is not None and not args.checkpoint.is_file():
-        raise GeroError(f"--checkpoint {args.checkpoint}: no such file")
-    request = ParityRequest(
-        module=args.module, inputs=parse_inputs(args.input), data_root=data_dir(args),
-        checkpoint=args.checkpoint, onnx=args.onnx,
-        output_kinds=parse_output_kinds(args.output_kind),
-        tolerances=ParityTolerances(rtol=args.rtol, atol=args.atol, coord_tol=args.coord_tol,
-                                    conf_tol=args.conf_tol),
-        samples=args.max_pairs, seed=args.seed, threads=args.threads, repeats=args.repeats,
-        opset=args.opset, run_id=args.run_id, command_line=shlex.join(["gero", *sys.argv[1:]]),
-        search_path=Path.cwd(), timeout_s=args.timeout,
-    )
-    result = run_parity(request, lambda message: warn(args, message))
+    result = parity(
+        args.module, args.input, checkpoint=args.checkpoint, onnx=args.onnx,
+        output_kinds=args.output_kind, rtol=args.rtol, atol=args.atol,
+        coord_tol=args.coord_tol, conf_tol=args.conf_tol, max_pairs=args.max_pairs,
+        opset=args.opset, seed=args.seed, threads=args.threads, repeats=args.repeats,
+        timeout=args.timeout, run_id=args.run_id, data_dir=data_dir(args),
+        command_line=shlex.join(["gero", *sys.argv[1:]]), search_path=Path.cwd(),
+        warn=lambda message: warn(args, message))
     record, rows = result.record, result.rows
     print(f"parity run {record.run_id}: {args.module}, {record.case_count} sample(s), "
           f"{len(rows)} comparisons ({record.new_observation_count} new) into "
-          f"{request.data_root}")
+          f"{data_dir(args)}")
     for row in rows:
         print(f"  {row['output_name']:<16} {row['optimization']:<12} "
               f"{VERDICTS.get(row['result'], row['result']):<18} {row['reason']}")

@@ -36,26 +36,14 @@ def _fmt(value: float | None) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from gero_runner.evidence.bundle import opened
-    from gero_runner.evidence.replay import STATUS_LABELS, replay_artifact
-    from gero_runner.request import check_timeout
-
-    ids = split_list(args.observation) or None
-    check_timeout(args.timeout)
+    from gero.api import replay
+    from gero_runner.evidence.replay import STATUS_LABELS
 
     def warn(message: str) -> None:
         _warn(args, message)
 
-    path = args.path
-    if not path.exists() and not path.is_absolute():
-        # An export's artifact_path is relative to the data root.
-        under_root = data_dir(args) / path
-        if under_root.exists():
-            path = under_root
-    args.path = path
-    with opened(args.path) as directory:
-        report = replay_artifact(directory, observation_ids=ids, warn=warn,
-                                 timeout_s=args.timeout)
+    report = replay(args.path, data_dir(args), split_list(args.observation), args.timeout,
+                    warn)
     if args.format == "json":
         data = report.to_dict()
         data["directory"] = str(args.path)

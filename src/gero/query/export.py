@@ -47,18 +47,37 @@ def _as_filter(where: str | Filter | None) -> Filter:
     return where if isinstance(where, Filter) else parse_filter(where)
 
 
+@dataclass(frozen=True)
+class RowOrder:
+    """Another order than the default (case, check, path): the explorer's table order.
+
+    ``relation`` is ``obs`` with extra columns the ORDER BY reads (``rn``, a finding's
+    rank), dropped from what is written."""
+
+    relation: str
+    order_by: str
+    """A whole ``ORDER BY …`` clause over ``relation``."""
+    extra: tuple[str, ...] = ()
+
+
 def select_rows(view: OpenRun, where: str | Filter | None = None,
-                ids: Iterable[str] | None = None, cursor: duckdb.DuckDBPyConnection | None = None
-                ) -> pa.Table:
-    """The run's observations matching ``where`` (and, if given, with these ids)."""
+                ids: Iterable[str] | None = None, cursor: duckdb.DuckDBPyConnection | None = None,
+                order: RowOrder | None = None) -> pa.Table:
+    """The run's observations matching ``where`` (and, if given, with these ids), in
+    ``order`` (default: case, check, backend, level, output)."""
     flt = _as_filter(where)
-    sql = f"SELECT * FROM obs WHERE {flt.sql}"
+    if order is None:
+        sql = f"SELECT * FROM obs WHERE {flt.sql}"
+    else:
+        dropped = f" EXCLUDE ({', '.join(order.extra)})" if order.extra else ""
+        sql = f"SELECT *{dropped} FROM {order.relation} WHERE {flt.sql}"
     params: list[Any] = list(flt.params)
     if ids is not None:
         sql += " AND observation_id IN (SELECT unnest(?::VARCHAR[]))"
         params.append(list(ids))
     con = cursor or view.connection
-    table = arrow_table(con, f"{sql} ORDER BY {_ORDER}", params)
+    table = arrow_table(con, f"{sql} ORDER BY {_ORDER}" if order is None
+                        else f"{sql} {order.order_by}", params)
     if table.column_names == list(COLUMN_NAMES):
         table = table.cast(OBSERVATION_SCHEMA)
     return table
@@ -85,7 +104,8 @@ def _csv_bytes(table: pa.Table) -> bytes:
 
 def export_rows(view: OpenRun, where: str | Filter | None, fmt: str, path: Path | str,
                 ids: Sequence[str] | None = None,
-                cursor: duckdb.DuckDBPyConnection | None = None) -> ExportResult:
+                cursor: duckdb.DuckDBPyConnection | None = None,
+                order: RowOrder | None = None) -> ExportResult:
     """Write the matching rows to ``path`` in ``fmt`` (atomically: all or nothing)."""
     if fmt not in FORMATS:
         raise GeroError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
@@ -94,7 +114,7 @@ def export_rows(view: OpenRun, where: str | Filter | None, fmt: str, path: Path 
         raise GeroError(f"-o {path}: is a directory; give a file name")
     start = time.perf_counter()
     flt = _as_filter(where)
-    table = select_rows(view, flt, ids, cursor)
+    table = select_rows(view, flt, ids, cursor, order)
     try:
         if fmt == "parquet":
             atomic_write_table(path, table)

@@ -340,7 +340,8 @@ class GeroApp(ExplorerApp):
 
         what = "selected" if selected else "matching"
         shown = "?" if count is None else f"{count:,}"
-        scope = ExportScope(where, tuple(params), f"{shown} {what} rows", count, filter_text)
+        scope = ExportScope(where, tuple(params), f"{shown} {what} rows", count, filter_text,
+                            sort=getattr(self.screen, "sort", None))
         current = getattr(self.screen, "current_observation_id", None)
         self.push_screen(ExportDialog(self.require_source(), scope, current_id=current))
 

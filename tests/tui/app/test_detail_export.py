@@ -126,3 +126,92 @@ async def test_export_to_a_directory_is_a_clear_error(tmp_path: Path) -> None:
         await _export(pilot, "csv", tmp_path)
         assert "is a directory" in _status(app)
         assert isinstance(app.screen, ExportDialog)
+
+
+@sync
+async def test_enter_on_the_format_chooses_it_and_enter_on_the_path_writes(
+        tmp_path: Path) -> None:
+    """Enter on the format radio wrote at once, in the format shown first (CSV)."""
+    from textual.widgets import RadioSet
+
+    root = tmp_path / "data"
+    build(root)
+    app = GeroApp(root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        await pilot.press("e")
+        await _settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ExportDialog)
+        assert isinstance(dialog.focused, RadioSet), "the format is chosen first"
+        box = dialog.query_one("#export-path", Input)
+        out = tmp_path / "out"
+        box.value = str(out / "rows.csv")
+        await pilot.press("right", "enter")  # Parquet
+        await _settle(pilot)
+        assert dialog.format == "parquet" and dialog.focused is box
+        assert not out.exists() and "wrote" not in _status(app)
+        assert box.value.endswith("rows.parquet")
+        out.mkdir()
+        await pilot.press("enter")
+        await _settle(pilot)
+        assert (out / "rows.parquet").is_file() and "wrote 4 rows as parquet" in _status(app)
+
+
+@sync
+async def test_a_second_export_to_the_same_file_asks_first(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    build(root)
+    app = GeroApp(root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        await pilot.press("e")
+        await _settle(pilot)
+        out = tmp_path / "rows.json"
+        out.write_text("mine")
+        await _export(pilot, "json", out)
+        assert out.read_text() == "mine"
+        assert "already there: enter again to overwrite" in _status(app)
+        await pilot.press("enter")
+        await _settle(pilot)
+        assert "wrote 4 rows" in _status(app) and out.read_text() != "mine"
+
+
+@sync
+async def test_a_failed_export_says_so_briefly(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    build(root)
+    app = GeroApp(root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        await pilot.press("e")
+        await _settle(pilot)
+        blocker = tmp_path / "file"
+        blocker.write_text("")
+        deep = blocker / ("x" * 200) / ("y" * 200) / ("z" * 200) / "rows.csv"
+        await _export(pilot, "csv", deep)
+        status = _status(app)
+        assert status.startswith("✗ not written: ") and "writing" not in status
+        assert len(status) <= 200, status
+
+
+@sync
+async def test_rows_are_exported_in_the_table_order(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    build(root)
+    app = GeroApp(root, screen="evaluations")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, EvaluationsScreen)
+        from gero.query.table import TableSort
+
+        screen.sort = TableSort("max_abs_error", descending=True)
+        await _settle(pilot)
+        shown = [screen.table.row(i).observation_id  # type: ignore[union-attr]
+                 for i in range(screen.table.row_count)]
+        await pilot.press("e")
+        await _settle(pilot)
+        out = tmp_path / "sorted.json"
+        await _export(pilot, "json", out)
+        assert _read("json", out) == shown

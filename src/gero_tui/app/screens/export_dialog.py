@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+import duckdb
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -37,6 +38,8 @@ class ExportScope:
     count: int | None = None
     filter_text: str = ""
     """The filter in the user's words ("result: divergence"), for a report's header."""
+    sort: Any = None
+    """The table's ``TableSort``: rows are written in the order the table shows them."""
 
     @staticmethod
     def of_ids(ids: Sequence[str]) -> ExportScope:
@@ -81,8 +84,23 @@ def export_scope(source: Any, scope: ExportScope, fmt: str, path: Path) -> tuple
     view = OpenRun(data_root_of(source), source.run_id, cursor,
                    list(getattr(source, "problems", [])))
     result = export_rows(view, Filter(scope.sql, tuple(scope.params), scope.filter_text), fmt,
-                         path, cursor=cursor)
+                         path, cursor=cursor, order=table_order(scope.sort))
     return result.path.resolve(), result.rows
+
+
+def table_order(sort: Any) -> Any:
+    """The export order of a table sort (None: the export's own order)."""
+    from gero.query.export import RowOrder
+    from gero.query.findings import ORDER_TABLE
+    from gero.query.source import NUMBERED_RELATION
+    from gero.query.table import BY_FINDING, TableSort
+
+    if not isinstance(sort, TableSort):
+        return None
+    if sort.column == BY_FINDING:
+        return RowOrder(f"(SELECT * FROM {NUMBERED_RELATION} LEFT JOIN {ORDER_TABLE} "
+                        "USING (observation_id))", sort.order_by(), ("rn", "finding_rank"))
+    return RowOrder(NUMBERED_RELATION, sort.order_by(), ("rn",))
 
 
 def export_bundle(source: Any, observation_id: str, path: Path) -> tuple[Path, str]:
@@ -112,6 +130,8 @@ class ExportDialog(Dialog[Path | None]):
         self.directory = directory
         self.format = "csv"
         self._path_edited = False
+        self._confirmed: Path | None = None
+        """A file already there that enter, pressed again, overwrites."""
 
     def compose(self) -> ComposeResult:
         bundle = self.bundle_first and self.current_id is not None
@@ -143,11 +163,15 @@ class ExportDialog(Dialog[Path | None]):
                 default_bundle_path(self.current_id, self.directory))
             self.query_one("#export-bundle", Button).focus()
         else:
-            self.query_one("#export-path", Input).focus()
+            # The format first: enter there chooses it and moves to the path, where enter
+            # writes (enter on the format wrote at once, in the format shown first).
+            self.query_one(RadioSet).focus()
 
     @on(RadioSet.Changed, "#export-format")
     def _format_changed(self, event: RadioSet.Changed) -> None:
         self.format = FORMATS[event.index]
+        self._confirmed = None
+        self.query_one("#export-path", Input).focus()
         path_input = self.query_one("#export-path", Input)
         current = Path(path_input.value)
         if current.suffix.lstrip(".") in FORMATS or current.name.endswith(".tar.gz"):
@@ -185,9 +209,19 @@ class ExportDialog(Dialog[Path | None]):
             return None
         return Path(text).expanduser()
 
+    def _may_write(self, path: Path) -> bool:
+        """No silent overwrite: a file already there is written only when asked twice."""
+        if path.exists() and not path.is_dir() and self._confirmed != path:
+            self._confirmed = path
+            self._status(Text(f"{short_error(str(path))} already there: enter again to "
+                              "overwrite", style="bold yellow"))
+            return False
+        self._confirmed = None
+        return True
+
     def action_export_rows(self) -> None:
         path = self._target()
-        if path is not None:
+        if path is not None and self._may_write(path):
             self._status(Text(f"writing {self.scope.description} as {self.format}…"))
             self._write_rows(path, self.format)
 
@@ -198,6 +232,8 @@ class ExportDialog(Dialog[Path | None]):
         if not path.name.endswith(".tar.gz"):
             path = default_bundle_path(self.current_id, path.parent)
             self.query_one("#export-path", Input).value = str(path)
+        if not self._may_write(path):
+            return
         self._status(Text("writing the bundle…"))
         self._write_bundle(path, self.current_id)
 
@@ -207,8 +243,8 @@ class ExportDialog(Dialog[Path | None]):
             written, rows = export_scope(self.source, self.scope, fmt, path)
             text = Text.assemble(("✓ ", "bold green"), f"wrote {rows} row"
                                  f"{'s' if rows != 1 else ''} as {fmt} to {written}")
-        except GeroError as e:
-            text = Text(f"✗ {e}", style="bold red")
+        except (GeroError, OSError, duckdb.Error) as e:
+            text = Text(f"✗ not written: {short_error(e)}", style="bold red")
         self.app.call_from_thread(self._status, text)
 
     @work(thread=True, exclusive=True, group="export", exit_on_error=False)
@@ -217,8 +253,8 @@ class ExportDialog(Dialog[Path | None]):
             written, command = export_bundle(self.source, observation_id, path)
             text = Text.assemble(("✓ ", "bold green"), f"wrote bundle {written}\n",
                                  ("replay with: ", "dim"), command)
-        except GeroError as e:
-            text = Text(f"✗ {e}", style="bold red")
+        except (GeroError, OSError, duckdb.Error) as e:
+            text = Text(f"✗ not written: {short_error(e)}", style="bold red")
         self.app.call_from_thread(self._status, text)
 
     def _status(self, text: Text) -> None:
@@ -227,4 +263,5 @@ class ExportDialog(Dialog[Path | None]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A worker that raised: say so; the explorer goes on."""
         if (error := worker_failure(event)) is not None:
-            self.notify(error, title="Export failed", severity="error", timeout=15)
+            # The status said "writing…": it says what happened instead, in a few words.
+            self._status(Text(f"✗ not written: {short_error(error)}", style="bold red"))

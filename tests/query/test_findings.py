@@ -380,3 +380,38 @@ def test_a_runtime_widening_an_fp16_file_is_named_as_such(tmp_path: Path) -> Non
     (f,) = compute_findings(open_source(tmp_path))
     assert f.title.startswith("ONNX Runtime computes the fp16 file of magika in float32 at")
     assert "cannot run" not in f.title
+
+
+def test_variant_file_disagreements_are_causes_of_their_own(tmp_path: Path) -> None:
+    """A model off from float64 on every path (one cause), ORT disable_all against all on
+    the fp16 file, and OpenVINO against ORT on the int8-static file: three findings, not
+    one 'every path' that swallows the two variant-file disagreements."""
+    off = "3 of 8 elements outside atol=1e-06 + rtol=1e-05·|r|; max |a−r| = 0.001"
+    rows = [_model_row("expected", b, lvl, "divergence", off, "float64-shadow")
+            for b, lvl in (("onnxruntime", "all"), ("openvino", "f32"))]
+    rows += [
+        _model_row("model:fp16:scaled", "onnxruntime", "disable_all", "divergence",
+                   "scaled error against the fp16 file computed exactly 9e-3 > 0.004",
+                   "fp16-exact-shadow"),
+        _model_row("model:fp16:scaled", "openvino", "f32", "passed", "ok", "fp16-exact-shadow"),
+        _model_row("model:int8-static:cosine", "openvino", "f32", "divergence",
+                   "row cosine 0.8 < min(0.99, floor 0.999) over 4 row(s)",
+                   "int8-static:onnxruntime:all"),
+        _model_row("model:int8-static:cosine", "onnxruntime", "disable_all", "passed", "ok",
+                   "int8-static:onnxruntime:all"),
+    ]
+    _write(tmp_path, rows)
+    findings = compute_findings(open_source(tmp_path))
+    assert sorted((f.family, f.outlier) for f in findings) == [
+        ("model:fp16:scaled", "onnxruntime"), ("model:int8-static:cosine", "openvino"),
+        ("numeric", "every path")]
+
+
+def test_every_path_needs_every_path_off_the_same_way(tmp_path: Path) -> None:
+    off = "3 of 8 elements outside atol=1e-06 + rtol=1e-05·|r|; max |a−r| = 0.001"
+    nan = "actual is NaN at 2 of 8 elements where the reference is finite"
+    rows = [_model_row("expected", "onnxruntime", "all", "divergence", off, "float64-shadow"),
+            _model_row("expected", "openvino", "f32", "contract_issue", nan, "float64-shadow")]
+    _write(tmp_path, rows)
+    outliers = {f.outlier for f in compute_findings(open_source(tmp_path))}
+    assert outliers == {"onnxruntime", "openvino"}

@@ -218,6 +218,10 @@ _FAILED_PATH = ("^(?:variant \\S+: )?(?:(?:" + "|".join(MODEL_VARIANTS) + "):)?(
 """The path a failure names, without the variant file it ran (``fp16:tract-optimized``)."""
 
 
+_VARIANT_CHECK = "^model:(" + "|".join(MODEL_VARIANTS) + ")(:|$)"
+"""A model row about a variant file (``model:fp16:scaled``), not the model itself."""
+
+
 def members_sql(relation: str = "obs") -> str:
     """SQL that selects one row per non-passed observation of ``relation`` with its finding.
 
@@ -297,8 +301,10 @@ WITH raw AS MATERIALIZED (
     FROM decided
 ), everyone AS (
     -- cases (per family) where every runtime that ran them is blamed
+    -- and off the same way (one kind of failure): two causes stay two findings
     SELECT b.case_id, b.fam0, count(DISTINCT b.runtime) >= 2
-               AND count(DISTINCT b.runtime) >= any_value(n.runtimes) AS every_path
+               AND count(DISTINCT b.runtime) >= any_value(n.runtimes)
+               AND count(DISTINCT b.kind) = 1 AS every_path
     FROM runtime_rows b JOIN (SELECT case_id, fam, count(*) AS runtimes FROM runtimes
                               GROUP BY ALL) n
         ON n.case_id = b.case_id AND n.fam = b.fam0
@@ -308,9 +314,11 @@ WITH raw AS MATERIALIZED (
     SELECT DISTINCT case_id, runtime FROM runtime_rows WHERE fam0 = 'numeric'
 ), blamed AS (
     -- a law or variant that a runtime already off in that case breaks (and not every
-    -- runtime does) is the same cause as its outputs
+    -- runtime does) is the same cause as its outputs; not a row on a variant file: a
+    -- disagreement there is a cause of its own
     SELECT r.*, CASE WHEN r.fam0 NOT IN ('nan', 'execution', 'numeric')
                           AND NOT coalesce(e.every_path, false) AND o.runtime IS NOT NULL
+                          AND NOT regexp_matches(r.chk, '{_VARIANT_CHECK}')
                      THEN 'numeric' ELSE r.fam0 END AS fam
     FROM runtime_rows r
     LEFT JOIN everyone e ON e.case_id = r.case_id AND e.fam0 = r.fam0
@@ -356,6 +364,9 @@ WITH raw AS MATERIALIZED (
                      AND {_WIDTH.format(x='precision')} < {_WIDTH.format(x='dtype')}
                     THEN 'precision'
                 WHEN kind LIKE 'nonfinite:%' AND outlier <> 'every path' THEN 'non-finite'
+                -- a registered defect is one cause on the model and every variant file
+                WHEN kind LIKE 'defect:%' AND regexp_matches(fam, '{_VARIANT_CHECK}')
+                    THEN 'numeric'
                 ELSE fam END AS family,
            kind, sub AS template, dtype, op_type, precision
     FROM labelled

@@ -155,7 +155,8 @@ TEXT_COLUMNS = ("op_type", "case_name", "input_shapes", "dtype", "check", "optim
                 "backend", "result", "reason")
 """What the free-text filter searches: every text the table shows (the Optimization column
 shows the level or the backend, so both are searched)."""
-TEXT_SEARCHED = "operation, case, input, dtype, check, optimisation/backend, result, details"
+TEXT_SEARCHED = ("operation, case, input, dtype, check, path/runtime, result, details (each word "
+                 "in any of them)")
 """``TEXT_COLUMNS`` in the words of the help and the find box."""
 
 
@@ -163,8 +164,25 @@ def _ident(name: str) -> str:
     return '"' + name + '"'
 
 
+def _nan_last(name: str) -> str:
+    return f"CASE WHEN isnan({name}) THEN NULL ELSE {name} END"
+
+
+SORT_ONLY: tuple[Column, ...] = (
+    # The absolute error mixes dtypes (1e-3 is large for float32, small for float16): these
+    # compare rows across dtypes. Not shown as columns (the detail view has them).
+    Column("scaled_error", "Scaled error (max|a−r| / max|r|)", "scaled_error",
+           numeric=True, sort_sql=_nan_last("scaled_error")),
+    Column("max_ulp", "Max ULP distance", "max_ulp", numeric=True,
+           sort_sql=_nan_last("max_ulp")),
+    Column("min_atol", "Needs atol (the atol that would pass it)", "min_atol", numeric=True,
+           sort_sql=_nan_last("min_atol")),
+)
+"""Sort keys that are not table columns."""
+
+
 def _column(key: str) -> Column:
-    for c in COLUMNS:
+    for c in (*COLUMNS, *SORT_ONLY):
         if c.key == key:
             return c
     raise ValueError(f"unknown column {key!r}; columns: {', '.join(COLUMN_KEYS)}")
@@ -239,19 +257,20 @@ class TableFilter:
             # A literal, case-blind substring per column: contains() needs no escaping of
             # % _ and \, and DuckDB evaluates it on Parquet's dictionaries (ILIKE with an
             # ESCAPE clause is not: 240 ms against 35 ms on a million rows).
-            needle = self.text.strip().lower()
-            terms = []
-            for c in TEXT_COLUMNS:
-                known = (text_values or {}).get(c)
-                if known is None:
-                    terms.append(f"contains(lower({_ident(c)}), ?)")
-                    params.append(needle)
-                    continue
-                hits = [v for v in known if needle in v.lower()]
-                if hits:
-                    terms.append(f"{_ident(c)} IN ({', '.join('?' * len(hits))})")
-                    params.extend(hits)
-            parts.append("(" + (" OR ".join(terms) or "false") + ")")
+            # Words AND: "softmax float16" is rows with both words, each in any column.
+            for needle in self.text.lower().split():
+                terms = []
+                for c in TEXT_COLUMNS:
+                    known = (text_values or {}).get(c)
+                    if known is None:
+                        terms.append(f"contains(lower({_ident(c)}), ?)")
+                        params.append(needle)
+                        continue
+                    hits = [v for v in known if needle in v.lower()]
+                    if hits:
+                        terms.append(f"{_ident(c)} IN ({', '.join('?' * len(hits))})")
+                        params.extend(hits)
+                parts.append("(" + (" OR ".join(terms) or "false") + ")")
         return (" AND ".join(parts) or "true"), params
 
     def describe(self) -> list[str]:

@@ -63,7 +63,7 @@ async def test_select_two_rows_and_export(tmp_path: Path, fmt: str) -> None:
         screen = app.screen
         assert isinstance(screen, EvaluationsScreen)
         first = screen.current_observation_id
-        await pilot.press("space")  # selects and moves down
+        await pilot.press("space", "down")  # space selects, the cursor stays
         second = screen.current_observation_id
         assert first is not None and second is not None
         await pilot.press("space")

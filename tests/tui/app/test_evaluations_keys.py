@@ -161,11 +161,14 @@ async def test_selection_space_and_all(data_root: Path, observations: Path) -> N
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_table(pilot)
         first = shown(app)[:2]
-        await pilot.press("space", "space")
+        await pilot.press("space", "space")  # the cursor stays: selected, then not
+        await settle(pilot)
+        assert screen.selection.is_empty
+        await pilot.press("space", "down", "space")  # space Down space: two rows
         await settle(pilot)
         assert screen.selected_count == 2
         assert set(screen.selected_observation_ids()) == set(first)
-        await pilot.press("up", "space")  # unselect the second again
+        await pilot.press("space")  # unselect the second again
         await settle(pilot)
         assert screen.selected_observation_ids() == [first[0]]
         await pilot.press("4", "a")

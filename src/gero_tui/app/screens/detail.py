@@ -298,6 +298,17 @@ class DetailScreen(Screen[None]):
 
     def action_blame(self) -> None:
         """``B``: run every ORT level on this graph and name the level and rewrite to blame."""
+        fields = self.observation.fields if self.observation is not None else None
+        if fields is not None and fields.get("backend") != "onnxruntime":
+            from gero_runner.backends import path_label
+
+            # Blame reruns ONNX Runtime's levels: on another runtime's row it would answer
+            # "no optimisation level changes the output", about the wrong runtime.
+            self._show_blame(Text(
+                "blame is for ONNX Runtime's optimisation levels: this row is "
+                f"{path_label(str(fields.get('backend')), str(fields.get('optimization')))}"
+                "'s (D on the Findings screen compares runtimes)", style="yellow"))
+            return
         self._show_blame(Text("blaming… (every optimisation level runs in the background)",
                               style="italic"))
         self.blame()

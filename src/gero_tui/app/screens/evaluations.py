@@ -605,7 +605,6 @@ class EvaluationsScreen(Screen[None]):
         else:
             self.selection = self.selection.toggle(observation_id, selected)
         self.table.set_selected(self.table.cursor, not selected)
-        self.table.action_cursor_down()
 
     def action_select_matching(self) -> None:
         """Select every row matching the filter; again (with nothing changed) unselects all."""

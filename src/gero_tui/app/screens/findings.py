@@ -66,7 +66,9 @@ def summary_line(report: FindingsReport, readable: str | None = None) -> Text:
     text.append(f", {len(report.findings) - new} still, ")
     text.append(f"{len(report.gone)} gone", style=STATUS_STYLE["gone"] if report.gone else "")
     if report.unresolved:
-        text.append(f", {len(report.unresolved)} not rerun", style="dim")
+        # Not "not rerun": a case that ran again and now fails under a new cause is one too.
+        text.append(f", {len(report.unresolved)} unresolved (absent here, but a case that "
+                    "showed it did not run again or fails under a new cause)", style="dim")
     return text
 
 

@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from gero.query.table import BY_FINDING, COLUMNS, NATURAL, TableSort
+from gero.query.table import BY_FINDING, COLUMNS, NATURAL, SORT_ONLY, TableSort
 from gero_tui.app.base import Dialog
 
 
@@ -27,7 +27,7 @@ class SortPickerScreen(Dialog[str | None]):
 
     def compose(self) -> ComposeResult:
         options = [Option("Run order (as the runner wrote them)", id=NATURAL)]
-        for column in COLUMNS:
+        for column in (*COLUMNS, *SORT_ONLY):
             mark = ""
             if column.key == self.current.column:
                 mark = "  ▼ (enter: ▲)" if self.current.descending else "  ▲ (enter: ▼)"

@@ -31,6 +31,19 @@ DEFAULTS = {"float16": (5e-3, 5e-4), "float32": (1e-5, 1e-6), "float64": (1e-12,
 and the value typed replaces it for every row of the dtype."""
 
 
+def tolerance_problem(value: str) -> str | None:
+    """Why ``value`` is not a tolerance, in the dialog's words; None when it is one."""
+    import math
+
+    try:
+        number = float(value)
+    except ValueError:
+        return f"{value!r} is not a number (e.g. 1e-3)"
+    if not math.isfinite(number) or number < 0:
+        return f"{value} is not a tolerance: give a finite number ≥ 0"
+    return None
+
+
 def result_text(w: WhatIf, findings: list[Finding]) -> Text:
     """What the change would do, findings first."""
     titles = {f.finding_id: f.title for f in findings}
@@ -41,9 +54,11 @@ def result_text(w: WhatIf, findings: list[Finding]) -> Text:
         (f"{w.regraded:,} re-graded from stored figures; {w.not_regraded:,} not re-graded: "
          "their class depends on more than the tolerance (NaN, inf, contracts)\n", "dim"))
     for c in w.findings[:12]:
+        # As `gero findings --rtol/--atol` says it: "8 of 10 would pass".
         gone = c.would_pass == c.members
-        text.append(f"{'gone' if gone else 'less':>5} ", style="#98e024" if gone else "")
-        text.append(f"{c.would_pass:>5} of {c.members:<5} {titles.get(c.finding_id, '')}\n")
+        text.append(f"{c.would_pass:>5} of {c.members:<5} would pass",
+                    style="#98e024" if gone else "")
+        text.append(f"{' (gone)' if gone else '':<8}{titles.get(c.finding_id, '')}\n")
     for n in w.new_failures[:8]:
         text.append("  new ", style="#fd971f")
         text.append(f"{n.count:>5} passed would diverge: {n.op_type} {n.dtype} on {n.paths}\n")
@@ -104,6 +119,12 @@ class WhatIfDialog(Dialog[None]):
 
         rtol = self.query_one("#whatif-rtol", Input).value.strip()
         atol = self.query_one("#whatif-atol", Input).value.strip()
+        for name, value in (("rtol", rtol), ("atol", atol)):
+            if value and (problem := tolerance_problem(value)) is not None:
+                # In the dialog's words: the parser's names a command-line flag.
+                self.query_one("#whatif-result", Static).update(
+                    Text(f"{name}: {problem}", style="red"))
+                return
         try:
             overrides = parse_whatif([f"{self.dtype}={rtol}"] if rtol else [],
                                      [f"{self.dtype}={atol}"] if atol else [])

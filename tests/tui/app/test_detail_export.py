@@ -149,7 +149,8 @@ async def test_enter_on_the_format_chooses_it_and_enter_on_the_path_writes(
         box.value = str(out / "rows.csv")
         await pilot.press("right", "enter")  # Parquet
         await _settle(pilot)
-        assert dialog.format == "parquet" and dialog.focused is box
+        assert dialog.format == "parquet"
+        assert isinstance(dialog.focused, Input) and dialog.focused.id == "export-path"
         assert not out.exists() and "wrote" not in _status(app)
         assert box.value.endswith("rows.parquet")
         out.mkdir()

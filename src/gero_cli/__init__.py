@@ -63,7 +63,9 @@ def version_line() -> str:
         except metadata.PackageNotFoundError:
             return "not installed"
 
-    runtimes = ", ".join(f"{p} {installed(p)}" for p in ("onnxruntime", "onnx", "numpy"))
+    # every runtime gero measures, installed or not (openvino and tract are extras)
+    runtimes = ", ".join(f"{p} {installed(p)}"
+                         for p in ("onnxruntime", "openvino", "tract", "onnx", "numpy"))
     return f"gero {installed('gero')} ({runtimes}; python {sys.version.split()[0]})"
 
 

@@ -46,7 +46,9 @@ def test_version() -> None:
     out = _gero("--version")
     assert out.returncode == 0
     line = out.stdout.decode().strip()
-    assert re.fullmatch(r"gero \S+ \(onnxruntime \S+, onnx \S+, numpy \S+; python \S+\)", line)
+    version = r"(\S+|not installed)"
+    assert re.fullmatch(rf"gero \S+ \(onnxruntime \S+, openvino {version}, tract {version}, "
+                        r"onnx \S+, numpy \S+; python \S+\)", line)
 
 
 @pytest.mark.parametrize("args", [["--help"], ["diff", "--help"], ["run", "--help"]])

@@ -7,6 +7,8 @@ import functools
 import os
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from gero_runner import backends
 from gero_runner.checks.contracts.paths import (
     Evidence,
@@ -34,7 +36,15 @@ def determinism_rows(ctx: CaseContext, paths: list[PathResult]) -> list[Observat
         if path.repeats < 2:
             continue
         digest = tensors_hash(path.outputs)
-        if path.deterministic:
+        nan = sum(int(np.isnan(x).sum()) for x in path.outputs if x.dtype.kind in "fc")
+        size = sum(int(x.size) for x in path.outputs)
+        if path.deterministic and nan:
+            # identical NaN bits are no evidence of determinism: NaN == NaN never passes
+            result = CONTRACT_ISSUE
+            reason = (f"determinism: {path.repeats} repeated runs gave identical output "
+                      f"hashes, but NaN on both sides at {nan} of {size} elements (NaN == "
+                      "NaN never passes)")
+        elif path.deterministic:
             result = PASSED
             reason = f"determinism: {path.repeats} repeated runs gave identical output hashes"
         else:

@@ -279,6 +279,20 @@ def test_non_deterministic_repeats_are_a_contract_issue() -> None:
     assert rows["onnx-reference"]["result"] == PASSED
 
 
+def test_identical_nan_outputs_are_no_evidence_of_determinism() -> None:
+    """Sqrt(x − c) NaN where x < c: repeats give identical NaN bits; NaN == NaN never
+    passes, so the row is no pass (it joins the NaN-on-both-sides cause)."""
+    case = _case(b"", {"X": _x()})
+    out = [np.array([1.0, np.nan, np.nan], F)]
+    paths = {"ort-all": PathResult("ort-all", "onnxruntime", "1", "all", 1, {}, outputs=out,
+                                   repeats=5)}
+    ctx = CaseContext(case, RunSettings(data_root=""), EvidenceWriter(),
+                      paths, ["Y"], "g", "i")
+    (row,) = determinism_rows(ctx, list(paths.values()))
+    assert row["result"] == CONTRACT_ISSUE
+    assert "NaN on both sides at 2 of 3 elements" in row["reason"]
+
+
 # ---------------------------------------------------------------- rank change
 
 def test_rank_change_on_a_registry_entry(tmp_path: Path) -> None:

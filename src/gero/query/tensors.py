@@ -85,6 +85,10 @@ class ElementAnalysis:
     inf_mismatch: int
     """Positions with ±inf on either side that are not the same infinity."""
     worst: tuple[WorstElement, ...]
+    worst_excess: tuple[int, ...] | None = None
+    """The element furthest outside its tolerance (|a − r| − (atol + rtol·|r|), a
+    non-finite mismatch first); None when every element is within. Not always the
+    largest |a − r|: that one can be inside a tolerance that grows with |r|."""
 
 
 @dataclass(frozen=True)
@@ -228,7 +232,18 @@ def analyse(evidence: Evidence, worst_count: int = WORST_COUNT) -> ElementAnalys
     tol = evidence.atol + evidence.rtol * median_r
     tol_log10 = math.log10(tol) if tol > 0 else -math.inf
     ulp = _ulp(a_raw.reshape(-1), r_raw.reshape(-1), diff)
+    worst_excess = None
+    if out_of_tolerance:
+        with np.errstate(invalid="ignore", over="ignore"):
+            excess = diff - (evidence.atol + evidence.rtol * abs_r)
+        if finite is not None:
+            excess = np.where(score == np.inf, np.inf, excess)
+        excess = np.where(np.isnan(excess), -np.inf, excess)
+        k = int(np.argmax(excess))
+        shape = evidence.actual.shape
+        worst_excess = tuple(int(i) for i in np.unravel_index(k, shape)) if shape else ()
     return ElementAnalysis(
+        worst_excess=worst_excess,
         element_count=int(a.size),
         zero_error=zero,
         abs_bins=_decade_bins(positive, tol_log10),

@@ -62,6 +62,7 @@ async def test_plane_orientation_and_columns_follow_the_room(
     async with app.run_test(size=size) as pilot:
         view = app.query_one(TensorView)
         view.show(evidence, analyse(evidence))
+        view.jump((0, 0, 0))  # the plane from its first row and column
         view.focus()
         await pilot.pause()
         console = Console(width=size[0], record=True, file=io.StringIO())
@@ -83,3 +84,29 @@ async def test_plane_orientation_and_columns_follow_the_room(
         # `x`/`y` choose the axes; the room no longer does.
         await pilot.press("y")
         assert not view.auto_axes
+
+
+@sync
+async def test_w_jumps_to_the_worst_excess_and_W_to_the_largest_difference() -> None:
+    """A large |a − r| inside a tolerance that grows with |r| (a float16
+    BatchNormalization row) is not the element that fails."""
+    reference = np.array([[1000.0, 0.001, 2.0]], np.float32)
+    actual = np.array([[1000.5, 0.01, 2.0]], np.float32)
+    evidence = Evidence(Path("."), actual, reference, None, "outputs/a/output_0.npy",
+                        "outputs/b/output_0.npy", 1e-3, 1e-3)
+    analysis = analyse(evidence)
+    assert analysis.worst[0].index == (0, 0) and analysis.worst[0].within
+    assert analysis.worst_excess == (0, 1)
+    app = _ViewApp()
+    async with app.run_test(size=(120, 24)) as pilot:
+        view = app.query_one(TensorView)
+        view.show(evidence, analysis)
+        view.focus()
+        assert view.cursor is not None and view.cursor.original_index == (0, 1)
+        await pilot.press("W")
+        assert view.cursor.original_index == (0, 0)
+        await pilot.press("w")
+        assert view.cursor.original_index == (0, 1)
+    within = Evidence(Path("."), reference + np.float32(1e-4), reference, None,
+                      "outputs/a/output_0.npy", "outputs/b/output_0.npy", 1e-3, 1e-3)
+    assert analyse(within).worst_excess is None

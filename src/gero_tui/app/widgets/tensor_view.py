@@ -128,7 +128,10 @@ class TensorView(Widget, can_focus=True):
         Binding("right", "move(0, 1)", "right", show=False),
         Binding("pageup", "move(-10, 0)", show=False),
         Binding("pagedown", "move(10, 0)", show=False),
-        Binding("w", "worst", "worst"),
+        Binding("w", "worst", "worst excess",
+                tooltip="The element furthest outside its tolerance"),
+        Binding("W", "largest", "largest |a−r|",
+                tooltip="The element with the largest |a − r| (it can be within tolerance)"),
         Binding("left_square_bracket", "step(-1)", "prev slice"),
         Binding("right_square_bracket", "step(1)", "next slice"),
         Binding("s", "step_axis", "slice axis"),
@@ -155,7 +158,8 @@ class TensorView(Widget, can_focus=True):
 
     def show(self, evidence: Evidence, analysis: ElementAnalysis,
              labels: tuple[str, str] | None = None) -> None:
-        """Display these tensors; the cursor starts on the worst element."""
+        """Display these tensors; the cursor starts on the element furthest outside its
+        tolerance (``w``), else on the largest |a − r|."""
         self.evidence, self.analysis = evidence, analysis
         self.labels = labels or (side_label(evidence.actual_file),
                                  side_label(evidence.reference_file))
@@ -197,6 +201,17 @@ class TensorView(Widget, can_focus=True):
         self.version += 1
 
     def action_worst(self) -> None:
+        """The element furthest outside its tolerance (the one that fails), else the
+        largest |a − r|."""
+        if self.cursor and self.analysis:
+            if self.analysis.worst_excess is not None:
+                self.cursor.jump(self.analysis.worst_excess)
+            elif self.analysis.worst:
+                self.cursor.jump(self.analysis.worst[0].index)
+        self.version += 1
+
+    def action_largest(self) -> None:
+        """The largest |a − r|, inside tolerance or not."""
         if self.cursor and self.analysis and self.analysis.worst:
             self.cursor.jump(self.analysis.worst[0].index)
         self.version += 1

@@ -223,12 +223,17 @@ def evaluator_lacks(model: onnx.ModelProto) -> list[str]:
 
 def _check_task(task: str | None, model: onnx.ModelProto,
                 outputs: dict[str, np.ndarray] | None, source: str) -> None:
-    """A decision task needs a float output with a class axis (rank ≥ 2, last axis > 1)."""
+    """A decision task needs a float output with a class axis (rank ≥ 2, last axis > 1), or
+    an integer label output (a scikit-learn classifier's ``label``: its decisions are
+    compared exactly, element by element)."""
     if task not in DECISION_TASKS:
         return
     shapes: list[tuple[str, list[int | str]]] = []
     for o in model.graph.output:
         tt = o.type.tensor_type
+        if task == "classifier" and tt.elem_type in (onnx.TensorProto.INT64,
+                                                     onnx.TensorProto.INT32):
+            return  # a label per example: the decision itself
         if tt.elem_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
                                 onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16):
             continue
@@ -245,6 +250,27 @@ def _check_task(task: str | None, model: onnx.ModelProto,
     raise GeroError(f"{source}: --task {task} compares decisions (the argmax over a class "
                     f"axis), but no float output has one (outputs: {listed}); use --task "
                     f"regressor or leave --task out")
+
+
+def declared_shape_warnings(model: onnx.ModelProto, outputs: dict[str, np.ndarray] | None,
+                            name: str) -> list[str]:
+    """An output whose produced shape contradicts its declared one (another rank, or a
+    fixed size that differs): tools that trust the declaration will misread it."""
+    if outputs is None:
+        return []
+    found = []
+    for o in model.graph.output:
+        tt = o.type.tensor_type
+        if o.name not in outputs or not tt.HasField("shape"):
+            continue
+        declared: list[int | str] = [d.dim_value if d.HasField("dim_value") else
+                                     (d.dim_param or "?") for d in tt.shape.dim]
+        got = list(outputs[o.name].shape)
+        if len(declared) != len(got) or any(isinstance(d, int) and d != g
+                                            for d, g in zip(declared, got, strict=True)):
+            found.append(f"{name}: output {o.name!r} is declared {declared} but the model "
+                         f"produces {got}: its declared shape is wrong")
+    return found
 
 
 def _check_axes(axes: Mapping[str, int], model: onnx.ModelProto,
@@ -314,6 +340,7 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
             warnings.append(f"{name}: the seeded run failed ({error[:200]}); the default "
                             "inputs may not suit the model: set them with --input "
                             "NAME=SHAPE, --input-range, --input-value or --inputs")
+        warnings += declared_shape_warnings(model, exact, name)
         _check_task(checks.task, model, exact, source)
         _check_axes(checks.decision_axes, model, exact, source)
     first = next((x for x in inputs.values() if x.dtype.kind == "f"), next(iter(inputs.values())))

@@ -234,3 +234,11 @@ def test_the_fp16_variant_of_a_model_with_an_if_runs_on_the_reference(tmp_path: 
     assert not [r["reason"] for r in rows if r["result"] == "execution"]
     assert any(r["check"] == "model:fp16:scaled" and r["backend"] == "onnx-reference"
                for r in rows)
+
+
+def test_task_classifier_takes_a_zipmap_classifiers_integer_label(tmp_path: Path) -> None:
+    """scikit-learn's classifier decides through its int64 label (the probabilities are a
+    ZipMap): --task classifier is accepted, and the label is compared exactly."""
+    rows = run(tmp_path, zipmap_classifier(tmp_path), dims=["batch=4"], task="classifier")
+    label = [r for r in rows if r["output_name"] == "label" and r["check"] == "agreement"]
+    assert len(label) == 4 and all(r["result"] == "passed" for r in label)

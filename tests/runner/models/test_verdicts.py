@@ -260,3 +260,15 @@ def test_findings_and_summary_say_when_a_verdict_rests_on_seeded_inputs(
     findings, summary = seen[True]
     assert findings and not any(f.seeded_inputs for f in findings)
     assert not summary["seeded_inputs"]
+
+
+def test_an_output_whose_declared_shape_is_wrong_is_flagged(tmp_path: Path) -> None:
+    """ddddocr declares [1, seqlen] and produces [22, 1, 8210]: here [1, 'n'] and [2, 4]."""
+    model = save(tmp_path / "liar.onnx", [helper.make_node("Relu", ["x"], ["y"])],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "n"])])
+    warnings: list[str] = []
+    execute(RunRequest(models=[model], data_root=tmp_path / "data", repeats=1, jobs=1,
+                       checks=(), backends=("onnxruntime",)), warn=warnings.append)
+    assert any("output 'y' is declared [1, 'n'] but the model produces [2, 4]" in w
+               for w in warnings), warnings

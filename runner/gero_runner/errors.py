@@ -22,9 +22,21 @@ def error_text(e: BaseException) -> str:
     observation's identity, so they are written as ``0x…`` (or a rerun never deduplicates);
     OpenVINO's numbered node names likewise lose their number (``Parameter_…``).
     """
+    if isinstance(e, PathFailed):
+        return str(e)
     text = _ADDRESS.sub("0x…", f"{type(e).__name__}: {e}".strip())
     text = _OPENVINO_NODE.sub(r"\1_…", text)
     return text if len(text) <= ERROR_TEXT_LIMIT else text[:ERROR_TEXT_LIMIT] + " …"
+
+
+class PathFailed(Exception):
+    """A path gave no result for a reason already worded (it ran out of its budget, its
+    worker died): ``error_text`` gives the message as it is."""
+
+
+class NotRun(Exception):
+    """A path was not run at all: it ran out of its budget earlier in the case, and the row
+    saying so names what it was not run on."""
 
 
 class GeroError(Exception):

@@ -16,6 +16,10 @@ from gero_runner.errors import GeroError
 from gero_runner.tolerances import DEFAULTS, FLOAT_DTYPES, Tolerances
 
 DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_PATH_BUDGET_S = 60.0
+"""Seconds each path of a model case may take (``--path-budget``): a runtime setting on the
+model, on a variant or on the contract graphs, the ReferenceEvaluator, the float64 shadow, a
+variant's build, a runtime's noise-floor runs."""
 EXECUTORS = ("local", "dask")
 DEFAULT_MAX_TENSOR_MB = 1024.0
 """Largest tensor a case may make (``--max-tensor-mb``; see ``storage.budget``)."""
@@ -27,13 +31,12 @@ DECISION_TASKS = ("classifier", "decoder", "recognizer")
 OTHER_TASKS = ("encoder", "regressor", "detector", "dense")
 
 
-def check_timeout(value: object) -> None:
+def check_timeout(value: object, name: str = "timeout (--timeout)") -> None:
     """A per-case timeout is a positive, finite number of seconds (``inf`` would overflow
     the waits, 0 would time out every case)."""
     if not (isinstance(value, int | float) and not isinstance(value, bool)
             and math.isfinite(value) and value > 0):
-        raise GeroError(f"timeout (--timeout) must be a positive number of seconds, "
-                        f"got {value!r}")
+        raise GeroError(f"{name} must be a positive number of seconds, got {value!r}")
 
 
 # Suites by name: "module:function" returning the cases of a request (imported lazily).
@@ -118,6 +121,11 @@ class RunRequest:
     """``tcp://HOST:PORT`` of the Dask scheduler (default: ``$GERO_DASK_SCHEDULER``)."""
     max_tensor_mb: float = DEFAULT_MAX_TENSOR_MB
     max_evidence_mb: float = DEFAULT_MAX_EVIDENCE_MB
+    path_budget_s: float = DEFAULT_PATH_BUDGET_S
+    """Seconds each path of a model case may take (``--path-budget``)."""
+    skip_paths: tuple[str, ...] = ()
+    """Runtime settings not to run, ``RUNTIME:SETTING`` (``--skip-path``), checked against
+    the runtimes when the run starts."""
 
     def __post_init__(self) -> None:
         if self.suite not in suite_names():
@@ -144,6 +152,7 @@ class RunRequest:
             raise GeroError(f"tolerances must be a gero_runner.tolerances.Tolerances, e.g. "
                             f"Tolerances.with_overrides(rtol={{'float16': 1e-2}}), got "
                             f"{self.tolerances!r}")
+        check_timeout(self.path_budget_s, "path budget (--path-budget)")
         for name in ("max_tensor_mb", "max_evidence_mb"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not (

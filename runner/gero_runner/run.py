@@ -20,6 +20,8 @@ from gero_runner import backends
 from gero_runner.case import CaseInstance
 from gero_runner.errors import GeroError
 from gero_runner.execution.context import CaseResult, RunSettings
+from gero_runner.execution.paths import check_skip_paths, path_table_here
+from gero_runner.execution.plan import Activity
 from gero_runner.execution.pool import Outcome, run_cases
 from gero_runner.request import SUITES, ModelOptions, RunRequest, suite_names
 from gero_runner.schema import RunRecord
@@ -150,6 +152,7 @@ def request_to_json(request: RunRequest) -> dict[str, Any]:
     values["models"] = [str(Path(m).resolve()) for m in request.models]
     values["checks"] = list(request.checks)
     values["backends"] = None if request.backends is None else list(request.backends)
+    values["skip_paths"] = list(request.skip_paths)
     values["tolerances"] = request.tolerances.as_dict()
     values["model_options"] = {k: list(v) if isinstance(v, tuple) else v
                                for k, v in asdict(request.model_options).items()}
@@ -170,6 +173,7 @@ def request_from_json(values: dict[str, Any], data_root: Path, jobs: int,
     values["checks"] = tuple(values.get("checks", ()))
     if isinstance(values.get("backends"), list):
         values["backends"] = tuple(values["backends"])
+    values["skip_paths"] = tuple(values.get("skip_paths", ()))
     values["tolerances"] = Tolerances.from_dict(values.get("tolerances") or {})
     values["run_id"] = None
     return RunRequest(**{**values, "data_root": data_root, "jobs": jobs,
@@ -202,7 +206,8 @@ def _fixed_fields(run_id: str, started: datetime, *, suite: str, command_line: s
 def execute(request: RunRequest,
             progress: Callable[[int, int], None] | None = None,
             warn: Callable[[str], None] | None = None,
-            resume: str | None = None) -> RunRecord:
+            resume: str | None = None,
+            activity: Callable[[Activity], None] | None = None) -> RunRecord:
     """Run the request into its data root, saving finished cases as it goes; its record.
 
     Ctrl-C stops the run but keeps what finished: the record then has status
@@ -210,10 +215,11 @@ def execute(request: RunRequest,
     that interrupted run instead: its stored request is collected again and the cases it
     finished are not run twice. A full disk raises ``DiskFull`` after keeping what it can.
     With ``request.executor == "dask"`` the cases run on that Dask cluster (connected to
-    before anything is written).
+    before anything is written). ``activity`` is told about once a second what runs
+    (local runs).
     """
     if request.executor != "dask":
-        return _execute(request, progress, warn, resume, None)
+        return _execute(request, progress, warn, resume, None, activity)
     from gero_runner.execution.cluster import DaskCluster
 
     with DaskCluster(request.scheduler) as dask:
@@ -222,7 +228,8 @@ def execute(request: RunRequest,
 
 def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
              warn: Callable[[str], None] | None, resume: str | None,
-             dask: DaskCluster | None) -> RunRecord:
+             dask: DaskCluster | None,
+             activity: Callable[[Activity], None] | None = None) -> RunRecord:
     started = datetime.now(UTC)
     root = DataRoot(request.data_root)
     if resume is not None:
@@ -241,6 +248,9 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
         runtimes = backends.select(request.backends)
         if resume is not None:
             _check_versions(resume, writer.fields, runtimes, warn)
+        if request.skip_paths:  # the runtimes' settings, asked in a child
+            check_skip_paths(tuple(request.skip_paths), path_table_here(RunSettings(
+                data_root="", backends=runtimes, threads=request.threads)).every)
     except BaseException:
         if resume is not None:
             writer.close()
@@ -270,12 +280,14 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
         checks=model_checks(request), backends=runtimes,
         max_tensor_bytes=int(request.max_tensor_mb * 2**20),
         max_evidence_bytes=int(request.max_evidence_mb * 2**20),
+        path_budget_s=request.path_budget_s, skip_paths=tuple(request.skip_paths),
     )
     status = "complete"
     try:
         for outcome in (
                 run_cases([cases[i] for i in todo], settings, jobs=request.jobs,
-                          timeout_s=request.timeout_s, tick=writer.save_if_due)
+                          timeout_s=request.timeout_s, tick=writer.save_if_due,
+                          watch=activity)
                 if dask is None else
                 dask.run_cases([cases[i] for i in todo], settings, request.timeout_s,
                                tick=writer.save_if_due, warn=warn)):

@@ -22,6 +22,7 @@ from gero_runner.errors import GeroError
 from gero_runner.request import (
     DEFAULT_MAX_EVIDENCE_MB,
     DEFAULT_MAX_TENSOR_MB,
+    DEFAULT_PATH_BUDGET_S,
     DEFAULT_TIMEOUT_S,
     ModelOptions,
     RunRequest,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from gero_runner.evidence.blame import Blame
     from gero_runner.evidence.bundle import BundleResult
     from gero_runner.evidence.replay import ReplayReport
+    from gero_runner.execution.plan import Activity
     from gero_runner.parity.run import ParityResult
     from gero_runner.storage.compact import Compaction
     from gero_runner.storage.gc import GcPlan
@@ -81,7 +83,9 @@ def request(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
             limit: int | None = None, contracts: bool = True,
             command_line: str = "", executor: str = "local",
             scheduler: str | None = None, max_tensor_mb: float = DEFAULT_MAX_TENSOR_MB,
-            max_evidence_mb: float = DEFAULT_MAX_EVIDENCE_MB) -> RunRequest:
+            max_evidence_mb: float = DEFAULT_MAX_EVIDENCE_MB,
+            path_budget: float = DEFAULT_PATH_BUDGET_S,
+            skip_paths: Sequence[str] = ()) -> RunRequest:
     """The checked :class:`~gero_runner.request.RunRequest` for :func:`run`'s options.
 
     Bad values raise :class:`GeroError` with the same sentence ``gero run`` prints.
@@ -108,7 +112,8 @@ def request(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
         checks=("contracts", "variants") if contracts else (),
         backends=None if backends is None else tuple(backends),
         command_line=command_line, limit=limit, executor=executor, scheduler=scheduler,
-        max_tensor_mb=max_tensor_mb, max_evidence_mb=max_evidence_mb)
+        max_tensor_mb=max_tensor_mb, max_evidence_mb=max_evidence_mb,
+        path_budget_s=path_budget, skip_paths=tuple(skip_paths))
 
 
 def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
@@ -130,7 +135,9 @@ def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
         executor: str = "local", scheduler: str | None = None,
         max_tensor_mb: float = DEFAULT_MAX_TENSOR_MB,
         max_evidence_mb: float = DEFAULT_MAX_EVIDENCE_MB,
+        path_budget: float = DEFAULT_PATH_BUDGET_S, skip_paths: Sequence[str] = (),
         progress: Callable[[int, int], None] | None = None,
+        activity: Callable[[Activity], None] | None = None,
         warn: Callable[[str], None] | None = None) -> Run:
     """Run a suite or models into the data root, like ``gero run``, and return the run.
 
@@ -143,7 +150,10 @@ def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
     ``output_kinds`` map an input or output name to a value, or are the CLI's ``NAME=VALUE``
     strings; ``backends=None``, like no ``--backends``, tests every installed runtime).
     With ``models`` and the default
-    suite, only the models run. ``progress(done, total)`` is called as cases finish;
+    suite, only the models run. ``path_budget`` (``--path-budget``) bounds each path of a
+    model case, ``skip_paths`` (``--skip-path``) drops runtime settings (``"tract:unoptimized"``).
+    ``progress(done, total)`` is called as cases finish; ``activity(Activity)`` about once a
+    second with the paths running now (``gero_runner.execution.plan.Activity``);
     ``warn(message)`` gets each warning (they are kept in :attr:`Run.warnings` too).
     ``executor="dask"`` (``--executor dask``) runs the cases on the Dask distributed
     cluster whose scheduler is ``scheduler`` (``tcp://HOST:PORT``; default:
@@ -174,7 +184,8 @@ def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
                   output_kinds=output_kinds, timeout=timeout, limit=limit,
                   contracts=contracts, command_line=command_line, executor=executor,
                   scheduler=scheduler, max_tensor_mb=max_tensor_mb,
-                  max_evidence_mb=max_evidence_mb)
+                  max_evidence_mb=max_evidence_mb, path_budget=path_budget,
+                  skip_paths=skip_paths)
     warnings: list[str] = []
 
     def collect(message: str) -> None:
@@ -182,7 +193,7 @@ def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
         if warn is not None:
             warn(message)
 
-    record = execute(req, progress, collect, resume)
+    record = execute(req, progress, collect, resume, activity)
     return Run(req.data_root, record.run_id, warnings=warnings)
 
 

@@ -10,7 +10,7 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from gero_cli.common import (
@@ -26,7 +26,8 @@ from gero_cli.common import (
     warn,
 )
 from gero_runner.errors import GeroError
-from gero_runner.request import EXECUTORS, suite_names
+from gero_runner.execution.plan import Activity
+from gero_runner.request import DEFAULT_PATH_BUDGET_S, DEFAULT_TIMEOUT_S, EXECUTORS, suite_names
 from gero_runner.run import DiskFull
 from gero_runner.schema import RESULT_CLASSES, RESULT_LABELS
 from gero_runner.tolerances import FLOAT_DTYPES, parse_items
@@ -97,7 +98,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--atol", action="append", default=[], metavar="DTYPE=V",
                    help="absolute tolerance for a dtype, e.g. float16=1e-3 (repeatable; "
                    "defaults: float16 5e-4, float32 1e-6, float64 1e-13)")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds per case")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                   help="seconds per operator case, and for judging a --model case once its "
+                        "paths ran (default %(default)g)")
+    p.add_argument("--path-budget", type=float, default=DEFAULT_PATH_BUDGET_S,
+                   metavar="SECONDS",
+                   help="seconds each path of a --model case may take (default %(default)g): "
+                        "each runtime setting, the ReferenceEvaluator, the float64 shadow, "
+                        "each variant's build and each variant on each path, the contract "
+                        "graphs, the noise-floor runs; a path that runs out is one execution "
+                        "row naming it, and the case's other rows are kept")
+    p.add_argument("--skip-path", action="append", default=[], metavar="RUNTIME:SETTING",
+                   help="a runtime setting not to run, e.g. tract:unoptimized (repeatable or "
+                        "comma-separated; the runtime's other settings still run)")
     p.add_argument("--limit", type=int, default=None, help="run only the first N cases")
     p.add_argument("--max-tensor-mb", type=float, default=1024.0, metavar="MB",
                    help="largest tensor a case may make (MiB, default 1024): a model whose "
@@ -139,8 +152,12 @@ def main(args: argparse.Namespace) -> int:
                 contracts=not args.no_contracts, resume=args.resume,
                 executor=args.executor, scheduler=args.scheduler,
                 max_tensor_mb=args.max_tensor_mb, max_evidence_mb=args.max_evidence_mb,
+                path_budget=args.path_budget,
+                skip_paths=[s for item in args.skip_path for s in split_list(item)],
                 command_line=shlex.join(["gero", *sys.argv[1:]]),
-                progress=progress, warn=lambda message: warn(args, message))
+                progress=progress.cases if progress else None,
+                activity=progress.paths if progress else None,
+                warn=lambda message: warn(args, message))
     except DiskFull as e:
         # Not a usage error: the run kept what it saved and says how to resume it.
         print(f"gero: error: {e}", file=sys.stderr)
@@ -188,10 +205,35 @@ class _Terminated:
         signal.signal(signal.SIGTERM, self._previous)
 
 
+class _Bars:
+    """The run's progress: cases done, and for model cases the paths running (each with
+    the time it has had of its budget) and how many remain."""
+
+    def __init__(self, bar: Any, plain: bool) -> None:
+        self.bar, self.plain = bar, plain
+        self.case_task = bar.add_task("cases", total=None)
+        self.path_task: Any = None
+
+    def cases(self, done: int, total: int) -> None:
+        self.bar.update(self.case_task, completed=done, total=total)
+
+    def paths(self, activity: Activity) -> None:
+        if not activity.parts_planned:
+            return  # no model case: the case bar says it all
+        running = "; ".join(f"{r.label} {r.elapsed_s:.0f}/{r.budget_s:g} s"
+                            for r in activity.running)
+        left = activity.parts_planned - activity.parts_done
+        text = f"paths ({left} left)" + (f": {running}" if running else "")
+        if self.path_task is None:
+            self.path_task = self.bar.add_task(text, total=activity.parts_planned)
+        self.bar.update(self.path_task, completed=activity.parts_done,
+                        total=activity.parts_planned, description=text)
+
+
 @contextlib.contextmanager
-def _progress(args: argparse.Namespace) -> Iterator[Callable[[int, int], None] | None]:
+def _progress(args: argparse.Namespace) -> Iterator[_Bars | None]:
     """A progress bar when a person watches the terminal (not with -q), colourless under
-    NO_COLOR."""
+    NO_COLOR; a second line for model cases names the paths running."""
     if quiet(args) or not sys.stderr.isatty():
         yield None
         return
@@ -209,6 +251,6 @@ def _progress(args: argparse.Namespace) -> Iterator[Callable[[int, int], None] |
     console = Console(stderr=True, no_color=plain)
     label = TextColumn("gero run" if plain else "[bold]gero run[/]")
     with Progress(label, BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TimeRemainingColumn(), transient=True, console=console) as bar:
-        task = bar.add_task("cases", total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
+                  TimeRemainingColumn(), TextColumn("{task.description}"), transient=True,
+                  console=console) as bar:
+        yield _Bars(bar, plain)

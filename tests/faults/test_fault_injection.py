@@ -270,18 +270,27 @@ def test_a_full_disk_is_one_sentence_and_keeps_a_readable_run(
         subprocess.run(["umount", "-l", str(root)], capture_output=True)
 
 
-def test_a_model_that_never_ends_is_bounded_by_the_timeout(tmp_path: Path) -> None:
+def test_a_model_that_never_ends_is_bounded_by_the_path_budget(tmp_path: Path) -> None:
     model = tmp_path / "hang.onnx"
     model.write_bytes(never_ending_model())
     root = tmp_path / "data"
     start = time.monotonic()
-    done = gero("run", "--data-dir", str(root), "--model", str(model), "--timeout", "1",
-                "--jobs", "1", "--run-id", "hang", cwd=tmp_path, check=FOUND)
+    gero("run", "--data-dir", str(root), "--model", str(model), "--path-budget", "1",
+         "--backends", "onnxruntime", "--jobs", "1", "--run-id", "hang", cwd=tmp_path,
+         check=FOUND)
     assert time.monotonic() - start < WAIT_S
-    assert "Execution / unsupported        1" in done.stdout
     rows = pq.read_table(root / "runs/hang/observations.parquet").to_pylist()
-    assert [r["result"] for r in rows] == ["execution"]
-    assert "timed out after 1 s" in rows[0]["reason"] + rows[0]["details"]
+    assert {r["result"] for r in rows} == {"execution"}
+    # Each path (the float64 shadow, each ORT level, the ReferenceEvaluator) ran out of its
+    # own budget, and its row says so.
+    reasons = {r["optimization"]: r["reason"] for r in rows if r["check"] == "agreement"}
+    assert reasons["all"] == ("ort-all failed: onnxruntime all ran out of its 1 s budget on "
+                              "the model; not run on the contract graphs, nor its "
+                              "noise-floor runs")
+    assert len(reasons) == 5  # the four levels and the ReferenceEvaluator ("-")
+    shadow = [r["reason"] for r in rows if r["check"] == "model:float64-shadow"]
+    assert shadow == ["the float64 shadow could not run: it ran out of its 1 s budget "
+                      "(--path-budget)"]
 
 
 def test_a_hostile_bundle_is_refused_or_bounded(tmp_path: Path) -> None:

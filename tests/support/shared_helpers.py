@@ -83,6 +83,46 @@ def never_ending_model(name: str = "X", dtype: str = "float32",
     return bytes(model.SerializeToString())
 
 
+def reference_only_hang(path: Path) -> str:
+    """A model ``y = x + Loop(...)`` (``x`` of shape [batch, 4]) whose Loop runs for ever
+    on the ReferenceEvaluator only: its trip count is ``(max(Softmax(zeros[1,2,2]))·4 − 1)
+    · 1e15``, and Softmax-12 softmaxes the 4 coerced values (0.25: no iteration) everywhere
+    but on the stock evaluator, which takes the last axis (0.5: 1e15 iterations; the known
+    defect softmax-opset12-axis, which the corrected evaluator and so the float64 shadow do
+    not have)."""
+    h = helper
+    body = h.make_graph(
+        [h.make_node("Identity", ["cond_in"], ["cond_out"]),
+         h.make_node("Add", ["acc_in", "one"], ["acc_out"])], "body",
+        [h.make_tensor_value_info("i", TensorProto.INT64, []),
+         h.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         h.make_tensor_value_info("acc_in", TensorProto.FLOAT, [1])],
+        [h.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         h.make_tensor_value_info("acc_out", TensorProto.FLOAT, [1])],
+        [h.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
+    nodes = [h.make_node("Softmax", ["zeros"], ["sm"]),
+             h.make_node("ReduceMax", ["sm"], ["mx"], keepdims=0),
+             h.make_node("Mul", ["mx", "four"], ["m4"]),
+             h.make_node("Sub", ["m4", "onef"], ["m3"]),
+             h.make_node("Mul", ["m3", "big"], ["tripf"]),
+             h.make_node("Cast", ["tripf"], ["trip"], to=TensorProto.INT64),
+             h.make_node("Loop", ["trip", "cond", "acc0"], ["acc"], body=body),
+             h.make_node("Add", ["x", "acc"], ["y"])]
+    graph = h.make_graph(
+        nodes, "reference_only_hang",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])],
+        [h.make_tensor("zeros", TensorProto.FLOAT, [1, 2, 2], np.zeros(4)),
+         h.make_tensor("four", TensorProto.FLOAT, [], [4.0]),
+         h.make_tensor("onef", TensorProto.FLOAT, [], [1.0]),
+         h.make_tensor("big", TensorProto.FLOAT, [], [1e15]),
+         h.make_tensor("acc0", TensorProto.FLOAT, [1], [0.0]),
+         h.make_tensor("cond", TensorProto.BOOL, [], [True])])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 12)], ir_version=7)
+    onnx.save(model, path)
+    return str(path)
+
+
 def interrupted_after(finished: int) -> Callable[..., Iterator[pool.Outcome]]:
     """A stand-in for ``pool.run_cases`` that is Ctrl-C'd (KeyboardInterrupt) once
     ``finished`` cases are done: monkeypatch ``gero_runner.run.run_cases`` with it."""

@@ -4,7 +4,7 @@ leading dimension.
 
 The shadow (every float tensor widened to float64, run on the ReferenceEvaluator) is
 computed while the cases are collected, because the comparison of every path needs it as
-the case's expected outputs; it runs in a child process bounded by the per-case timeout (a
+the case's expected outputs; it runs in a child process bounded by the path budget (a
 model may loop for ever). A shadow that cannot run is recorded as its own execution
 observation.
 The same run looks for signs that the inputs, not the model, decide the verdict (an empty
@@ -193,6 +193,8 @@ def _shadow(model: onnx.ModelProto, inputs: dict[str, np.ndarray], name: str,
     try:
         trace = call_isolated(shadow.run_shadow_traced, model, inputs, timeout_s=timeout_s)
     except IsolatedFailure as e:  # the evaluator may lack an operator: the run goes on
+        if e.timed_out:
+            return None, None, f"it ran out of its {timeout_s:g} s budget (--path-budget)", []
         return None, None, str(e), []
     values = trace.outputs
     missing = [n for n in names if n not in values]
@@ -330,7 +332,7 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
     elif (too_big := oversized_tensor(model, inputs, int(request.max_tensor_mb * 2**20))):
         unsupported, expected, exact = too_big, None, None  # before the shadow allocates it
     else:
-        expected, exact, error, found = _shadow(model, inputs, name, request.timeout_s)
+        expected, exact, error, found = _shadow(model, inputs, name, request.path_budget_s)
         warnings += found
         lacking = evaluator_lacks(model)
         if error and lacking:  # no input would make it run: say which operators

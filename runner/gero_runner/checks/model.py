@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,8 +43,8 @@ import onnx
 
 from gero_runner import backends
 from gero_runner.backends.base import Backend, PathSpec
-from gero_runner.case import MODEL_SUITES, ModelChecks
-from gero_runner.errors import error_text
+from gero_runner.case import MODEL_SUITES, CaseInstance, ModelChecks
+from gero_runner.errors import NotRun, error_text
 from gero_runner.metrics import model_level as ml
 from gero_runner.metrics.compare import compare
 from gero_runner.models import variants as var
@@ -80,14 +82,134 @@ class Baseline:
 
 def baselines(ctx: CaseContext) -> list[Baseline]:
     """Each selected runtime's baseline, in the run's order (the first is the run's)."""
+    from gero_runner.execution.paths import selected_paths
+
     out = []
     for name in ctx.settings.backends:
         backend = backends.get(name)
-        every = backend.paths(ctx.settings.threads)
-        chosen = [s for s in every if s.optimization in ctx.settings.levels] or every
+        chosen = selected_paths(backend, ctx.settings)
         spec = backend.model_baseline(chosen)
         out.append(Baseline(backend, spec, chosen[0]))
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class StatsRule:
+    """How the figures of an output are taken: rows and decisions along its class axis
+    (``--decision-axis``; the last by default), argmax decisions where it decides."""
+
+    output_names: tuple[str, ...]
+    decision: bool
+    axes: tuple[tuple[str, int], ...] = ()
+
+    def decides(self, j: int) -> bool:
+        """Output j is a decision: a decision task, or a class axis the user named."""
+        return self.decision or self.output_names[j] in dict(self.axes)
+
+    def stats(self, j: int, a: np.ndarray, r: np.ndarray) -> ml.OutputStats:
+        axis = dict(self.axes).get(self.output_names[j])
+        if axis is not None and a.ndim and -a.ndim <= axis < a.ndim:
+            a, r = np.moveaxis(a, axis, -1), np.moveaxis(r, axis, -1)
+        return ml.output_stats(a, r, decision=self.decides(j))
+
+
+Floors = dict[int, tuple[ml.Floor, list[dict[str, Any]]]]
+"""A runtime's floor per float output, with its first setting's figures against it."""
+
+
+def floors_of(base: list[np.ndarray], disabled: list[np.ndarray] | None,
+              noisy: list[list[np.ndarray]], rule: StatsRule) -> Floors:
+    """The floor of each float output of ``base``: its first setting's outputs
+    (``disabled``, when there are) and the noisy runs against it."""
+    floors = {}
+    for j in [j for j, x in enumerate(base) if x.dtype.kind == "f"]:
+        stats = []
+        if disabled is not None:
+            stats.append(rule.stats(j, disabled[j], base[j]))
+        stats += [rule.stats(j, run[j], base[j]) for run in noisy]
+        floors[j] = (ml.noise_floor(stats), [s.as_dict() for s in stats[:1]])
+    return floors
+
+
+def noisy_runs(backend: Backend, spec: PathSpec, model: bytes, inputs: dict[str, np.ndarray],
+               seed: int, label: str, timer: Callable[[], AbstractContextManager[None]]
+               ) -> list[list[np.ndarray]]:
+    """16 runs of a runtime's baseline with 1e-7 relative noise on the float inputs
+    (``label`` names the model, 'fp32' or the variant: it seeds the noise)."""
+    with timer():
+        session = backend.build(model, spec.settings)
+    rng = np.random.default_rng([seed & 0xFFFFFFFF, len(label)])
+    runs = []
+    try:
+        for _ in range(NOISE_RUNS):
+            feeds = {}
+            for k, x in inputs.items():
+                if x.dtype.kind == "f":
+                    noise = 1.0 + NOISE_RELATIVE * rng.standard_normal(x.shape)
+                    x = (x.astype(np.float64) * noise).astype(x.dtype)
+                feeds[k] = x
+            with timer():
+                runs.append(backend.run(session, feeds))
+    finally:
+        with timer():
+            backend.release(session)
+            del session
+    return runs
+
+
+def calibration_of(case: CaseInstance) -> var.Calibration:
+    """What calibrates the case's int8-static variant (``--calibration``, ``--inputs``)."""
+    opts = case.model_checks or ModelChecks()
+    return var.Calibration(tuple(dict(s) for s in opts.calibration), opts.calibration_source)
+
+
+def fp16_yardsticks(model: bytes, inputs: dict[str, np.ndarray]
+                    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The fp16 file's float64 shadow rounded to float16 at each node, and its exact
+    float64 shadow (raises what the evaluator raises)."""
+    from gero_runner.models import fp16_reference as fr
+    from gero_runner.models import shadow
+
+    rounded = fr.rounded_shadow(model, inputs)
+    exact = shadow.run_shadow(onnx.load_from_string(model), inputs)
+    return rounded, exact
+
+
+class ModelRuns:
+    """Where the model family's runs come from. This one runs them here, one after another;
+    a model case split into parts has each run under its own budget in a part of its own
+    (``checks.model_parts``), and the family judges what they made. A run that is not made
+    raises (``NotRun``: its path ran out of its budget earlier and a row says so)."""
+
+    def floors(self, ctx: CaseContext, label: str, model: bytes, b: Baseline,
+               base: list[np.ndarray], disabled: list[np.ndarray] | None,
+               rule: StatsRule) -> Floors:
+        """The baseline's floors on ``model`` (``label``: 'fp32' or the variant) from its
+        noise-floor runs, ``base`` its outputs there and ``disabled`` its first setting's."""
+        noisy = noisy_runs(b.backend, b.spec, model, ctx.case.inputs, ctx.case.seed, label,
+                           ctx.backend_time)
+        return floors_of(base, disabled, noisy, rule)
+
+    def variant_model(self, ctx: CaseContext, name: str) -> bytes:
+        return var.build(name, ctx.case.model, ctx.case.inputs, ctx.case.seed,
+                         calibration_of(ctx.case))
+
+    def variant_paths(self, ctx: CaseContext, name: str, vcase: CaseInstance
+                      ) -> dict[str, PathResult]:
+        """Every runtime setting and the ReferenceEvaluator on the variant, once each."""
+        from gero_runner.execution.paths import run_path, run_reference, runtime_specs
+
+        runs: dict[str, PathResult] = {}
+        for backend, spec in runtime_specs(ctx.settings):
+            runs[spec.name] = run_path(backend, spec, vcase, 1)
+        runs["onnx-reference"] = run_reference(vcase, 1)
+        ctx.backend_seconds += sum(p.backend_seconds for p in runs.values())
+        return runs
+
+    def fp16_yardsticks(self, ctx: CaseContext, model: bytes
+                        ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        with ctx.backend_time():
+            return fp16_yardsticks(model, ctx.case.inputs)
 
 
 class _Checker:
@@ -99,8 +221,10 @@ class _Checker:
         self.axes = dict(self.opts.decision_axes)
         self.rows: Rows = []
         self.baselines = [b for b in baselines(ctx) if b.spec.name in ctx.paths]
-        self.calibration = var.Calibration(tuple(dict(s) for s in self.opts.calibration),
-                                           self.opts.calibration_source)
+        self.rule = StatsRule(tuple(ctx.output_names), self.decision,
+                              tuple(self.axes.items()))
+        self.calibration = calibration_of(self.case)
+        self.runs: ModelRuns = ctx.model_runs or ModelRuns()
 
     # ------------------------------------------------------------------ helpers
     def _row(self, check: str, name: str, actual: PathResult, ref_name: str, ref_version: str,
@@ -134,49 +258,12 @@ class _Checker:
 
     def _decides(self, j: int) -> bool:
         """Output j is a decision: a decision task, or a class axis the user named."""
-        return self.decision or self.ctx.output_names[j] in self.axes
+        return self.rule.decides(j)
 
     def _stats(self, j: int, a: np.ndarray, r: np.ndarray) -> ml.OutputStats:
         """The model-level figures of output j, rows and decisions along its class axis
         (``--decision-axis``; the last by default)."""
-        axis = self.axes.get(self.ctx.output_names[j])
-        if axis is not None and a.ndim and -a.ndim <= axis < a.ndim:
-            a, r = np.moveaxis(a, axis, -1), np.moveaxis(r, axis, -1)
-        return ml.output_stats(a, r, decision=self._decides(j))
-
-    def _noisy_runs(self, model: bytes, label: str, base: Baseline) -> list[list[np.ndarray]]:
-        """16 runs of a runtime's baseline with 1e-7 relative noise on the float inputs."""
-        backend = base.backend
-        with self.ctx.backend_time():
-            session = backend.build(model, base.spec.settings)
-        rng = np.random.default_rng([self.case.seed & 0xFFFFFFFF, len(label)])
-        runs = []
-        try:
-            for _ in range(NOISE_RUNS):
-                feeds = {}
-                for k, x in self.case.inputs.items():
-                    if x.dtype.kind == "f":
-                        noise = 1.0 + NOISE_RELATIVE * rng.standard_normal(x.shape)
-                        x = (x.astype(np.float64) * noise).astype(x.dtype)
-                    feeds[k] = x
-                with self.ctx.backend_time():
-                    runs.append(backend.run(session, feeds))
-        finally:
-            with self.ctx.backend_time():
-                backend.release(session)
-                del session
-        return runs
-
-    def _floors(self, base: list[np.ndarray], disabled: list[np.ndarray] | None,
-                noisy: list[list[np.ndarray]]) -> dict[int, tuple[ml.Floor, list[dict[str, Any]]]]:
-        floors = {}
-        for j in self._float_outputs(base):
-            stats = []
-            if disabled is not None:
-                stats.append(self._stats(j, disabled[j], base[j]))
-            stats += [self._stats(j, run[j], base[j]) for run in noisy]
-            floors[j] = (ml.noise_floor(stats), [s.as_dict() for s in stats[:1]])
-        return floors
+        return self.rule.stats(j, a, r)
 
     # ------------------------------------------------------------------ fp32
     def _first_outputs(self, b: Baseline, paths: dict[str, PathResult]
@@ -198,13 +285,15 @@ class _Checker:
     def _noise_floor(self, b: Baseline, base: PathResult) -> dict[int, ml.Floor]:
         assert base.outputs is not None
         title = b.backend.label()
+        dis = self._first_outputs(b, self.ctx.paths)
         try:
-            noisy = self._noisy_runs(self.case.model, "fp32", b)
+            floors = self.runs.floors(self.ctx, "fp32", self.case.model, b, base.outputs, dis,
+                                      self.rule)
+        except NotRun:
+            return {}
         except Exception as e:
             self._fail("model:noise-floor", base, f"{b.backend.name}-noise", error_text(e))
             return {}
-        dis = self._first_outputs(b, self.ctx.paths)
-        floors = self._floors(base.outputs, dis, noisy)
         first = b.first.optimization
         ends = f"{first} and " if dis is not None else ""
         for j, (floor, first_stats) in floors.items():
@@ -320,25 +409,19 @@ class _Checker:
 
     # ------------------------------------------------------------------ variants
     def variant_rows(self, name: str) -> None:
-        from gero_runner.execution.paths import run_path, run_reference, runtime_specs
-
         ctx, case = self.ctx, self.case
         run_base = self.baselines[0]
         fp32 = ctx.paths[run_base.spec.name]
         base_label = f"{name}:{run_base.label}"
         try:
-            model = var.build(name, case.model, case.inputs, case.seed, self.calibration)
+            model = self.runs.variant_model(ctx, name)
         except Exception as e:  # gero's variant tooling, not a runtime, failed
             self._fail(f"model:{name}:build", fp32, base_label,
                        f"building the {name} variant failed: {error_text(e)}")
             return
         ctx.writer.add_bytes(f"variants/{name}.onnx", model)
         vcase = dataclasses.replace(case, model=model)
-        runs: dict[str, PathResult] = {}
-        for backend, spec in runtime_specs(ctx.settings):
-            runs[spec.name] = run_path(backend, spec, vcase, 1)
-        runs["onnx-reference"] = run_reference(vcase, 1)
-        ctx.backend_seconds += sum(p.backend_seconds for p in runs.values())
+        runs = self.runs.variant_paths(ctx, name, vcase)
         for key, p in runs.items():
             p.name = f"{name}:{key}"
             p.settings = {**p.settings, "variant": name}
@@ -346,6 +429,8 @@ class _Checker:
                 p.files = [ctx.writer.add_array(f"outputs/{name}/{key}/output_{j}.npy", x)
                            for j, x in enumerate(p.outputs)]
         base = runs[run_base.spec.name]
+        if base.skipped:
+            return  # it ran out of its budget earlier: that row says it skipped this variant
         if not base.ok and var.invalid_graph(base.error or ""):
             # ORT runs the original but refuses the graph the tooling wrote: a build failure
             self._fail(f"model:{name}:build", base, base_label,
@@ -360,7 +445,7 @@ class _Checker:
         assert base.outputs is not None
         others = [p for p in runs.values() if p is not base]
         for p in others:
-            if not p.ok:
+            if not p.ok and not p.skipped:
                 self._fail(f"model:{name}", p, base_label, f"{p.name} failed: {p.error}")
         others = [p for p in others if p.ok]
         run_floors = None
@@ -370,12 +455,14 @@ class _Checker:
                 continue
             assert own.outputs is not None
             try:
-                noisy = self._noisy_runs(model, name, b)
+                floors = self.runs.floors(ctx, name, model, b, own.outputs,
+                                          self._first_outputs(b, runs), self.rule)
+            except NotRun:
+                continue
             except Exception as e:
                 self._fail(f"model:{name}:vs-model", own, f"{b.backend.name}-noise",
                            error_text(e))
                 continue
-            floors = self._floors(own.outputs, self._first_outputs(b, runs), noisy)
             self._vs_model_rows(name, own, original, floors, b)
             if b is run_base:
                 run_floors = floors
@@ -464,15 +551,11 @@ class _Checker:
         each node (the exact shadow for a path that computes the file in float32), and
         ``model:fp16:vs-fp32`` against the fp32 model, within the seed's 4e-3 or 1.5× the
         correct fp16 computation's own error, whichever is larger."""
-        from gero_runner.models import fp16_reference as fr
-        from gero_runner.models import shadow
-
         assert base.outputs is not None and fp32.outputs is not None
+        rounded: list[np.ndarray] | None
+        exact: list[np.ndarray] | None
         try:
-            with self.ctx.backend_time():
-                rounded: list[np.ndarray] | None = fr.rounded_shadow(model, self.case.inputs)
-                exact: list[np.ndarray] | None = shadow.run_shadow(
-                    onnx.load_from_string(model), self.case.inputs)
+            rounded, exact = self.runs.fp16_yardsticks(self.ctx, model)
         except Exception as e:
             rounded = exact = None
             self._fail("model:fp16:scaled", base, FP16_SHADOW,

@@ -20,6 +20,7 @@ from gero_runner.backends import ort
 from gero_runner.case import MODEL_SUITES, CaseInstance
 from gero_runner.metrics.compare import Comparison, compare
 from gero_runner.metrics.model_level import MODEL_REL_FLOOR
+from gero_runner.request import DEFAULT_PATH_BUDGET_S
 from gero_runner.schema import COLUMN_NAMES, EXECUTION, IDENTITY_COLUMNS, PASSED, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import row_hash, tensor_hash
@@ -57,6 +58,10 @@ class RunSettings:
     """Largest output a path may make (``--max-tensor-mb``); None: no bound."""
     max_evidence_bytes: int | None = None
     """Tensors a case keeps before the rest become summaries (``--max-evidence-mb``)."""
+    path_budget_s: float = DEFAULT_PATH_BUDGET_S
+    """Seconds each path of a model case may take (``--path-budget``; see execution.plan)."""
+    skip_paths: tuple[str, ...] = ()
+    """Runtime settings not to run, as ``BACKEND:SETTING`` (``--skip-path``)."""
 
 
 @dataclass
@@ -83,6 +88,9 @@ class PathResult:
     known_defects: tuple[str, ...] = ()
     """Registry keys (backends.reference_defects) of defects this path showed on the case:
     its non-passed rows are labelled with them."""
+    skipped: bool = False
+    """Not run: the path ran out of its budget earlier in the case, and the row saying so
+    names what it was not run on (no row of its own)."""
     _settings_cache: tuple[dict[str, Any], str] | None = field(
         default=None, repr=False, compare=False)
 
@@ -126,6 +134,12 @@ class CaseContext:
     graph_hash: str
     input_hash: str
     backend_seconds: float = 0.0
+    family_paths: tuple[str, ...] | None = None
+    """The paths (by name) the contract and variant families check; None: every path (a
+    split case checks each path in its own part)."""
+    model_runs: Any = None
+    """Where the model family takes its runs from (``checks.model.ModelRuns``); None: it
+    runs them here."""
     _digests: dict[int, tuple[np.ndarray, str]] = field(default_factory=dict, repr=False)
     _comparisons: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
 

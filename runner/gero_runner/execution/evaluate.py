@@ -6,9 +6,12 @@ less run_id and created_at) so the parent only stores them.
 
 from __future__ import annotations
 
+import importlib
 import math
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from gero_runner import backends
 from gero_runner.backends import reference
@@ -32,43 +35,61 @@ from gero_runner.execution.paths import (
     run_reference,
     runtime_specs,
 )
+from gero_runner.execution.plan import Plan
 from gero_runner.schema import EXECUTION, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import sha256, tensors_hash
 
 # The evaluation's parts, re-exported for the worker pool and replay that call it by module.
-__all__ = ["CaseResult", "RunSettings", "evaluate_case", "execution_rows"]
+__all__ = ["CaseResult", "RunSettings", "case_context", "evaluate_case", "execution_rows",
+           "judge_case", "plan_case"]
 
 
 def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
     """Every path of one case, every comparison, every extra check, and the evidence."""
-    import onnx
-
-    from gero_runner.execution import families  # check families, imported by name
-
     start = time.perf_counter()
     if case.unsupported:  # a case source found that gero cannot feed or compare this case
         return CaseResult(execution_rows(case, case.unsupported, unattributed=NOT_APPLICABLE),
                           0.0,
                           time.perf_counter() - start)
-    model = onnx.load_from_string(case.model)
-    output_names = [o.name for o in model.graph.output]
-    writer, input_files = start_evidence(case.model, case.inputs, settings.max_evidence_bytes)
-
-    paths: dict[str, PathResult] = {}
-    for backend, spec in runtime_specs(settings):
-        paths[spec.name] = run_path(backend, spec, case, settings.repeats,
-                                    settings.max_tensor_bytes)
-    runtime_paths = list(paths.values())
+    runtime_paths = [run_path(backend, spec, case, settings.repeats, settings.max_tensor_bytes)
+                     for backend, spec in runtime_specs(settings)]
     # Model cases may ask for fewer reference runs: the evaluator takes seconds on a CNN.
     ref = run_reference(case, case.reference_repeats or settings.repeats,
                         settings.max_tensor_bytes)
-    paths[ref.name] = ref
     corrected = run_corrected_reference(case, ref, runtime_paths, settings.tolerances)
+    return judge_case(case, settings, runtime_paths, ref, corrected, start=start)
+
+
+def plan_case(case: CaseInstance, settings: RunSettings, timeout_s: float) -> Plan | None:
+    """A model case split into parts, each path under ``settings.path_budget_s`` (None:
+    the case runs whole, under the per-case timeout)."""
+    if case.unsupported or case.model_checks is None:
+        return None
+    module = importlib.import_module(MODEL_PLAN)  # a check family's module: above this layer
+    plan: Plan = module.ModelCasePlan(case, settings, timeout_s)
+    return plan
+
+
+MODEL_PLAN = "gero_runner.checks.model_parts"
+
+
+def case_context(case: CaseInstance, settings: RunSettings, runtime_paths: list[PathResult],
+                 ref: PathResult, corrected: PathResult | None
+                 ) -> tuple[CaseContext, dict[str, str], PathResult | None]:
+    """The context the checks of a case share (its paths' outputs already in the evidence),
+    each input's evidence file, and the case's expected path; built the same way wherever
+    a part of the case is judged, so that every part finds the same evidence."""
+    import onnx
+
+    model = onnx.load_from_string(case.model)
+    output_names = [o.name for o in model.graph.output]
+    writer, input_files = start_evidence(case.model, case.inputs, settings.max_evidence_bytes)
+    paths: dict[str, PathResult] = {p.name: p for p in runtime_paths}
+    paths[ref.name] = ref
     if corrected is not None:
         paths[corrected.name] = corrected
     backend_seconds = sum(p.backend_seconds for p in paths.values())
-
     expected = expected_path(case)
     if expected is not None:
         paths[expected.name] = expected
@@ -79,9 +100,27 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
     if case.expected_exact:
         for j, x in enumerate(case.expected_exact.values()):
             writer.add_array(f"outputs/{case.expected_label}-exact/output_{j}.npy", x)
-
     ctx = CaseContext(case, settings, writer, paths, output_names, sha256(case.model),
                       tensors_hash(case.inputs.values()), backend_seconds)
+    return ctx, input_files, expected
+
+
+FamilyRows = Callable[[str, CaseContext], list[Observation]]
+
+
+def judge_case(case: CaseInstance, settings: RunSettings, runtime_paths: list[PathResult],
+               ref: PathResult, corrected: PathResult | None, *, start: float,
+               family_rows: FamilyRows | None = None,
+               model_runs: Any = None, extra_rows: Sequence[Observation] = ()) -> CaseResult:
+    """A case whose paths ran: every comparison, every check family (``family_rows``:
+    where a split case's parts computed a family's rows; by default it runs here) and the
+    evidence. ``model_runs`` gives the model family the runs a split case's parts made;
+    ``extra_rows`` are rows of parts that gave no result (a path that ran out)."""
+    from gero_runner.execution import families  # check families, imported by name
+
+    ctx, input_files, expected = case_context(case, settings, runtime_paths, ref, corrected)
+    ctx.model_runs = model_runs
+    paths = ctx.paths
     rows: list[Observation] = []
     # Each runtime against the ReferenceEvaluator; all against the case's expected outputs.
     # Where the evaluator shows a known defect on this case, the runtimes are compared with
@@ -107,15 +146,18 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
         for p in [*runtime_paths, ref]:
             rows += compare_paths(ctx, check, p, expected)
     for family in settings.checks:
-        rows += families.run_family(family, ctx)
+        rows += (families.run_family(family, ctx) if family_rows is None
+                 else family_rows(family, ctx))
+    rows += extra_rows
 
     evidence_start = time.perf_counter()
     reference_outputs = expected or ref
+    writer = ctx.writer
     writer.add_test_data_set(
         list(case.inputs.items()),
-        list(zip(output_names, reference_outputs.outputs or [], strict=False)),
+        list(zip(ctx.output_names, reference_outputs.outputs or [], strict=False)),
     )
-    add_case_record(writer, case, input_files, output_names, paths)
+    add_case_record(writer, case, input_files, ctx.output_names, paths)
     evidence = None
     rows = note_summaries(rows, writer)
     if settings.evidence_inline:

@@ -7,6 +7,7 @@ import functools
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,13 +26,77 @@ from gero_runner.tolerances import Tolerances
 
 def runtime_specs(settings: RunSettings) -> list[tuple[Backend, PathSpec]]:
     """Every path of the selected runtimes, in display order."""
-    specs = []
+    return [(backends.get(name), s) for name in settings.backends
+            for s in selected_paths(backends.get(name), settings)]
+
+
+def selected_paths(backend: Backend, settings: RunSettings) -> list[PathSpec]:
+    """The runtime's settings that run: those ``settings.levels`` names (all of them when
+    it names none), less those ``settings.skip_paths`` drops."""
+    every = backend.paths(settings.threads)
+    chosen = [s for s in every if s.optimization in settings.levels] or every
+    return [s for s in chosen if f"{backend.name}:{s.optimization}" not in settings.skip_paths]
+
+
+@dataclass(frozen=True)
+class PathTable:
+    """The selected runtimes' settings: every one (by label), those that run (in display
+    order), and each runtime's baseline and first setting (``Backend.model_baseline``)."""
+
+    every: dict[str, tuple[str, ...]]
+    specs: tuple[PathSpec, ...]
+    baselines: dict[str, tuple[str, str]]
+
+
+def path_table(settings: RunSettings) -> PathTable:
+    every = {name: tuple(s.optimization for s in backends.get(name).paths(settings.threads))
+             for name in settings.backends}
+    bases = {}
     for name in settings.backends:
-        backend = backends.get(name)
-        every = backend.paths(settings.threads)
-        chosen = [s for s in every if s.optimization in settings.levels]
-        specs += [(backend, s) for s in chosen or every]
-    return specs
+        chosen = selected_paths(backends.get(name), settings)
+        if chosen:
+            bases[name] = (backends.get(name).model_baseline(chosen).name, chosen[0].name)
+    return PathTable(every, tuple(s for _, s in runtime_specs(settings)), bases)
+
+
+@functools.cache
+def _table_in_child(backends_: tuple[str, ...], threads: int, levels: tuple[str, ...],
+                    skip_paths: tuple[str, ...]) -> PathTable:
+    from gero_runner.process.isolate import call_isolated
+
+    settings = RunSettings(data_root="", backends=backends_, threads=threads, levels=levels,
+                           skip_paths=skip_paths)
+    table: PathTable = call_isolated(path_table, settings, timeout_s=300)
+    return table
+
+
+def path_table_here(settings: RunSettings) -> PathTable:
+    """``path_table`` for the process that starts the workers, asked once in a child: a
+    runtime's settings may load it (OpenVINO asks its plugin for its default precision),
+    and a process that loaded it must not fork workers."""
+    return _table_in_child(tuple(settings.backends), settings.threads, tuple(settings.levels),
+                           tuple(settings.skip_paths))
+
+
+def check_skip_paths(skips: tuple[str, ...], every: dict[str, tuple[str, ...]]) -> None:
+    """Each ``--skip-path RUNTIME:SETTING`` names a setting of a runtime under test
+    (``every``: each one's settings), and leaves that runtime at least one setting (one
+    sentence otherwise)."""
+    from gero_runner.errors import GeroError
+
+    runtimes = list(every)
+    for skip in skips:
+        name, _, setting = skip.partition(":")
+        if not setting or name not in every:
+            raise GeroError(f"--skip-path {skip}: give RUNTIME:SETTING with a runtime under "
+                            f"test ({', '.join(runtimes)}), e.g. tract:unoptimized")
+        if setting not in every[name]:
+            raise GeroError(f"--skip-path {skip}: {name} has no setting {setting!r}; its "
+                            f"settings: {', '.join(every[name])}")
+    for name, known in every.items():
+        if all(f"{name}:{k}" in skips for k in known):
+            raise GeroError(f"--skip-path drops every setting of {name}; leave the runtime "
+                            f"out with --backends instead")
 
 
 def path_result(backend: Backend, spec: PathSpec) -> PathResult:

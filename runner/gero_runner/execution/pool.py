@@ -3,7 +3,10 @@
 Each case runs in a child process. A child that dies (e.g. SIGSEGV inside a kernel) or runs
 past the per-case timeout is replaced, and its case becomes an ``execution`` observation
 carrying what happened; the run goes on. Results are keyed by case index, so the rows do
-not depend on the number of workers. A worker holds at most one case in reserve behind the
+not depend on the number of workers. A case the task splits (``Task.plan``: a model case)
+runs as parts instead, each under its own budget on whichever worker is free; a part that
+dies or runs out is told to its plan (``execution.plan``), which keeps the case's other
+parts and assembles the case. A worker holds at most one case in reserve behind the
 one it runs; when it dies, the case it was running is the first of its queue, and the one
 in reserve goes back to the pending cases.
 
@@ -32,6 +35,7 @@ from gero_runner.case import CaseInstance
 from gero_runner.errors import GeroError
 from gero_runner.execution import evaluate, paths
 from gero_runner.execution.context import CaseResult, RunSettings
+from gero_runner.execution.plan import Activity, Part, Plan, Running
 from gero_runner.process import start_method
 from gero_runner.process.lifetime import exit_with_parent
 from gero_runner.request import DEFAULT_TIMEOUT_S
@@ -68,12 +72,15 @@ class Task:
     in a worker; ``failed(item, settings, message, running)`` runs in the parent, with the
     path the worker was inside (``backend\toptimization``, empty if unknown). With
     ``refuses`` set, a ``GeroError`` from ``evaluate`` stops the run with its message
-    instead of becoming the item's row.
+    instead of becoming the item's row. ``plan(item, settings, timeout_s)`` splits an item
+    into parts (a ``Plan``), or returns None to run it whole; a part is run by its own
+    ``run`` in the worker.
     """
 
     evaluate: Callable[[Any, Any], CaseResult]
     failed: Callable[[Any, Any, str, str], list[Observation]]
     refuses: bool = False
+    plan: Callable[[Any, Any, float], Plan | None] | None = None
 
 
 def _evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
@@ -86,8 +93,13 @@ def _case_failed(case: CaseInstance, settings: RunSettings, message: str,
     return evaluate.execution_rows(case, message, running)
 
 
-CASES = Task(_evaluate_case, _case_failed)
-"""``gero run``'s task: every path, comparison and check of a case."""
+def _plan_case(case: CaseInstance, settings: RunSettings, timeout_s: float) -> Plan | None:
+    return evaluate.plan_case(case, settings, timeout_s)
+
+
+CASES = Task(_evaluate_case, _case_failed, plan=_plan_case)
+"""``gero run``'s task: every path, comparison and check of a case (a model case in parts,
+each path under its own budget)."""
 
 
 TICK_S = 1.0
@@ -129,9 +141,12 @@ def _worker_main(conn: Connection, task: Task, settings: Any, running: Any, pare
             return
         index, case = pickle.loads(message)
         try:
-            result = task.evaluate(case, settings)
-            # Arrow form made here, in parallel, not in the parent that serves every worker.
-            result = dataclasses.replace(result, rows=[], batch=batch_bytes(result.rows))
+            result = case.run(settings) if isinstance(case, Part) else task.evaluate(case,
+                                                                                     settings)
+            if isinstance(result, CaseResult):
+                # Arrow form made here, in parallel, not in the parent that serves every
+                # worker.
+                result = dataclasses.replace(result, rows=[], batch=batch_bytes(result.rows))
             conn.send((index, result, None))
         except OSError as e:
             if e.errno != errno.ENOSPC:
@@ -163,25 +178,25 @@ class _Worker:
                                          os.getpid() if forked else None, inherited, client))
         start_method.start(self.process)
         child.close()
-        self.queue: deque[tuple[int, Any]] = deque()
+        self.queue: deque[_Unit] = deque()
         self.started = 0.0
-        """When the case at the head of the queue started running."""
+        """When the unit at the head of the queue started running."""
 
     def accepts(self, message: bytes) -> bool:
         return not self.queue or (len(self.queue) == 1 and len(message) <= PREFETCH_BYTES)
 
-    def submit(self, index: int, case: Any, message: bytes) -> bool:
-        """Send a case; False when the worker is gone (the case was not sent)."""
+    def submit(self, unit: _Unit, message: bytes) -> bool:
+        """Send a unit; False when the worker is gone (the unit was not sent)."""
         try:
             self.conn.send_bytes(message)
-        except OSError:  # it died: its running case is reported when its exit is seen
+        except OSError:  # it died: its running unit is reported when its exit is seen
             return False
         if not self.queue:
             self.started = time.monotonic()
-        self.queue.append((index, case))
+        self.queue.append(unit)
         return True
 
-    def finish_head(self) -> tuple[int, Any]:
+    def finish_head(self) -> _Unit:
         """The running case is done: the next one in the queue starts now."""
         head = self.queue.popleft()
         self.started = time.monotonic()
@@ -198,14 +213,18 @@ class _Worker:
         self.conn.close()
 
 
-def _death_message(exitcode: int | None) -> str:
+def _death_message(exitcode: int | None, what: str = "this case") -> str:
     if exitcode is not None and exitcode < 0:
         try:
             name = signal.Signals(-exitcode).name
         except ValueError:
             name = f"signal {-exitcode}"
-        return f"worker process crashed with {name} while running this case"
-    return f"worker process exited with code {exitcode} while running this case"
+        return f"worker process crashed with {name} while running {what}"
+    return f"worker process exited with code {exitcode} while running {what}"
+
+
+def _what(unit: _Unit) -> str:
+    return f"{unit.label}" if unit.plan is not None else "this case"
 
 
 def _context() -> Any:
@@ -215,19 +234,33 @@ def _context() -> Any:
 def run_cases(cases: Sequence[Any], settings: Any, jobs: int = 1,
               timeout_s: float = DEFAULT_TIMEOUT_S,
               on_done: Callable[[Outcome], None] | None = None,
-              tick: Callable[[], None] | None = None, task: Task = CASES) -> Iterator[Outcome]:
+              tick: Callable[[], None] | None = None, task: Task = CASES,
+              watch: Callable[[Activity], None] | None = None) -> Iterator[Outcome]:
     """Yield one Outcome per case (in completion order), isolating each in a worker.
 
     ``cases`` are the items ``task`` evaluates with ``settings`` (``CaseInstance`` and
     ``RunSettings`` for ``gero run``). ``tick`` is called at least every ``TICK_S`` while
     cases run (the run saves its finished cases on time even while a slow case holds every
-    worker).
+    worker); ``watch`` as often, with what runs now (progress).
     """
-    pool = WorkerPool(settings, min(jobs, len(cases)), task=task)
+    pool = WorkerPool(settings, jobs, task=task)
     try:
-        yield from pool.run(cases, timeout_s, on_done, tick)
+        yield from pool.run(cases, timeout_s, on_done, tick, watch)
     finally:
         pool.close()
+
+
+@dataclass
+class _Unit:
+    """What one worker runs at a time: a whole case, or a part of a split one."""
+
+    case: int
+    """The case's position in ``cases``."""
+    item: Any
+    budget_s: float
+    label: str
+    plan: Plan | None = None
+    """The plan the part belongs to (None: ``item`` is a whole case)."""
 
 
 class WorkerPool:
@@ -259,35 +292,80 @@ class WorkerPool:
 
     def run(self, cases: Sequence[Any], timeout_s: float = DEFAULT_TIMEOUT_S,
             on_done: Callable[[Outcome], None] | None = None,
-            tick: Callable[[], None] | None = None) -> Iterator[Outcome]:
+            tick: Callable[[], None] | None = None,
+            watch: Callable[[Activity], None] | None = None) -> Iterator[Outcome]:
         """Yield one Outcome per case (in completion order; ``Outcome.index`` is the
         position in ``cases``); see ``run_cases``."""
         ctx, settings, task = self.ctx, self.settings, self.task
-        # Pending cases, next first; a dead worker's queued cases go back to the front.
-        pending: deque[tuple[int, Any, bytes | None]] = deque(
-            (i, case, None) for i, case in enumerate(cases))
+        # Pending units, next first: a split case's new parts and a dead worker's queued
+        # units go to the front (a case started is finished before the next one starts).
+        pending: deque[tuple[_Unit, bytes | None]] = deque()
+        plans: list[Plan] = []
+        started: dict[int, float] = {}
+        for i, case in enumerate(cases):
+            plan = task.plan(case, settings, timeout_s) if task.plan is not None else None
+            if plan is None:
+                pending.append((_Unit(i, case, timeout_s, ""), None))
+            else:
+                plans.append(plan)
+                pending.extend((_Unit(i, part, part.budget_s, part.label, plan), None)
+                               for part in plan.ready())
+        parts_done = 0
         workers = self.workers
-        while len(workers) < min(self.jobs, max(1, len(cases))):
+        # A split case keeps every worker busy: as many as its parts may use.
+        wanted = min(self.jobs, max(1, len(cases) if not plans else self.jobs))
+        while len(workers) < wanted:
             workers.append(_Worker(ctx, task, settings, workers))
 
         def fill(worker: _Worker) -> None:
             while pending and worker.process.is_alive():
                 if worker.queue and len(pending) < len(workers):
                     return  # near the end, a reserve would wait while another worker idles
-                index, case, message = pending[0]
+                unit, message = pending[0]
                 if message is None:
-                    message = pickle.dumps((index, case), protocol=pickle.HIGHEST_PROTOCOL)
-                    pending[0] = (index, case, message)
+                    message = pickle.dumps((unit.case, unit.item),
+                                           protocol=pickle.HIGHEST_PROTOCOL)
+                    pending[0] = (unit, message)
                 if not worker.accepts(message):
                     return
-                if not worker.submit(index, case, message):
+                if not worker.submit(unit, message):
                     return
+                started.setdefault(unit.case, time.monotonic())
                 pending.popleft()
 
-        def fallback(index: int, case: Any, started: float, message: str,
-                     running: str = "") -> Outcome:
-            rows = task.failed(case, settings, message, running)
-            return Outcome(index, CaseResult(rows, 0.0, time.monotonic() - started))
+        def fallback(unit: _Unit, since: float, message: str, running: str = "") -> Outcome:
+            rows = task.failed(unit.item, settings, message, running)
+            return Outcome(unit.case, CaseResult(rows, 0.0, time.monotonic() - since))
+
+        def settle(unit: _Unit, result: Any, failure: str | None = None,
+                   out_of_budget: bool = False) -> Outcome | None:
+            """A part ended: its plan is told, its next parts queued; the case's Outcome
+            once the plan has its result."""
+            nonlocal parts_done
+            plan = unit.plan
+            assert plan is not None
+            parts_done += 1
+            if failure is None and not out_of_budget:
+                plan.finish(unit.item, result)
+            else:
+                plan.fail(unit.item, failure or "", out_of_budget)
+            pending.extendleft(reversed([(_Unit(unit.case, part, part.budget_s, part.label,
+                                                plan), None) for part in plan.ready()]))
+            report()
+            done = plan.result
+            if done is None:
+                return None
+            total = time.monotonic() - started.get(unit.case, time.monotonic())
+            return Outcome(unit.case, dataclasses.replace(done, total_seconds=total))
+
+        def report() -> None:
+            if watch is None:
+                return
+            now = time.monotonic()
+            watch(Activity(
+                tuple(Running(w.queue[0].label, now - w.started, w.queue[0].budget_s)
+                      for w in workers if w.queue),
+                parts_done, sum(p.planned for p in plans)))
 
         try:
             for w in workers:
@@ -304,51 +382,66 @@ class WorkerPool:
                         fill(w)
                     continue
                 now = time.monotonic()
-                wait_for = min(max(0.0, w.started + timeout_s - now) for w in busy)
+                wait_for = min(max(0.0, w.started + w.queue[0].budget_s - now) for w in busy)
                 ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
                              timeout=min(wait_for, TICK_S))
                 if tick is not None:
                     tick()
+                report()
                 for i, w in enumerate(workers):
                     if not w.queue:
                         continue
                     outcome: Outcome | None = None
                     died: str | None = None  # the worker died or hung: start a fresh one
+                    out_of_budget = False
+                    head = w.queue[0]
                     if w.conn in ready:
                         try:
                             index, result, error = w.conn.recv()
                         except (EOFError, OSError):
                             w.process.join(timeout=5)
-                            died = _death_message(w.process.exitcode)
+                            died = _death_message(w.process.exitcode, _what(head))
                         else:
                             if isinstance(error, DiskFullReport):
                                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC),
                                               error.filename or None)
                             if isinstance(error, Refusal):
                                 raise GeroError(error.message)
-                            started = w.started
-                            _, case = w.finish_head()
-                            outcome = (Outcome(index, result) if error is None
-                                       else fallback(index, case, started,
-                                                     f"evaluator raised: {error}"))
+                            since = w.started
+                            unit = w.finish_head()
+                            if unit.plan is not None:
+                                outcome = settle(unit, result, None if error is None
+                                                 else f"{unit.label}: evaluator raised: "
+                                                      f"{error}")
+                            else:
+                                outcome = (Outcome(index, result) if error is None
+                                           else fallback(unit, since,
+                                                         f"evaluator raised: {error}"))
                     elif w.process.sentinel in ready:
                         w.process.join(timeout=5)
-                        died = _death_message(w.process.exitcode)
-                    elif time.monotonic() - w.started > timeout_s:
-                        died = f"timed out after {timeout_s:g} s; worker killed"
+                        died = _death_message(w.process.exitcode, _what(head))
+                    elif time.monotonic() - w.started > head.budget_s:
+                        out_of_budget = True
+                        died = f"timed out after {head.budget_s:g} s; worker killed"
                     if died is not None:
-                        # The head of the queue was running; the cases behind it are resent.
-                        index, case = w.queue.popleft()
-                        outcome = fallback(index, case, w.started, died,
-                                           w.running.value.decode(errors="replace"))
-                        pending.extendleft((j, c, None) for j, c in reversed(w.queue))
+                        # The head of the queue was running; the units behind it are resent.
+                        unit = w.queue.popleft()
+                        if unit.plan is not None:  # the plan words it, naming the part
+                            outcome = settle(unit, None, None if out_of_budget else died,
+                                             out_of_budget)
+                        else:
+                            outcome = fallback(unit, w.started, died,
+                                               w.running.value.decode(errors="replace"))
+                        pending.extendleft((u, None) for u in reversed(w.queue))
+                        w.queue.clear()
                         w.kill()
                         workers[i] = w = _Worker(ctx, task, settings, workers)
-                    if outcome is None:
-                        continue
-                    if on_done is not None:
-                        on_done(outcome)
-                    yield outcome
+                    if outcome is not None:
+                        if on_done is not None:
+                            on_done(outcome)
+                        yield outcome
+                    fill(w)
+                for w in workers:  # a part's end may have queued parts for idle workers
                     fill(w)
         finally:
             # Busy workers (a stop mid-run) run cases nobody awaits: killed, and replaced

@@ -86,7 +86,8 @@ def test_a_case_sent_to_a_dead_worker_is_not_lost() -> None:
     worker.process.kill()
     worker.process.join(timeout=5)
     case = _cases()[0]
-    sent = [worker.submit(0, case, b"x" * 100_000) for _ in range(3)]
+    unit = pool._Unit(0, case, 1.0, "")
+    sent = [worker.submit(unit, b"x" * 100_000) for _ in range(3)]
     assert sent[-1] is False and not worker.queue
     worker.kill()
 

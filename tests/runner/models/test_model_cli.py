@@ -61,3 +61,40 @@ def test_input_options_without_a_model_are_refused(tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--input", "x=1", "--data-dir", str(tmp_path)]) == 2
     assert "no --model given" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--skip-path", "onnxruntime:fast"],
+     "--skip-path onnxruntime:fast: onnxruntime has no setting 'fast'; its settings: "
+     "disable_all, basic, extended, all"),
+    (["--skip-path", "tract"], "give RUNTIME:SETTING with a runtime under test"),
+    (["--skip-path", "onnxruntime:disable_all,onnxruntime:basic,onnxruntime:extended",
+      "--skip-path", "onnxruntime:all"], "--skip-path drops every setting of onnxruntime"),
+    (["--path-budget", "0"], "path budget (--path-budget) must be a positive number"),
+])
+def test_bad_path_options_are_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              args: list[str], message: str) -> None:
+    path = _model(tmp_path)
+    assert main(["run", "--model", path, "--backends", "onnxruntime",
+                 "--data-dir", str(tmp_path / "d"), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gero: error:") and message in err and "Traceback" not in err
+    assert not (tmp_path / "d" / "runs").exists() or not any((tmp_path / "d" / "runs").iterdir())
+
+
+def test_a_skipped_setting_leaves_its_runtime_running(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "d"
+    assert main(["run", "--model", _model(tmp_path), "--backends", "onnxruntime",
+                 "--skip-path", "onnxruntime:basic,onnxruntime:extended", "--data-dir",
+                 str(data), "--jobs", "2", "--repeats", "1", "--run-id", "s"]) in (0, 1)
+    levels = {r["optimization"] for r in rows_of(data, "s") if r["backend"] == "onnxruntime"}
+    assert levels == {"disable_all", "all"}
+    assert "--path-budget SECONDS" in _help(capsys) and "(default 60)" in _help(capsys)
+
+
+def _help(capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    return " ".join(capsys.readouterr().out.split())

@@ -28,8 +28,11 @@ if TYPE_CHECKING:
 def base_paths(ctx: CaseContext) -> list[PathResult]:
     """The paths every law is checked on: each runtime's settings and the ReferenceEvaluator,
     where the case itself ran (a failed path is already an execution row of its own; data
-    paths such as the float64 formula are not executions)."""
-    return [p for p in ctx.paths.values() if p.ok and backends.is_backend(p.backend)]
+    paths such as the float64 formula are not executions). A split case checks each path
+    in its own part (``ctx.family_paths``)."""
+    only = ctx.family_paths
+    return [p for p in ctx.paths.values() if p.ok and backends.is_backend(p.backend)
+            and (only is None or p.name in only)]
 
 
 def family_paths(ctx: CaseContext, what: str, names: tuple[str, ...],

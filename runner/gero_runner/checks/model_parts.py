@@ -1,0 +1,673 @@
+"""A model case in parts: each path under its own budget, spread over the workers.
+
+The parts of a model case (each run by the worker pool in a worker, under
+``RunSettings.path_budget_s``):
+
+- each runtime setting and the ReferenceEvaluator on the model, and each variant's build;
+- the corrected ReferenceEvaluator, when the graph holds an operator with a known defect;
+- per path that ran, one part after another (its chain): a runtime baseline's noise-floor
+  runs on the model; per variant, the path on the variant and a baseline's noise-floor
+  runs on it; last, the path on the contract graphs (the contract families);
+- judging the case (comparisons, gates, evidence), under the per-case timeout.
+
+A part that runs out of its budget, or whose worker dies, becomes one row that names the
+path, the time it had and what it ran on, and its path is not run on the rest of its chain
+(the same row says what it skipped); every other row of the case is kept. Which parts run
+depends only on what earlier parts of the same path gave, never on which part finished
+first, so rows and evidence are those of a one-worker run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gero_runner import backends
+from gero_runner.backends import reference
+from gero_runner.backends.base import Backend, PathSpec
+from gero_runner.case import MODEL_SUITES, CaseInstance
+from gero_runner.checks.contracts.paths import execution_row
+from gero_runner.checks.model import (
+    Baseline,
+    Floors,
+    ModelRuns,
+    StatsRule,
+    calibration_of,
+    floors_of,
+    fp16_yardsticks,
+    noisy_runs,
+)
+from gero_runner.errors import NotRun, PathFailed, error_text
+from gero_runner.execution import families
+from gero_runner.execution.context import CaseContext, CaseResult, PathResult, RunSettings
+from gero_runner.execution.evaluate import case_context, execution_rows, judge_case
+from gero_runner.execution.paths import (
+    compare_paths,
+    path_result,
+    path_table_here,
+    run_corrected_reference,
+    run_path,
+)
+from gero_runner.execution.plan import Part, Plan, ran_out
+from gero_runner.models import variants as var
+from gero_runner.request import DECISION_TASKS
+from gero_runner.schema import Observation
+
+FP32 = "fp32"
+"""The noise-floor runs' label for the model itself (a variant's is its name)."""
+MODEL_FAMILY = "model"
+FAMILIES_CHECK = "contracts"
+"""The check of the row that says a path ran out of its budget on the contract graphs."""
+
+
+def who(spec: PathSpec) -> str:
+    """A path as a sentence names it: 'tract optimized', 'the ReferenceEvaluator'."""
+    if spec.backend == reference.BACKEND:
+        return "the ReferenceEvaluator"
+    if spec.backend == reference.CORRECTED:
+        return "the corrected ReferenceEvaluator"
+    return f"{spec.backend} {spec.optimization}"
+
+
+def _backend(spec: PathSpec) -> Backend:
+    if spec.backend == reference.CORRECTED:
+        return reference.CORRECTED_RUNTIME
+    return backends.get(spec.backend)
+
+
+def _on(variant: str) -> str:
+    return "the model" if variant == FP32 else f"the {variant} variant"
+
+
+# ---- the parts (run in a worker) --------------------------------------------------------
+
+
+@dataclass
+class RunPath(Part):
+    """A path on the model, or on a variant (``case.model`` is then the variant)."""
+
+    case: CaseInstance
+    spec: PathSpec
+    repeats: int
+    max_tensor_bytes: int | None
+    label: str
+    budget_s: float
+    variant: str = FP32
+
+    def run(self, settings: Any) -> PathResult:
+        return run_path(_backend(self.spec), self.spec, self.case, self.repeats,
+                        self.max_tensor_bytes)
+
+
+@dataclass
+class BuildVariant(Part):
+    """A variant's model: its bytes, or why it could not be built (a sentence)."""
+
+    case: CaseInstance
+    name: str
+    label: str
+    budget_s: float
+
+    def run(self, settings: Any) -> bytes | str:
+        try:
+            return var.build(self.name, self.case.model, self.case.inputs, self.case.seed,
+                             calibration_of(self.case))
+        except Exception as e:  # the model family's row says so
+            return error_text(e)
+
+
+@dataclass
+class Fp16Yardsticks(Part):
+    """The fp16 file's float64 shadow rounded to float16 at each node, and its exact
+    float64 shadow (the ReferenceEvaluator twice: a path of its own)."""
+
+    model: bytes
+    inputs: dict[str, np.ndarray]
+    label: str
+    budget_s: float
+
+    def run(self, settings: Any) -> tuple[list[np.ndarray], list[np.ndarray]] | str:
+        try:
+            return fp16_yardsticks(self.model, self.inputs)
+        except Exception as e:  # the model family's row says so
+            return error_text(e)
+
+
+@dataclass
+class CorrectReference(Part):
+    """The corrected ReferenceEvaluator (when it is needed): its path and the stock
+    path's known defects."""
+
+    case: CaseInstance
+    ref: PathResult
+    runtime_paths: list[PathResult]
+    label: str
+    budget_s: float
+
+    def run(self, settings: Any) -> tuple[PathResult | None, tuple[str, ...]]:
+        corrected = run_corrected_reference(self.case, self.ref, self.runtime_paths,
+                                            settings.tolerances)
+        return corrected, self.ref.known_defects
+
+
+@dataclass
+class NoiseRuns(Part):
+    """A runtime baseline's noise-floor runs on the model or a variant, made into its
+    floors here (the runs themselves are not sent back), and their backend seconds."""
+
+    case: CaseInstance
+    model: bytes
+    variant: str
+    spec: PathSpec
+    base: list[np.ndarray]
+    disabled: list[np.ndarray] | None
+    rule: StatsRule
+    label: str
+    budget_s: float
+
+    def run(self, settings: Any) -> tuple[Floors, float]:
+        timer = _Timer()
+        runs = noisy_runs(_backend(self.spec), self.spec, self.model, self.case.inputs,
+                          self.case.seed, self.variant, timer)
+        return floors_of(self.base, self.disabled, runs, self.rule), timer.seconds
+
+
+@dataclass
+class FamilyResult:
+    """What one path's contract families made: rows by family, the evidence files they
+    added, and their backend seconds."""
+
+    rows: dict[str, list[Observation]]
+    files: dict[str, bytes]
+    summaries: dict[str, dict[str, object]]
+    summarised: dict[str, np.ndarray]
+    backend_seconds: float
+
+
+@dataclass
+class RunFamilies(Part):
+    """One path on the contract graphs: the check families other than the model family,
+    restricted to that path, on the context every part of the case builds alike."""
+
+    case: CaseInstance
+    runtime_paths: list[PathResult]
+    ref: PathResult
+    corrected: PathResult | None
+    key: str
+    names: tuple[str, ...]
+    label: str
+    budget_s: float
+
+    def run(self, settings: Any) -> FamilyResult:
+        ctx, _, _ = case_context(self.case, settings, self.runtime_paths, self.ref,
+                                 self.corrected)
+        ctx.family_paths = (self.key,)
+        writer = ctx.writer
+        files, summaries = set(writer.files), set(writer.summaries)
+        before = ctx.backend_seconds
+        rows = {name: families.run_family(name, ctx) for name in self.names}
+        return FamilyResult(rows, {k: v for k, v in writer.files.items() if k not in files},
+                            {k: v for k, v in writer.summaries.items() if k not in summaries},
+                            {k: v for k, v in writer.summarised.items() if k not in summaries},
+                            ctx.backend_seconds - before)
+
+
+@dataclass
+class Judge(Part):
+    """The case judged from what its parts made: comparisons, check families, evidence."""
+
+    plan: _Made
+    label: str
+    budget_s: float
+
+    def run(self, settings: Any) -> CaseResult:
+        made = self.plan
+        start = time.perf_counter()
+        runs = PartRuns(made.noise, made.variant_models, made.on_variant, made.keys,
+                        made.yardsticks)
+
+        def family_rows(name: str, ctx: CaseContext) -> list[Observation]:
+            rows: list[Observation] = []
+            if not made.merged:  # the first family asked for
+                made.merge_into(ctx)
+                failed = made.corrected_failure
+                if failed is not None:
+                    rows += compare_paths(ctx, "agreement", failed, made.ref)
+            if name == MODEL_FAMILY:
+                return rows + families.run_family(name, ctx)
+            for key in made.keys:
+                if name == made.families[0] and key in made.family_failures:
+                    path = ctx.paths[key]
+                    rows.append(execution_row(ctx, FAMILIES_CHECK, path, "", ctx.case.dtype,
+                                              made.family_failures[key], "law:contracts"))
+                got = made.family_results.get(key)
+                if got is not None:
+                    rows += got.rows.get(name, [])
+            return rows
+
+        result = judge_case(made.case, settings, made.runtime_paths, made.ref, made.corrected,
+                            start=start, family_rows=family_rows, model_runs=runs)
+        backend = made.backend_seconds()
+        return dataclasses.replace(result, backend_seconds=result.backend_seconds + backend)
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def __call__(self) -> _Timer:
+        return self
+
+    def __enter__(self) -> None:
+        self._start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds += time.perf_counter() - self._start
+
+
+class PartRuns(ModelRuns):
+    """The model family's runs as the parts made them."""
+
+    def __init__(self, noise: dict[tuple[str, str], Any], variant_models: dict[str, bytes | str],
+                 on_variant: dict[str, dict[str, PathResult]], keys: list[str],
+                 yardsticks: Any) -> None:
+        self.noise, self.variant_models, self.on_variant = noise, variant_models, on_variant
+        self.keys, self.yardsticks = keys, yardsticks
+
+    def fp16_yardsticks(self, ctx: CaseContext, model: bytes
+                        ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        got = self.yardsticks
+        if got is None or isinstance(got, str):
+            raise PathFailed(got or "not run")
+        (rounded, exact), seconds = got
+        ctx.backend_seconds += seconds
+        return rounded, exact
+
+    def floors(self, ctx: CaseContext, label: str, model: bytes, b: Baseline,
+               base: list[np.ndarray], disabled: list[np.ndarray] | None,
+               rule: StatsRule) -> Floors:
+        got = self.noise.get((label, b.spec.name))
+        if got is None:
+            raise NotRun
+        if isinstance(got, str):
+            raise PathFailed(got)
+        floors, seconds = got
+        ctx.backend_seconds += seconds
+        result: Floors = floors
+        return result
+
+    def variant_model(self, ctx: CaseContext, name: str) -> bytes:
+        got = self.variant_models[name]
+        if isinstance(got, str):
+            raise PathFailed(got)
+        return got
+
+    def variant_paths(self, ctx: CaseContext, name: str, vcase: CaseInstance
+                      ) -> dict[str, PathResult]:
+        # In the paths' order whatever order they finished in; a path not run on the
+        # variant (it ran out earlier) is marked so, without a row of its own.
+        runs = {}
+        for key in self.keys:
+            got = self.on_variant[name].get(key)
+            if got is None:
+                got = dataclasses.replace(ctx.paths[key], outputs=None, files=[],
+                                          error="not run", skipped=True, backend_seconds=0.0)
+            runs[key] = got
+        ctx.backend_seconds += sum(p.backend_seconds for p in runs.values())
+        return runs
+
+
+# ---- the plan (in the parent) -----------------------------------------------------------
+
+
+@dataclass
+class _Made:
+    """What a model case's parts made so far (sent whole to the part that judges it)."""
+
+    case: CaseInstance
+    keys: list[str]
+    """Every path's name, runtime settings first, the ReferenceEvaluator last."""
+    families: tuple[str, ...]
+    on_model: dict[str, PathResult] = field(default_factory=dict)
+    variant_models: dict[str, bytes | str] = field(default_factory=dict)
+    on_variant: dict[str, dict[str, PathResult]] = field(default_factory=dict)
+    noise: dict[tuple[str, str], Any] = field(default_factory=dict)
+    """(variant or 'fp32', path) -> (runs, seconds), a failure's sentence; absent: not run."""
+    corrected: PathResult | None = None
+    family_results: dict[str, FamilyResult] = field(default_factory=dict)
+    family_failures: dict[str, str] = field(default_factory=dict)
+    yardsticks: Any = None
+    """The fp16 file's two float64 shadows and their seconds, or why they are missing."""
+    corrected_failure: PathResult | None = None
+    """The corrected ReferenceEvaluator, when it ran out (the stock one is used)."""
+    merged: bool = False
+
+    @property
+    def runtime_paths(self) -> list[PathResult]:
+        return [self.on_model[k] for k in self.keys[:-1]]
+
+    @property
+    def ref(self) -> PathResult:
+        return self.on_model[self.keys[-1]]
+
+    def merge_into(self, ctx: CaseContext) -> None:
+        """The evidence the contract parts added, into the case's writer."""
+        writer = ctx.writer
+        for key in self.keys:
+            got = self.family_results.get(key)
+            if got is None:
+                continue
+            for rel, data in got.files.items():
+                writer.add_bytes(rel, data)
+            writer.summaries.update(got.summaries)
+            writer.summarised.update(got.summarised)
+        self.merged = True
+
+    def backend_seconds(self) -> float:
+        """Backend time of the parts the judge does not count itself (contract graphs)."""
+        return sum(r.backend_seconds for r in self.family_results.values())
+
+
+@dataclass
+class _Link:
+    """One step of a path's chain: ('noise', variant), ('variant', name) or ('families')."""
+
+    kind: str
+    variant: str = FP32
+
+    def describe(self) -> str:
+        if self.kind == "families":
+            return "the contract graphs"
+        if self.kind == "noise":
+            return f"the noise-floor runs on {_on(self.variant)}"
+        return _on(self.variant)
+
+
+class ModelCasePlan(Plan):
+    """The parts of one model case and what they made (see the module doc)."""
+
+    def __init__(self, case: CaseInstance, settings: RunSettings, timeout_s: float) -> None:
+        self.case, self.settings, self.timeout_s = case, settings, timeout_s
+        self.budget = settings.path_budget_s
+        # Asked in a child: this process starts the workers (see path_table_here).
+        table = path_table_here(settings)
+        self.specs: dict[str, PathSpec] = {s.name: s for s in table.specs}
+        self.specs[reference.PATH.name] = reference.PATH
+        model_family = MODEL_FAMILY in settings.checks and case.suite in MODEL_SUITES
+        checks = case.model_checks
+        self.variants = tuple(checks.variants) if model_family and checks is not None else ()
+        # Each runtime baseline's first setting (the other end of its floor), by name.
+        self.bases = ({base: first for base, first in table.baselines.values()}
+                      if model_family else {})
+        import onnx
+
+        names = tuple(o.name for o in onnx.load_from_string(case.model).graph.output)
+        self.rule = StatsRule(names, checks is not None and checks.task in DECISION_TASKS,
+                              tuple(dict(checks.decision_axes).items()) if checks else ())
+        self.yardsticks_state = "none"  # "running", "done"
+        names = tuple(f for f in settings.checks if f != MODEL_FAMILY)
+        self.made = _Made(case, list(self.specs), names)
+        self.made.on_variant = {v: {} for v in self.variants}
+        self.chains: dict[str, list[_Link]] = {}
+        self.next_link: dict[str, int] = {}
+        self.busy: set[str] = set()
+        """Paths whose chain has a part out now."""
+        self.corrected_state = "unknown"  # then "running", "done"
+        self.judging = False
+        self._result: CaseResult | None = None
+        self._new: list[Part] = []
+        self._made_count = 0
+        for spec in self.specs.values():
+            repeats = ((case.reference_repeats or settings.repeats)
+                       if spec.backend == reference.BACKEND else settings.repeats)
+            self._add(RunPath(case, spec, repeats,
+                              settings.max_tensor_bytes, f"{who(spec)} on the model",
+                              self.budget))
+        for name in self.variants:
+            self._add(BuildVariant(case, name, f"building the {name} variant", self.budget))
+
+    # ---- the Plan interface
+    def ready(self) -> list[Part]:
+        new, self._new = self._new, []
+        return new
+
+    @property
+    def result(self) -> CaseResult | None:
+        return self._result
+
+    @property
+    def planned(self) -> int:
+        future = 0
+        for key in self.specs:
+            if key not in self.made.on_model:
+                future += len(self._chain_for(key, ok=True, completed=True))
+            else:
+                future += len(self.chains.get(key, [])) - self.next_link.get(key, 0)
+        return self._made_count + future + (0 if self.judging else 1)
+
+    def finish(self, part: Part, result: Any) -> None:
+        made = self.made
+        if isinstance(part, Judge):
+            self._result = result
+            return
+        if isinstance(part, RunPath):
+            if part.variant == FP32:  # on the model itself
+                made.on_model[part.spec.name] = result
+                self._start_chain(part.spec.name, result)
+            else:
+                made.on_variant[part.variant][part.spec.name] = result
+                self._link_done(part.spec.name)
+        elif isinstance(part, BuildVariant):
+            made.variant_models[part.name] = result
+            if part.name == var.FP16 and isinstance(result, bytes):
+                self.yardsticks_state = "running"
+                self._add(Fp16Yardsticks(result, self.case.inputs,
+                                         "the float64 shadows of the fp16 variant",
+                                         self.budget))
+        elif isinstance(part, Fp16Yardsticks):
+            made.yardsticks = result if isinstance(result, str) else (result, 0.0)
+            self.yardsticks_state = "done"
+        elif isinstance(part, CorrectReference):
+            made.corrected, known = result
+            made.ref.known_defects = known
+            self.corrected_state = "done"
+        elif isinstance(part, NoiseRuns):
+            made.noise[(part.variant, part.spec.name)] = result
+            self._link_done(part.spec.name)
+        elif isinstance(part, RunFamilies):
+            made.family_results[part.key] = result
+            self._link_done(part.key)
+        self._advance()
+
+    def fail(self, part: Part, message: str, out_of_budget: bool) -> None:
+        made = self.made
+
+        def why(name: str, on: str) -> str:
+            return ran_out(name, self.budget, on) if out_of_budget else message
+
+        if isinstance(part, Judge):
+            reason = (f"judging the case ran out of its {self.timeout_s:g} s (--timeout)"
+                      if out_of_budget else f"judging the case failed: {message}")
+            self._result = CaseResult(execution_rows(self.case, reason), 0.0, 0.0)
+            return
+        if isinstance(part, BuildVariant):
+            made.variant_models[part.name] = (
+                f"it ran out of its {self.budget:g} s budget" if out_of_budget else message)
+        elif isinstance(part, Fp16Yardsticks):
+            made.yardsticks = (f"they ran out of their {self.budget:g} s budget"
+                               if out_of_budget else message)
+            self.yardsticks_state = "done"
+        elif isinstance(part, CorrectReference):
+            # The runtimes are compared with the stock evaluator; this row says why.
+            failed = path_result(reference.CORRECTED_RUNTIME, reference.CORRECTED_PATH)
+            failed.error = why(who(reference.CORRECTED_PATH), "the model")
+            made.corrected, made.corrected_failure = None, failed
+            self.corrected_state = "done"
+        elif isinstance(part, RunPath):
+            key = part.spec.name
+            if part.variant == FP32:
+                chain = self._chain_for(key, ok=True, completed=True)
+                failed = path_result(_backend(part.spec), part.spec)
+                failed.error = why(who(part.spec), "the model") + _skipping(chain, "on")
+                failed.backend_seconds = self.budget if out_of_budget else 0.0
+                made.on_model[key] = failed
+                self.chains[key], self.next_link[key] = [], 0
+            else:
+                failed = path_result(_backend(part.spec), part.spec)
+                failed.error = (why(who(part.spec), _on(part.variant))
+                                + self._skip_rest(key, "again on"))
+                made.on_variant[part.variant][key] = failed
+                self.busy.discard(key)
+        elif isinstance(part, NoiseRuns):
+            key = part.spec.name
+            made.noise[(part.variant, key)] = (
+                why(who(part.spec), f"the noise-floor runs on {_on(part.variant)}")
+                + self._skip_rest(key, "again on"))
+            self.busy.discard(key)
+        elif isinstance(part, RunFamilies):
+            key = part.key
+            made.family_failures[key] = (why(who(self.specs[key]), "the contract graphs")
+                                         + self._skip_rest(key, "again on"))
+            self.busy.discard(key)
+        self._advance()
+
+    # ---- the chains
+    def _add(self, part: Part) -> None:
+        self._new.append(part)
+        self._made_count += 1
+
+    def _chain_for(self, key: str, ok: bool, completed: bool) -> list[_Link]:
+        """What the path runs after the model: noise-floor runs where it is a baseline
+        that ran, each variant, and the contract graphs where it ran."""
+        if not completed:
+            return []
+        links: list[_Link] = []
+        baseline = key in self.bases and ok
+        if baseline:
+            links.append(_Link("noise", FP32))
+        for name in self.variants:
+            links.append(_Link("variant", name))
+            if baseline:
+                links.append(_Link("noise", name))
+        if ok and self.made.families:
+            links.append(_Link("families"))
+        return links
+
+    def _start_chain(self, key: str, result: PathResult) -> None:
+        self.chains[key] = self._chain_for(key, result.ok, completed=True)
+        self.next_link[key] = 0
+
+    def _link_done(self, key: str) -> None:
+        self.busy.discard(key)
+        self.next_link[key] += 1
+
+    def _skip_rest(self, key: str, verb: str) -> str:
+        """Marks the rest of the path's chain not run; what the row says of it."""
+        chain = self.chains[key]
+        rest = chain[self.next_link[key] + 1:]
+        for link in rest:
+            if link.kind == "variant":
+                skipped = path_result(_backend(self.specs[key]), self.specs[key])
+                skipped.error, skipped.skipped = "not run: it ran out of its budget", True
+                self.made.on_variant[link.variant][key] = skipped
+        self.next_link[key] = len(chain)
+        return _skipping(rest, verb)
+
+    def _advance(self) -> None:
+        made = self.made
+        stage_a = len(made.on_model) == len(self.specs)
+        if stage_a and self.corrected_state == "unknown":
+            self.corrected_state = "done"
+            import onnx
+
+            from gero_runner.backends import reference_defects
+
+            if made.ref.ok and reference_defects.applicable(onnx.load_from_string(
+                    self.case.model)):
+                self.corrected_state = "running"
+                self._add(CorrectReference(self.case, made.ref, made.runtime_paths,
+                                           "the corrected ReferenceEvaluator on the model",
+                                           self.budget))
+        for key, chain in self.chains.items():
+            while key not in self.busy and self.next_link[key] < len(chain):
+                link = chain[self.next_link[key]]
+                part = self._part_for(key, link, stage_a and self.corrected_state == "done")
+                if part is None:  # waits for another part (a build, the other paths)
+                    break
+                if part == "skip":
+                    self.next_link[key] += 1
+                    continue
+                assert isinstance(part, Part)
+                self.busy.add(key)
+                self._add(part)
+        chains_done = all(self.next_link.get(k, 0) >= len(self.chains.get(k, []))
+                          for k in self.specs) and not self.busy
+        if (stage_a and self.corrected_state == "done" and chains_done
+                and len(made.variant_models) == len(self.variants)
+                and self.yardsticks_state != "running" and not self.judging):
+            self.judging = True
+            self._add(Judge(made, "judging the case", self.timeout_s))
+
+    def _part_for(self, key: str, link: _Link, others_done: bool) -> Part | str | None:
+        made, spec = self.made, self.specs[key]
+        if link.kind == "families":
+            if not others_done:
+                return None
+            return RunFamilies(self.case, made.runtime_paths, made.ref, made.corrected, key,
+                               made.families, f"{who(spec)} on the contract graphs",
+                               self.budget)
+        if link.variant != FP32 and link.variant not in made.variant_models:
+            return None  # its build runs
+        model = made.variant_models.get(link.variant, self.case.model)
+        if isinstance(model, str):
+            return "skip"  # it could not be built: the model family's row says so
+        if link.kind == "variant":
+            vcase = dataclasses.replace(self.case, model=model)
+            return RunPath(vcase, spec, 1, None, f"{who(spec)} on {_on(link.variant)}",
+                           self.budget, link.variant)
+        on = made.on_model if link.variant == FP32 else made.on_variant[link.variant]
+        ran = on.get(key)
+        if ran is None or not ran.ok:
+            return "skip"  # nothing to floor: the model family says why
+        assert ran.outputs is not None
+        first = self.bases[key]
+        disabled = None
+        if first != key:  # the floor's other end: the runtime's first setting there
+            if first not in on and not self._gone(first, link.variant):
+                return None  # it runs
+            other = on.get(first)
+            disabled = other.outputs if other is not None and other.ok else None
+        return NoiseRuns(self.case, model, link.variant, spec, ran.outputs, disabled,
+                         self.rule, f"{who(spec)}: noise-floor runs on {_on(link.variant)}",
+                         self.budget)
+
+    def _gone(self, key: str, variant: str) -> bool:
+        """The path will never run on the variant (it ran out on the model, or earlier)."""
+        if key not in self.made.on_model:
+            return False
+        chain = self.chains.get(key, [])
+        return not any(link.kind == "variant" and link.variant == variant
+                       for link in chain[self.next_link.get(key, 0):])
+
+
+def _skipping(links: list[_Link], verb: str) -> str:
+    """What a path that ran out is not run on: '; not run again on the fp16 and int8-static
+    variants and the contract graphs, nor its noise-floor runs' (empty: nothing)."""
+    variants = [link.variant for link in links if link.kind == "variant"]
+    names = []
+    if variants:
+        names.append(f"the {_listed(variants)} variant{'s' if len(variants) > 1 else ''}")
+    if any(link.kind == "families" for link in links):
+        names.append("the contract graphs")
+    noise = any(link.kind == "noise" for link in links)
+    if not names:
+        return "; its noise-floor runs are not made" if noise else ""
+    return f"; not run {verb} {_listed(names)}" + (", nor its noise-floor runs" if noise else "")
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

@@ -104,6 +104,12 @@ def call_isolated(fn: Callable[..., T], *args: Any, timeout_s: float,
         reader.close()
 
 
+READY = b"\x01"
+"""The new interpreter's first byte: it has the call and what it needs imported."""
+STARTUP_S = 120.0
+"""How long a new interpreter may take to start, beyond the call's own time."""
+
+
 def _exit_message(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         try:
@@ -124,10 +130,19 @@ def _call_in_interpreter(fn: Callable[..., T], args: tuple[Any, ...], timeout_s:
                               str(os.getpid())], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     output: list[bytes] = []
-    collector = threading.Thread(target=lambda: output.append(child.stdout.read()  # type: ignore[union-attr]
-                                                              ), daemon=True)
+    ready = threading.Event()
+
+    def collect() -> None:
+        assert child.stdout is not None
+        if child.stdout.read(1) == READY:
+            ready.set()
+        output.append(child.stdout.read())
+
+    collector = threading.Thread(target=collect, daemon=True)
     collector.start()
-    deadline = time.monotonic() + timeout_s
+    # The call's time starts once the new interpreter has imported what it calls: a budget
+    # of a second or two is the call's, not Python's start-up on a loaded machine.
+    started, deadline = time.monotonic(), None
     try:
         assert child.stdin is not None
         try:
@@ -136,7 +151,10 @@ def _call_in_interpreter(fn: Callable[..., T], args: tuple[Any, ...], timeout_s:
         except BrokenPipeError:
             pass
         while child.poll() is None:
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if deadline is None and ready.is_set():
+                deadline = now + timeout_s
+            if now > (deadline if deadline is not None else started + timeout_s + STARTUP_S):
                 raise IsolatedFailure(f"timed out after {timeout_s:g} s", timed_out=True)
             if cancelled is not None and cancelled():
                 raise IsolatedFailure("cancelled")
@@ -163,6 +181,8 @@ def _interpreter_main() -> None:
     exit_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     fn, args = pickle.loads(sys.stdin.buffer.read())
+    sys.stdout.buffer.write(READY)
+    sys.stdout.buffer.flush()
     try:
         payload = pickle.dumps((True, fn(*args)), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException as e:  # reported to the parent, which decides

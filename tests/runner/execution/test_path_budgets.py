@@ -24,7 +24,9 @@ def test_a_path_that_hangs_costs_only_its_own_budget(tmp_path: Path) -> None:
                      activity=seen.append)
     assert time.monotonic() - start < 60  # under the default 60 s budget, or never
     rows = rows_of(tmp_path / "data", record.run_id)
-    failed = [r for r in rows if r["result"] == "execution"]
+    # (model:fp16:precision is an execution row saying ORT widens the fp16 file's nodes.)
+    failed = [r for r in rows if r["result"] == "execution"
+              and r["check"] != "model:fp16:precision"]
     # One row for the path that ran out, naming it, its budget and what it was not run on.
     assert [(r["backend"], r["reason"]) for r in failed] == [(
         "onnx-reference", "onnx-reference failed: the ReferenceEvaluator ran out of its 2 s "

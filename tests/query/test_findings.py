@@ -415,3 +415,16 @@ def test_every_path_needs_every_path_off_the_same_way(tmp_path: Path) -> None:
     _write(tmp_path, rows)
     outliers = {f.outlier for f in compute_findings(open_source(tmp_path))}
     assert outliers == {"onnxruntime", "openvino"}
+
+
+def test_without_float64_a_model_disagreement_blames_neither_side(tmp_path: Path) -> None:
+    """A model whose float64 shadow did not run (it timed out): OpenVINO off from the
+    ReferenceEvaluator, ONNX Runtime not; with nothing to side with, neither is blamed."""
+    off = "3 of 8 elements outside atol=1e-06 + rtol=1e-05·max|r| (the output's scale)"
+    rows = [_model_row("agreement", "openvino", "f32", "divergence", off, "onnx-reference"),
+            _model_row("agreement", "onnxruntime", "all", "passed", "ok", "onnx-reference")]
+    _write(tmp_path, rows)
+    (f,) = compute_findings(open_source(tmp_path))
+    assert f.outlier == "onnx-reference vs openvino"
+    assert f.title.startswith("The ReferenceEvaluator and OpenVINO disagree on magika (int32) "
+                              "with no float64 arbiter")

@@ -72,6 +72,9 @@ BUILD_FAILED = "building the "
 VARIANT_TOOLING = "variant-tooling"
 """The outlier of a variant gero's own tools could not build (no runtime is to blame)."""
 
+PAIR = " vs "
+"""Joins the two runtimes of a disagreement no float64 can decide (``onnxruntime vs
+openvino``): the outlier of a model case without a float64 shadow."""
 WIDENS_FP16 = "computes the fp16 file in float32"
 """How the row that says a runtime runs an fp16 file in float32 words it."""
 
@@ -237,6 +240,7 @@ WITH raw AS MATERIALIZED (
     SELECT observation_id, case_id, op_type, dtype, "check" AS chk, optimization, result,
            -- a model case fed gero's seeded defaults (models.inputs marks them)
            coalesce(suite = 'model' AND contains(details, '(default)'), false) AS seeded,
+           suite IN ('model', 'models') AS model_case,
            backend, CASE WHEN optimization = '-' THEN backend
                          ELSE backend || '@' || optimization END AS path,
            reference, arbiter, max_abs_error, reason,
@@ -288,13 +292,20 @@ WITH raw AS MATERIALIZED (
 ), decided AS (
     -- an undecided agreement row (no float64 to side with) blames the reference when the
     -- case's rows against float64 blame it, else its own path
+    -- case's rows against float64 blame it, else its own path; in a model case with no
+    -- float64 at all, neither side alone: the pair disagrees
     SELECT r.* EXCLUDE (blamed),
            CASE WHEN r.blamed <> 'undecided' THEN r.blamed
                 WHEN c.reference_off THEN regexp_replace(r.reference, '-corrected$', '')
+                WHEN r.model_case AND t.case_id IS NULL THEN list_aggregate(list_sort(
+                    [r.backend, split_part(regexp_replace(r.reference, '-corrected$', ''),
+                                           ':', 1)]), 'string_agg', '{PAIR}')
                 ELSE r.path END AS blamed
     FROM rows r LEFT JOIN (
         SELECT case_id, bool_or(truth AND path = 'onnx-reference') AS reference_off
         FROM rows GROUP BY case_id) c USING (case_id)
+    LEFT JOIN (SELECT DISTINCT case_id FROM {relation} WHERE "check" IN ({truth})) t
+        USING (case_id)
 ), runtime_rows AS (
     SELECT *, split_part(blamed, '@', 1) AS runtime,
            CASE WHEN kind = 'nan' THEN 'nan' ELSE family END AS fam0
@@ -640,6 +651,10 @@ def _hint(template: str, limit: int = 60) -> str:
     return _short(text, limit)
 
 
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _variant_of(check: str) -> str:
     """The variant file a model row is about (``model:fp16:scaled`` -> fp16), or ''."""
     parts = check.split(":")
@@ -684,6 +699,10 @@ def _title(f: Finding) -> str:
         return (f"{sentence_who} {'give' if many else 'gives'} finite values where the compared "
                 f"output is NaN or inf: {ops} ({dtypes})")
     if f.family == "numeric":
+        if PAIR in f.outlier:
+            a, _, b = f.outlier.partition(PAIR)
+            return (f"{_cap(_name(a))} and {_name(b)} disagree on {ops} ({dtypes}) with no "
+                    f"float64 arbiter to side with: neither is blamed")
         if f.outlier == "every path":
             return f"{ops} ({dtypes}) differs from float64 beyond tolerance on every path"
         what = ("beyond tolerance" if f.template == OUTSIDE

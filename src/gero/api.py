@@ -10,6 +10,7 @@ and ``gc`` are the functions of those names; the commands only parse and print.
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -326,7 +327,14 @@ def compact(data_dir: PathLike | None = None, dry_run: bool = False) -> Compacti
     root = DataRoot(_root(data_dir))
     if not root.runs_dir.is_dir():
         raise GeroError(f"no data root at {root.path} (no runs/ folder)")
-    return merge(root, dry_run=dry_run)
+    try:
+        return merge(root, dry_run=dry_run)
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        raise GeroError(f"the disk is full ({e.filename or root.path}): the compaction was "
+                        "abandoned and the store and every run are as they were; free some "
+                        "space and run `gero compact` again") from None
 
 
 def gc(data_dir: PathLike | None = None, keep_runs: int | None = None,

@@ -25,6 +25,9 @@ def main(args: argparse.Namespace) -> int:
     from gero.api import compact
 
     result = compact(data_dir(args), dry_run=args.dry_run)
+    for name in result.missing:
+        print(f"gero: warning: {name} named by the store index is missing: its observations "
+              "are lost; merged without it", file=sys.stderr)
     for run_id in result.repaired:
         print(f"gero: the store index listed {run_id} as merged, but its own file was never "
               "replaced: merged again", file=sys.stderr)

@@ -60,6 +60,8 @@ class Compaction:
     """Files replaced by an earlier compaction, removed now."""
     skipped: list[str] = field(default_factory=list)
     """Runs left loose, with why (running, interrupted, unreadable)."""
+    missing: list[str] = field(default_factory=list)
+    """Store files the index named that are gone (their rows are lost): left out."""
     repaired: list[str] = field(default_factory=list)
     """Runs the index listed as merged while their own files were never replaced: merged
     again."""
@@ -84,7 +86,7 @@ def _mergeable(root: Path, run_id: str, skipped: list[str]) -> bool:
 
 def compact(root: DataRoot, *, dry_run: bool = False) -> Compaction:
     """Merge every finished loose run into a new store file (under the root's lock)."""
-    with root_lock(root.path):
+    with root_lock(root.path, reading=dry_run):
         return _compact(root.path, dry_run)
 
 
@@ -115,7 +117,17 @@ def _compact(root: Path, dry_run: bool) -> Compaction:
             write_index(root, index)
         return result
     result.removed = remove_superseded(root, index.superseded)
-    tables = [pq.read_table(store_file_path(root, f.name)) for f in index.files]
+    tables = []
+    for f in index.files:
+        path = store_file_path(root, f.name)
+        if not path.exists():  # removed by hand: its rows are gone, the rest is merged
+            result.missing.append(f"{STORE_DIR}/{f.name} ({f.rows:,} observations)")
+            continue
+        try:
+            tables.append(pq.read_table(path))
+        except (OSError, pa.ArrowException) as e:
+            raise StoreError(f"{path} cannot be read ({e}); nothing was merged: restore it "
+                             "(its observations are in no other file)") from None
     kept_runs = []
     for run_id in result.runs:
         try:

@@ -222,7 +222,7 @@ def _referenced(root: DataRoot, index: StoreIndex, blockers: list[str],
 
 def plan(root: DataRoot, retention: Retention | None = None) -> GcPlan:
     """List what a collection would remove (removes nothing)."""
-    with root_lock(root.path):
+    with root_lock(root.path, reading=True):
         return _plan(root, retention or Retention(), read_all=False)[0]
 
 

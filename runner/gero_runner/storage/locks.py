@@ -20,6 +20,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from gero_runner.errors import GeroError
+
 ROOT_LOCK = ".lock"
 """In the data root: held while a writer reads the stored ids and writes its files."""
 RUN_LOCK = ".running"
@@ -55,9 +57,15 @@ def dir_mode() -> int:
     return 0o777 & ~_umask()
 
 
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
 @contextlib.contextmanager
-def root_lock(data_root: Path) -> Iterator[None]:
-    """Hold the data root's write lock (waiting for another writer to finish its write)."""
+def root_lock(data_root: Path, reading: bool = False) -> Iterator[None]:
+    """Hold the data root's write lock (waiting for another writer to finish its write).
+
+    A root this process cannot write is refused in one sentence; with ``reading`` (a dry
+    run, which writes nothing) it is read without the lock instead."""
     path = str(Path(data_root).absolute() / ROOT_LOCK)
     with _THREAD_LOCKS_GUARD:
         thread_lock = _THREAD_LOCKS.setdefault(path, threading.RLock())
@@ -65,8 +73,18 @@ def root_lock(data_root: Path) -> Iterator[None]:
         if path in _HELD:  # re-entered by this thread: already held
             yield
             return
-        Path(data_root).mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, file_mode())
+        try:
+            Path(data_root).mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, file_mode())
+        except OSError as e:
+            if e.errno not in _READ_ONLY:
+                raise
+            if reading:
+                yield
+                return
+            raise GeroError(f"cannot write in the data root {data_root} ({e.strerror}): "
+                            "gero needs to write there; give a --data-dir it may write, "
+                            "or make this one writable") from None
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX)
             _HELD[path] = fd

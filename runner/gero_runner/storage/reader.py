@@ -284,7 +284,10 @@ def _check_together(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> None:
     long history); on any error each is checked alone, to name the one at fault."""
     keys = {}
     for path in paths:
-        st = path.stat()
+        try:
+            st = path.stat()
+        except OSError:
+            return  # each is checked alone, and the missing one named
         keys[path] = (str(path), st.st_mtime_ns, st.st_size)
     try:
         rows = dict(con.execute("SELECT file_name, num_rows FROM parquet_file_metadata(?)",
@@ -392,9 +395,10 @@ def open_run(data_root: str | os.PathLike[str], run: str | None = None,
         source = OpenRun(root, run_id, con, problems, files=tuple(files), sightings=sightings,
                          duplicates=duplicates, keyed=keyed, sighted_by=tuple(by))
         con.execute(f"CREATE OR REPLACE VIEW obs AS {source.sighted(stored)}")
-        if own_rows is None and run_id not in index.compacted:
-            # Its own file is gone or unreadable: what other runs' files hold may be all
-            # that is left (counted only in this damaged case).
+        if (own_rows is None and run_id not in index.compacted) or len(problems) > len(before):
+            # Its own file is gone or unreadable, or a file of the store is: what the
+            # readable files hold may be all that is left (counted only in these damaged
+            # cases).
             _refuse_if_lost(con, root, run_id, own, problems,
                             source.query("SELECT count(*) FROM obs")[0][0])
         return source
@@ -411,12 +415,15 @@ def _refuse_if_lost(con: duckdb.DuckDBPyConnection, root: Path, run_id: str, own
     recorded = _recorded_observations(root, run_id)
     if not recorded:
         return
-    why = "; ".join(problems) if own.is_file() and problems else f"{own} is missing"
+    why = "; ".join(problems) if problems else f"{own} is missing"
     if readable == 0:
         con.close()
         raise StoreError(f"run {run_id} recorded {recorded:,} observations but none can be "
                          f"read: {why}. Restore the file, or run the suite again")
-    if not own.is_file():
+    if readable < recorded and problems:
+        problems.append(f"{readable:,} of the run's {recorded:,} observations can be read "
+                        "(those the readable files store) and are shown")
+    elif not own.is_file():
         problems.append(f"{own} is missing: {readable:,} of the run's {recorded:,} "
                         "observations (those other runs also store) are shown")
 

@@ -86,12 +86,13 @@ def test_an_index_naming_a_linked_run_file_keeps_what_is_outside(
     (root / "runs" / "linked").symlink_to(outside, target_is_directory=True)
     index_file = root / "store" / "index.json"
     index = json.loads(index_file.read_text())
-    index_file.write_text(json.dumps({**index, "superseded":
-                                      ["runs/linked/observations.parquet"]}))
+    index_file.write_text(json.dumps({**index, "superseded": [
+        *index["superseded"], "runs/linked/observations.parquet"]}))
     gero("run", "--data-dir", str(root), *EXP, "--limit", "1", "--run-id", "three",
          cwd=tmp_path)
     done = gero("compact", "--data-dir", str(root), cwd=tmp_path)
-    assert "merged 1 runs" in done.stdout and "0 replaced files removed" in done.stdout
+    # The runs' own files it replaced go; the one behind the link stays.
+    assert "merged 1 runs" in done.stdout and "2 replaced files removed" in done.stdout
     gero("gc", "--apply", "--keep-runs", "2", "--data-dir", str(root), cwd=tmp_path)
     assert (outside / "observations.parquet").read_text() == "precious"
     ids = stored_ids(root)

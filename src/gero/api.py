@@ -51,6 +51,11 @@ if TYPE_CHECKING:
 PathLike = str | os.PathLike[str]
 
 
+NO_EVIDENCE = "no evidence kept: nothing to replay"
+"""What replay_command says for an observation that kept no tensors (a timeout): naming the
+data root as the evidence folder would replay nothing."""
+
+
 def default_data_dir() -> Path:
     """``$GERO_DATA_DIR``, else ``./data``: the data root every command uses by default."""
     return Path(os.environ.get("GERO_DATA_DIR") or "data")
@@ -550,8 +555,7 @@ class Run:
 
         def commands(f: Finding) -> tuple[str, str]:
             rep = f.representative
-            return (self.replay_command(rep.observation_id, rep.artifact_path)
-                    if rep.artifact_path else "no evidence kept: nothing to replay",
+            return (self.replay_command(rep.observation_id, rep.artifact_path),
                     self.bundle_command(rep.observation_id, f"finding-{f.finding_id}.tar.gz"))
 
         data = gather(self.reader, findings, commands, problems=self.warnings)
@@ -585,6 +589,8 @@ class Run:
             artifact_path = self.artifact_paths([observation_id]).get(observation_id)
             if artifact_path is None:
                 raise GeroError(f"observation {observation_id!r} is not in run {self.id}")
+        if not artifact_path:  # a timeout or a failure before any tensor was kept
+            return NO_EVIDENCE
         return shlex.join(["gero", "replay", str(self.data_dir / artifact_path),
                            "--observation", observation_id])
 

@@ -110,3 +110,9 @@ def test_diff_between_two_api_runs(tmp_path: Path) -> None:
     report = tight.diff(base)
     assert report.has_regressions and report.base_run == base.id
     assert not base.diff(base).has_regressions
+
+
+def test_an_observation_without_evidence_has_no_replay_command(tmp_path: Path) -> None:
+    """A timeout keeps no tensors: its replay command must not name the data root."""
+    run = gero.Run(tmp_path, "r")
+    assert run.replay_command("abc", "") == "no evidence kept: nothing to replay"

@@ -426,8 +426,10 @@ class _Search:
         self.b_final: np.ndarray | None = None
         self.ops_a = {o: n for n in self.model_a.graph.node for o in n.output}
         made_b = {o for n in self.model_b.graph.node for o in n.output}
+        started = time.perf_counter()
         surv_a = survivors(a, self.model_a, work)
         surv_b = survivors(b, self.model_b, work)
+        self.phases: dict[str, float] = {"survivors_s": time.perf_counter() - started}
         shared_inputs = ({i.name for i in self.model_a.graph.input}
                          & {i.name for i in self.model_b.graph.input})
         self.available: set[str] = set(shared_inputs)
@@ -650,7 +652,10 @@ def localize_case(directory: Path, row: dict[str, Any]) -> tuple[Localization,
         if window:
             extra = [n for t in window for n in s.region_inputs(t) if n not in window]
             s.trace(window, list(dict.fromkeys(extra)), keep=True)
+        started = time.perf_counter()
         origins, amplifiers, kept, repro = _judge(s, window)
+        s.phases["alone_and_shares_s"] = time.perf_counter() - started
+        s.passes.append({k: round(v, 3) for k, v in s.phases.items()})
     fig = s.figures.get(s.output)
     final = fig.scaled_error if fig is not None else math.nan
     instrumented = _instrumented(directory, s)
@@ -680,6 +685,7 @@ def _judge(s: _Search, window: list[str]
                        f"{MAX_CANDIDATES} were run alone")
     alone_values: dict[str, np.ndarray] = {}
     feeds_of: dict[str, dict[str, np.ndarray]] = {}
+    started = time.perf_counter()
     for t in diverging[:MAX_CANDIDATES]:
         try:
             got = s.alone(t)
@@ -726,6 +732,7 @@ def _judge(s: _Search, window: list[str]
         _keep(kept, t, x, y, feeds, s)
     origins = [_refine(s, o, feeds_of.get(o.tensor, {})) for o in origins[:MAX_SHARES]] + \
         origins[MAX_SHARES:]
+    s.phases["alone_s"] = time.perf_counter() - started
     measured = []
     for o in sorted(origins, key=lambda o: -o.local_scaled_error)[:MAX_SHARES]:
         share = s.share(o.tensor, alone_values[o.tensor], final)

@@ -66,8 +66,8 @@ TRACE_BYTES = 192 << 20
 FLOOR_FACTOR = 10.0
 ROUNDINGS = 8
 NOISE_RELATIVE = 1e-7
-MAX_CANDIDATES = 16
-"""Diverging nodes run alone, first in topological order."""
+MAX_CANDIDATES = 8
+"""Diverging nodes run alone, first in topological order (each costs a session per side)."""
 MAX_SHARES = 3
 """Origins whose share of the final error is measured (one run of the reference each)."""
 KEEP_TENSOR_BYTES = 4 << 20
@@ -269,8 +269,15 @@ def _runtime_feeds(model: onnx.ModelProto, feeds: dict[str, np.ndarray]
 def run_side(side: Side, model: onnx.ModelProto, feeds: dict[str, np.ndarray],
              names: list[str]) -> dict[str, np.ndarray]:
     """``names`` (tensors of ``model``) as ``side`` computes them from ``feeds``."""
+    return run_side_each(side, model, [feeds], names)[0]
+
+
+def run_side_each(side: Side, model: onnx.ModelProto, feeds_list: list[dict[str, np.ndarray]],
+                  names: list[str]) -> list[dict[str, np.ndarray]]:
+    """``run_side`` for each of ``feeds_list``, from one session (an OpenVINO compile costs
+    more than a run, and its memory is not all given back)."""
     wanted = list(dict.fromkeys(names))
-    feeds = _runtime_feeds(model, feeds)
+    all_feeds = [_runtime_feeds(model, f) for f in feeds_list]
     if side.kind in (SHADOW_KIND, REFERENCE):
         from gero_runner.backends.reference import run_releasing, stock_evaluator
         from gero_runner.backends.reference_defects import corrected_evaluator
@@ -278,27 +285,32 @@ def run_side(side: Side, model: onnx.ModelProto, feeds: dict[str, np.ndarray],
 
         if side.kind == SHADOW_KIND:
             evaluator: Any = corrected_evaluator(widen(model))
-            feeds = widen_inputs(feeds)
+            all_feeds = [widen_inputs(f) for f in all_feeds]
         else:
             evaluator = (corrected_evaluator(model) if side.backend.endswith("corrected")
                          else stock_evaluator(model))
-        with np.errstate(all="ignore"):
-            values = run_releasing(evaluator, feeds, wanted=wanted)
-        missing = [n for n in wanted if n not in values]
-        if missing:
-            raise RuntimeError(f"the evaluator computed no value for {', '.join(missing)}")
-        return {n: np.asarray(values[n]) for n in wanted}
+        out = []
+        for feeds in all_feeds:
+            with np.errstate(all="ignore"):
+                values = run_releasing(evaluator, feeds, wanted=wanted)
+            missing = [n for n in wanted if n not in values]
+            if missing:
+                raise RuntimeError(f"the evaluator computed no value for {', '.join(missing)}")
+            out.append({n: np.asarray(values[n]) for n in wanted})
+        return out
     marked = sg.with_outputs(model, wanted)
     backend = backends.get(side.backend)
     session = backend.build(marked.SerializeToString(), side.settings)
+    order = [o.name for o in marked.graph.output]
+    results = []
     try:
-        outputs = backend.run(session, feeds)
+        for feeds in all_feeds:
+            got = dict(zip(order, backend.run(session, feeds), strict=False))
+            results.append({n: got[n] for n in wanted})
     finally:
         backend.release(session)
         del session
-    order = [o.name for o in marked.graph.output]
-    got = dict(zip(order, outputs, strict=False))
-    return {n: got[n] for n in wanted}
+    return results
 
 
 def survivors(side: Side, model: onnx.ModelProto, work: Path) -> set[str] | None:
@@ -446,7 +458,8 @@ class _Search:
                 kinds = {x[0] for x in (ta, tb) if x is not None}
                 known_float = kinds <= sg.FLOAT_TYPES
                 quantized = bool(kinds) and kinds <= sg.QUANTIZED_TYPES
-                if known_float or quantized or t == self.output:
+                constant = node.op_type == "Constant"  # a weight, not a computed value
+                if (known_float or quantized or t == self.output) and not constant:
                     self.order.append(t)
         if self.output not in self.order:
             self.order.append(self.output)
@@ -472,14 +485,14 @@ class _Search:
         if total <= TRACE_BYTES:
             return list(window)
         picked: list[str] = []
-        used = 0
+        last = window[-1]  # always: the stretch's end (the output, on the first pass)
+        used = self.size(last)
         stride = max(1, math.ceil(total / TRACE_BYTES))
-        for i, t in enumerate(window):
-            if (i % stride == stride - 1 or i == len(window) - 1) and \
-                    used + self.size(t) <= TRACE_BYTES:
+        for i, t in enumerate(window[:-1]):
+            if i % stride == stride - 1 and used + self.size(t) <= TRACE_BYTES:
                 picked.append(t)
                 used += self.size(t)
-        return picked or [window[-1]]
+        return [*picked, last]
 
     # one pass ---------------------------------------------------------------------
     def trace(self, names: list[str], extra: list[str], keep: bool) -> None:
@@ -492,8 +505,9 @@ class _Search:
         names = [t for t in names if t not in given]
         model_b = sg.prefix(self.model_b, wanted)
         model_a = model_b if self.model_a is self.model_b else sg.prefix(self.model_a, wanted)
-        b = {**run_side(self.b, model_b, self.inputs, wanted), **given} if wanted else given
-        noisy = run_side(self.b, model_b, _noisy(self.inputs), names) if names else {}
+        b, noisy = run_side_each(self.b, model_b, [self.inputs, _noisy(self.inputs)],
+                                 wanted) if wanted else ({}, {})
+        b = {**b, **given}
         floors = {t: figure(noisy[t], b[t])[0] for t in names}
         del noisy
         a = {**run_side(self.a, model_a, self.inputs, wanted), **given} if wanted else given
@@ -755,6 +769,10 @@ def _refine(s: _Search, o: NodeFinding, feeds: dict[str, np.ndarray]) -> NodeFin
     inner = [t for i in ra for t in graph.node[i].output if t and t != o.tensor
              and t in s.types_b and any(t in n.output for n in s.model_b.graph.node)]
     if not inner:
+        return o
+    if sum(s.size(t) for t in inner) > TRACE_BYTES:
+        s.notes.append(f"inside {o.node}: its {len(inner)} inner tensors are more than "
+                       f"{TRACE_BYTES >> 20} MiB, so they were not traced")
         return o
     try:
         feeds_a = {n: s._as_type(v, s.types_a.get(n)) for n, v in feeds.items()}

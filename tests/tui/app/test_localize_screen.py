@@ -112,4 +112,4 @@ async def test_the_findings_screen_names_a_localized_origin_and_l_opens_it(
         assert "error through the graph" in _text(app, "#localize-summary")
         await pilot.press("escape")
         await _settle(pilot)
-        assert app.screen is screen
+        assert isinstance(app.screen, FindingsScreen)

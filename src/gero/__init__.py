@@ -19,34 +19,57 @@ message the command line prints.
 
 from __future__ import annotations
 
-from importlib import metadata
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from gero.api import (
-    Run,
-    blame,
-    bundle,
-    compact,
-    export,
-    find_observation,
-    gc,
-    localize,
-    open_run,
-    parity,
-    replay,
-    run,
-)
-from gero.query.findings import Finding
 from gero_runner.errors import GeroError
+
+if TYPE_CHECKING:
+    from gero.api import (
+        Run,
+        blame,
+        bundle,
+        compact,
+        export,
+        find_observation,
+        gc,
+        localize,
+        open_run,
+        parity,
+        replay,
+        run,
+    )
+    from gero.query.findings import Finding
+
+# Imported when first used: ``import gero.query.source`` (the explorer's first import)
+# must not load the API and through it the runner's schema, pyarrow and NumPy (0.6-0.9 s
+# on the UI thread before the explorer's first frame).
+_LAZY = {**dict.fromkeys(("Run", "blame", "bundle", "compact", "export", "find_observation",
+                          "gc", "localize", "open_run", "parity", "replay", "run"),
+                         "gero.api"),
+         "Finding": "gero.query.findings"}
 
 
 def _version() -> str:
+    from importlib import metadata
+
     try:
         return metadata.version("gero")
     except metadata.PackageNotFoundError:  # run from a source tree that is not installed
         return "0+unknown"
 
 
-__version__ = _version()
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value: Any = _version()
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    else:
+        raise AttributeError(f"module 'gero' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
 __all__ = ["Finding", "GeroError", "Run", "__version__", "blame", "bundle", "compact",
            "export", "find_observation", "gc", "localize", "open_run", "parity", "replay",
            "run"]

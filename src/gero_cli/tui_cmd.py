@@ -27,7 +27,8 @@ def main(args: argparse.Namespace) -> int:
     from gero_tui.app.prefetch import Prefetch
 
     prefetch = Prefetch(data_dir(args), args.run, first_page=args.screen == "evaluations",
-                        findings=args.screen != "evaluations")
+                        findings=args.screen != "evaluations",
+                        findings_now=args.screen == "findings")
     from gero_tui.app.app import GeroApp
 
     app = GeroApp(data_dir(args), args.run, screen=args.screen, prefetch=prefetch)

@@ -117,6 +117,7 @@ class GeroApp(ExplorerApp):
         """Its grouping (``m``), kept likewise."""
         self._findings: tuple[object, FindingsReport] | None = None
         self._findings_lock = threading.Lock()
+        self._figures_shown = False
         self.crash_line: str | None = None
         """The one line printed when an unexpected exception ended the app."""
 
@@ -129,7 +130,9 @@ class GeroApp(ExplorerApp):
             self.set_timer(1.0, gc.enable)
         # Once the first screen is up, import what `enter` needs (NumPy and the detail
         # modules, ~150 ms) in the background, so the first detail opens as fast as later ones.
-        self.set_timer(PRELOAD_DELAY_S, self._preload)
+        # On the overview: once its counts are on screen (figures_shown), not before.
+        if self.start_screen == "evaluations":
+            self.set_timer(PRELOAD_DELAY_S, self._preload)
         if self.run_id is None:
             from gero_tui.app.screens.empty import EmptyScreen
 
@@ -159,6 +162,15 @@ class GeroApp(ExplorerApp):
                 self.push_screen(FindingsScreen())
         if self.source is None:
             self._open(self.run_id)
+
+    def figures_shown(self) -> None:
+        if self._figures_shown:
+            return
+        self._figures_shown = True
+        if self._early_findings is not None:
+            self._early_findings.release()
+        if self.start_screen != "evaluations":
+            self.set_timer(0.2, self._preload)  # after the frame that shows them
 
     @work(thread=True, group="preload", exit_on_error=False)
     def _preload(self) -> None:

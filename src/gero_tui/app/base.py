@@ -69,6 +69,10 @@ class ExplorerApp(App[None]):
     def run_info(self) -> RunInfo | None:
         raise NotImplementedError
 
+    def figures_shown(self) -> None:
+        """The first screen shows its figures: what waited for them may start (the
+        findings, the detail modules' import)."""
+
     def recorded_count(self, source: RunSource) -> int | None:
         """The observations the run recorded, where some of its files were skipped (its
         counts then cover fewer: ``readable_text``); None for a run read whole."""

@@ -117,3 +117,25 @@ async def test_findings_are_not_computed_ahead_for_the_table(data_root: Path) ->
     prefetch = _finished(Prefetch(data_root, None, first_page=True))
     opened = prefetch.take(RUN_ID)
     assert opened is not None and prefetch.findings(opened.source) is None
+
+
+async def test_the_findings_wait_for_the_overview_counts(data_root: Path) -> None:
+    """Grouping the findings beside the overview's first queries delayed its first frame:
+    the prefetch computes them once the counts are on screen (or once someone asks)."""
+    import time
+
+    prefetch = _finished(Prefetch(data_root, None, first_page=False, findings=True))
+    time.sleep(0.3)
+    assert prefetch._report is None, "nothing computed before the counts are shown"
+    app = GeroApp(data_root, screen="overview", prefetch=prefetch)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert prefetch._released.is_set()
+        source = app.source
+        assert source is not None and prefetch.findings(source) is not None
+
+
+def test_the_findings_screen_first_does_not_wait(data_root: Path) -> None:
+    prefetch = Prefetch(data_root, None, first_page=False, findings=True, findings_now=True)
+    prefetch._thread.join(30)
+    assert prefetch._report is not None

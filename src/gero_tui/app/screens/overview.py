@@ -149,7 +149,8 @@ class OverviewScreen(Screen[None]):
         problems.display = bool(source.problems)
         problems.update("\n".join(f"⚠ {p}" for p in source.problems))
         self._load(source)
-        self._load_findings(source)
+        # The findings after the counts (on_overview_screen_loaded): grouping every row
+        # beside the counts' queries delayed the overview's first frame.
 
     @work(thread=True, exclusive=True, group="overview-findings")
     def _load_findings(self, source: Any) -> None:
@@ -220,6 +221,9 @@ class OverviewScreen(Screen[None]):
 
     def on_overview_screen_loaded(self, message: Loaded) -> None:
         self.query_one(ClassCounts).counts = message.counts
+        if self.app.source is not None:
+            self._load_findings(self.app.source)
+        self.call_after_refresh(self.app.figures_shown)
         self._loaded = message
         self._show_bars()
         source = self.app.source
@@ -241,6 +245,7 @@ class OverviewScreen(Screen[None]):
              o.reference_median_ms) for o in message.operations])
 
     def on_overview_screen_failed(self, message: Failed) -> None:
+        self.app.figures_shown()
         self.notify(message.error, title="Overview query failed", severity="error", timeout=10)
 
     def _filter_for(self, option_id: str) -> TableFilter:

@@ -110,7 +110,7 @@ def _ran_out(reason: str) -> str:
         return reason[:80]
     if found.group("shadow"):
         return "float64 shadow"
-    return f"{found.group('who')} on {found.group('on')}"
+    return f"{found.group('who').strip()} on {found.group('on')}"
 
 
 def main() -> int:

@@ -98,11 +98,11 @@ async def _wide(data_dir: Path, out: Path) -> list[Path]:
         s.shoot("evaluations")
         # One row per case and check (levels merged), its first group selected (space: every
         # row of the group), then the frequency of the check column.
-        await s.keys("m", "space", "up")
+        await s.keys("m", "space")
         s.shoot("evaluations-grouped")
-        await s.keys("m", "m", "right", "right", "F")
+        await s.keys("m", "m", *["right"] * COLUMN_KEYS.index("check"), "F")
         s.shoot("frequency")
-        await s.keys("escape", "left", "left")
+        await s.keys("escape", *["left"] * COLUMN_KEYS.index("check"))
         await s.keys("e")
         s.shoot("export-dialog")
         await s.keys("escape")
@@ -114,7 +114,7 @@ async def _wide(data_dir: Path, out: Path) -> list[Path]:
         app.push_screen(DetailScreen(source, str(picked[0][0])))
         await _settle(pilot)
         for name, key in (("detail-fields", "f"), ("detail-histogram", "h"),
-                          ("detail-side-by-side", "t")):
+                          ("detail-side-by-side", "t"), ("detail-inputs", "n")):
             await s.keys(key)
             s.shoot(name)
         await s.keys("g")

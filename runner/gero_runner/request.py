@@ -16,6 +16,8 @@ from gero_runner.errors import GeroError
 from gero_runner.tolerances import DEFAULTS, FLOAT_DTYPES, Tolerances
 
 DEFAULT_TIMEOUT_S = 120.0
+MAX_SEED = 2**32 - 1
+"""The largest seed: what every input generator takes (and a Parquet int64 holds)."""
 DEFAULT_PATH_BUDGET_S = 60.0
 """Seconds each path of a model case may take (``--path-budget``): a runtime setting on the
 model, on a variant or on the contract graphs, the ReferenceEvaluator, the float64 shadow, a
@@ -135,6 +137,10 @@ class RunRequest:
         if bad:
             raise GeroError(f"unknown dtype(s) {', '.join(bad)}; choose from "
                             f"{', '.join(FLOAT_DTYPES)}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not (
+                0 <= self.seed <= MAX_SEED):
+            raise GeroError(f"seed (--seed) must be a whole number from 0 to {MAX_SEED}, "
+                            f"got {self.seed!r}")
         for name in ("jobs", "threads", "repeats"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -145,8 +151,10 @@ class RunRequest:
                             f"{', '.join(EXECUTORS)}")
         if self.scheduler is not None and self.executor != "dask":
             raise GeroError("--scheduler names a Dask scheduler; it needs --executor dask")
-        if self.limit is not None and (isinstance(self.limit, bool) or self.limit < 1):
-            raise GeroError(f"limit (--limit) must be at least 1, got {self.limit!r}")
+        if self.limit is not None and (isinstance(self.limit, bool)
+                                       or not isinstance(self.limit, int) or self.limit < 1):
+            raise GeroError(f"limit (--limit) must be a whole number of at least 1, got "
+                            f"{self.limit!r}")
         check_timeout(self.timeout_s)
         if not isinstance(self.tolerances, Tolerances):
             raise GeroError(f"tolerances must be a gero_runner.tolerances.Tolerances, e.g. "

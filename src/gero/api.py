@@ -100,6 +100,10 @@ def request(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
 
     if isinstance(models, str | os.PathLike):
         models = [models]
+    _check_types(ops=ops, dtypes=dtypes, variants=variants, backends=backends,
+                 skip_paths=skip_paths, models=models, data_dir=data_dir, run_id=run_id,
+                 inputs_file=inputs_file, calibration_file=calibration_file, task=task,
+                 executor=executor, scheduler=scheduler, suite=suite)
     tolerances = Tolerances.with_overrides(rtol, atol)
     return RunRequest(
         suite=suite, data_root=Path(data_dir) if data_dir is not None else default_data_dir(),
@@ -120,6 +124,32 @@ def request(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
         command_line=command_line, limit=limit, executor=executor, scheduler=scheduler,
         max_tensor_mb=max_tensor_mb, max_evidence_mb=max_evidence_mb,
         path_budget_s=path_budget, skip_paths=tuple(skip_paths))
+
+
+_NAME_LISTS = ("ops", "dtypes", "variants", "backends", "skip_paths")
+
+
+def _check_types(**given: Any) -> None:
+    """A value of the wrong type is a GeroError naming the parameter (not a TypeError from
+    deep inside, and never a string read as a list of its characters)."""
+    for name in _NAME_LISTS:
+        value = given[name]
+        if value is None and name == "backends":
+            continue
+        if isinstance(value, str):
+            raise GeroError(f"{name} must be a list of names, not the string {value!r}: "
+                            f"give [{value!r}]")
+        if not isinstance(value, Iterable) or not all(isinstance(v, str) for v in value):
+            raise GeroError(f"{name} must be a list of names (strings), got {value!r}")
+    if not isinstance(given["models"], Iterable) or not all(
+            isinstance(m, str | os.PathLike) for m in given["models"]):
+        raise GeroError(f"models must be paths of ONNX files, got {given['models']!r}")
+    for name in ("data_dir", "inputs_file", "calibration_file"):
+        if given[name] is not None and not isinstance(given[name], str | os.PathLike):
+            raise GeroError(f"{name} must be a path, got {given[name]!r}")
+    for name in ("run_id", "task", "scheduler", "executor", "suite"):
+        if given[name] is not None and not isinstance(given[name], str):
+            raise GeroError(f"{name} must be a string, got {given[name]!r}")
 
 
 def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
@@ -176,6 +206,11 @@ def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
 
         check_resume_name(resume)
         _refuse_options_of_resume(resume, dict(locals()))
+    _check_types(ops=ops, dtypes=dtypes, variants=variants, backends=backends,
+                 skip_paths=skip_paths, models=[models] if isinstance(
+                     models, str | os.PathLike) else models, data_dir=data_dir,
+                 run_id=run_id, inputs_file=inputs_file, calibration_file=calibration_file,
+                 task=task, executor=executor, scheduler=scheduler, suite=suite)
     if not command_line:
         command_line = "gero.run(" + ", ".join(
             f"{k}={v!r}" for k, v in (("suite", suite), ("models", [str(m) for m in models]),

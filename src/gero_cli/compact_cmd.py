@@ -36,7 +36,9 @@ def main(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(f"dry run: would merge {len(result.runs)} runs into the store")
     elif not result.runs:
-        print("nothing to merge")
+        left = f" (removed {len(result.removed)} files killed writers left)" \
+            if result.removed else ""
+        print(f"nothing to merge{left}")
     else:
         print(f"merged {len(result.runs)} runs into {result.store_file} ({result.rows} "
               f"observations; {result.keyed} given keys; {len(result.removed)} replaced "

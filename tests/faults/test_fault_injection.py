@@ -326,3 +326,20 @@ def test_a_hostile_bundle_is_refused_or_bounded(tmp_path: Path) -> None:
         tar.add(case, arcname=case.name)
     done = gero("replay", "empty.tar.gz", cwd=tmp_path, check=2)
     assert "lists no files" in done.stderr
+
+
+def test_a_bundle_of_many_members_or_a_long_name_is_refused_fast(tmp_path: Path) -> None:
+    many = tmp_path / "many.tar.gz"
+    with tarfile.open(many, "w:gz") as tar:
+        for i in range(20_000):
+            tar.addfile(tarfile.TarInfo(f"case/f{i}"))
+    start = time.monotonic()
+    done = gero("replay", str(many), cwd=tmp_path, check=2)
+    assert time.monotonic() - start < 20.0
+    assert "more than 10,000 members" in done.stderr and "Traceback" not in done.stderr
+    long = tmp_path / "long.tar.gz"
+    with tarfile.open(long, "w:gz") as tar:
+        tar.addfile(tarfile.TarInfo("../" + "x" * 10_000))
+    done = gero("replay", str(long), cwd=tmp_path, check=2)
+    (line,) = done.stderr.strip().splitlines()
+    assert "path escapes" in line and len(line) < 600

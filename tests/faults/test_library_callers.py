@@ -97,3 +97,23 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
     done = _script(tmp_path, TWO_THREADS, guarded=False)
     assert (tmp_path / "executions").read_text() == "executed\n"
     _check_two_runs(tmp_path, done)
+
+
+def test_wrong_types_are_one_sentence_naming_the_parameter(tmp_path: Path) -> None:
+    script = tmp_path / "types.py"
+    script.write_text(
+        "import gero\n"
+        "from gero_runner.errors import GeroError\n"
+        "for kw in [dict(ops=5), dict(data_dir=123), dict(limit=1.5), dict(run_id=5),\n"
+        "           dict(seed='abc'), dict(seed=2**80), dict(ops='Abs'), dict(models=5)]:\n"
+        "    try:\n"
+        "        gero.run(**{'data_dir': 'data', **kw})\n"
+        "        print('accepted', kw)\n"
+        "    except GeroError as e:\n"
+        "        print(str(e).split(' ')[0])\n")
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=ENV, text=True,
+                          capture_output=True, timeout=WAIT_S)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stdout.split() == ["ops", "data_dir", "limit", "run_id", "seed", "seed",
+                                   "ops", "models"]
+    assert not (tmp_path / "data" / "runs").exists()

@@ -99,19 +99,34 @@ def create_bundle(root: DataRoot, row: dict[str, Any], out: Path) -> BundleResul
     return BundleResult(out, oid, folder, count, len(rows), size, command)
 
 
+MAX_MEMBERS = 10_000
+"""Members a bundle may hold (a case directory has a few dozen files): counted as they are
+listed, so an archive of 200,000 empty members is refused after 10,001, not extracted."""
+NAME_SHOWN = 120
+"""Characters of a member's name an error quotes."""
+
+
+def _shown(name: str) -> str:
+    """A member name as an error quotes it: repr'd (no raw escape sequence) and cut."""
+    return repr(name) if len(name) <= NAME_SHOWN else repr(name[:NAME_SHOWN]) + "…"
+
+
 def _safe_members(tar: tarfile.TarFile, archive: Path) -> list[tarfile.TarInfo]:
-    members = []
+    members: list[tarfile.TarInfo] = []
     total = 0
     for member in tar:  # lazily: a member too large is refused before its data is read
+        if len(members) >= MAX_MEMBERS:
+            raise ArtifactError(f"{archive}: holds more than {MAX_MEMBERS:,} members; a "
+                                "gero bundle holds one case directory; refusing to extract it")
         name = PurePosixPath(member.name)
         if name.is_absolute() or ".." in name.parts or not member.name.strip("/"):
-            raise ArtifactError(f"{archive}: refusing member {member.name!r} (path escapes "
-                                "the extraction directory)")
+            raise ArtifactError(f"{archive}: refusing member {_shown(member.name)} (path "
+                                "escapes the extraction directory)")
         if not (member.isfile() or member.isdir()):
-            raise ArtifactError(f"{archive}: refusing member {member.name!r} (links and "
-                                "special files are not allowed in a bundle)")
+            raise ArtifactError(f"{archive}: refusing member {_shown(member.name)} (links "
+                                "and special files are not allowed in a bundle)")
         if member.size > MAX_MEMBER_BYTES:
-            raise ArtifactError(f"{archive}: member {member.name!r} is too large "
+            raise ArtifactError(f"{archive}: member {_shown(member.name)} is too large "
                                 f"({member.size} bytes)")
         total += member.size
         if total > MAX_EXPANDED_BYTES:
@@ -129,14 +144,14 @@ def extract_bundle(archive: Path, target: Path) -> Path:
             for member in members:
                 path = (target / member.name).resolve()
                 if not path.is_relative_to(target.resolve()):
-                    raise ArtifactError(f"{archive}: refusing member {member.name!r}")
+                    raise ArtifactError(f"{archive}: refusing member {_shown(member.name)}")
                 if member.isdir():
                     path.mkdir(parents=True, exist_ok=True)
                     continue
                 path.parent.mkdir(parents=True, exist_ok=True)
                 source = tar.extractfile(member)
                 if source is None:
-                    raise ArtifactError(f"{archive}: cannot read member {member.name!r}")
+                    raise ArtifactError(f"{archive}: cannot read member {_shown(member.name)}")
                 with source, open(path, "wb") as f:
                     shutil.copyfileobj(source, f)
     except (tarfile.TarError, OSError, EOFError) as e:

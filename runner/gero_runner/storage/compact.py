@@ -110,13 +110,16 @@ def _compact(root: Path, dry_run: bool) -> Compaction:
     result.runs = [r for r in loose_runs(root, index) if _mergeable(root, r, result.skipped)]
     if dry_run:
         return result
+    for path in leftover_temporaries(root):
+        path.unlink(missing_ok=True)
+        result.removed.append(path.relative_to(root).as_posix())
     if not result.runs:
         # Nothing mergeable now: written, so that it is not tried at every end.
         if index.legacy or not index.exists or result.repaired:
             index.legacy = False
             write_index(root, index)
         return result
-    result.removed = remove_superseded(root, index.superseded)
+    result.removed += remove_superseded(root, index.superseded)
     tables = []
     for f in index.files:
         path = store_file_path(root, f.name)
@@ -144,6 +147,21 @@ def _compact(root: Path, dry_run: bool) -> Compaction:
                        else t.num_rows for t in tables)
     result.store_file = f"{STORE_DIR}/{new.files[0].name}"
     return result
+
+
+TEMPORARY = ".gero-*.tmp"
+"""What ``store.write_file`` names a file it is writing (renamed over the target when done)."""
+
+
+def leftover_temporaries(root: Path) -> list[Path]:
+    """Files a writer killed mid-write left (kill -9 during a save or a compaction): in the
+    store (written only under the root's lock, which the caller holds) and in the
+    directories of runs that are not running."""
+    found = sorted((root / STORE_DIR).glob(TEMPORARY))
+    for run_dir in sorted((root / RUNS_DIR).glob("*")):
+        if run_dir.is_dir() and not run_dir.is_symlink() and not is_running(run_dir):
+            found += sorted(run_dir.glob(TEMPORARY))
+    return [p for p in found if p.is_file() and not p.is_symlink()]
 
 
 def remove_superseded(root: Path, superseded: list[str]) -> list[str]:

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from gero_runner.errors import GeroError, StoreError
 from gero_runner.storage.artifacts import ARTIFACTS_DIR
-from gero_runner.storage.compact import remove_superseded, write_store
+from gero_runner.storage.compact import leftover_temporaries, remove_superseded, write_store
 from gero_runner.storage.index import (
     KEY_COLUMN,
     StoreIndex,
@@ -263,6 +263,9 @@ def _plan(root: DataRoot, retention: Retention, read_all: bool
             if directory.name in dropped or directory.name not in runs:
                 result.garbage.append(Garbage(directory.relative_to(root.path), _size(directory),
                                               "findings of a run that is gone"))
+    for path in leftover_temporaries(root.path):
+        result.garbage.append(Garbage(path.relative_to(root.path), path.stat().st_size,
+                                      "a file a writer killed mid-write left"))
     artifacts = root.path / ARTIFACTS_DIR
     if not artifacts.is_dir():
         return result, retained

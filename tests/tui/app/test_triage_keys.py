@@ -74,7 +74,7 @@ async def test_a_new_filter_drops_the_selection_and_says_so(data_root: Path) -> 
     app = GeroApp(data_root, screen="evaluations")
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_table(pilot)
-        await pilot.press("space", "space")
+        await pilot.press("space", "down", "space")
         await settle(pilot)
         assert screen.selected_count == 2
         await pilot.press("4")

@@ -14,6 +14,7 @@ values and Indices must be identical.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import subprocess
@@ -36,19 +37,20 @@ OPS = {"Conv": "conv", "ConvTranspose": "convtranspose", "MaxPool": "maxpool",
        "AveragePool": "averagepool", "LSTM": "lstm", "GRU": "gru", "RNN": "rnn"}
 
 
-def _node_cases() -> list[Any]:
-    """onnx's node TestCases of the kernels' operators (their modules alone: quick)."""
+@functools.cache
+def _node_cases(op: str | None = None) -> list[Any]:
+    """onnx's node TestCases of the kernels' operators (``op``'s alone when given). Loaded
+    when a test asks, not at collection: importing onnx's pool case modules takes ~12 s."""
     import onnx.backend.test.case.node as node_cases
 
     with np.errstate(all="ignore"):
-        for module in OPS.values():
-            importlib.import_module(f"onnx.backend.test.case.node.{module}")
+        for name, module in OPS.items():
+            if op in (None, name):
+                importlib.import_module(f"onnx.backend.test.case.node.{module}")
     found = {tc.name: tc for tc in node_cases._NodeTestCases
              if len(tc.model.graph.node) == 1 and tc.model.graph.node[0].op_type in OPS}
-    return sorted(found.values(), key=lambda tc: tc.name)
-
-
-CASES = _node_cases()
+    return sorted((tc for tc in found.values()
+                   if op in (None, tc.model.graph.node[0].op_type)), key=lambda tc: tc.name)
 
 
 def _opset(model: onnx.ModelProto) -> int:
@@ -97,24 +99,29 @@ def _feeds(tc: Any) -> dict[str, np.ndarray]:
 
 
 def test_every_node_case_of_the_kernels_operators_is_collected() -> None:
-    ops = {tc.model.graph.node[0].op_type for tc in CASES}
-    assert ops == set(OPS) and len(CASES) >= 70
+    cases = _node_cases()
+    ops = {tc.model.graph.node[0].op_type for tc in cases}
+    assert ops == set(OPS) and len(cases) >= 70
 
 
 @pytest.mark.parametrize("width", ["own", "float64"])
-@pytest.mark.parametrize("tc", CASES, ids=lambda tc: tc.name)
-def test_node_case_matches_the_stock_evaluator(tc: Any, width: str) -> None:
-    model, feeds = tc.model, _feeds(tc)
-    if width == "float64":
-        model, feeds = shadow.widen(model), shadow.widen_inputs(feeds)
-    node = model.graph.node[0]
-    with np.errstate(all="ignore"):
-        stock = ReferenceEvaluator(model).run(None, feeds)
-        for complete in (False, True):
-            ops = reference_kernels.fast_ops(_opset(model), complete=complete)
-            fast = ReferenceEvaluator(model, new_ops=ops).run(None, feeds)
-            assert isinstance(stock, list) and isinstance(fast, list)
-            assert_same(stock, fast, node, feeds, f"{tc.name} {width} complete={complete}")
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_node_cases_match_the_stock_evaluator(op: str, width: str) -> None:
+    """Every onnx node case of the operator (a failure names the case)."""
+    cases = _node_cases(op)
+    assert cases
+    for tc in cases:
+        model, feeds = tc.model, _feeds(tc)
+        if width == "float64":
+            model, feeds = shadow.widen(model), shadow.widen_inputs(feeds)
+        node = model.graph.node[0]
+        with np.errstate(all="ignore"):
+            stock = ReferenceEvaluator(model).run(None, feeds)
+            for complete in (False, True):
+                ops = reference_kernels.fast_ops(_opset(model), complete=complete)
+                fast = ReferenceEvaluator(model, new_ops=ops).run(None, feeds)
+                assert isinstance(stock, list) and isinstance(fast, list)
+                assert_same(stock, fast, node, feeds, f"{tc.name} {width} complete={complete}")
 
 
 def _model(node: onnx.NodeProto, feeds: dict[str, np.ndarray], opset: int = 22
@@ -273,7 +280,7 @@ def test_attributes_onnx_ignores_follow_onnxruntime(kind: str) -> None:
 
 
 def test_both_evaluator_paths_run_the_kernels() -> None:
-    tc = next(tc for tc in CASES if tc.name == "test_basic_conv_with_padding")
+    tc = next(tc for tc in _node_cases("Conv") if tc.name == "test_basic_conv_with_padding")
     stock_path = reference.make_evaluator(tc.model.SerializeToString())
     arbiter = corrected_evaluator(shadow.widen(tc.model))
     for evaluator in (stock_path, arbiter):

@@ -16,9 +16,12 @@ def test_a_sound_model_passes(tmp_path: Path) -> None:
     with check_model(classifier(tmp_path / "sound.onnx"), task="classifier",
                      data_dir=tmp_path / "data") as run:
         assert run.status == "complete"
-        # Whatever is not passed blames only the ReferenceEvaluator (its fp16 path), which
-        # check_model lists instead of failing; nothing blames the model or ONNX Runtime.
-        assert all(f.outlier == "onnx-reference" for f in run.findings())
+        # Whatever is not passed blames only the ReferenceEvaluator (its fp16 path), or names
+        # that ONNX Runtime's CPU kernels compute the fp16 file in float32 (a fact about the
+        # runtime, issue 28); nothing blames the model's numerics.
+        assert all(f.outlier == "onnx-reference"
+                   or f.representative.check == "model:fp16:precision"
+                   for f in run.findings()), [f.title for f in run.findings()]
 
 
 def test_a_broken_model_fails_with_a_readable_message(tmp_path: Path) -> None:

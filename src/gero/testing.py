@@ -100,7 +100,8 @@ def _message(model: PathLike, run: Run, findings: list[Finding],
         lines += ["", f"{number}. {first}", *rest]
     listed = [f for f in findings if f not in failing]
     if listed:
-        lines += ["", "not failed (allowed, blaming only the ReferenceEvaluator, or informational):"]
+        lines += ["", "not failed (allowed, blaming only the ReferenceEvaluator, or "
+                      "informational):"]
         lines += [f"   {f.finding_id} [{f.result}] {f.title}" for f in listed]
     if failing:
         ids = ", ".join(repr(f.finding_id) for f in failing)

@@ -17,9 +17,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests whose workers are forked from this process run first: once any test has loaded
+    OpenVINO here, children start from a fork server (a fork of a process that ran it hangs),
+    and a fork server's workers cannot see the test's substitute evaluator."""
     for item in items:
         if "fork_workers" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.filterwarnings(FORKING))
+    items.sort(key=lambda item: 0 if "fork_workers" in getattr(item, "fixturenames", ()) else 1)
 
 
 @pytest.fixture
@@ -29,3 +33,4 @@ def fork_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     from gero_runner.process import start_method
 
     monkeypatch.setattr(start_method, "START_METHOD", "fork")
+

@@ -100,7 +100,7 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
 
 
 def test_wrong_types_are_one_sentence_naming_the_parameter(tmp_path: Path) -> None:
-    script = tmp_path / "types.py"
+    script = tmp_path / "wrong_types.py"  # not types.py: it would shadow the stdlib module
     script.write_text(
         "import gero\n"
         "from gero_runner.errors import GeroError\n"

@@ -124,7 +124,7 @@ def test_ctrl_c_keeps_finished_cases(tmp_path: Path, monkeypatch: pytest.MonkeyP
     ({"threads": 0}, "threads (--threads) must be a whole number of at least 1, got 0"),
     ({"jobs": -1}, "jobs (--jobs) must be"),
     ({"repeats": 1.5}, "repeats (--repeats) must be"),
-    ({"limit": -1}, "limit (--limit) must be at least 1"),
+    ({"limit": -1}, "limit (--limit) must be a whole number of at least 1"),
     ({"timeout_s": float("nan")}, "timeout (--timeout) must be a positive number"),
     ({"dtypes": ["bfloat16"]}, "unknown dtype(s) bfloat16"),
     ({"suite": "nope"}, "unknown suite 'nope'"),

@@ -266,7 +266,8 @@ def build_inputs(model: onnx.ModelProto, specs: list[InputSpec], options: InputO
     given = _given_shapes(specs, options, source)
     implied = _dims_from_shapes(specs, given, options.dims, source)
     chosen = signature.choose_dims(specs, {k: v for k, (v, _) in implied.items()},
-                                   signature.spatial_defaults(model, specs))
+                                   signature.spatial_defaults(model, specs),
+                                   signature.metadata_sizes(model, specs))
     rng = np.random.default_rng(seed)
     feeds: dict[str, np.ndarray] = {}
     choices: list[dict[str, Any]] = []

@@ -4,15 +4,20 @@ Dimensions: fixed sizes are kept; a symbolic or unknown dimension takes the valu
 ``--dim NAME=VALUE`` (NAME is the dimension's ``dim_param``, or ``INPUT[AXIS]`` for one
 without a name), and one name has one value at every input and axis it appears on. Else a
 default: 2 for a name that leads any input (the batch, so batch contracts have two
-examples); for the spatial axes of inputs that feed convolutions and pools, what the graph's
-downsampling needs (:func:`spatial_defaults`); 16 for any other axis.
+examples); for the spatial axes of an image input, the size the model's metadata states
+(Ultralytics' ``imgsz``, :func:`metadata_sizes`), else what the graph's downsampling needs
+(:func:`spatial_defaults`); 16 for any other axis.
 
 Values (seeded, reproducible from the case seed):
-- float inputs: standard normal;
+- float inputs: standard normal, or, where the graph begins by normalising the input with
+  constants (``(x / 255 - mean) / std`` as Sub/Mul/Div/Add nodes), values that this
+  normalisation maps to standard normal (:func:`leading_affine`): the graph's own
+  statement of the range it expects;
 - integer inputs: inputs whose name says mask are all ones, token type / segment ids are
   zeros, position ids count along the last axis; other integers (token ids) are uniform in
-  [0, V) where V is the row count of the initializer they index through a Gather (the
-  embedding table), else in [0, 100);
+  [0, V) where V is what the graph indexes with them (through Casts and reshapes): the row
+  count of the initializer a Gather reads (an embedding table), or a OneHot's depth; else
+  in [0, 100);
 - bool inputs: all true when named like a mask, else fair coin flips.
 
 ``models.inputs`` lets the user override any of this per input (shape, range, constant,
@@ -22,6 +27,7 @@ real arrays).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,14 +158,17 @@ class DimChoice:
 
 
 def choose_dims(specs: list[InputSpec], dims: Mapping[str, int],
-                spatial: Mapping[str, int] | None = None) -> dict[str, DimChoice]:
+                spatial: Mapping[str, int] | None = None,
+                stated: Mapping[str, DimChoice] | None = None) -> dict[str, DimChoice]:
     """One value per dynamic dimension, the same at every input and axis it appears on.
 
     A name given with ``--dim`` takes that value; a name that leads any input is the batch
-    (2, so batch contracts have two examples); a spatial axis takes what the graph needs
+    (2, so batch contracts have two examples); a spatial axis takes the size the model's
+    metadata states (``stated``, from :func:`metadata_sizes`), else what the graph needs
     (``spatial``, from :func:`spatial_defaults`); any other takes 16.
     """
     spatial = spatial or {}
+    stated = stated or {}
     chosen: dict[str, DimChoice] = {}
     for spec in specs:
         for axis, d in enumerate(spec.dims):
@@ -170,6 +179,8 @@ def choose_dims(specs: list[InputSpec], dims: Mapping[str, int],
                 choice = DimChoice(dims[key], "--dim")
             elif axis == 0:
                 choice = DimChoice(BATCH_DEFAULT, "default: batch")
+            elif key in stated:
+                choice = stated[key]
             elif key in spatial:
                 choice = DimChoice(spatial[key], "default: what the graph's "
                                    "downsampling needs")
@@ -287,14 +298,123 @@ def spatial_defaults(model: onnx.ModelProto, specs: list[InputSpec]) -> dict[str
     return sizes
 
 
-def _token_range(model: onnx.ModelProto, name: str) -> int:
-    inits = {i.name: i for i in model.graph.initializer}
+_METADATA_SIZE_KEYS = ("imgsz", "img_size", "image_size", "input_size")
+"""Metadata keys under which exporters state the image size a model was trained at
+(Ultralytics writes ``imgsz: [320, 320]``), height first."""
+
+
+def _resize_targets(model: onnx.ModelProto, name: str) -> list[int] | None:
+    """The spatial ``sizes`` of a Resize to constant sizes that input ``name`` reaches first
+    (through Casts): the graph scales any image to this size, so feeding it makes the
+    Resize an identity-sized one rather than an arbitrary stretch."""
+    consts = _constant_values(model)
+    current = name
     for node in model.graph.node:
-        if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] == name:
+        if current not in node.input:
+            continue
+        if node.op_type == "Cast":
+            current = node.output[0]
+            continue
+        if node.op_type == "Resize" and node.input[0] == current and len(node.input) > 3:
+            sizes = consts.get(node.input[3])
+            if sizes is not None and sizes.size == 4 and np.all(sizes > 0):
+                return [int(n) for n in sizes.reshape(-1)[2:]]
+        return None
+    return None
+
+
+def metadata_sizes(model: onnx.ModelProto, specs: list[InputSpec]) -> dict[str, DimChoice]:
+    """The dynamic spatial sizes of 4-D float inputs that the model states: in its metadata
+    (a detector exported at 320 pixels is fed 320x320, not the smallest size its strides
+    allow) or by resizing the input to constant sizes first."""
+    meta = {p.key: p.value for p in model.metadata_props}
+    stated: tuple[list[int], str] | None = None
+    for key in _METADATA_SIZE_KEYS:
+        sizes = [int(n) for n in re.findall(r"\d+", meta.get(key, ""))]
+        if len(sizes) == 1:
+            sizes *= 2
+        if len(sizes) == 2 and all(0 < n <= 8192 for n in sizes):
+            stated = sizes, f"default: the model's metadata ({key}: {meta[key]})"
+            break
+    chosen: dict[str, DimChoice] = {}
+    for spec in specs:
+        if len(spec.dims) != 4 or spec.dtype.kind != "f":
+            continue
+        here = stated
+        if here is None:
+            target = _resize_targets(model, spec.name)
+            if target is None:
+                continue
+            here = target, (f"default: the size the graph resizes it to "
+                             f"({target[0]}x{target[1]})")
+        for axis, size in zip((2, 3), here[0], strict=True):
+            if not isinstance(spec.dims[axis], int):
+                chosen[dim_key(spec, axis)] = DimChoice(size, here[1])
+    return chosen
+
+
+_PASS_THROUGH = ("Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity")
+"""Ops that carry integer ids on unchanged (their first input to their output)."""
+
+
+def _token_range(model: onnx.ModelProto, name: str) -> int:
+    """How many distinct ids the graph can take at input ``name``: what a Gather (on an
+    initializer) or a OneHot it reaches through Casts and reshapes indexes."""
+    inits = {i.name: i for i in model.graph.initializer}
+    consts = _constant_values(model)
+    names = {name}
+    for node in model.graph.node:  # topological order: one pass follows a chain
+        if node.op_type in _PASS_THROUGH and node.input and node.input[0] in names:
+            names.update(node.output)
+        elif node.op_type == "Gather" and len(node.input) > 1 and node.input[1] in names:
             table = inits.get(node.input[0])
             if table is not None and table.dims:
                 return int(table.dims[0])
+        elif node.op_type == "OneHot" and node.input[0] in names and len(node.input) > 1:
+            depth = consts.get(node.input[1])
+            if depth is not None and depth.size == 1 and int(depth.reshape(-1)[0]) > 0:
+                return int(depth.reshape(-1)[0])
     return TOKEN_RANGE_DEFAULT
+
+
+def leading_affine(model: onnx.ModelProto, name: str,
+                   rank: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ``(a, b)`` of the normalisation ``a·x + b`` a graph applies to float input
+    ``name`` before anything else (Sub/Add/Mul/Div by constants, through Casts), broadcast
+    to ``rank``; None when it begins otherwise."""
+    consts = _constant_values(model)
+    a, b = np.ones([1] * rank), np.zeros([1] * rank)
+    current, steps = name, 0
+    for node in model.graph.node:  # topological: the chain's next node comes later
+        if current not in node.input:
+            continue
+        ins = list(node.input)
+        if node.op_type == "Cast" and ins[0] == current:
+            current = node.output[0]
+            continue
+        if node.op_type not in ("Sub", "Add", "Mul", "Div") or len(ins) != 2:
+            break
+        other = ins[1] if ins[0] == current else ins[0]
+        c = consts.get(other)
+        if (other == current or c is None or c.dtype.kind != "f" or c.ndim > rank
+                or not np.all(np.isfinite(c))):
+            break
+        c = c.astype(np.float64).reshape([1] * (rank - c.ndim) + list(c.shape))
+        first = ins[0] == current
+        if node.op_type == "Add":
+            b = b + c
+        elif node.op_type == "Sub":
+            a, b = (a, b - c) if first else (-a, c - b)
+        elif node.op_type == "Mul":
+            a, b = a * c, b * c
+        elif first and np.all(c != 0):  # Div(x, c); Div(c, x) is not affine
+            a, b = a / c, b / c
+        else:
+            break
+        current, steps = node.output[0], steps + 1
+    if not steps or not np.all(np.isfinite(a)) or np.any(a == 0):
+        return None
+    return a, b
 
 
 def default_values(model: onnx.ModelProto, spec: InputSpec, shape: tuple[int, ...],
@@ -302,7 +422,17 @@ def default_values(model: onnx.ModelProto, spec: InputSpec, shape: tuple[int, ..
     """Seeded values for one input (see the module docstring) and a phrase saying which."""
     lname = spec.name.lower()
     if spec.dtype.kind == "f":
-        return rng.standard_normal(shape).astype(spec.dtype), "standard normal"
+        z = rng.standard_normal(shape)
+        affine = leading_affine(model, spec.name, len(shape))
+        try:
+            x = z if affine is None else (z - affine[1]) / affine[0]
+        except ValueError:  # constants that do not broadcast to the fed shape
+            affine, x = None, z
+        if affine is None or x.shape != z.shape:
+            return z.astype(spec.dtype), "standard normal"
+        lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
+        return x.astype(spec.dtype), (f"standard normal after the graph's leading "
+                                      f"normalisation (here {lo:.3g} to {hi:.3g})")
     if spec.dtype.kind == "b":
         if "mask" in lname:
             return np.ones(shape, dtype=bool), "all true (named like a mask)"
@@ -325,7 +455,8 @@ def make_inputs(model: onnx.ModelProto, specs: list[InputSpec], dims: Mapping[st
                 seed: int) -> dict[str, np.ndarray]:
     """Seeded inputs for every spec (see the module docstring for the rules)."""
     rng = np.random.default_rng(seed)
-    chosen = choose_dims(specs, dims, spatial_defaults(model, specs))
+    chosen = choose_dims(specs, dims, spatial_defaults(model, specs),
+                         metadata_sizes(model, specs))
     feeds: dict[str, np.ndarray] = {}
     for spec in specs:
         x, _ = default_values(model, spec, resolve_shape(spec, dims, chosen), rng)

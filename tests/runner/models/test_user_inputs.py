@@ -227,3 +227,83 @@ def test_a_question_mark_dim_param_names_nothing(tmp_path: Path) -> None:
     specs = signature.input_specs(onnx.load(path))
     assert specs[0].dims == ("batch", 3, None, None)
     assert signature.dynamic_dims(specs) == ["batch", "x[2]", "x[3]"]
+
+
+# Defaults that follow what the graph says (issue 28 item 10): each test fails where the
+# default ignores it (standard normal, the smallest size the strides allow, ids in [0, 100)).
+
+def _choice(case: object, name: str) -> dict[str, object]:
+    return next(c for c in case.input_choices if c["name"] == name)  # type: ignore[attr-defined]
+
+
+def test_an_image_size_stated_in_the_metadata_is_fed(tmp_path: Path) -> None:
+    """Ultralytics writes imgsz: [320, 320]; its strides alone would allow 64x64."""
+    path = conv_chain(tmp_path, stages=5)
+    model = onnx.load(path)
+    helper.set_model_props(model, {"imgsz": "[320, 256]", "stride": "32"})
+    onnx.save(model, path)
+    (case,) = cases_for_request(request(path))
+    assert case.inputs["x"].shape == (2, 3, 320, 256)
+    assert _choice(case, "x")["dims"]["x[2]"] == (
+        "320 (default: the model's metadata (imgsz: [320, 256]))")
+
+
+def test_an_input_resized_to_constant_sizes_is_fed_at_that_size(tmp_path: Path) -> None:
+    sizes = numpy_helper.from_array(np.array([1, 3, 96, 128], dtype=np.int64), "sizes")
+    nodes = [helper.make_node("Resize", ["x", "", "", "sizes"], ["r"], mode="linear"),
+             helper.make_node("ReduceMean", ["r"], ["y"], axes=[1, 2, 3], keepdims=0)]
+    path = save(tmp_path / "resize.onnx", nodes,
+                [helper.make_tensor_value_info("x", F, [1, 3, "h", "w"])],
+                [helper.make_tensor_value_info("y", F, [1])], [sizes], opsets={"": 17})
+    (case,) = cases_for_request(request(path))
+    assert case.inputs["x"].shape == (1, 3, 96, 128)
+    assert "resizes it to (96x128)" in _choice(case, "x")["dims"]["h"]
+
+
+def test_values_follow_the_graphs_leading_normalisation(tmp_path: Path) -> None:
+    """(x / 255 - mean) / std: the graph expects pixel values, and is fed values its own
+    normalisation maps to standard normal, not N(0, 1) pixels."""
+    mean = numpy_helper.from_array(np.array([0.485, 0.456, 0.406], np.float32)
+                                   .reshape(3, 1, 1), "mean")
+    std = numpy_helper.from_array(np.array([0.229, 0.224, 0.225], np.float32)
+                                  .reshape(3, 1, 1), "std")
+    scale = numpy_helper.from_array(np.array(255.0, np.float32), "scale")
+    nodes = [helper.make_node("Div", ["x", "scale"], ["u"]),
+             helper.make_node("Sub", ["u", "mean"], ["c"]),
+             helper.make_node("Div", ["c", "std"], ["y"])]
+    path = save(tmp_path / "norm.onnx", nodes,
+                [helper.make_tensor_value_info("x", F, [1, 3, 32, 32])],
+                [helper.make_tensor_value_info("y", F, [1, 3, 32, 32])], [mean, std, scale])
+    (case,) = cases_for_request(request(path))
+    x = case.inputs["x"].astype(np.float64)
+    normalised = (x / 255 - np.array([0.485, 0.456, 0.406]).reshape(3, 1, 1)) / np.array(
+        [0.229, 0.224, 0.225]).reshape(3, 1, 1)
+    assert abs(normalised.mean()) < 0.1 and 0.9 < normalised.std() < 1.1
+    assert 60 < x.mean() < 200  # pixel values, not N(0, 1)
+    assert "leading normalisation" in str(_choice(case, "x")["values"])
+
+
+def test_a_graph_without_a_leading_normalisation_keeps_standard_normal(tmp_path: Path) -> None:
+    w = numpy_helper.from_array(np.full((3, 3), 2.0, np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"])]
+    path = save(tmp_path / "mm.onnx", nodes, [helper.make_tensor_value_info("x", F, [4, 3])],
+                [helper.make_tensor_value_info("y", F, [4, 3])], [w])
+    (case,) = cases_for_request(request(path))
+    assert _choice(case, "x")["values"] == "standard normal (default)"
+
+
+def test_ids_fed_to_a_one_hot_through_a_cast_span_its_depth(tmp_path: Path) -> None:
+    """magika: int32 bytes -> Cast -> OneHot(depth 257) -> MatMul; [0, 100) would never
+    feed a byte over 99."""
+    depth = numpy_helper.from_array(np.array(257, np.int64), "depth")
+    values = numpy_helper.from_array(np.array([0.0, 1.0], np.float32), "values")
+    w = numpy_helper.from_array(np.ones((257, 2), np.float32), "w")
+    nodes = [helper.make_node("Cast", ["bytes"], ["b64"], to=TensorProto.INT64),
+             helper.make_node("OneHot", ["b64", "depth", "values"], ["oh"], axis=-1),
+             helper.make_node("MatMul", ["oh", "w"], ["y"])]
+    path = save(tmp_path / "onehot.onnx", nodes,
+                [helper.make_tensor_value_info("bytes", TensorProto.INT32, ["batch", 512])],
+                [helper.make_tensor_value_info("y", F, ["batch", 512, 2])], [depth, values, w])
+    (case,) = cases_for_request(request(path))
+    assert int(case.inputs["bytes"].max()) > 200
+    assert _choice(case, "bytes")["values"] == "uniform integers in [0, 256] (default)"

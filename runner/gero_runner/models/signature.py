@@ -16,8 +16,8 @@ Values (seeded, reproducible from the case seed):
 - integer inputs: inputs whose name says mask are all ones, token type / segment ids are
   zeros, position ids count along the last axis; other integers (token ids) are uniform in
   [0, V) where V is what the graph indexes with them (through Casts and reshapes): the row
-  count of the initializer a Gather reads (an embedding table), or a OneHot's depth; else
-  in [0, 100);
+  count of the table a Gather reads (an embedding, stored or dequantized), a OneHot's
+  depth, or the rows of the weight a compared one-hot multiplies; else in [0, 100);
 - bool inputs: all true when named like a mask, else fair coin flips.
 
 ``models.inputs`` lets the user override any of this per input (shape, range, constant,
@@ -353,25 +353,53 @@ def metadata_sizes(model: onnx.ModelProto, specs: list[InputSpec]) -> dict[str, 
     return chosen
 
 
-_PASS_THROUGH = ("Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity")
+_PASS_THROUGH = ("Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Expand")
 """Ops that carry integer ids on unchanged (their first input to their output)."""
+_DEQUANTIZE = ("Cast", "Mul", "DequantizeLinear", "Identity")
+"""Ops between a stored table and the Gather that reads it (a weight-only int8 embedding
+is Cast(int8) · scale): the table keeps its row count through them."""
+
+
+def _rows(name: str, inits: Mapping[str, onnx.TensorProto],
+          producers: Mapping[str, onnx.NodeProto]) -> int | None:
+    """Row count of a table stored as an initializer or computed from one by dequantizing."""
+    for _ in range(8):
+        if name in inits:
+            dims = inits[name].dims
+            return int(dims[0]) if dims else None
+        node = producers.get(name)
+        if node is None or node.op_type not in _DEQUANTIZE or not node.input:
+            return None
+        name = node.input[0]
+    return None
 
 
 def _token_range(model: onnx.ModelProto, name: str) -> int:
-    """How many distinct ids the graph can take at input ``name``: what a Gather (on an
-    initializer) or a OneHot it reaches through Casts and reshapes indexes."""
+    """How many distinct ids the graph can take at input ``name``: what it indexes with
+    them, reached through Casts and reshapes: a Gather's table (an embedding, stored or
+    dequantized), a OneHot's depth, or a one-hot made by comparison (``Equal`` with an
+    iota, then a MatMul by a [V, D] weight: jax2tf's embedding)."""
     inits = {i.name: i for i in model.graph.initializer}
+    producers = {o: n for n in model.graph.node for o in n.output}
     consts = _constant_values(model)
-    names = {name}
+    names, one_hot = {name}, set()
     for node in model.graph.node:  # topological order: one pass follows a chain
-        if node.op_type in _PASS_THROUGH and node.input and node.input[0] in names:
+        ins = list(node.input)
+        if node.op_type in _PASS_THROUGH and ins and ins[0] in names:
             names.update(node.output)
-        elif node.op_type == "Gather" and len(node.input) > 1 and node.input[1] in names:
-            table = inits.get(node.input[0])
-            if table is not None and table.dims:
-                return int(table.dims[0])
-        elif node.op_type == "OneHot" and node.input[0] in names and len(node.input) > 1:
-            depth = consts.get(node.input[1])
+        elif ((node.op_type in _PASS_THROUGH and ins and ins[0] in one_hot)
+              or (node.op_type == "Equal" and any(i in names for i in ins))):
+            one_hot.update(node.output)
+        elif node.op_type == "MatMul" and len(ins) == 2 and ins[0] in one_hot:
+            rows = _rows(ins[1], inits, producers)
+            if rows:
+                return rows
+        elif node.op_type == "Gather" and len(ins) > 1 and ins[1] in names:
+            rows = _rows(ins[0], inits, producers)
+            if rows:
+                return rows
+        elif node.op_type == "OneHot" and len(ins) > 1 and ins[0] in names:
+            depth = consts.get(ins[1])
             if depth is not None and depth.size == 1 and int(depth.reshape(-1)[0]) > 0:
                 return int(depth.reshape(-1)[0])
     return TOKEN_RANGE_DEFAULT

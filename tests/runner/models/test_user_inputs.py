@@ -307,3 +307,33 @@ def test_ids_fed_to_a_one_hot_through_a_cast_span_its_depth(tmp_path: Path) -> N
     (case,) = cases_for_request(request(path))
     assert int(case.inputs["bytes"].max()) > 200
     assert _choice(case, "bytes")["values"] == "uniform integers in [0, 256] (default)"
+
+
+def test_ids_compared_into_a_one_hot_span_the_weight_rows(tmp_path: Path) -> None:
+    """jax2tf (magika): Unsqueeze -> Equal(ids, iota) -> Cast -> MatMul by [257, 2]."""
+    iota = numpy_helper.from_array(np.arange(257, dtype=np.int32), "iota")
+    axes = numpy_helper.from_array(np.array([-1], np.int64), "axes")
+    w = numpy_helper.from_array(np.ones((257, 2), np.float32), "w")
+    nodes = [helper.make_node("Unsqueeze", ["bytes", "axes"], ["b1"]),
+             helper.make_node("Equal", ["b1", "iota"], ["eq"]),
+             helper.make_node("Cast", ["eq"], ["oh"], to=F),
+             helper.make_node("MatMul", ["oh", "w"], ["y"])]
+    path = save(tmp_path / "eq.onnx", nodes,
+                [helper.make_tensor_value_info("bytes", TensorProto.INT32, ["batch", 512])],
+                [helper.make_tensor_value_info("y", F, ["batch", 512, 2])], [iota, axes, w])
+    (case,) = cases_for_request(request(path))
+    assert _choice(case, "bytes")["values"] == "uniform integers in [0, 256] (default)"
+
+
+def test_ids_into_a_dequantized_embedding_span_its_rows(tmp_path: Path) -> None:
+    """A weight-only int8 embedding (minilm): Gather(Cast(table_q) * scale, ids)."""
+    table = numpy_helper.from_array(np.ones((1000, 4), np.int8), "table_q")
+    scale = numpy_helper.from_array(np.full((1000, 1), 0.1, np.float32), "scale")
+    nodes = [helper.make_node("Cast", ["table_q"], ["table_f"], to=F),
+             helper.make_node("Mul", ["table_f", "scale"], ["table"]),
+             helper.make_node("Gather", ["table", "input_ids"], ["y"])]
+    path = save(tmp_path / "emb.onnx", nodes,
+                [helper.make_tensor_value_info("input_ids", I64, ["batch", "seq"])],
+                [helper.make_tensor_value_info("y", F, ["batch", "seq", 4])], [table, scale])
+    (case,) = cases_for_request(request(path))
+    assert _choice(case, "input_ids")["values"] == "uniform integers in [0, 999] (default)"

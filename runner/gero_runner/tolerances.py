@@ -4,7 +4,8 @@ user's overrides, carried unchanged from the flag (or the API call) to every com
 ``|actual - reference| <= atol + rtol * |reference|``. A float dtype takes the run's figures
 (the specification's defaults unless overridden), any other dtype compares exactly, and a
 case that states a tolerance of its own (an onnx backend test's, a shipped model's) keeps
-it for its float outputs: ``Tolerances.for_case`` is that rule, the only one.
+it for its float outputs, and a model's outputs take ``MODEL_TOLERANCES`` where the user
+set nothing: ``Tolerances.for_case`` is that rule, the only one.
 """
 
 from __future__ import annotations
@@ -33,6 +34,18 @@ DEFAULT_TOLERANCES: Mapping[str, Tolerance] = {
     "float32": Tolerance(1e-5, 1e-6),
     "float64": Tolerance(1e-12, 1e-13),
 }
+
+
+MODEL_TOLERANCES: Mapping[str, Tolerance] = {
+    **DEFAULT_TOLERANCES,
+    "float32": Tolerance(1e-4, 1e-6),
+}
+"""A model's outputs (``--model``, ``--suite models``), where each comparison takes the rtol
+term at the output's largest magnitude (the scaled error): seed 002's fp32 bound of 1e-4
+relative to the output's scale (``metrics.model_level.FP32_SCALED_LIMIT``, the model
+gate). ONNX Runtime's own levels differ by up to ~2e-5 scaled on real CNNs (a 736×992
+text-detection map), so seed 000's operator table (1e-5) would blame every path for
+float32 reordering. float16 keeps its 5e-3, already above seed 002's 4e-3 fp16 gate."""
 
 
 def check_value(kind: str, dtype: str, value: object, item: str = "") -> float:
@@ -91,12 +104,18 @@ class Tolerances:
     def for_dtype(self, dtype: str) -> Tolerance:
         return next((t for d, t in self.table if d == dtype), EXACT)
 
-    def for_case(self, case_tolerance: tuple[float, float] | None, dtype: str) -> Tolerance:
+    def for_case(self, case_tolerance: tuple[float, float] | None, dtype: str, *,
+                 model: bool = False) -> Tolerance:
         """The tolerance one output of a case is compared at: the case's own for a float
-        output when it states one, else the run's for its dtype."""
+        output when it states one, else the run's for its dtype; a model case's output
+        takes the model table (``MODEL_TOLERANCES``) for a dtype whose figures the user did
+        not change (a figure equal to the specification's default is the default)."""
         if case_tolerance is not None and dtype.startswith("float"):
             return Tolerance(*case_tolerance)
-        return self.for_dtype(dtype)
+        tolerance = self.for_dtype(dtype)
+        if model and tolerance == DEFAULT_TOLERANCES.get(dtype):
+            return MODEL_TOLERANCES[dtype]
+        return tolerance
 
     def overrides(self) -> dict[str, dict[str, float]]:
         """The figures that differ from the defaults, by dtype and kind."""

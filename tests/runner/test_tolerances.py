@@ -68,3 +68,24 @@ def test_an_older_request_keeps_its_pairs() -> None:
 def test_a_bad_item_is_one_sentence(rtol: list[str], message: str) -> None:
     with pytest.raises(GeroError, match=message):
         Tolerances.parse(rtol)
+
+
+@pytest.mark.parametrize(("tolerances", "dtype", "model", "expected"), [
+    (Tolerances(), "float32", True, Tolerance(1e-4, 1e-6)),   # seed 002's fp32 bound
+    (Tolerances(), "float32", False, Tolerance(1e-5, 1e-6)),  # seed 000's operator table
+    (Tolerances(), "float16", True, Tolerance(5e-3, 5e-4)),
+    (Tolerances(), "int64", True, Tolerance(0.0, 0.0)),
+    (Tolerances.parse(rtol=["float32=3e-5"]), "float32", True, Tolerance(3e-5, 1e-6)),
+    (Tolerances.parse(atol=["float32=0"]), "float32", True, Tolerance(1e-5, 0.0)),
+])
+def test_a_model_case_takes_the_model_table_where_the_user_set_nothing(
+        tolerances: Tolerances, dtype: str, model: bool, expected: Tolerance) -> None:
+    assert tolerances.for_case(None, dtype, model=model) == expected
+    assert tolerances.for_case((0.1, 0.2), "float32", model=model) == (0.1, 0.2)
+
+
+def test_the_model_tables_float32_bound_is_the_model_gate() -> None:
+    from gero_runner.metrics.model_level import FP32_SCALED_LIMIT
+    from gero_runner.tolerances import MODEL_TOLERANCES
+
+    assert MODEL_TOLERANCES["float32"].rtol == FP32_SCALED_LIMIT

@@ -182,7 +182,8 @@ class CaseContext:
                         for x in self.case.inputs.values())
 
     def tolerance(self, dtype: str) -> Tolerance:
-        return self.settings.tolerances.for_case(self.case.tolerance, dtype)
+        return self.settings.tolerances.for_case(self.case.tolerance, dtype,
+                                                 model=self.case.suite in MODEL_SUITES)
 
     def row(self, *, check: str, output_name: str, actual: PathResult, reference_name: str,
             reference_version: str, dtype: str, cmp: Comparison | None, rtol: float,

@@ -14,11 +14,12 @@ import numpy as np
 from gero_runner import backends
 from gero_runner.backends import reference
 from gero_runner.backends.base import Backend, PathSpec
-from gero_runner.case import CaseInstance
+from gero_runner.case import MODEL_SUITES, CaseInstance
 from gero_runner.classify import arbiter, classify
 from gero_runner.errors import error_text
 from gero_runner.execution.context import NOT_APPLICABLE, CaseContext, PathResult, RunSettings
 from gero_runner.metrics.compare import compare
+from gero_runner.metrics.model_level import MODEL_REL_FLOOR
 from gero_runner.schema import EXECUTION, PASSED, Observation
 from gero_runner.storage.budget import oversized_output
 from gero_runner.tolerances import Tolerances
@@ -187,8 +188,10 @@ def run_corrected_reference(case: CaseInstance, ref: PathResult,
         if len(p.outputs) != len(ref.outputs):
             return False
         for a, r in zip(p.outputs, ref.outputs, strict=True):
-            rtol, atol = tolerances.for_case(case.tolerance, str(r.dtype))
-            if not compare(a, r, rtol, atol).within_tolerance:
+            model = case.suite in MODEL_SUITES
+            rtol, atol = tolerances.for_case(case.tolerance, str(r.dtype), model=model)
+            floor = MODEL_REL_FLOOR if model else 0.0
+            if not compare(a, r, rtol, atol, rel_floor=floor).within_tolerance:
                 return False
         return True
 

@@ -7,7 +7,8 @@ them. Adding a column means adding it here, with its type and a one-line meaning
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
 from typing import Any, Final
 
@@ -185,6 +186,18 @@ class Observation:
 
 
 OBSERVATION_FIELDS: Final = tuple(f.name for f in fields(Observation))
+_REQUIRED_FIELDS: Final = tuple(f.name for f in fields(Observation)
+                                if f.default is MISSING and f.default_factory is MISSING)
+
+
+def observation_from_row(row: Mapping[str, Any]) -> Observation:
+    """A row read back (Parquet, DuckDB, JSON) as an Observation: a column this schema does not
+    name is dropped, one it lacks takes its default; ValueError names the lacking columns
+    that have none."""
+    missing = [name for name in _REQUIRED_FIELDS if name not in row]
+    if missing:
+        raise ValueError(f"the row lacks the column(s) {', '.join(missing)}")
+    return Observation(**{k: v for k, v in row.items() if k in OBSERVATION_FIELDS})
 
 
 # One row per observation per run that saw it: repeated identical observations are stored

@@ -23,6 +23,7 @@ from typing import Any
 
 from gero_runner.errors import ArtifactError
 from gero_runner.evidence.rows import OBSERVATIONS_JSON, row_to_json, rows_for_artifact
+from gero_runner.schema import observation_from_row
 from gero_runner.storage.artifacts import MANIFEST, resolve_artifact, verify_manifest
 from gero_runner.storage.hashing import sha256
 from gero_runner.storage.store import DataRoot, write_file
@@ -56,8 +57,8 @@ def create_bundle(root: DataRoot, row: dict[str, Any], out: Path) -> BundleResul
     directory = resolve_artifact(root.path, relative)
     verify_manifest(directory)
     rows = rows_for_artifact(root, directory)
-    if not any(r["observation_id"] == row["observation_id"] for r in rows):
-        rows.append(row)
+    if not any(r.observation_id == row["observation_id"] for r in rows):
+        rows.append(observation_from_row(row))
     oid = str(row["observation_id"])
     folder = f"gero-{oid[:12]}"
     command = f"gero replay {out.name}   # or: tar xzf {out.name} && gero replay {folder}"

@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from gero_runner.evidence.rows import (
 )
 from gero_runner.metrics.compare import compare
 from gero_runner.request import DEFAULT_TIMEOUT_S
+from gero_runner.schema import Observation
 from gero_runner.storage.artifacts import has_member, load_array, summary_of, verify_manifest
 from gero_runner.tolerances import FLOAT_DTYPES, Tolerances
 
@@ -121,7 +123,7 @@ class ReplayReport:
 
 
 def stored_rows(directory: Path, warn: Callable[[str], None] | None = None
-                ) -> tuple[list[dict[str, Any]], str]:
+                ) -> tuple[list[Observation], str]:
     """The rows of an artifact: its observations.json, else its data root's Parquet files."""
     own = directory / OBSERVATIONS_JSON
     if own.is_file():
@@ -142,15 +144,14 @@ class ReplayFailed(GeroError):
     exit_code = 1
 
 
-def _rerun_rows(case: Any, settings: Any) -> list[dict[str, Any]]:
+def _rerun_rows(case: Any, settings: Any) -> list[Observation]:
     from gero_runner.execution.evaluate import evaluate_case
 
-    # Dicts, like the stored rows they are matched with.
-    return [r.as_dict() for r in evaluate_case(case, settings).rows]
+    return evaluate_case(case, settings).rows
 
 
 def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None = None,
-                    rows: list[dict[str, Any]] | None = None,
+                    rows: list[Observation] | None = None,
                     warn: Callable[[str], None] | None = None,
                     timeout_s: float = DEFAULT_TIMEOUT_S,
                     cancelled: Callable[[], bool] | None = None) -> ReplayReport:
@@ -179,8 +180,8 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
         rows, source = stored_rows(directory, note)
     if observation_ids is not None:
         wanted = set(observation_ids)
-        rows = [r for r in rows if r["observation_id"] in wanted]
-        missing = wanted - {r["observation_id"] for r in rows}
+        rows = [r for r in rows if r.observation_id in wanted]
+        missing = wanted - {r.observation_id for r in rows}
         if missing:
             raise ArtifactError(
                 f"observation(s) {', '.join(sorted(missing))} do not belong to {directory}")
@@ -199,7 +200,7 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
                  "observations are not replayed")
     checks = tuple(family for family, prefix in (("contracts", "contract:"),
                                                  ("variants", "variant:"))
-                   if any(str(r["check"]).startswith(prefix) for r in rows))
+                   if any(str(r.check).startswith(prefix) for r in rows))
     with tempfile.TemporaryDirectory(prefix="gero-replay-") as tmp:
         settings = RunSettings(data_root=tmp, levels=art.levels, threads=art.threads,
                                backends=runtimes,
@@ -210,8 +211,8 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
                                   cancelled=cancelled)
         except IsolatedFailure as e:
             raise ReplayFailed(f"{directory}: the re-run of {art.case.case_id} {e}") from None
-        fresh_dir = Path(tmp) / fresh[0]["artifact_path"] if fresh else Path(tmp)
-        index: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        fresh_dir = Path(tmp) / fresh[0].artifact_path if fresh else Path(tmp)
+        index: dict[tuple[str, ...], list[Observation]] = {}
         for row in fresh:
             index.setdefault(_key(row), []).append(row)
         results = tuple(_replay_row(directory, fresh_dir, row, index.get(_key(row), []))
@@ -223,38 +224,38 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
                         tuple(changes), tuple(problems), time.perf_counter() - start)
 
 
-def _key(row: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(str(row[c]) for c in ("check", "backend", "optimization", "output_name",
-                                       "reference"))
+def _key(row: Observation) -> tuple[str, ...]:
+    return tuple(str(v) for v in (row.check, row.backend, row.optimization, row.output_name,
+                                  row.reference))
 
 
-def _order(row: dict[str, Any]) -> tuple[str, ...]:
-    return (*_key(row), str(row["observation_id"]))
+def _order(row: Observation) -> tuple[str, ...]:
+    return (*_key(row), str(row.observation_id))
 
 
-def _repeats(rows: list[dict[str, Any]]) -> int:
+def _repeats(rows: list[Observation]) -> int:
     """The recorded repeat count: determinism contracts compare that many runs."""
-    counts = [int(r["repeats"]) for r in rows if isinstance(r.get("repeats"), int)]
+    counts = [int(r.repeats) for r in rows if isinstance(r.repeats, int)]
     return max([1, *counts])
 
 
-def _tolerances(rows: list[dict[str, Any]]) -> Tolerances:
+def _tolerances(rows: list[Observation]) -> Tolerances:
     """Per float dtype, the tolerance the stored comparison rows used (for the re-run's
     classes); the defaults for a dtype no such row has."""
     rtols: dict[str, object] = {}
     atols: dict[str, object] = {}
     for row in rows:
-        rtol, atol, dtype = row.get("rtol"), row.get("atol"), str(row["dtype"])
-        if (row["check"] in _COMPARISON_CHECKS and dtype in FLOAT_DTYPES
+        rtol, atol, dtype = row.rtol, row.atol, str(row.dtype)
+        if (row.check in _COMPARISON_CHECKS and dtype in FLOAT_DTYPES
                 and dtype not in rtols and isinstance(rtol, float) and isinstance(atol, float)
                 and math.isfinite(rtol) and math.isfinite(atol) and rtol >= 0 and atol >= 0):
             rtols[dtype], atols[dtype] = rtol, atol
     return Tolerances.with_overrides(rtols, atols)
 
 
-def _pick(stored: dict[str, Any], candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _pick(stored: Observation, candidates: list[Observation]) -> Observation | None:
     for row in candidates:
-        if row["rtol"] == stored["rtol"] and row["atol"] == stored["atol"]:
+        if row.rtol == stored.rtol and row.atol == stored.atol:
             return row
     return candidates[0] if candidates else None
 
@@ -282,55 +283,55 @@ def _load(directory: Path, relative: str) -> np.ndarray | None:
     return load_array(directory, relative)
 
 
-def _replay_row(directory: Path, fresh_dir: Path, stored: dict[str, Any],
-                candidates: list[dict[str, Any]]) -> ObservationReplay:
-    base = {k: stored[k] for k in ("observation_id", "case_id", "check", "backend",
-                                   "optimization", "output_name", "reference")}
-    rtol, atol = float(stored["rtol"]), float(stored["atol"])
-    common = {**base, "rtol": rtol, "atol": atol, "stored_result": stored["result"],
-              "recorded_version": stored["backend_version"]}
+def _replay_row(directory: Path, fresh_dir: Path, stored: Observation,
+                candidates: list[Observation]) -> ObservationReplay:
+    rtol, atol = float(stored.rtol), float(stored.atol)
+    replay = partial(ObservationReplay, observation_id=stored.observation_id,
+                     case_id=stored.case_id, check=stored.check, backend=stored.backend,
+                     optimization=stored.optimization, output_name=stored.output_name,
+                     reference=stored.reference, rtol=rtol, atol=atol,
+                     stored_result=stored.result, recorded_version=stored.backend_version)
     new = _pick(stored, candidates)
     if new is None:
-        return ObservationReplay(**common, status=NOT_REPLAYED, replayed_result=None,
-                                 max_abs_difference=None, installed_version=None,
-                                 message="the re-run made no observation for this check/path")
-    installed = new["backend_version"]
-    result, reason = new["result"], new["reason"]
-    new_a, new_r = _load(fresh_dir, new["actual_file"]), _load(fresh_dir, new["reference_file"])
-    if stored["check"] in _COMPARISON_CHECKS and new_a is not None and new_r is not None:
+        return replay(status=NOT_REPLAYED, replayed_result=None, max_abs_difference=None,
+                      installed_version=None,
+                      message="the re-run made no observation for this check/path")
+    installed = new.backend_version
+    result, reason = new.result, new.reason
+    new_a, new_r = _load(fresh_dir, new.actual_file), _load(fresh_dir, new.reference_file)
+    if stored.check in _COMPARISON_CHECKS and new_a is not None and new_r is not None:
         # The class under the stored row's own tolerance (rows of other runs may differ).
         result, reason = classify(compare(new_a, new_r, rtol, atol), rtol, atol)
-    if not stored["actual_hash"]:
-        same = result == stored["result"] and not new["actual_hash"]
-        return ObservationReplay(**common, status=SAME_OUTCOME if same else NOT_REPRODUCED,
-                                 replayed_result=result, max_abs_difference=None,
-                                 installed_version=installed, message=reason)
-    if (new["actual_hash"] == stored["actual_hash"]
-            and new["reference_hash"] == stored["reference_hash"]):
-        return ObservationReplay(**common, status=BIT_EXACT, replayed_result=result,
-                                 max_abs_difference=0.0, installed_version=installed,
-                                 message=reason)
+    if not stored.actual_hash:
+        same = result == stored.result and not new.actual_hash
+        return replay(status=SAME_OUTCOME if same else NOT_REPRODUCED, replayed_result=result,
+                      max_abs_difference=None, installed_version=installed, message=reason)
+    if new.actual_hash == stored.actual_hash and new.reference_hash == stored.reference_hash:
+        return replay(status=BIT_EXACT, replayed_result=result, max_abs_difference=0.0,
+                      installed_version=installed, message=reason)
     measured: list[tuple[float, bool]] = []
-    for side, fresh_array in (("actual", new_a), ("reference", new_r)):
-        if new[f"{side}_hash"] == stored[f"{side}_hash"]:
+    for side, fresh_array, fresh_hash, stored_hash, stored_file in (
+            ("actual", new_a, new.actual_hash, stored.actual_hash, stored.actual_file),
+            ("reference", new_r, new.reference_hash, stored.reference_hash,
+             stored.reference_file)):
+        if fresh_hash == stored_hash:
             continue  # this side is bit-identical
-        old_array = _load(directory, stored[f"{side}_file"])
-        if old_array is None and summary_of(directory, stored[f"{side}_file"]) is not None:
-            return ObservationReplay(
-                **common, status=NOT_REPRODUCED, replayed_result=result,
-                max_abs_difference=None, installed_version=installed,
+        old_array = _load(directory, stored_file)
+        if old_array is None and summary_of(directory, stored_file) is not None:
+            return replay(
+                status=NOT_REPRODUCED, replayed_result=result, max_abs_difference=None,
+                installed_version=installed,
                 message=f"the {side} output hash differs, and the stored one was kept as a "
                         "summary only (over its case's evidence budget), so by how much is "
                         f"not known; now: {reason}")
         if fresh_array is None or old_array is None:
-            return ObservationReplay(
-                **common, status=NOT_REPRODUCED, replayed_result=result,
-                max_abs_difference=None, installed_version=installed,
+            return replay(
+                status=NOT_REPRODUCED, replayed_result=result, max_abs_difference=None,
+                installed_version=installed,
                 message=f"the {side} output hash differs and the output is not stored as a "
                         f"file to measure by how much; now: {reason}")
         measured.append(_max_diff(fresh_array, old_array, rtol, atol))
     diff = max(d for d, _ in measured)
     within = all(ok for _, ok in measured)
-    return ObservationReplay(**common, status=WITHIN_TOLERANCE if within else NOT_REPRODUCED,
-                             replayed_result=result, max_abs_difference=diff,
-                             installed_version=installed, message=reason)
+    return replay(status=WITHIN_TOLERANCE if within else NOT_REPRODUCED, replayed_result=result,
+                  max_abs_difference=diff, installed_version=installed, message=reason)

@@ -22,6 +22,7 @@ import numpy as np
 from gero_runner import backends
 from gero_runner.errors import GeroError
 from gero_runner.evidence.rows import OBSERVATIONS_JSON, row_to_json
+from gero_runner.schema import Observation
 from gero_runner.storage.artifacts import MANIFEST
 from gero_runner.storage.hashing import sha256
 
@@ -51,20 +52,20 @@ def _runtimes(loc: Localization, row: dict[str, Any]) -> tuple[str, ...]:
     return found or ("onnxruntime",)
 
 
-def _matching(rows: list[dict[str, Any]], row: dict[str, Any], loc: Localization
-              ) -> dict[str, Any] | None:
+def _matching(rows: list[Observation], row: dict[str, Any], loc: Localization
+              ) -> Observation | None:
     """The repro's observation that compares what the localized one compared."""
-    same_path = [r for r in rows if r["backend"] == row.get("backend")
-                 and r["optimization"] == row.get("optimization")]
+    same_path = [r for r in rows if r.backend == row.get("backend")
+                 and r.optimization == row.get("optimization")]
     reference = str(loc.reference).split(":")
     for r in same_path:
-        if r["check"] == row.get("check") and r["reference"] == row.get("reference"):
+        if r.check == row.get("check") and r.reference == row.get("reference"):
             return r
     for r in same_path:
-        ref = str(r["reference"]).split(":")
-        if ref[-2:] == reference[-2:] or r["reference"] == reference[-1]:
+        ref = str(r.reference).split(":")
+        if ref[-2:] == reference[-2:] or r.reference == reference[-1]:
             return r
-    diverging = [r for r in same_path if r["result"] != "passed"]
+    diverging = [r for r in same_path if r.result != "passed"]
     return diverging[0] if diverging else (same_path[0] if same_path else None)
 
 
@@ -101,11 +102,11 @@ def write_repro(output: Path, model: bytes, feeds: dict[str, np.ndarray],
         settings = RunSettings(data_root=str(work / "data"), backends=runtimes,
                                threads=max(1, int(row.get("threads") or 1)), repeats=1,
                                checks=())
-        rows = [r.as_dict() for r in evaluate_case(case, settings).rows]
-        if not rows or not rows[0].get("artifact_path"):
+        rows = evaluate_case(case, settings).rows
+        if not rows or not rows[0].artifact_path:
             raise GeroError(f"-o {output}: the origin's nodes could not be run as a case "
-                            f"({rows[0]['reason'] if rows else 'no observation'})")
-        artifact = work / "data" / str(rows[0]["artifact_path"])
+                            f"({rows[0].reason if rows else 'no observation'})")
+        artifact = work / "data" / rows[0].artifact_path
         matching = _matching(rows, row, loc)
         extra = {
             OBSERVATIONS_JSON: json.dumps([row_to_json(r) for r in rows], indent=2,
@@ -116,9 +117,9 @@ def write_repro(output: Path, model: bytes, feeds: dict[str, np.ndarray],
                 "origin": origin.node, "op_type": origin.op_type, "tensor": origin.tensor,
                 "nodes": origin.nodes, "local_scaled_error": origin.local_scaled_error,
                 "inputs_scaled_error": origin.inputs_scaled_error,
-                "repro_observation": matching["observation_id"] if matching else None,
-                "repro_result": matching["result"] if matching else None,
-                "repro_reason": matching["reason"] if matching else None,
+                "repro_observation": matching.observation_id if matching else None,
+                "repro_result": matching.result if matching else None,
+                "repro_reason": matching.reason if matching else None,
                 "expected": label, "replay_command": f"gero replay {output}",
             }, indent=2, sort_keys=True, default=float).encode(),
         }

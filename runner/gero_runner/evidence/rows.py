@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gero_runner.errors import ArtifactError
-from gero_runner.storage.index import KEY_COLUMN
+from gero_runner.schema import Observation, observation_from_row
 from gero_runner.storage.layout import RUNS_DIR
 from gero_runner.storage.store import DataRoot
 
@@ -33,10 +33,10 @@ def find_data_root(directory: Path) -> DataRoot | None:
 
 
 def rows_for_artifact(root: DataRoot, directory: Path,
-                      warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+                      warn: Callable[[str], None] | None = None) -> list[Observation]:
     """Every stored observation whose artifact_path is ``directory``; corrupt files skipped."""
     relative = directory.resolve().relative_to(root.path.resolve()).as_posix()
-    rows: list[dict[str, Any]] = []
+    rows: list[Observation] = []
     for path in root.observation_files():
         try:
             table = pq.read_table(path, filters=[("artifact_path", "=", relative)])
@@ -44,8 +44,11 @@ def rows_for_artifact(root: DataRoot, directory: Path,
             if warn is not None:
                 warn(f"{path}: unreadable Parquet file, skipped ({e})")
             continue
-        rows += table.drop_columns([c for c in (KEY_COLUMN,) if c in table.column_names]
-                                   ).to_pylist()
+        try:
+            rows += [observation_from_row(r) for r in table.to_pylist()]
+        except ValueError as e:
+            if warn is not None:
+                warn(f"{path}: not observation rows, skipped ({e})")
     return rows
 
 
@@ -57,28 +60,34 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def row_to_json(row: dict[str, Any]) -> dict[str, Any]:
+def row_to_json(row: Observation) -> dict[str, Any]:
     """A row as strict JSON values (timestamps as ISO text, non-finite floats as text)."""
-    return {k: _jsonable(v) for k, v in row.items()}
+    return {k: _jsonable(v) for k, v in row.as_dict().items()}
 
 
-def row_from_json(row: dict[str, Any]) -> dict[str, Any]:
+def row_from_json(row: dict[str, Any]) -> Observation:
+    """The inverse of ``row_to_json`` (ValueError names the columns a row lacks)."""
     out = dict(row)
     for k, v in row.items():
         if v in ("nan", "inf", "-inf") and k not in ("reason", "details"):
             out[k] = float(v)
-    return out
+    if isinstance(out.get("created_at"), str):
+        out["created_at"] = datetime.fromisoformat(out["created_at"])
+    return observation_from_row(out)
 
 
-def write_rows_json(path: Path, rows: list[dict[str, Any]]) -> None:
+def write_rows_json(path: Path, rows: Iterable[Observation]) -> None:
     path.write_text(json.dumps([row_to_json(r) for r in rows], indent=2, sort_keys=True))
 
 
-def read_rows_json(path: Path) -> list[dict[str, Any]]:
+def read_rows_json(path: Path) -> list[Observation]:
     try:
         payload = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise ArtifactError(f"{path}: cannot read observation rows ({e})") from e
     if not isinstance(payload, list) or not all(isinstance(r, dict) for r in payload):
         raise ArtifactError(f"{path}: expected a JSON list of observation rows")
-    return [row_from_json(r) for r in payload]
+    try:
+        return [row_from_json(r) for r in payload]
+    except ValueError as e:
+        raise ArtifactError(f"{path}: not an observation row ({e})") from None

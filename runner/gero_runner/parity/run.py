@@ -35,7 +35,7 @@ from gero_runner.parity.module import InputSpec, load_module
 from gero_runner.parity.torch_support import require_torch
 from gero_runner.request import DEFAULT_TIMEOUT_S, check_timeout
 from gero_runner.run import allocate_run_id, store_results
-from gero_runner.schema import OBSERVATION_FIELDS, Observation, RunRecord
+from gero_runner.schema import Observation, RunRecord, observation_from_row
 from gero_runner.storage.store import DataRoot, batch_from_bytes
 from gero_runner.tolerances import FLOAT_DTYPES, Tolerances
 
@@ -147,8 +147,7 @@ def run_parity(request: ParityRequest,
                              timeout_s=request.timeout_s, task=PARITY):
         batch = outcome.result.batch
         rows = outcome.result.rows if batch is None else [
-            Observation(**{k: v for k, v in row.items() if k in OBSERVATION_FIELDS})
-            for row in batch_from_bytes(batch).to_pylist()]
+            observation_from_row(row) for row in batch_from_bytes(batch).to_pylist()]
         results[outcome.index] = Outcome(outcome.index, CaseResult(
             rows, outcome.result.backend_seconds, outcome.result.total_seconds,
             outcome.result.evidence_seconds))

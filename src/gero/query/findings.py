@@ -34,7 +34,7 @@ import json
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import duckdb
 
@@ -452,6 +452,28 @@ SELECT finding_id, any_value(family), any_value(outlier), any_value(template),
 FROM {table} GROUP BY finding_id
 """
 
+
+class _FindingRow(NamedTuple):
+    """A row of ``_FINDINGS_SQL``, read by name (its fields in the SELECT's order)."""
+
+    finding_id: str
+    family: str
+    outlier: str
+    template: str
+    operator_key: str
+    observations: int
+    cases: int
+    operators: list[str]
+    dtypes: list[str]
+    levels: list[str] | None
+    contract_issues: int
+    divergences: int
+    executions: int
+    max_abs_error: float | None
+    representative_id: str
+    severity: int
+    seeded: bool
+
 _REPRESENTATIVE_COLUMNS = ("observation_id", "case_id", "check", "dtype", "input_shapes",
                            "backend", "optimization", "reference", "result", "reason",
                            "max_abs_error", "max_ulp", "rtol", "atol", "artifact_path")
@@ -473,21 +495,22 @@ def _levels(values: list[str]) -> tuple[str, ...]:
 
 def read_findings(source: Queryable, table: str = MEMBERS_TABLE) -> list[Finding]:
     """The findings of a members table already built, worst first."""
-    rows = source.query(_FINDINGS_SQL.format(table=table))
-    reps = _representatives(source, [str(r[14]) for r in rows])
+    rows = [_FindingRow(*r) for r in source.query(_FINDINGS_SQL.format(table=table))]
+    reps = _representatives(source, [str(r.representative_id) for r in rows])
     severity_class = {v: k for k, v in SEVERITY.items()}
     findings = []
-    for (fid, family, outlier, template, op_key, n, cases, ops, dtypes, levels, ci, dv, ex,
-         max_err, rep_id, severity, seeded) in rows:
-        counts = {CONTRACT_ISSUE: ci, DIVERGENCE: dv, EXECUTION: ex}
-        result = severity_class.get(int(severity), EXECUTION)
+    for r in rows:
+        counts = {CONTRACT_ISSUE: r.contract_issues, DIVERGENCE: r.divergences,
+                  EXECUTION: r.executions}
+        result = severity_class.get(int(r.severity), EXECUTION)
         finding = Finding(
-            finding_id=str(fid), title="", result=result, family=str(family),
-            outlier=str(outlier), template=str(template), operator_key=str(op_key),
-            observations=int(n), cases=int(cases), operators=tuple(ops), dtypes=tuple(dtypes),
-            levels=_levels(list(levels or [])), class_counts={k: int(v) for k, v in counts.items()},
-            max_abs_error=None if max_err is None else float(max_err),
-            representative=reps[str(rep_id)], seeded_inputs=bool(seeded))
+            finding_id=str(r.finding_id), title="", result=result, family=str(r.family),
+            outlier=str(r.outlier), template=str(r.template), operator_key=str(r.operator_key),
+            observations=int(r.observations), cases=int(r.cases), operators=tuple(r.operators),
+            dtypes=tuple(r.dtypes), levels=_levels(list(r.levels or [])),
+            class_counts={k: int(v) for k, v in counts.items()},
+            max_abs_error=None if r.max_abs_error is None else float(r.max_abs_error),
+            representative=reps[str(r.representative_id)], seeded_inputs=bool(r.seeded))
         findings.append(_with_title(finding))
     findings.sort(key=lambda f: (-SEVERITY.get(f.result, 0), -f.observations, f.finding_id))
     return findings

@@ -63,8 +63,8 @@ def lower_precision(view: OpenRun) -> list[LowerPrecision]:
                dtype, count(*), count(*) FILTER (WHERE result <> 'passed')
         FROM obs WHERE "check" IN {_COMPARISONS} AND precision IS NOT NULL
         GROUP BY ALL ORDER BY backend, optimization, dtype""")
-    return [LowerPrecision(*r) for r in rows
-            if _WIDTH.get(str(r[2]), 64) < _WIDTH.get(str(r[3]), 0)]
+    settings = [LowerPrecision(*r) for r in rows]
+    return [s for s in settings if _WIDTH.get(str(s.precision), 64) < _WIDTH.get(str(s.dtype), 0)]
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ from evidence_helpers import artifact_dirs, small_run
 
 from gero_cli import main as gero
 from gero_runner.errors import ArtifactError
-from gero_runner.evidence.replay import BIT_EXACT, NOT_REPRODUCED, replay_artifact
+from gero_runner.evidence.replay import BIT_EXACT, NOT_REPRODUCED, replay_artifact, stored_rows
 from gero_runner.evidence.rows import OBSERVATIONS_JSON, rows_for_artifact, write_rows_json
+from gero_runner.schema import Observation
 from gero_runner.storage.artifacts import MANIFEST, PACKED, is_packed, load_array
 from gero_runner.storage.hashing import npy_bytes, sha256
 from gero_runner.storage.store import DataRoot
@@ -197,4 +198,19 @@ def test_pickled_npy_is_refused(root: DataRoot, tmp_path: Path) -> None:
     np.save(buffer, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     _rewrite(copy, "inputs/input_0.npy", buffer.getvalue())
     with pytest.raises(ArtifactError, match="cannot load tensor"):
+        replay_artifact(copy)
+
+
+def test_stored_rows_are_typed_and_a_row_lacking_a_column_is_named(root: DataRoot,
+                                                                   tmp_path: Path) -> None:
+    copy = _copy(root, tmp_path)
+    rows, source = stored_rows(copy)
+    assert source == OBSERVATIONS_JSON and rows
+    assert all(isinstance(r, Observation) for r in rows)
+    # A column this gero does not know is dropped; one it needs is named (was a KeyError).
+    data = json.loads((copy / OBSERVATIONS_JSON).read_text())
+    data[0]["from_a_newer_gero"] = 1
+    del data[-1]["backend_version"]
+    _rewrite(copy, OBSERVATIONS_JSON, json.dumps(data).encode())
+    with pytest.raises(ArtifactError, match=r"lacks the column\(s\) backend_version"):
         replay_artifact(copy)

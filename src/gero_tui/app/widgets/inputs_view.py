@@ -21,7 +21,14 @@ from textual.widget import Widget
 
 from gero.query.slicing import TensorCursor, broadcast_index
 from gero.query.tensors import CaseInput
-from gero_tui.app.widgets.tensor_view import CURSOR, NONFINITE, format_element, window_text
+from gero_tui.app.widgets.tensor_view import (
+    CURSOR,
+    MOVE_BINDINGS,
+    NONFINITE,
+    SLICE_BINDINGS,
+    format_element,
+    window_text,
+)
 
 PAIRED = "bold black on yellow"
 """The input element paired with the output element under the side-by-side cursor."""
@@ -59,18 +66,9 @@ class InputsView(Widget, can_focus=True):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "move(-1, 0)", "up", show=False),
-        Binding("down", "move(1, 0)", "down", show=False),
-        Binding("left", "move(0, -1)", "left", show=False),
-        Binding("right", "move(0, 1)", "right", show=False),
-        Binding("pageup", "move(-10, 0)", show=False),
-        Binding("pagedown", "move(10, 0)", show=False),
+        *MOVE_BINDINGS,
         Binding("o", "next_input", "next input"),
-        Binding("left_square_bracket", "step(-1)", "prev slice"),
-        Binding("right_square_bracket", "step(1)", "next slice"),
-        Binding("s", "step_axis", "slice axis"),
-        Binding("y", "cycle_axis('row')", "row axis"),
-        Binding("x", "cycle_axis('col')", "col axis"),
+        *SLICE_BINDINGS,
     ]
 
     version: reactive[int] = reactive(0, layout=False)

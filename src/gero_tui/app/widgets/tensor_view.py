@@ -79,6 +79,25 @@ def window_text(r0: int, r1: int, n_rows: int, c0: int, c1: int, n_cols: int) ->
     return text
 
 
+# The keys of a view that walks a 2-d plane of an N-d tensor (this one and the Inputs view):
+# each view binds them to its actions move, step, step_axis and cycle_axis.
+MOVE_BINDINGS: list[BindingType] = [
+    Binding("up", "move(-1, 0)", "up", show=False),
+    Binding("down", "move(1, 0)", "down", show=False),
+    Binding("left", "move(0, -1)", "left", show=False),
+    Binding("right", "move(0, 1)", "right", show=False),
+    Binding("pageup", "move(-10, 0)", show=False),
+    Binding("pagedown", "move(10, 0)", show=False),
+]
+SLICE_BINDINGS: list[BindingType] = [
+    Binding("left_square_bracket", "step(-1)", "prev slice"),
+    Binding("right_square_bracket", "step(1)", "next slice"),
+    Binding("s", "step_axis", "slice axis"),
+    Binding("y", "cycle_axis('row')", "row axis"),
+    Binding("x", "cycle_axis('col')", "col axis"),
+]
+
+
 STACKED_ROWS = 2
 """Rows each stacked pane needs at least: the cursor's row and one more."""
 PANE_GAP = 2
@@ -122,21 +141,12 @@ class TensorView(Widget, can_focus=True):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "move(-1, 0)", "up", show=False),
-        Binding("down", "move(1, 0)", "down", show=False),
-        Binding("left", "move(0, -1)", "left", show=False),
-        Binding("right", "move(0, 1)", "right", show=False),
-        Binding("pageup", "move(-10, 0)", show=False),
-        Binding("pagedown", "move(10, 0)", show=False),
+        *MOVE_BINDINGS,
         Binding("w", "worst", "worst excess",
                 tooltip="The element furthest outside its tolerance"),
         Binding("W", "largest", "largest |a−r|",
                 tooltip="The element with the largest |a − r| (it can be within tolerance)"),
-        Binding("left_square_bracket", "step(-1)", "prev slice"),
-        Binding("right_square_bracket", "step(1)", "next slice"),
-        Binding("s", "step_axis", "slice axis"),
-        Binding("y", "cycle_axis('row')", "row axis"),
-        Binding("x", "cycle_axis('col')", "col axis"),
+        *SLICE_BINDINGS,
         Binding("l", "cycle_layout", "layout"),
     ]
 

@@ -37,12 +37,14 @@ from typing import Any
 import numpy as np
 
 from gero_runner.backends import ort
-from gero_runner.errors import ArtifactError, GeroError
+from gero_runner.errors import ArtifactError
 from gero_runner.evidence.rebuild import load_model_bytes, read_case_record
 from gero_runner.storage.artifacts import (
     DERIVED_DIR,
+    evidence_directory,
     load_array,
-    resolve_artifact,
+    read_json_object,
+    row_json,
     safe_member,
     verify_manifest,
 )
@@ -160,11 +162,7 @@ def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
 
 def _graph_of(directory: Path, row: dict[str, Any]) -> tuple[str, bytes]:
     """The graph the observation ran: its variant's, or the case's."""
-    try:
-        details = json.loads(row.get("details") or "{}")
-    except ValueError:
-        details = {}
-    variant = details.get("variant_model") if isinstance(details, dict) else None
+    variant = row_json(row, "details").get("variant_model")
     if isinstance(variant, str) and variant:
         path = safe_member(directory, variant)
         if path.is_file():
@@ -344,22 +342,11 @@ def store_blame(directory: Path, blame: Blame) -> Path:
 
 def read_blame(directory: Path, observation_id: str) -> dict[str, Any] | None:
     """A stored blame, or None (an unreadable one counts as none)."""
-    path = blame_path(directory, observation_id)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_json_object(blame_path(directory, observation_id))
 
 
 def blame_observation(data_root: Path, row: dict[str, Any]) -> tuple[Blame, Path]:
     """Blame the observation ``row`` (a full row) and store the result; (blame, file)."""
-    relative = str(row.get("artifact_path") or "")
-    if not relative:
-        raise GeroError(f"observation {str(row.get('observation_id', ''))[:12]} has no "
-                        "evidence directory: nothing to run")
-    directory = resolve_artifact(data_root, relative)
-    if not directory.is_dir():
-        raise GeroError(f"evidence directory {directory} is missing: nothing to run")
+    directory = evidence_directory(data_root, row)
     blame = blame_case(directory, row)
     return blame, store_blame(directory, blame)

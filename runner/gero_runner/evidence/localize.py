@@ -52,9 +52,11 @@ from gero_runner.evidence.rebuild import load_model_bytes, read_case_record
 from gero_runner.models import variants as var
 from gero_runner.storage.artifacts import (
     LOCALIZE_DIR,
+    evidence_directory,
     has_member,
     load_array,
-    resolve_artifact,
+    read_json_object,
+    row_json,
     safe_member,
     verify_manifest,
 )
@@ -178,24 +180,12 @@ def _load_graph(directory: Path, relative: str) -> onnx.ModelProto:
     return onnx.load_from_string(path.read_bytes())
 
 
-def _settings_of(row: dict[str, Any]) -> dict[str, Any]:
-    try:
-        settings = json.loads(row.get("session_settings") or "{}")
-    except ValueError:
-        settings = {}
-    return settings if isinstance(settings, dict) else {}
-
-
 def _actual_graph(directory: Path, row: dict[str, Any], settings: dict[str, Any]) -> str:
     variant = settings.get("variant")
     if isinstance(variant, str) and variant and has_member(directory,
                                                            f"variants/{variant}.onnx"):
         return f"variants/{variant}.onnx"
-    try:
-        details = json.loads(row.get("details") or "{}")
-    except ValueError:
-        details = {}
-    model = details.get("variant_model") if isinstance(details, dict) else None
+    model = row_json(row, "details").get("variant_model")
     if isinstance(model, str) and model and has_member(directory, model):
         return model
     return "model.onnx"
@@ -206,7 +196,7 @@ def sides(directory: Path, row: dict[str, Any], record: dict[str, Any]) -> tuple
     sentence (GeroError) when the reference is not a path (a contract's law, stored
     expected outputs)."""
     paths: dict[str, dict[str, Any]] = record.get("paths", {})
-    settings = _settings_of(row)
+    settings = row_json(row, "session_settings")
     backend = str(row.get("backend") or "")
     a_graph = _actual_graph(directory, row, settings)
     if backend == backends.REFERENCE or backend.startswith("onnx-reference"):
@@ -957,11 +947,7 @@ def _json_default(value: Any) -> Any:
 
 def read_localization(directory: Path, observation_id: str) -> dict[str, Any] | None:
     """A stored localization, or None (an unreadable one counts as none)."""
-    try:
-        data = json.loads(localize_path(directory, observation_id).read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return read_json_object(localize_path(directory, observation_id))
 
 
 def read_kept_tensors(directory: Path, observation_id: str) -> dict[str, np.ndarray]:
@@ -992,13 +978,7 @@ def localize_observation(data_root: Path, row: dict[str, Any], output: Path | No
     a repro directory; (localization, stored file)."""
     from gero_runner.process.isolate import IsolatedFailure, call_isolated
 
-    relative = str(row.get("artifact_path") or "")
-    if not relative:
-        raise GeroError(f"observation {str(row.get('observation_id', ''))[:12]} has no "
-                        "evidence directory: nothing to run")
-    directory = resolve_artifact(data_root, relative)
-    if not directory.is_dir():
-        raise GeroError(f"evidence directory {directory} is missing: nothing to run")
+    directory = evidence_directory(data_root, row)
     if output is not None and output.exists() and any(output.iterdir()):
         raise GeroError(f"-o {output}: the directory exists and is not empty")
     verify_manifest(directory)  # here too: bad evidence is one sentence, before any child

@@ -25,11 +25,13 @@ import re
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from gero_runner.errors import ArtifactError
+from gero_runner.errors import ArtifactError, GeroError
 from gero_runner.storage.budget import SUMMARIES, mib, tensor_summary
 from gero_runner.storage.hashing import load_npy, npy_bytes, sha256
 from gero_runner.storage.locks import dir_mode
@@ -233,6 +235,39 @@ def resolve_artifact(data_root: Path, relative: str) -> Path:
         raise ArtifactError(
             f"artifact path {relative!r} points outside the data root {data_root.resolve()}")
     return path
+
+
+def evidence_directory(data_root: Path, row: Mapping[str, Any]) -> Path:
+    """The evidence directory an observation row's blame or localization runs from; a
+    sentence (GeroError) when the row kept none or it is gone."""
+    relative = str(row.get("artifact_path") or "")
+    if not relative:
+        raise GeroError(f"observation {str(row.get('observation_id', ''))[:12]} has no "
+                        "evidence directory: nothing to run")
+    directory = resolve_artifact(data_root, relative)
+    if not directory.is_dir():
+        raise GeroError(f"evidence directory {directory} is missing: nothing to run")
+    return directory
+
+
+def row_json(row: Mapping[str, Any], column: str) -> dict[str, Any]:
+    """A JSON column of a row (``session_settings``, ``details``) as a dict; empty when it is
+    absent or not a JSON object."""
+    try:
+        value = json.loads(row.get(column) or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """A JSON object kept beside the evidence (a blame, a localization), or None: an absent
+    or unreadable one counts as none."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def safe_member(directory: Path, relative: str) -> Path:

@@ -25,7 +25,12 @@ from gero.query.tensors import ElementAnalysis, analyse, load_evidence
 from gero_runner.backends import REFERENCE
 from gero_runner.errors import GeroError
 from gero_runner.result_classes import RESULT_CLASSES
-from gero_runner.storage.artifacts import DERIVED_DIR, LOCALIZE_DIR, resolve_artifact
+from gero_runner.storage.artifacts import (
+    DERIVED_DIR,
+    LOCALIZE_DIR,
+    read_json_object,
+    resolve_artifact,
+)
 from gero_runner.storage.reader import OpenRun
 from gero_runner.tolerances import DEFAULT_TOLERANCES
 
@@ -295,14 +300,6 @@ def _evidence(source: OpenRun, finding: Finding, row: dict[str, Any] | None,
     return FindingEvidence(finding, analysis, note, localized, replay, bundle)
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None  # absent or unreadable: not localized
-    return data if isinstance(data, dict) else None
-
-
 def _figure(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3g}"
@@ -374,7 +371,7 @@ def _localizations(source: OpenRun, findings: list[Finding]
     found: dict[str, list[Localization]] = {}
     for oid, fid in sorted(owners, key=lambda r: (r[0] != representative.get(r[1]), r[0])):
         for tool, file in sorted(stored[str(oid)], key=lambda t: t[0] != LOCALIZE_DIR):
-            data = _read_json(file)
+            data = read_json_object(file)  # None: absent or unreadable, not localized
             if data is not None:
                 found.setdefault(str(fid), []).append(localization_of(tool, str(oid), data))
     return {fid: tuple(items) for fid, items in found.items()}

@@ -15,6 +15,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from gero_runner.models.graph import subgraph_reads
+
 FLOAT_TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE,
                TensorProto.BFLOAT16}
 QUANTIZED_TYPES = {TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16,
@@ -27,18 +29,6 @@ def copy(model: onnx.ModelProto) -> onnx.ModelProto:
     out = onnx.ModelProto()
     out.CopyFrom(model)
     return out
-
-
-def subgraph_reads(node: onnx.NodeProto) -> set[str]:
-    """Outer names a node's subgraphs (If, Loop, Scan bodies) may read."""
-    reads: set[str] = set()
-    for attr in node.attribute:
-        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
-        for g in graphs:
-            for n in g.node:
-                reads.update(n.input)
-                reads |= subgraph_reads(n)
-    return reads
 
 
 def node_reads(node: onnx.NodeProto) -> list[str]:

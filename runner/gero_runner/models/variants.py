@@ -34,6 +34,7 @@ import numpy as np
 import onnx
 
 from gero_runner.errors import GeroError
+from gero_runner.models.graph import subgraph_reads
 from gero_runner.schema import MODEL_VARIANTS
 
 INT8_DYNAMIC, INT8_STATIC, FP16 = MODEL_VARIANTS
@@ -180,25 +181,13 @@ def _at_least_opset(model: bytes, target: int) -> bytes:
         return model
 
 
-def _subgraph_reads(node: onnx.NodeProto) -> set[str]:
-    """Names the node's subgraphs read (their own names included; callers intersect)."""
-    reads: set[str] = set()
-    for attr in node.attribute:
-        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
-        for g in graphs:
-            for n in g.node:
-                reads.update(n.input)
-                reads |= _subgraph_reads(n)
-    return reads
-
-
 def toposort(graph: onnx.GraphProto) -> None:
     """Reorder nodes so each comes after the producers of its inputs (stable otherwise)."""
     known = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
     produced = {o for n in graph.node for o in n.output}
     pending = list(graph.node)
     # A node with subgraphs (If, Loop, Scan) also needs the outer names its bodies read.
-    needs = {id(n): set(n.input) | (_subgraph_reads(n) & produced) for n in pending}
+    needs = {id(n): set(n.input) | (subgraph_reads(n) & produced) for n in pending}
     ordered: list[onnx.NodeProto] = []
     while pending:
         rest = []

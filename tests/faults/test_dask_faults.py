@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from shared_helpers import DASK_SITE
 from test_fault_injection import ENV, WAIT_S, gero, record, stored_ids, wait_for
 
 from gero_runner.storage.reader import sighted_ids
@@ -25,7 +26,6 @@ from gero_runner.storage.reader import sighted_ids
 pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow
 
-SITE = Path(__file__).with_name("dask_site")
 OPS = ["--ops", "Exp,Relu", "--dtypes", "float32", "--repeats", "1"]
 
 
@@ -54,7 +54,7 @@ class Cluster:
     def worker(self, name: str, **env: str) -> None:
         """A worker of one thread; ``env`` reaches its ``sitecustomize`` (the faults)."""
         environment = {**ENV, **env,
-                       "PYTHONPATH": os.pathsep.join([str(SITE), ENV["PYTHONPATH"]])}
+                       "PYTHONPATH": os.pathsep.join([str(DASK_SITE), ENV["PYTHONPATH"]])}
         self._start("worker", "--scheduler-file", str(self.file), "--host", "127.0.0.1",
                     "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
                     "--local-directory", str(self.where / name), log=name, env=environment)

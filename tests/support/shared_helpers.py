@@ -142,6 +142,11 @@ def rows_of(root: Path, run_id: str) -> list[dict[str, Any]]:
     return [dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()]
 
 
+DASK_SITE = Path(__file__).with_name("dask_site")
+"""Put on a ``dask worker``'s PYTHONPATH: the faults its environment asks for (see its
+sitecustomize.py)."""
+
+
 FORKING = "ignore:This process .* is multi-threaded, use of fork:DeprecationWarning"
 """Python 3.12+ warns when a process with threads forks: the tests that ask for it know."""
 

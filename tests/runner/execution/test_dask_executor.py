@@ -5,7 +5,7 @@ dashboards, 127.0.0.1 only) are started once for the module and stopped by its f
 A small suite run through them must store what a local run stores (observation ids and
 evidence, byte for byte); a case that kills its worker process and one that hangs become
 ``execution`` observations and the run completes. The faults live in the workers only
-(``dask_worker_site/sitecustomize.py``, driven by a JSON file).
+(``tests/support/dask_site/sitecustomize.py``, driven by a JSON file).
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from shared_helpers import DASK_SITE
 
 import gero_runner
 import gero_tui
 from gero_runner.errors import GeroError
 from gero_runner.execution import cluster
 
-SITE = Path(__file__).with_name("dask_worker_site")
 PATHS = [str(Path(gero_tui.__file__).parents[1]), str(Path(gero_runner.__file__).parents[1])]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
     [*PATHS, os.environ.get("PYTHONPATH", "")])}
@@ -69,7 +69,7 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNam
                        "--scheduler-file", str(scheduler_file), log=where / "scheduler.log",
                        env=ENV)]
     worker_env = {**ENV, "GERO_TEST_FAULTS": str(faults),
-                  "PYTHONPATH": os.pathsep.join([str(SITE), ENV["PYTHONPATH"]])}
+                  "PYTHONPATH": os.pathsep.join([str(DASK_SITE), ENV["PYTHONPATH"]])}
     try:
         _wait_for(scheduler_file.is_file, "the scheduler's address file")
         for i in range(2):

@@ -1,10 +1,13 @@
-"""Small real runs for the evidence tests (a few Exp cases, one timed repeat)."""
+"""Small real runs for the evidence tests: a few Exp cases, or one model, one timed repeat."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from gero_runner.request import ModelOptions
 from gero_runner.run import RunRequest, execute
+from gero_runner.storage.reader import open_run
 from gero_runner.storage.store import DataRoot
 
 
@@ -17,3 +20,22 @@ def small_run(root: Path, run_id: str = "base", **overrides: object) -> DataRoot
 
 def artifact_dirs(root: DataRoot) -> list[Path]:
     return sorted(p for p in (root.path / "artifacts").glob("*/*") if p.is_dir())
+
+
+def model_rows(root: Path, model: Path, backends: tuple[str, ...] | None = ("onnxruntime",),
+               **options: Any) -> list[dict[str, Any]]:
+    """Every row of a run of ``model`` (``options``: its ModelOptions; backends None: every
+    installed runtime)."""
+    execute(RunRequest(data_root=root, models=[str(model)], repeats=1, backends=backends,
+                       model_options=ModelOptions(**options)))
+    with open_run(root) as run:
+        cursor = run.connection.execute("SELECT * FROM obs")
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+
+def row_where(rows: list[dict[str, Any]], **where: str) -> dict[str, Any]:
+    """The first row with these values."""
+    found = [r for r in rows if all(r[k] == v for k, v in where.items())]
+    assert found, f"no row with {where}"
+    return found[0]

@@ -8,14 +8,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from evidence_helpers import model_rows, row_where
 from onnx import TensorProto, helper, numpy_helper
 
 from gero_cli import main
 from gero_runner.evidence.blame import LEVELS, blame_observation, read_blame
-from gero_runner.request import ModelOptions, RunRequest
-from gero_runner.run import execute
 from gero_runner.storage.artifacts import resolve_artifact
-from gero_runner.storage.reader import open_run
 
 D = 64
 
@@ -67,14 +65,10 @@ def relu_model(path: Path) -> Path:
 
 
 def _ort_row(root: Path, model: Path, **options: tuple[str, ...]) -> dict[str, object]:
-    execute(RunRequest(data_root=root, models=[str(model)], repeats=1,
-                       model_options=ModelOptions(**options)))  # type: ignore[arg-type]
-    with open_run(root) as run:
-        cursor = run.connection.execute(
-            "SELECT * FROM obs WHERE backend = 'onnxruntime' AND optimization = 'all' "
-            "AND \"check\" = 'expected' LIMIT 1")
-        names = [d[0] for d in cursor.description]
-        return dict(zip(names, cursor.fetchone() or (), strict=True))
+    """ONNX Runtime's row at ``all`` against the model's expected outputs (a run on every
+    installed runtime)."""
+    return row_where(model_rows(root, model, backends=None, **options),
+                     backend="onnxruntime", optimization="all", check="expected")
 
 
 @pytest.fixture(scope="module")

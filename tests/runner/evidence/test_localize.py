@@ -4,49 +4,43 @@ the origin is known, and a repro of it that `gero replay` runs again."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import onnx
 import pytest
+from evidence_helpers import model_rows, row_where
 from localize_models import clean_chain, fp16_overflow, one_pass_variance, shifted_layernorm
 
 from gero_cli import main
 from gero_runner.evidence.localize import localize_observation, read_localization
 from gero_runner.evidence.replay import replay_artifact
-from gero_runner.request import ModelOptions, RunRequest
-from gero_runner.run import execute
 from gero_runner.storage.artifacts import resolve_artifact, verify_manifest
-from gero_runner.storage.reader import open_run
+
+Run = tuple[Path, list[dict[str, Any]]]
+"""A data root and the rows of its one run."""
 
 
-def _rows(root: Path, model: Path, backends: tuple[str, ...] | None = ("onnxruntime",),
-          **options: Any) -> list[dict[str, Any]]:
-    execute(RunRequest(data_root=root, models=[str(model)], repeats=1, backends=backends,
-                       model_options=ModelOptions(**options)))
-    with open_run(root) as run:
-        cursor = run.connection.execute("SELECT * FROM obs")
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+def _run_of(build: Callable[[Path], Path], **options: Any) -> Any:
+    """A module fixture: a run of the model ``build`` writes, with these ModelOptions."""
+    @pytest.fixture(scope="module")
+    def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+        root = tmp_path_factory.mktemp(build.__name__)
+        return root, model_rows(root, build(root / f"{build.__name__}.onnx"), **options)
+
+    return run
 
 
-def _row(rows: list[dict[str, Any]], **where: str) -> dict[str, Any]:
-    found = [r for r in rows if all(r[k] == v for k, v in where.items())]
-    assert found, f"no row with {where}"
-    return found[0]
-
-
-@pytest.fixture(scope="module")
-def cancellation(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
-    root = tmp_path_factory.mktemp("cancellation")
-    model = one_pass_variance(root / "one_pass_variance.onnx")
-    return root, _rows(root, model, input_ranges=("X=29990,30010",))
+cancellation = _run_of(one_pass_variance, input_ranges=("X=29990,30010",))
+overflow = _run_of(fp16_overflow, variants=("fp16",), input_ranges=("X=1,2",))
+fused = _run_of(shifted_layernorm, input_ranges=("X=-0.1,0.1",))
 
 
 def test_a_cancellation_against_the_float64_shadow_names_the_sub(
-        cancellation: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
+        cancellation: Run, tmp_path: Path) -> None:
     root, rows = cancellation
-    row = _row(rows, check="model:fp32", backend="onnxruntime", optimization="disable_all")
+    row = row_where(rows, check="model:fp32", backend="onnxruntime", optimization="disable_all")
     assert row["result"] == "divergence"
     loc, stored = localize_observation(root, row, tmp_path / "repro")
     assert [o.node for o in loc.origins] == ["LayerNorm_0/Sub"]
@@ -78,20 +72,13 @@ def test_a_cancellation_against_the_float64_shadow_names_the_sub(
     assert shown.stored_result == "divergence"
 
 
-@pytest.fixture(scope="module")
-def overflow(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
-    root = tmp_path_factory.mktemp("overflow")
-    model = fp16_overflow(root / "fp16_overflow.onnx")
-    return root, _rows(root, model, variants=("fp16",), input_ranges=("X=1,2",))
-
-
 def test_a_float16_overflow_is_named_on_the_path_that_computes_float16(
-        overflow: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
+        overflow: Run, tmp_path: Path) -> None:
     """The ReferenceEvaluator computes the fp16 file in float16: the second Mul overflows.
     ONNX Runtime at ``all`` computes the chain in float32 (its Cast elimination): nothing
     diverges there."""
     root, rows = overflow
-    row = _row(rows, check="model:fp16:vs-fp32", backend="onnx-reference")
+    row = row_where(rows, check="model:fp16:vs-fp32", backend="onnx-reference")
     assert row["result"] == "contract_issue"
     loc, _ = localize_observation(root, row, tmp_path / "repro")
     assert [o.node for o in loc.origins] == ["Scale/Up"]
@@ -102,22 +89,15 @@ def test_a_float16_overflow_is_named_on_the_path_that_computes_float16(
     graph = onnx.load(str(tmp_path / "repro" / "model.onnx")).graph
     assert [n.name for n in graph.node] == ["Scale/Up"]
     assert replay_artifact(tmp_path / "repro").reproduced
-    ort = _row(rows, check="model:fp16:vs-model", backend="onnxruntime")
+    ort = row_where(rows, check="model:fp16:vs-model", backend="onnxruntime")
     clean, _ = localize_observation(root, ort)
     assert clean.origins == [] and clean.summary.startswith("nothing diverges")
 
 
-@pytest.fixture(scope="module")
-def fused(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
-    root = tmp_path_factory.mktemp("fused")
-    model = shifted_layernorm(root / "shifted_layernorm.onnx")
-    return root, _rows(root, model, input_ranges=("X=-0.1,0.1",))
-
-
 def test_a_level_made_wrong_by_a_fusion_names_the_fused_nodes(
-        fused: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
+        fused: Run, tmp_path: Path) -> None:
     root, rows = fused
-    row = _row(rows, check="levels", backend="onnxruntime", optimization="basic")
+    row = row_where(rows, check="levels", backend="onnxruntime", optimization="basic")
     assert row["result"] == "divergence"
     loc, _ = localize_observation(root, row, tmp_path / "repro")
     assert len(loc.origins) == 1
@@ -139,8 +119,8 @@ def test_a_level_made_wrong_by_a_fusion_names_the_fused_nodes(
 
 
 def test_a_clean_model_names_no_origin(tmp_path: Path) -> None:
-    rows = _rows(tmp_path, clean_chain(tmp_path / "clean.onnx"))
-    row = _row(rows, check="model:fp32", backend="onnxruntime", optimization="all")
+    rows = model_rows(tmp_path, clean_chain(tmp_path / "clean.onnx"))
+    row = row_where(rows, check="model:fp32", backend="onnxruntime", optimization="all")
     loc, _ = localize_observation(tmp_path, row)
     assert loc.origins == [] and loc.amplifiers == []
     assert not any(t.diverges for t in loc.tensors)
@@ -149,10 +129,10 @@ def test_a_clean_model_names_no_origin(tmp_path: Path) -> None:
         localize_observation(tmp_path, row, tmp_path / "repro")
 
 
-def test_cli_text_json_and_bad_input(cancellation: tuple[Path, list[dict[str, Any]]],
+def test_cli_text_json_and_bad_input(cancellation: Run,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     root, rows = cancellation
-    row = _row(rows, check="model:fp32", backend="onnxruntime", optimization="all")
+    row = row_where(rows, check="model:fp32", backend="onnxruntime", optimization="all")
     prefix = str(row["observation_id"])[:12]
     assert main(["localize", prefix, "--data-dir", str(root), "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -160,7 +140,7 @@ def test_cli_text_json_and_bad_input(cancellation: tuple[Path, list[dict[str, An
     assert main(["localize", prefix, "--data-dir", str(root)]) == 0
     text = capsys.readouterr().out
     assert "origin     LayerNorm_0/Sub (Sub)" in text and "the error enters at" in text
-    law = _row(rows, check="model:noise-floor")
+    law = row_where(rows, check="model:noise-floor")
     assert main(["localize", str(law["observation_id"])[:12], "--data-dir", str(root)]) == 2
     assert "not a path gero can run again" in capsys.readouterr().err
     assert main(["localize", "zz", "--data-dir", str(root)]) == 2
@@ -168,10 +148,10 @@ def test_cli_text_json_and_bad_input(cancellation: tuple[Path, list[dict[str, An
 
 
 def test_the_findings_report_shows_the_origin_and_the_repro(
-        cancellation: tuple[Path, list[dict[str, Any]]], tmp_path: Path,
+        cancellation: Run, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     root, rows = cancellation
-    row = _row(rows, check="model:fp32", backend="onnxruntime", optimization="basic")
+    row = row_where(rows, check="model:fp32", backend="onnxruntime", optimization="basic")
     localize_observation(root, row, tmp_path / "repro")
     assert main(["findings", "--data-dir", str(root), "--format", "md"]) == 1
     report = capsys.readouterr().out
@@ -191,9 +171,9 @@ def test_a_real_int8_recogniser_parts_at_one_quantize_rounding(tmp_path: Path) -
     DynamicQuantizeLinear's scale differs by one ulp and one element rounds the other way
     (confirmed without gero by running that node alone in both runtimes)."""
     pytest.importorskip("openvino")
-    rows = _rows(tmp_path, REAL / "model.onnx", backends=("onnxruntime", "openvino"),
+    rows = model_rows(tmp_path, REAL / "model.onnx", backends=("onnxruntime", "openvino"),
                  inputs_file=str(REAL / "inputs.npz"))
-    row = _row(rows, check="model:fp32", backend="openvino", optimization="f32")
+    row = row_where(rows, check="model:fp32", backend="openvino", optimization="f32")
     assert row["reference"] == "onnxruntime:all"
     if row["result"] == "passed":  # seen once under heavy load: the scale rounded alike
         pytest.skip("OpenVINO and ONNX Runtime agreed on this run: nothing to localize")
@@ -205,11 +185,11 @@ def test_a_real_int8_recogniser_parts_at_one_quantize_rounding(tmp_path: Path) -
 
 
 def test_the_python_api_localizes_by_prefix(
-        fused: tuple[Path, list[dict[str, Any]]]) -> None:
+        fused: Run) -> None:
     import gero
 
     root, rows = fused
-    row = _row(rows, check="levels", backend="onnxruntime", optimization="all")
+    row = row_where(rows, check="levels", backend="onnxruntime", optimization="all")
     result = gero.localize(str(row["observation_id"])[:10], data_dir=root)
     assert result["origins"][0]["op_type"] == "LayerNormalization"
     assert Path(result["stored"]).is_file()

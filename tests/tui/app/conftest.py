@@ -1,9 +1,14 @@
-"""A deterministic data root for the explorer's tests: fixed rows, ids, dates and timings."""
+"""A deterministic data root for the explorer's tests: fixed rows, ids, dates and timings;
+and what the pilot tests share: a real run in a fresh process, waiting on workers, the text
+a Static shows."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -112,11 +117,29 @@ def observations(data_root: Path) -> Path:
     return data_root / "runs" / RUN_ID / "observations.parquet"
 
 
-async def settle(pilot: Any) -> None:
-    """Wait until every worker is done and its messages are handled."""
+def gero_run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``gero run --data-dir ROOT --jobs 1 ARGS`` in a fresh process: forking workers from
+    one that has run Textual apps is not safe."""
+    return subprocess.run([sys.executable, "-m", "gero_cli", "run", "--data-dir", str(root),
+                           "--jobs", "1", *args], capture_output=True, text=True)
+
+
+def static_text(app: Any, selector: str, width: int = 300) -> str:
+    """What a Static of the app's screen shows, as plain text."""
+    from rich.console import Console
+    from textual.widgets import Static
+
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(app.screen.query_one(selector, Static).content)
+    return console.export_text()
+
+
+async def settle(pilot: Any, rounds: int = 20) -> None:
+    """Wait until every worker is done and its messages are handled (at most ``rounds``
+    waits: a replay or a localization takes more)."""
     from textual.worker import WorkerCancelled
 
-    for _ in range(20):
+    for _ in range(rounds):
         try:
             await pilot.app.workers.wait_for_complete()
         except WorkerCancelled:

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -22,6 +25,23 @@ async def _settle(pilot) -> None:  # type: ignore[no-untyped-def]
     for _ in range(10):
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
+
+
+@contextlib.asynccontextmanager
+async def _explorer(tmp_path: Path, size: tuple[int, int] = (120, 40),
+                    export: bool = False
+                    ) -> AsyncIterator[tuple[GeroApp, Any, dict[str, str]]]:
+    """The evaluations screen of a fresh data root, settled (app, pilot, the root's ids by
+    result); with ``export``, its export dialog open."""
+    root = tmp_path / "data"
+    ids = build(root)
+    app = GeroApp(root, screen="evaluations")
+    async with app.run_test(size=size) as pilot:
+        await _settle(pilot)
+        if export:
+            await pilot.press("e")
+            await _settle(pilot)
+        yield app, pilot, ids
 
 
 def _status(app: GeroApp | Harness) -> str:
@@ -55,11 +75,7 @@ def _read(fmt: str, path: Path) -> list[str]:
 @pytest.mark.parametrize("fmt", ["csv", "parquet", "json", "md"])
 @sync
 async def test_select_two_rows_and_export(tmp_path: Path, fmt: str) -> None:
-    root = tmp_path / "data"
-    build(root)
-    app = GeroApp(root, screen="evaluations")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await _settle(pilot)
+    async with _explorer(tmp_path) as (app, pilot, _):
         screen = app.screen
         assert isinstance(screen, EvaluationsScreen)
         first = screen.current_observation_id
@@ -82,13 +98,7 @@ async def test_select_two_rows_and_export(tmp_path: Path, fmt: str) -> None:
 
 @sync
 async def test_export_without_selection_writes_every_matching_row(tmp_path: Path) -> None:
-    root = tmp_path / "data"
-    ids = build(root)
-    app = GeroApp(root, screen="evaluations")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _settle(pilot)
-        await pilot.press("e")
-        await _settle(pilot)
+    async with _explorer(tmp_path, (80, 24), export=True) as (app, pilot, ids):
         out = tmp_path / "all.json"
         await _export(pilot, "json", out)
         assert "wrote 4 rows" in _status(app)
@@ -134,13 +144,7 @@ async def test_enter_on_the_format_chooses_it_and_enter_on_the_path_writes(
     """Enter on the format radio wrote at once, in the format shown first (CSV)."""
     from textual.widgets import RadioSet
 
-    root = tmp_path / "data"
-    build(root)
-    app = GeroApp(root, screen="evaluations")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await _settle(pilot)
-        await pilot.press("e")
-        await _settle(pilot)
+    async with _explorer(tmp_path, export=True) as (app, pilot, _):
         dialog = app.screen
         assert isinstance(dialog, ExportDialog)
         assert isinstance(dialog.focused, RadioSet), "the format is chosen first"
@@ -161,13 +165,7 @@ async def test_enter_on_the_format_chooses_it_and_enter_on_the_path_writes(
 
 @sync
 async def test_a_second_export_to_the_same_file_asks_first(tmp_path: Path) -> None:
-    root = tmp_path / "data"
-    build(root)
-    app = GeroApp(root, screen="evaluations")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await _settle(pilot)
-        await pilot.press("e")
-        await _settle(pilot)
+    async with _explorer(tmp_path, export=True) as (app, pilot, _):
         out = tmp_path / "rows.json"
         out.write_text("mine")
         await _export(pilot, "json", out)
@@ -180,13 +178,7 @@ async def test_a_second_export_to_the_same_file_asks_first(tmp_path: Path) -> No
 
 @sync
 async def test_a_failed_export_says_so_briefly(tmp_path: Path) -> None:
-    root = tmp_path / "data"
-    build(root)
-    app = GeroApp(root, screen="evaluations")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await _settle(pilot)
-        await pilot.press("e")
-        await _settle(pilot)
+    async with _explorer(tmp_path, export=True) as (app, pilot, _):
         blocker = tmp_path / "file"
         blocker.write_text("")
         deep = blocker / ("x" * 200) / ("y" * 200) / ("z" * 200) / "rows.csv"
@@ -198,11 +190,7 @@ async def test_a_failed_export_says_so_briefly(tmp_path: Path) -> None:
 
 @sync
 async def test_rows_are_exported_in_the_table_order(tmp_path: Path) -> None:
-    root = tmp_path / "data"
-    build(root)
-    app = GeroApp(root, screen="evaluations")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await _settle(pilot)
+    async with _explorer(tmp_path) as (app, pilot, _):
         screen = app.screen
         assert isinstance(screen, EvaluationsScreen)
         from gero.query.table import TableSort

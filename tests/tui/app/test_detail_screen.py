@@ -4,15 +4,14 @@
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import gero_run, static_text
 from detail_data import build
 from detail_harness import Harness, sync
 from rich.console import Console
-from textual.widgets import ContentSwitcher, DataTable, Static
+from textual.widgets import ContentSwitcher, DataTable
 
 from gero_runner.storage.artifacts import PACKED, is_packed
 from gero_tui.app.screens.detail import DetailScreen
@@ -23,10 +22,7 @@ from gero_tui.app.widgets.worst_list import WorstList
 
 
 def _text(app: Harness, selector: str) -> str:
-    """What a Static shows, as plain text."""
-    console = Console(width=200, record=True, file=io.StringIO())
-    console.print(app.screen.query_one(selector, Static).content)
-    return console.export_text()
+    return static_text(app, selector, width=200)
 
 
 async def _settle(pilot) -> None:  # type: ignore[no-untyped-def]
@@ -43,11 +39,8 @@ def data(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real (tiny) run, so that replay re-executes an actual model."""
     root = tmp_path_factory.mktemp("real")
-    # In a fresh process: forking workers from a process that has run Textual apps (threads)
-    # is not safe.
-    subprocess.run([sys.executable, "-m", "gero_cli", "run", "--data-dir", str(root),
-                    "--ops", "Relu", "--dtypes", "float32", "--limit", "1", "--jobs", "1"],
-                   check=True, capture_output=True)
+    done = gero_run(root, "--ops", "Relu", "--dtypes", "float32", "--limit", "1")
+    assert done.returncode == 0, done.stderr
     return root
 
 

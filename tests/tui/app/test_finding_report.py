@@ -9,7 +9,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import settle
+from conftest import gero_run, settle
 from textual.widgets import Input, Static
 
 from gero_tui.app.app import GeroApp
@@ -21,9 +21,7 @@ from gero_tui.app.screens.findings import FindingsScreen
 def run_with_findings(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real tiny run with findings (Softmax breaks its masked_rows law on every path)."""
     root = tmp_path_factory.mktemp("report")
-    subprocess.run([sys.executable, "-m", "gero_cli", "run", "--data-dir", str(root),
-                    "--ops", "Softmax", "--dtypes", "float32", "--limit", "1", "--jobs", "1"],
-                   check=False, capture_output=True)
+    gero_run(root, "--ops", "Softmax", "--dtypes", "float32", "--limit", "1")
     return root
 
 

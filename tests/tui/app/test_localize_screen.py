@@ -3,15 +3,14 @@ marked, `enter` on a node its tensors side by side; the Findings screen names th
 
 from __future__ import annotations
 
-import io
-import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from conftest import gero_run, settle, static_text
 from detail_harness import Harness, sync
-from rich.console import Console
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
 from gero.query.source import open_source
 from gero_runner.evidence.localize import read_localization
@@ -25,29 +24,16 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "runner" / "evidence"))
 from localize_models import one_pass_variance
 
 
-def _text(app: Harness | GeroApp, selector: str) -> str:
-    console = Console(width=300, record=True, file=io.StringIO())
-    console.print(app.screen.query_one(selector, Static).content)
-    return console.export_text()
-
-
-async def _settle(pilot) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(100):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        if not any(w.is_running for w in pilot.app.workers):
-            return
+async def _settle(pilot: Any) -> None:
+    await settle(pilot, rounds=100)  # a localization runs both sides node by node
 
 
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("localize-screen")
     model = one_pass_variance(root / "one_pass_variance.onnx")
-    # A fresh process: forking workers from one that has run Textual apps is not safe.
-    done = subprocess.run([sys.executable, "-m", "gero_cli", "run", "--data-dir", str(root),
-                           "--model", str(model), "--input-range", "X=29990,30010",
-                           "--repeats", "1", "--backends", "onnxruntime", "--jobs", "1"],
-                          capture_output=True)
+    done = gero_run(root, "--model", str(model), "--input-range", "X=29990,30010",
+                    "--repeats", "1", "--backends", "onnxruntime")
     assert done.returncode == 1, done.stderr  # 1: it found the divergence
     return root
 
@@ -65,7 +51,7 @@ async def test_l_in_the_detail_view_localizes_and_enter_opens_the_origin(
         await _settle(pilot)
         screen = app.screen
         assert isinstance(screen, LocalizeScreen)
-        summary = _text(app, "#localize-summary")
+        summary = static_text(app, "#localize-summary")
         assert "the error enters at LayerNorm_0/Sub (Sub)" in summary
         table = screen.query_one(DataTable)
         assert table.row_count == 11
@@ -74,14 +60,14 @@ async def test_l_in_the_detail_view_localizes_and_enter_opens_the_origin(
         assert screen.highlighted() == "var"  # the cursor starts on the origin
         await pilot.press("enter")
         await pilot.pause()
-        node = _text(app, "#localize-node")
+        node = static_text(app, "#localize-node")
         assert "◆ origin  LayerNorm_0/Sub (Sub) → var" in node
         view = screen.query_one(TensorView)
         assert view.display and view.evidence is not None
         assert view.evidence.actual.shape == (4, 1)
         await pilot.press("i")  # its first input, side by side
         await pilot.pause()
-        assert "input ex2" in _text(app, "#localize-node")
+        assert "input ex2" in static_text(app, "#localize-node")
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, LocalizeScreen)
@@ -104,12 +90,12 @@ async def test_the_findings_screen_names_a_localized_origin_and_l_opens_it(
         screen = app.screen
         assert isinstance(screen, FindingsScreen) and screen.report is not None
         # The case's only finding; its evidence holds the localization made above.
-        assert "localized: origin LayerNorm_0/Sub (Sub)" in _text(app, "#finding-detail")
+        assert "localized: origin LayerNorm_0/Sub (Sub)" in static_text(app, "#finding-detail")
         await pilot.press("L")
         await _settle(pilot)
         assert isinstance(app.screen, LocalizeScreen)
         assert app.screen.observation_id == screen.report.findings[0].representative.observation_id
-        assert "error through the graph" in _text(app, "#localize-summary")
+        assert "error through the graph" in static_text(app, "#localize-summary")
         await pilot.press("escape")
         await _settle(pilot)
         assert isinstance(app.screen, FindingsScreen)

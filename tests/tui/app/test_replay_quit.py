@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import settle
+from conftest import gero_run, settle
 from shared_helpers import never_ending_model, process_gone
 
 from gero_runner.storage.artifacts import MANIFEST, load_array
@@ -26,9 +25,9 @@ WAIT_S = 60.0
 def hanging_root(tmp_path: Path) -> Path:
     """A real one-case run whose evidence now holds a model that never ends (re-signed)."""
     root = tmp_path / "data"
-    subprocess.run([sys.executable, "-m", "gero_cli", "run", "--data-dir", str(root), "--ops",
-                    "Relu", "--dtypes", "float32", "--limit", "1", "--jobs", "1",
-                    "--no-contracts", "--repeats", "1"], check=True, capture_output=True)
+    done = gero_run(root, "--ops", "Relu", "--dtypes", "float32", "--limit", "1",
+                    "--no-contracts", "--repeats", "1")
+    assert done.returncode == 0, done.stderr
     (artifact,) = (p for p in (root / "artifacts").glob("*/*") if p.is_dir())
     (name, relative), = json.loads((artifact / "case.json").read_text())["inputs"].items()
     x = load_array(artifact, relative)

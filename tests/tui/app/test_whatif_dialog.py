@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import io
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import settle
-from rich.console import Console
-from textual.widgets import Static
+from conftest import gero_run, settle, static_text
 
 from gero_tui.app.app import GeroApp
 from gero_tui.app.screens.whatif_dialog import WhatIfDialog
@@ -20,18 +15,13 @@ from gero_tui.app.screens.whatif_dialog import WhatIfDialog
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("whatif")
-    # A fresh process: forking workers from one that has run Textual apps is not safe.
-    done = subprocess.run([sys.executable, "-m", "gero_cli", "run", "--data-dir", str(root),
-                           "--ops", "LayerNormalization", "--dtypes", "float16", "--jobs", "1",
-                           "--repeats", "1"], capture_output=True)
+    done = gero_run(root, "--ops", "LayerNormalization", "--dtypes", "float16", "--repeats", "1")
     assert done.returncode == 1, done.stderr  # 1: the run has findings, which this test needs
     return root
 
 
 def _text(app: GeroApp) -> str:
-    console = Console(width=300, record=True, file=io.StringIO())
-    console.print(app.screen.query_one("#whatif-result", Static).content)
-    return console.export_text()
+    return static_text(app, "#whatif-result")
 
 
 async def test_typing_tolerances_regrades_live(real_run: Path) -> None:

@@ -28,18 +28,19 @@ async def _settle(pilot) -> None:  # type: ignore[no-untyped-def]
 
 
 @contextlib.asynccontextmanager
-async def _explorer(tmp_path: Path, size: tuple[int, int] = (120, 40),
-                    export: bool = False
-                    ) -> AsyncIterator[tuple[GeroApp, Any, dict[str, str]]]:
-    """The evaluations screen of a fresh data root, settled (app, pilot, the root's ids by
-    result); with ``export``, its export dialog open."""
+async def _opened(tmp_path: Path, size: tuple[int, int] = (120, 40), key: str = "",
+                  detail: str = "") -> AsyncIterator[tuple[GeroApp | Harness, Any,
+                                                           dict[str, str]]]:
+    """A fresh data root in the explorer's evaluations screen, or in the detail of its
+    ``detail`` observation (divergence, passed...), settled, then ``key`` pressed (``e``
+    opens the export dialog, ``b`` the bundle's); (app, pilot, the root's ids by name)."""
     root = tmp_path / "data"
     ids = build(root)
-    app = GeroApp(root, screen="evaluations")
+    app = Harness(root, "detail", ids[detail]) if detail else GeroApp(root, screen="evaluations")
     async with app.run_test(size=size) as pilot:
         await _settle(pilot)
-        if export:
-            await pilot.press("e")
+        if key:
+            await pilot.press(key)
             await _settle(pilot)
         yield app, pilot, ids
 
@@ -75,7 +76,7 @@ def _read(fmt: str, path: Path) -> list[str]:
 @pytest.mark.parametrize("fmt", ["csv", "parquet", "json", "md"])
 @sync
 async def test_select_two_rows_and_export(tmp_path: Path, fmt: str) -> None:
-    async with _explorer(tmp_path) as (app, pilot, _):
+    async with _opened(tmp_path) as (app, pilot, _):
         screen = app.screen
         assert isinstance(screen, EvaluationsScreen)
         first = screen.current_observation_id
@@ -98,7 +99,7 @@ async def test_select_two_rows_and_export(tmp_path: Path, fmt: str) -> None:
 
 @sync
 async def test_export_without_selection_writes_every_matching_row(tmp_path: Path) -> None:
-    async with _explorer(tmp_path, (80, 24), export=True) as (app, pilot, ids):
+    async with _opened(tmp_path, (80, 24), key="e") as (app, pilot, ids):
         out = tmp_path / "all.json"
         await _export(pilot, "json", out)
         assert "wrote 4 rows" in _status(app)
@@ -107,13 +108,7 @@ async def test_export_without_selection_writes_every_matching_row(tmp_path: Path
 
 @sync
 async def test_export_bundle_of_current_evaluation(tmp_path: Path) -> None:
-    root = tmp_path / "data"
-    ids = build(root)
-    app = Harness(root, "detail", ids["divergence"])
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _settle(pilot)
-        await pilot.press("b")
-        await _settle(pilot)
+    async with _opened(tmp_path, (80, 24), key="b", detail="divergence") as (app, pilot, _):
         dialog = app.screen
         assert isinstance(dialog, ExportDialog)
         path = tmp_path / "case.tar.gz"
@@ -126,13 +121,7 @@ async def test_export_bundle_of_current_evaluation(tmp_path: Path) -> None:
 
 @sync
 async def test_export_to_a_directory_is_a_clear_error(tmp_path: Path) -> None:
-    root = tmp_path / "data"
-    ids = build(root)
-    app = Harness(root, "detail", ids["passed"])
-    async with app.run_test(size=(80, 24)) as pilot:
-        await _settle(pilot)
-        await pilot.press("e")
-        await _settle(pilot)
+    async with _opened(tmp_path, (80, 24), key="e", detail="passed") as (app, pilot, _):
         await _export(pilot, "csv", tmp_path)
         assert "is a directory" in _status(app)
         assert isinstance(app.screen, ExportDialog)
@@ -144,7 +133,7 @@ async def test_enter_on_the_format_chooses_it_and_enter_on_the_path_writes(
     """Enter on the format radio wrote at once, in the format shown first (CSV)."""
     from textual.widgets import RadioSet
 
-    async with _explorer(tmp_path, export=True) as (app, pilot, _):
+    async with _opened(tmp_path, key="e") as (app, pilot, _):
         dialog = app.screen
         assert isinstance(dialog, ExportDialog)
         assert isinstance(dialog.focused, RadioSet), "the format is chosen first"
@@ -165,7 +154,7 @@ async def test_enter_on_the_format_chooses_it_and_enter_on_the_path_writes(
 
 @sync
 async def test_a_second_export_to_the_same_file_asks_first(tmp_path: Path) -> None:
-    async with _explorer(tmp_path, export=True) as (app, pilot, _):
+    async with _opened(tmp_path, key="e") as (app, pilot, _):
         out = tmp_path / "rows.json"
         out.write_text("mine")
         await _export(pilot, "json", out)
@@ -178,7 +167,7 @@ async def test_a_second_export_to_the_same_file_asks_first(tmp_path: Path) -> No
 
 @sync
 async def test_a_failed_export_says_so_briefly(tmp_path: Path) -> None:
-    async with _explorer(tmp_path, export=True) as (app, pilot, _):
+    async with _opened(tmp_path, key="e") as (app, pilot, _):
         blocker = tmp_path / "file"
         blocker.write_text("")
         deep = blocker / ("x" * 200) / ("y" * 200) / ("z" * 200) / "rows.csv"
@@ -190,7 +179,7 @@ async def test_a_failed_export_says_so_briefly(tmp_path: Path) -> None:
 
 @sync
 async def test_rows_are_exported_in_the_table_order(tmp_path: Path) -> None:
-    async with _explorer(tmp_path) as (app, pilot, _):
+    async with _opened(tmp_path) as (app, pilot, _):
         screen = app.screen
         assert isinstance(screen, EvaluationsScreen)
         from gero.query.table import TableSort

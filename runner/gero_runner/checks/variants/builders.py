@@ -51,15 +51,23 @@ def _axes(values: list[int]) -> np.ndarray:
     return np.asarray(values, dtype=np.int64)
 
 
-def softmax_decomposed(node: onnx.NodeProto, model: onnx.ModelProto, feeds: Arrays) -> Built:
-    """Softmax(x) = Exp(x − max) / ReduceSum(Exp(x − max))."""
-    x, y = node.input[0], node.output[0]
-    axis = int(attribute(node, "axis", -1))
+def _shifted_exp_sum(x: str) -> list[onnx.NodeProto]:
+    """The stem both softmaxes share: ``shifted`` = x − max, its Exp and their ReduceSum over
+    ``axes`` (``exp``, ``sum``)."""
     return [
         helper.make_node("ReduceMax", [x, f"{_P}axes"], [f"{_P}max"], keepdims=1),
         helper.make_node("Sub", [x, f"{_P}max"], [f"{_P}shifted"]),
         helper.make_node("Exp", [f"{_P}shifted"], [f"{_P}exp"]),
         helper.make_node("ReduceSum", [f"{_P}exp", f"{_P}axes"], [f"{_P}sum"], keepdims=1),
+    ]
+
+
+def softmax_decomposed(node: onnx.NodeProto, model: onnx.ModelProto, feeds: Arrays) -> Built:
+    """Softmax(x) = Exp(x − max) / ReduceSum(Exp(x − max))."""
+    x, y = node.input[0], node.output[0]
+    axis = int(attribute(node, "axis", -1))
+    return [
+        *_shifted_exp_sum(x),
         helper.make_node("Div", [f"{_P}exp", f"{_P}sum"], [y]),
     ], {f"{_P}axes": _axes([axis])}
 
@@ -70,10 +78,7 @@ def logsoftmax_decomposed(node: onnx.NodeProto, model: onnx.ModelProto,
     x, y = node.input[0], node.output[0]
     axis = int(attribute(node, "axis", -1))
     return [
-        helper.make_node("ReduceMax", [x, f"{_P}axes"], [f"{_P}max"], keepdims=1),
-        helper.make_node("Sub", [x, f"{_P}max"], [f"{_P}shifted"]),
-        helper.make_node("Exp", [f"{_P}shifted"], [f"{_P}exp"]),
-        helper.make_node("ReduceSum", [f"{_P}exp", f"{_P}axes"], [f"{_P}sum"], keepdims=1),
+        *_shifted_exp_sum(x),
         helper.make_node("Log", [f"{_P}sum"], [f"{_P}log"]),
         helper.make_node("Sub", [f"{_P}shifted", f"{_P}log"], [y]),
     ], {f"{_P}axes": _axes([axis])}

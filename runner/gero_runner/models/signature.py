@@ -382,7 +382,8 @@ def _token_range(model: onnx.ModelProto, name: str) -> int:
     inits = {i.name: i for i in model.graph.initializer}
     producers = {o: n for n in model.graph.node for o in n.output}
     consts = _constant_values(model)
-    names, one_hot = {name}, set()
+    names: set[str] = {name}
+    one_hot: set[str] = set()
     for node in model.graph.node:  # topological order: one pass follows a chain
         ins = list(node.input)
         if node.op_type in _PASS_THROUGH and ins and ins[0] in names:

@@ -19,8 +19,9 @@ from gero_runner.storage.artifacts import LOCALIZE_DIR
 
 def stored_localization(root: Path, f: Finding) -> dict[str, Any] | None:
     """The localization `gero localize` stored for the finding's representative, else for
-    another observation of its evidence directory; None when there is none (or it cannot
-    be read)."""
+    another observation of its evidence directory, one that wrote a repro first (a later
+    `gero localize` without -o must not hide the repro an earlier one wrote); None when
+    there is none (or it cannot be read)."""
     r = f.representative
     if not r.artifact_path:
         return None
@@ -28,14 +29,17 @@ def stored_localization(root: Path, f: Finding) -> dict[str, Any] | None:
     own = folder / f"{r.observation_id}.json"
     candidates = [own] + (sorted(p for p in folder.glob("*.json") if p != own)
                           if folder.is_dir() else [])
+    found: list[dict[str, Any]] = []
     for path in candidates:
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
         if isinstance(data, dict) and data.get("origins"):
-            return data
-    return None
+            found.append(data)
+    with_repro = [d for d in found if d.get("repro")]
+    chosen = with_repro or found
+    return chosen[0] if chosen else None
 
 
 def localization_lines(loc: dict[str, Any]) -> list[str]:

@@ -20,7 +20,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from gero_runner import backends
+from gero_runner import backends, schema
 from gero_runner.backends.base import Backend
 from gero_runner.cases import onnx_backend
 from gero_runner.errors import GeroError
@@ -367,7 +367,8 @@ def test_replay_reruns_every_runtime_of_the_case(name: str, tmp_path: Path) -> N
     _require(name)
     rows = _rows(_synthetic("Relu"), tmp_path, name)
     artifact = tmp_path / rows[0]["artifact_path"]
-    report = _in_child(replay_artifact, artifact, None, rows)
+    report = _in_child(replay_artifact, artifact, None,
+                       [schema.observation_from_row(r) for r in rows])
     replayed = [o for o in report.observations if o.backend == name]
     assert replayed and all(o.reproduced for o in replayed), report.to_dict()
 

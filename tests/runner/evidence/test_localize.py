@@ -4,6 +4,7 @@ the origin is known, and a repro of it that `gero replay` runs again."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -157,7 +158,10 @@ def test_the_findings_report_shows_the_origin_and_the_repro(
     report = capsys.readouterr().out
     assert "Localized (`gero localize" in report
     assert "- origin: `LayerNorm_0/Sub` (Sub; 1 node(s))" in report
-    assert f"`gero replay {tmp_path / 'repro'}`" in report
+    # The repro of this test's localization, or of an earlier test's on the same run: the
+    # report prefers a stored localization that wrote one.
+    repro = re.search(r"`gero replay (\S+/repro)`", report)
+    assert repro and (Path(repro.group(1)) / "model.onnx").is_file(), report
     assert "gero localize " in report.split("```sh", 1)[1]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -232,7 +233,7 @@ def test_a_question_mark_dim_param_names_nothing(tmp_path: Path) -> None:
 # Defaults that follow what the graph says (issue 28 item 10): each test fails where the
 # default ignores it (standard normal, the smallest size the strides allow, ids in [0, 100)).
 
-def _choice(case: object, name: str) -> dict[str, object]:
+def _choice(case: object, name: str) -> dict[str, Any]:
     return next(c for c in case.input_choices if c["name"] == name)  # type: ignore[attr-defined]
 
 

@@ -14,7 +14,7 @@ from shared_helpers import rows_of, save
 
 from gero_runner.errors import GeroError
 from gero_runner.run import ModelOptions, RunRequest, execute
-from gero_runner.tolerances import Tolerances
+from gero_runner.tolerances import DEFAULTS, Tolerances
 
 
 def wide_mlp(path: Path) -> str:
@@ -286,9 +286,10 @@ def test_model_outputs_take_seed_002s_float32_bound(tmp_path: Path) -> None:
                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 256])],
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 256])], [c])
 
-    def expected_rows(**kw: object) -> list[dict[str, object]]:
+    def expected_rows(tolerances: Tolerances = DEFAULTS) -> list[dict[str, object]]:
         record = execute(RunRequest(models=[model], data_root=tmp_path / "data", repeats=1,
-                                    jobs=1, checks=(), backends=("onnxruntime",), **kw))
+                                    jobs=1, checks=(), backends=("onnxruntime",),
+                                    tolerances=tolerances))
         rows = [r for r in rows_of(tmp_path / "data", record.run_id)
                 if r["check"] == "expected"]
         assert rows

@@ -16,13 +16,28 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["GERO_CACHE_DIR"] = tempfile.mkdtemp(prefix="gero-test-cache-")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests whose workers are forked from this process run first: once any test has loaded
-    OpenVINO here, children start from a fork server (a fork of a process that ran it hangs),
-    and a fork server's workers cannot see the test's substitute evaluator."""
+    """Groups for pytest-xdist (``--dist loadgroup``) and the one rerun.
+
+    Tests whose workers are forked from this process form one group that runs first: once
+    any test has loaded OpenVINO in a process, its children start from a fork server (a
+    fork of a process that ran it hangs), and a fork server's workers cannot see the
+    test's substitute evaluator. Every other test runs with the rest of its module (module
+    fixtures are computed once, and a module's tests keep their order).
+
+    Only the tests that fork from the test process (``fork_workers`` or the ``forks``
+    marker) are run once more after a failure: such a child now and then dies with SIGSEGV
+    in its first case (dozens of DuckDB/Textual native threads here). Any other
+    intermittent failure is red."""
     for item in items:
-        if "fork_workers" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "fork_workers" in fixtures or item.get_closest_marker("forks"):
             item.add_marker(pytest.mark.filterwarnings(FORKING))
+            item.add_marker(pytest.mark.flaky(reruns=1))
+        group = ("fork-workers" if "fork_workers" in fixtures
+                 else item.nodeid.split("::", 1)[0])
+        item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: 0 if "fork_workers" in getattr(item, "fixturenames", ()) else 1)
 
 

@@ -32,6 +32,10 @@ from gero_runner.run import ModelOptions, RunRequest, collect_cases, execute
 from gero_runner.schema import EXECUTION, PASSED
 from gero_runner.storage.store import DataRoot, batch_from_bytes
 
+# OpenVINO's and tract's calls here run in children forked from the test process (_in_child):
+# each test may be run once more (tests/conftest.py).
+pytestmark = pytest.mark.forks
+
 RUNTIMES = list(backends.RUNTIMES)
 
 

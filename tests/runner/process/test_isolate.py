@@ -27,7 +27,8 @@ def _fail() -> None:
     raise ValueError("bad case")
 
 
-@pytest.fixture(params=[pytest.param("fork", marks=pytest.mark.filterwarnings(FORKING)),
+@pytest.fixture(params=[pytest.param("fork", marks=[pytest.mark.filterwarnings(FORKING),
+                                                   pytest.mark.forks]),
                         "fork server", "interpreter"])
 def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     if request.param == "fork":  # as from the gero command
@@ -60,6 +61,7 @@ def _isolated_call_answers(conn: Any) -> None:
 
 
 @pytest.mark.filterwarnings(FORKING)
+@pytest.mark.forks
 def test_a_forked_child_of_a_caller_with_a_fork_server_starts_its_own() -> None:
     # This process's fork server is running; a child forked from it cannot use it (Python
     # answers ChildProcessError) and must not keep it alive.

@@ -28,3 +28,16 @@ def test_headless_modules_do_not_load_textual_or_onnxruntime(module: str) -> Non
             "print(','.join(m for m in ('textual', 'onnxruntime') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("module", ["gero_tui.app.app", "gero.query.table",
+                                    "gero_runner.backends"])
+def test_the_explorers_first_frame_loads_no_numpy_or_runtime(module: str) -> None:
+    """Path names come from backends.names: the explorer's modules load neither NumPy
+    (~0.1-0.4 s) nor a backend's module before its first frame."""
+    heavy = ("numpy", "pyarrow", "onnx", "onnxruntime", "gero_runner.backends.base",
+             "gero_runner.backends.ort")
+    code = (f"import sys, {module}; "
+            f"print(','.join(m for m in {heavy!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

@@ -1,8 +1,8 @@
 """Execution paths, one module per runtime, all behind ``base.Backend``.
 
-Adding a runtime is one module here with a ``RUNTIME`` instance, its line in ``RUNTIMES``
-and its optional extra in pyproject.toml. Its names (``title``, ``short``, ``path_label``)
-are its own attributes; every view names a backend and a path through the functions here.
+Adding a runtime is one module here with a ``RUNTIME`` instance, its line in ``RUNTIMES``,
+its names' line in ``names.NAMES`` and its optional extra in pyproject.toml. Every view
+names a backend and a path through the functions here, which read ``names`` alone.
 """
 
 from __future__ import annotations
@@ -10,9 +10,13 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from gero_runner.backends.base import NOT_APPLICABLE, Backend
+from gero_runner.backends.names import NAMES, NOT_APPLICABLE, ORT_LEVELS, Names
 from gero_runner.errors import GeroError
+
+if TYPE_CHECKING:  # a backend's module (NumPy, its runtime) loads only when asked for
+    from gero_runner.backends.base import Backend
 
 # Runtimes under test, by the name rows and `gero run --backends` use, in display order.
 RUNTIMES: dict[str, str] = {
@@ -36,52 +40,36 @@ def get(name: str) -> Backend:
     return backend
 
 
-@functools.cache
 def ort_levels() -> tuple[str, ...]:
     """ONNX Runtime's optimisation levels in their natural order, the order every view sorts
-    paths by (``ort.LEVEL_NAMES``, loaded like every backend module: the query layer names
-    no module that imports onnxruntime, even deferred)."""
-    levels: tuple[str, ...] = importlib.import_module(RUNTIMES["onnxruntime"]).LEVEL_NAMES
-    return levels
-
-
-def _named() -> list[Backend]:
-    """Every backend rows can name: the registry's and the corrected ReferenceEvaluator
-    (the reference of some comparisons and the float64 shadow's evaluator)."""
-    from gero_runner.backends import reference
-
-    return [*(get(name) for name in _MODULES), reference.CORRECTED_RUNTIME]
-
-
-@functools.cache
-def _by_name() -> dict[str, Backend]:
-    return {b.name: b for b in _named()}
+    paths by (``names.ORT_LEVELS``: the query layer imports no backend module)."""
+    return ORT_LEVELS
 
 
 def title(backend: str) -> str:
     """How a sentence names a backend ("ONNX Runtime", "the ReferenceEvaluator"); a name
     gero does not know as itself."""
-    known = _by_name().get(backend)
+    known = NAMES.get(backend)
     return known.label() if known else backend
 
 
 def short_name(backend: str) -> str:
     """A backend's name where room is short ("ort", "ov"); a name gero does not know as
     itself."""
-    known = _by_name().get(backend)
+    known = NAMES.get(backend)
     return known.short_name() if known else backend
 
 
-def _label_template(backend: Backend) -> str:
-    return backend.path_label.replace("{short}", backend.short_name())
+def _label_template(known: Names) -> str:
+    return known.path_label.replace("{short}", known.short_name())
 
 
 def path_label(backend: str, optimization: str) -> str:
-    """How every table and list names a path (``Backend.path_label``): ONNX Runtime's
+    """How every table and list names a path (``Names.path_label``): ONNX Runtime's
     levels alone ("all"), "reference", another runtime's setting after its short name
     ("ov:f32", "tract:optimized"). A backend gero does not know: its name, with its
     setting when it has one."""
-    known = _by_name().get(backend)
+    known = NAMES.get(backend)
     if known is None:
         return backend if optimization == NOT_APPLICABLE else f"{backend}:{optimization}"
     return _label_template(known).replace("{setting}", optimization)
@@ -99,7 +87,7 @@ def _sql_text(template: str, optimization: str) -> str:
 def path_label_sql(backend: str = "backend", optimization: str = "optimization") -> str:
     """``path_label`` as a SQL expression over the two columns (the same templates)."""
     arms = " ".join(f"WHEN '{b.name}' THEN {_sql_text(_label_template(b), optimization)}"
-                    for b in _named())
+                    for b in NAMES.values())
     return (f"CASE {backend} {arms} ELSE (CASE WHEN {optimization} = "
             f"'{NOT_APPLICABLE}' THEN {backend} ELSE {backend} || ':' || {optimization} END) END")
 
@@ -108,7 +96,7 @@ def path_label_sql(backend: str = "backend", optimization: str = "optimization")
 def path_name_sql(backend: str = "backend", optimization: str = "optimization") -> str:
     """A path's ``PathSpec.name`` (its evidence folder, what a failure message names:
     "ort-all") as SQL: ``{prefix}-{setting}``, a path without setting by its backend."""
-    arms = " ".join(f"WHEN '{b.name}' THEN '{b.prefix}-'" for b in _named())
+    arms = " ".join(f"WHEN '{b.name}' THEN '{b.prefix}-'" for b in NAMES.values())
     return (f"CASE WHEN {optimization} = '{NOT_APPLICABLE}' THEN {backend} "
             f"ELSE (CASE {backend} {arms} ELSE {backend} || '-' END) || {optimization} END")
 

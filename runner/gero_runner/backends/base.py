@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from gero_runner.backends.names import NAMES
+from gero_runner.backends.names import NOT_APPLICABLE as NOT_APPLICABLE  # re-exported
+
 if TYPE_CHECKING:
     from gero_runner.case import Arrays, CaseInstance
 
-NOT_APPLICABLE = "-"
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,15 @@ class Backend(ABC):
     """How tables and lists name one of its paths, a template over ``short`` and the path's
     setting (its ``optimization``): "ov:f32". Rendered by ``backends.path_label`` in Python
     and ``backends.path_label_sql`` in SQL, the one rule every view uses."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # A backend gero names (backends.names) takes its names from that table, their one
+        # owner; a backend made elsewhere (a test's) keeps what its class says.
+        super().__init_subclass__(**kwargs)
+        known = NAMES.get(cls.__dict__.get("name", ""))
+        if known is not None:
+            cls.prefix, cls.title, cls.short = known.prefix, known.title, known.short
+            cls.path_label = known.path_label
 
     def installed(self) -> bool:
         return importlib.util.find_spec(self.module) is not None

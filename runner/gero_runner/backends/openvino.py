@@ -88,12 +88,9 @@ def _cpu_identity() -> str:
 
 class OpenVino(Backend):
     name = BACKEND
-    prefix = "openvino"
     distribution = "openvino"
     module = "openvino"
     extra = "openvino"
-    title = "OpenVINO"
-    short = "ov"
 
     def paths(self, threads: int) -> list[PathSpec]:
         default = default_precision()

@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 
 from gero_runner.backends.base import Backend, PathSpec, as_array
+from gero_runner.backends.names import ORT_LEVELS
 from gero_runner.case import Arrays
 
-LEVEL_NAMES = ("disable_all", "basic", "extended", "all")
+LEVEL_NAMES = ORT_LEVELS
 """The graph optimisation levels, in their natural order (every view sorts by it)."""
 BACKEND = "onnxruntime"
 
@@ -23,13 +24,8 @@ class OnnxRuntime(Backend):
     """The CPU execution provider, one path per graph optimisation level."""
 
     name = BACKEND
-    prefix = "ort"
     distribution = "onnxruntime"
     module = "onnxruntime"
-    title = "ONNX Runtime"
-    short = "ort"
-    # Its levels alone: most rows are ONNX Runtime's, and a level names no other runtime.
-    path_label = "{setting}"
 
     def paths(self, threads: int) -> list[PathSpec]:
         return [self.level(level, threads) for level in LEVEL_NAMES]

@@ -11,23 +11,20 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from gero_runner.backends import names
 from gero_runner.backends.base import NOT_APPLICABLE, Backend, PathSpec, as_array
 from gero_runner.case import Arrays
 
 BACKEND = "onnx-reference"
-CORRECTED = "onnx-reference-corrected"
+CORRECTED = names.CORRECTED
 KERNELS = "gero_runner.backends.reference_kernels"
 """Vectorised Conv/pool/recurrent kernels both evaluator paths run (same results)."""
 
 
 class OnnxReference(Backend):
     name = BACKEND
-    prefix = "onnx-reference"
     distribution = "onnx"
     module = "onnx"
-    title = "the ReferenceEvaluator"
-    short = "ref"
-    path_label = "reference"  # its one path has no setting
 
     def paths(self, threads: int) -> list[PathSpec]:
         return [PathSpec(BACKEND, BACKEND, NOT_APPLICABLE, 0,
@@ -145,10 +142,6 @@ class CorrectedReference(OnnxReference):
     and what the float64 shadow runs."""
 
     name = CORRECTED
-    prefix = CORRECTED
-    title = "the corrected ReferenceEvaluator"
-    short = "ref+"
-    path_label = CORRECTED
 
     def version(self) -> str:
         return f"{super().version()}+gero"

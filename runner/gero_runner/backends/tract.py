@@ -37,7 +37,6 @@ INPUT_FACTS = "declared; the inputs' shapes where tract cannot analyse the decla
 
 class Tract(Backend):
     name = BACKEND
-    prefix = "tract"
     distribution = "tract"
     module = "tract"
     extra = "tract"

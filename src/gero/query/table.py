@@ -30,7 +30,7 @@ from gero_runner.backends import (
     path_name_sql,
     short_name,
 )
-from gero_runner.backends.base import NOT_APPLICABLE
+from gero_runner.backends.names import NOT_APPLICABLE
 from gero_runner.result_classes import RESULT_CLASSES as RESULT_CLASSES  # for the app
 
 

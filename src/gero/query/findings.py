@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -667,11 +668,19 @@ def _short(template: str, limit: int = 70) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _hint(template: str, limit: int = 60) -> str:
-    """A law's template as words: its name prefix and counts taken out."""
+def _hint(template: str, limit: int = 60, example: str = "") -> str:
+    """A law's template as words: its name prefix and counts taken out. A time budget is a
+    setting, not a count: it keeps its figure from ``example`` (a member's reason), so the
+    title says "ran out of its 60 s budget", not "its n s budget"."""
     text = template.split(": ", 1)[1] if ": " in template else template
     text = " ".join(text.replace("# of # ", "").replace("#", "n").split())
+    budget = _BUDGET.search(example)
+    if budget and "n s budget" in text:
+        text = text.replace("n s budget", f"{budget.group(1)} s budget", 1)
     return _short(text, limit)
+
+
+_BUDGET = re.compile(r"(\d+(?:\.\d+)?) s budget")
 
 
 def _cap(text: str) -> str:
@@ -702,8 +711,9 @@ def _title(f: Finding) -> str:
     if f.family == "execution":
         variant = _variant_of(f.representative.check)
         if f.outlier == VARIANT_TOOLING:
+            cause = _hint(f.template.split(" failed: ", 1)[-1], example=f.representative.reason)
             return (f"gero's variant tooling could not build the {variant or 'variant'} file "
-                    f"of {ops}: {_hint(f.template.split(' failed: ', 1)[-1])}")
+                    f"of {ops}: {cause}")
         on = f" on the {variant} file" if variant else ""
         if WIDENS_FP16 in f.template:  # a fact about the runtime, named like a precision
             detail = f.template.split(WIDENS_FP16, 1)[1].strip()
@@ -711,7 +721,8 @@ def _title(f: Finding) -> str:
         if "Could not find an implementation" in f.template:
             return (f"{sentence_who} has no {dtypes} kernel for {len(f.operators)} "
                     f"operator(s): {ops}")
-        return f"{sentence_who} cannot run {ops} ({dtypes}){on}: {_hint(f.template)}"
+        return (f"{sentence_who} cannot run {ops} ({dtypes}){on}: "
+                f"{_hint(f.template, example=f.representative.reason)}")
     if f.family == "precision":
         return (f"{sentence_who} {f.template} (its inference precision): {len(f.operators)} "
                 f"operator(s) off, {ops}")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from shared_helpers import classifier, reference_only_hang, rows_of
 
+from gero import open_run
 from gero_runner.execution.plan import Activity
 from gero_runner.run import ModelOptions, RunRequest, execute
 
@@ -44,6 +45,10 @@ def test_a_path_that_hangs_costs_only_its_own_budget(tmp_path: Path) -> None:
     ran = [(r.label, r.budget_s) for a in seen for r in a.running if r.elapsed_s >= 1.0]
     assert ("the ReferenceEvaluator on the model", 2.0) in ran
     assert seen[-1].parts_done == seen[-1].parts_planned > 10
+    # Its finding's title keeps the budget's figure (a setting, not a count).
+    titles = [f.title for f in open_run(record.run_id, tmp_path / "data").findings()
+              if f.family == "execution" and "budget" in f.title]
+    assert titles and all("ran out of its 2 s budget" in t for t in titles), titles
 
 
 @pytest.mark.parametrize("variants", [["fp16", "int8-dynamic"]])

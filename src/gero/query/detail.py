@@ -13,6 +13,7 @@ from typing import Any
 import duckdb
 
 from gero.query.source import NUMBERED_RELATION
+from gero_runner.checks.gates import non_elementwise_gate
 from gero_runner.errors import GeroError
 from gero_runner.schema import COLUMN_NAMES
 
@@ -127,6 +128,10 @@ ERROR_FIGURES = ("max_abs_error", "max_rel_error", "max_ulp", "scaled_error",
                  "floored_rel_error", "min_atol", "min_rtol")
 
 
+_ELEMENTWISE_FIGURES = ("rtol", "atol", "min_atol", "min_rtol", "max_ulp", "mismatch_count")
+"""Figures of the element-wise tolerance, which some model rows are not gated by."""
+
+
 def explained_value(column: str, fields: dict[str, Any]) -> str:
     """``format_value``, with the reason where a figure is absent or reads against the
     row's result: every field the detail view shows agrees with the row's class."""
@@ -138,6 +143,9 @@ def explained_value(column: str, fields: dict[str, Any]) -> str:
         if result == "divergence":
             return "- (no float64 value for this comparison to arbitrate with)"
         return "- (only a divergence has an arbiter)"
+    gate = non_elementwise_gate(str(fields.get("check", "")))
+    if gate and column in _ELEMENTWISE_FIGURES and not absent:
+        return f"{shown} (context only: this row's gate is {gate}, see its reason)"
     if column in ERROR_FIGURES and absent:
         if result == "execution":
             return "- (no output to compare: a path failed)"

@@ -13,7 +13,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from gero.query.findings import Finding, FindingsReport, path_name
+from gero.query.findings import Finding, FindingsReport, Representative, path_name
+from gero_runner.checks.gates import non_elementwise_gate
 from gero_runner.storage.artifacts import LOCALIZE_DIR
 
 
@@ -62,6 +63,16 @@ def localization_lines(loc: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def figures_line(r: Representative) -> str:
+    """The representative's error figures; its tolerance only where that decides it."""
+    gate = non_elementwise_gate(r.check)
+    head = f"- max |a−r| = {number(r.max_abs_error)}"
+    if gate:
+        return f"{head}; gated by {gate} (see the result line), not by rtol/atol"
+    return (f"{head}, max ULP = {number(r.max_ulp)}, rtol = {number(r.rtol)}, "
+            f"atol = {number(r.atol)}")
+
+
 def number(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g}"
 
@@ -106,8 +117,7 @@ def finding_section(f: Finding, root: Path, data_flag: str) -> list[str]:
         f"{r.input_shapes}, {r.dtype}",
         "",
         f"- result: {r.result}: {r.reason}",
-        f"- max |a−r| = {number(r.max_abs_error)}, max ULP = {number(r.max_ulp)}, "
-        f"rtol = {number(r.rtol)}, atol = {number(r.atol)}",
+        figures_line(r),
         "",
         *(localization_lines(loc) if loc is not None else []),
         "```sh",

@@ -33,6 +33,7 @@ from gero.query.tensors import (
     load_evidence,
     load_inputs,
 )
+from gero_runner.checks.gates import non_elementwise_gate
 from gero_runner.errors import GeroError
 from gero_runner.storage.artifacts import resolve_artifact
 from gero_tui.app.base import leave
@@ -228,7 +229,9 @@ class DetailScreen(Screen[None]):
         abs_chart, ulp_chart = charts(analysis, evidence)
         self.query_one("#abs-histogram", Histogram).chart = abs_chart
         self.query_one("#ulp-histogram", Histogram).chart = ulp_chart
-        self.query_one("#histogram-counts", Static).update(counts_text(analysis, evidence))
+        check = str(self.observation.fields.get("check", "")) if self.observation else ""
+        self.query_one("#histogram-counts", Static).update(
+            counts_text(analysis, evidence, non_elementwise_gate(check)))
         worst = self.query_one("#worst", WorstList)
         worst.set_rows(*worst_rows(analysis, evidence),
                        empty="worst elements: none, no element differs")
@@ -472,12 +475,15 @@ def compact_bars(bars: list[Bar], marker: int | None, run: int = 3
     return out, new_marker
 
 
-def counts_text(analysis: ElementAnalysis, evidence: Evidence) -> Text:
+def counts_text(analysis: ElementAnalysis, evidence: Evidence, gate: str = "") -> Text:
+    """The element counts; ``gate``: what decides the row where rtol/atol do not (then the
+    elements outside them are context, not the verdict)."""
     text = Text()
     text.append(f"{analysis.element_count} elements, shape {list(evidence.actual.shape)}; ")
-    style = "bold red" if analysis.out_of_tolerance else "green"
+    style = "bold red" if analysis.out_of_tolerance and not gate else "green"
     text.append(f"{analysis.out_of_tolerance} outside tolerance", style=style)
-    text.append(f" (atol={evidence.atol:g}, rtol={evidence.rtol:g}); ")
+    text.append(f" (atol={evidence.atol:g}, rtol={evidence.rtol:g}"
+                + (f"; context only, the row's gate is {gate}" if gate else "") + "); ")
     text.append(f"NaN mismatches {analysis.nan_mismatch}, inf mismatches "
                 f"{analysis.inf_mismatch}; exact zeros {analysis.zero_error}")
     return text

@@ -514,6 +514,7 @@ class ModelCasePlan(Plan):
                 failed = path_result(_backend(part.spec), part.spec)
                 failed.error = why(who(part.spec), "the model") + _skipping(chain, "on")
                 failed.backend_seconds = self.budget if out_of_budget else 0.0
+                failed.ran_out = out_of_budget
                 made.on_model[key] = failed
                 self.chains[key], self.next_link[key] = [], 0
             else:
@@ -586,8 +587,7 @@ class ModelCasePlan(Plan):
 
             from gero_runner.backends import reference_defects
 
-            if made.ref.ok and reference_defects.applicable(onnx.load_from_string(
-                    self.case.model)):
+            if reference_defects.applicable(onnx.load_from_string(self.case.model)):
                 self.corrected_state = "running"
                 self._add(CorrectReference(self.case, made.ref, made.runtime_paths,
                                            "the corrected ReferenceEvaluator on the model",

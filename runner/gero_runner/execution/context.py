@@ -21,7 +21,7 @@ from gero_runner.case import MODEL_SUITES, CaseInstance
 from gero_runner.metrics.compare import Comparison, compare
 from gero_runner.metrics.model_level import MODEL_REL_FLOOR
 from gero_runner.request import DEFAULT_PATH_BUDGET_S
-from gero_runner.schema import COLUMN_NAMES, EXECUTION, IDENTITY_COLUMNS, PASSED, Observation
+from gero_runner.schema import COLUMN_NAMES, IDENTITY_COLUMNS, PASSED, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import row_hash, tensor_hash
 from gero_runner.tolerances import DEFAULTS, Tolerance, Tolerances
@@ -88,6 +88,8 @@ class PathResult:
     known_defects: tuple[str, ...] = ()
     """Registry keys (backends.reference_defects) of defects this path showed on the case:
     its non-passed rows are labelled with them."""
+    ran_out: bool = False
+    """It ran out of its budget: its failure says nothing about the graph."""
     skipped: bool = False
     """Not run: the path ran out of its budget earlier in the case, and the row saying so
     names what it was not run on (no row of its own)."""
@@ -195,8 +197,9 @@ class CaseContext:
         comparison (a path failed) its metric columns keep the row type's defaults.
 
         A non-passed row of a path that showed a known ReferenceEvaluator defect on this
-        case names the registry entry, in the reason and in the details."""
-        if actual.known_defects and result not in (PASSED, EXECUTION):
+        case (different outputs, or a failure the corrected evaluator does not have) names
+        the registry entry, in the reason and in the details."""
+        if actual.known_defects and result != PASSED:
             from gero_runner.backends.reference_defects import BY_KEY
 
             entries = [BY_KEY[k] for k in actual.known_defects]

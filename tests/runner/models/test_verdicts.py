@@ -300,3 +300,23 @@ def test_model_outputs_take_seed_002s_float32_bound(tmp_path: Path) -> None:
     assert {r["rtol"] for r in rows} == {1e-4}
     strict = expected_rows(tolerances=Tolerances.parse(rtol=["float32=1e-6"]))
     assert all(r["result"] == "divergence" for r in strict), [r["reason"] for r in strict]
+
+
+def test_a_stock_evaluator_failure_from_a_known_defect_is_named_as_the_defect(
+        tmp_path: Path) -> None:
+    """magika's file-type classifier: GlobalMaxPool of [N, C, L] reduces the wrong axes in
+    onnx's evaluator, and a later op then fails with an AxisError. The corrected evaluator
+    runs it: the stock path's execution row names the registry entry (it read as 'the
+    ReferenceEvaluator cannot run model: AxisError')."""
+    axes = numpy_helper.from_array(np.array([2], np.int64), "axes")
+    model = save(tmp_path / "gmp.onnx",
+                 [helper.make_node("GlobalMaxPool", ["x"], ["p"]),
+                  helper.make_node("Squeeze", ["p", "axes"], ["y"])],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], [axes])
+    record = execute(RunRequest(models=[model], data_root=tmp_path / "data", repeats=1,
+                                jobs=1, checks=(), backends=("onnxruntime",)))
+    failed = [r for r in rows_of(tmp_path / "data", record.run_id)
+              if r["result"] == "execution"]
+    assert failed and all(r["backend"] == "onnx-reference" for r in failed), failed
+    assert all("known upstream defect globalmaxpool-rank" in r["reason"] for r in failed)

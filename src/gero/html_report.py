@@ -24,6 +24,7 @@ from gero.query.report import (
 )
 from gero.query.tensors import ElementAnalysis
 from gero_runner.backends import title as backend_title
+from gero_runner.escape import for_terminal
 from gero_runner.result_classes import (
     CONTRACT_ISSUE,
     DIVERGENCE,
@@ -67,10 +68,12 @@ _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
 
 def esc(value: object) -> Html:
     """``value`` as text inside markup: escaped, unless it is markup already. Every attribute
-    here is in double quotes, so ``'`` needs no escape (and filters read as written)."""
+    here is in double quotes, so ``'`` needs no escape (and filters read as written). Control
+    characters and bidi overrides show as escapes (``\\u202e``): a browser would reorder
+    the text around an override."""
     if isinstance(value, Html):
         return value
-    return Html(str(value).translate(_ESCAPES))
+    return Html(for_terminal(value, newlines=True).translate(_ESCAPES))
 
 
 def fill(template: str, **values: object) -> Html:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from gero_runner.escape import for_terminal
+
 if TYPE_CHECKING:
     from gero.query.diff import DiffEntry, DiffReport
     from gero.query.findings import Finding, FindingsReport
@@ -40,8 +42,13 @@ def _num(value: float | None) -> str:
 
 
 def _clean(text: str) -> str:
-    """XML 1.0 cannot carry most control characters (an error message may): drop them."""
-    return "".join(c for c in text if c in "\t\n\r" or ord(c) >= 0x20)
+    """Text a CI page shows: control characters and bidi overrides (a node's name, an error
+    quoting it) as visible escapes, like on a terminal; nor can XML 1.0 carry most of them,
+    or U+FFFE and U+FFFF. The XML library escapes the rest (``<``, ``&``, quotes)."""
+    return for_terminal(text, newlines=True).translate(_NONCHARACTERS)
+
+
+_NONCHARACTERS = {0xFFFE: "\\ufffe", 0xFFFF: "\\uffff"}
 
 
 def document(suite: str, cases: Sequence[Case], properties: dict[str, str],

@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 from gero.api import PathLike, Run, run
 from gero.query.findings import Finding
+from gero_runner.escape import for_terminal
 
 REFERENCE_ONLY = "onnx-reference"
 """The outlier of a finding that blames only onnx's ReferenceEvaluator, not the model or
@@ -106,4 +107,5 @@ def _message(model: PathLike, run: Run, findings: list[Finding],
     if failing:
         ids = ", ".join(repr(f.finding_id) for f in failing)
         lines += ["", f"accept a known cause with check_model(..., allow=[{ids}])"]
-    return "\n".join(lines)
+    # Printed by pytest on a terminal: the model's and its graph's names shown escaped.
+    return "\n".join(for_terminal(line) for line in lines)

@@ -20,6 +20,7 @@ from typing import Any
 
 from gero_cli.common import EXIT_INTERRUPTED, EXIT_STATUS_HELP, EXIT_USAGE, quiet
 from gero_runner.errors import GeroError
+from gero_runner.escape import for_terminal
 
 COMMANDS = ("run", "tui", "summary", "findings", "blame", "localize", "export", "replay",
             "bundle", "diff", "parity", "gc", "compact", "report")
@@ -126,7 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     stack.enter_context(open(os.devnull, "w"))))
             return int(args.handler(args))
     except GeroError as e:
-        print(f"gero: error: {e}", file=sys.stderr)
+        # A message names what was wrong (a path, a run, a node): shown escaped.
+        print(f"gero: error: {for_terminal(e, newlines=True)}", file=sys.stderr)
         # Bad input is 2; an error that says otherwise (a full disk, a re-run that hung) is 1.
         return int(getattr(e, "exit_code", EXIT_USAGE))
     except KeyboardInterrupt:

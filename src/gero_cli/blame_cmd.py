@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from gero_cli.common import EXIT_CLEAN, add_data_dir, data_dir, warn
+from gero_cli.common import EXIT_CLEAN, add_data_dir, data_dir, echo, warn
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,26 +37,26 @@ def main(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps({**blame.as_dict(), "stored": str(stored)}, indent=2, default=float))
         return EXIT_CLEAN
-    print(f"{row['case_id']} {row['check']} {row['backend']} {row['optimization']}: "
-          f"{row['result']} (graph {blame.graph}, onnxruntime {blame.onnxruntime_version})")
+    echo(f"{row['case_id']} {row['check']} {row['backend']} {row['optimization']}: "
+         f"{row['result']} (graph {blame.graph}, onnxruntime {blame.onnxruntime_version})")
     for o in blame.levels:
         state = (f"failed: {o.error}" if o.error else "bit-exact" if o.bit_exact_vs_disable_all
                  else f"max |Δ| = {o.max_abs_vs_disable_all:.3g}")
-        print(f"  {o.level:<12} {o.node_count:>4} nodes  vs disable_all: {state}")
+        echo(f"  {o.level:<12} {o.node_count:>4} nodes  vs disable_all: {state}")
     if blame.first_level is not None:
-        print(f"first level that changes the output: {blame.first_level} "
-              f"(against {blame.previous_level})")
+        echo(f"first level that changes the output: {blame.first_level} "
+             f"(against {blame.previous_level})")
         if blame.removed or blame.added:
-            print(f"  nodes removed: {_ops(blame.removed)}; added: {_ops(blame.added)}")
+            echo(f"  nodes removed: {_ops(blame.removed)}; added: {_ops(blame.added)}")
         for r in blame.rewrites:
-            print(f"  rewrite {r.transformer}: {', '.join(r.nodes)}")
-            print(f"    disabled_optimizers: {r.disabled}: {r.note}")
+            echo(f"  rewrite {r.transformer}: {', '.join(r.nodes)}")
+            echo(f"    disabled_optimizers: {r.disabled}: {r.note}")
         if not blame.rewrites:
-            print("  no node names a transformer: the rewrite cannot be named or confirmed by "
-                  "disabling it")
-        print(f"  {blame.running_note}")
-    print(blame.summary)
-    print(f"stored: {stored}")
+            echo("  no node names a transformer: the rewrite cannot be named or confirmed by "
+                 "disabling it")
+        echo(f"  {blame.running_note}")
+    echo(blame.summary)
+    echo(f"stored: {stored}")
     return EXIT_CLEAN
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 from pathlib import Path
 
-from gero_cli.common import add_data_dir, data_dir, warn
+from gero_cli.common import add_data_dir, data_dir, echo, warn
+from gero_runner.escape import for_shell
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,9 +31,9 @@ def main(args: argparse.Namespace) -> int:
         for problem in problems:
             warn(args, problem)
     row, result = bundled.observation, bundled.bundle
-    print(f"wrote {result.path} ({result.files} files, {result.rows} observation rows, "
-          f"{result.size_bytes / 1024:.1f} KiB) for {row['case_id']} {row['check']} "
-          f"{row['backend']} {row['optimization']}: {row['result']}")
+    echo(f"wrote {result.path} ({result.files} files, {result.rows} observation rows, "
+         f"{result.size_bytes / 1024:.1f} KiB) for {row['case_id']} {row['check']} "
+         f"{row['backend']} {row['optimization']}: {row['result']}")
     # The path as given (directory included), not the name inside the bundle.
-    print(f"replay it with: gero replay {shlex.quote(str(args.output))}")
+    echo(f"replay it with: gero replay {for_shell(args.output)}")
     return 0

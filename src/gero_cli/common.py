@@ -1,4 +1,5 @@
-"""Options and conventions shared by every subcommand: data root, quiet, colour, exit status."""
+"""Options and conventions shared by every subcommand: data root, quiet, colour, exit status,
+and text that shows a run's names escaped (``echo``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import os
 import sys
 from pathlib import Path
 from typing import TextIO
+
+from gero_runner.escape import for_terminal
 
 EXIT_CLEAN = 0
 """Nothing found (for blame, export, bundle, gc, report and tui: done)."""
@@ -56,9 +59,16 @@ def quiet(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "quiet", False))
 
 
+def echo(line: str = "", file: TextIO | None = None) -> None:
+    """One line on stdout (or ``file``) with every control character in it shown as an
+    escape: a line may quote a run's names, which must not act on the terminal."""
+    print(for_terminal(line), file=sys.stdout if file is None else file)
+
+
 def warn(args: argparse.Namespace, message: str) -> None:
     if not quiet(args):
-        print(f"gero: warning: {message}", file=sys.stderr)
+        # newlines kept: a message may list its lines (its names are escaped all the same)
+        print(f"gero: warning: {for_terminal(message, newlines=True)}", file=sys.stderr)
 
 
 def color_allowed(stream: TextIO) -> bool:
@@ -77,10 +87,10 @@ def write_report(args: argparse.Namespace, text: str, what: str) -> None:
     from gero_runner.errors import GeroError
 
     if args.output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(text)  # escaped by its format (text, Markdown, JSON, XML)
         return
     try:
         Path(args.output).write_text(text, encoding="utf-8")
     except OSError as e:
         raise GeroError(f"--output {args.output}: cannot write ({e.strerror or e})") from e
-    print(f"wrote {what} to {args.output}")
+    echo(f"wrote {what} to {args.output}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gero_cli.common import add_data_dir, data_dir
+from gero_cli.common import add_data_dir, data_dir, echo
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,21 +26,21 @@ def main(args: argparse.Namespace) -> int:
 
     result = compact(data_dir(args), dry_run=args.dry_run)
     for name in result.missing:
-        print(f"gero: warning: {name} named by the store index is missing: its observations "
-              "are lost; merged without it", file=sys.stderr)
+        echo(f"gero: warning: {name} named by the store index is missing: its observations "
+             "are lost; merged without it", file=sys.stderr)
     for run_id in result.repaired:
-        print(f"gero: the store index listed {run_id} as merged, but its own file was never "
-              "replaced: merged again", file=sys.stderr)
+        echo(f"gero: the store index listed {run_id} as merged, but its own file was never "
+             "replaced: merged again", file=sys.stderr)
     for why in result.skipped:
-        print(f"gero: left loose: {why}", file=sys.stderr)
+        echo(f"gero: left loose: {why}", file=sys.stderr)
     if args.dry_run:
-        print(f"dry run: would merge {len(result.runs)} runs into the store")
+        echo(f"dry run: would merge {len(result.runs)} runs into the store")
     elif not result.runs:
         left = f" (removed {len(result.removed)} files killed writers left)" \
             if result.removed else ""
-        print(f"nothing to merge{left}")
+        echo(f"nothing to merge{left}")
     else:
-        print(f"merged {len(result.runs)} runs into {result.store_file} ({result.rows} "
-              f"observations; {result.keyed} given keys; {len(result.removed)} replaced "
-              "files removed)")
+        echo(f"merged {len(result.runs)} runs into {result.store_file} ({result.rows} "
+             f"observations; {result.keyed} given keys; {len(result.removed)} replaced "
+             "files removed)")
     return 0

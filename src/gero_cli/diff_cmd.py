@@ -1,4 +1,7 @@
-"""``gero diff``: regressions and fixes between two runs, for people and for CI."""
+"""``gero diff``: regressions and fixes between two runs, for people and for CI.
+
+Text and Markdown show the runs' names escaped (a case id, an output name, a reason quoting
+a node); JSON keeps the raw values, escaped by JSON itself."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from gero_cli.common import (
     warn,
     write_report,
 )
+from gero_runner.escape import for_markdown, for_terminal
 
 if TYPE_CHECKING:
     from gero.query.diff import DiffEntry, DiffReport
@@ -107,7 +111,7 @@ def _lines(report: DiffReport, md: bool, limit: int) -> list[str]:
     counts = report.counts()
     title = f"diff {report.base_run} → {report.current_run} (error-growth factor " \
             f"{report.factor:g}×)"
-    out = [f"# {title}\n" if md else title]
+    out = [f"# {for_markdown(title)}\n" if md else for_terminal(title)]
     summary = [("compatible pairs", counts["compatible_pairs"]),
                ("unchanged", counts["unchanged"])] + [(_TITLES[k].lower(), counts[k])
                                                       for k in KINDS]
@@ -129,10 +133,10 @@ def _lines(report: DiffReport, md: bool, limit: int) -> list[str]:
         for e in shown:
             ident = (e.current_id or e.base_id or "")[:12]
             cells = (e.case_id, e.check, _path(e), e.output_name, e.base_result or "—",
-                     e.current_result or "—", e.why.replace("|", "\\|"))
+                     e.current_result or "—", e.why)
             if md:
-                out.append("| " + " | ".join(cells) + " |")
+                out.append("| " + " | ".join(for_markdown(c) for c in cells) + " |")
             else:
-                out.append(f"  {ident}  {e.case_id}  {e.check}  {_path(e)}  {e.output_name}: "
-                           f"{e.why}")
+                out.append(for_terminal(f"  {ident}  {e.case_id}  {e.check}  {_path(e)}  "
+                                        f"{e.output_name}: {e.why}"))
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gero_cli.common import add_data_dir, data_dir, warn
+from gero_cli.common import add_data_dir, data_dir, echo, warn
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,6 +44,6 @@ def main(args: argparse.Namespace) -> int:
     if fmt == "md" and result.rows > WORST_LIMIT:
         # The report counts every row but lists only the worst one by one: say so.
         what = f"a report on {result.rows} observations (the {WORST_LIMIT} worst listed)"
-    print(f"wrote {what} of run {exported.run_id} to {result.path} ({fmt}, "
-          f"{result.seconds:.2f} s)")
+    echo(f"wrote {what} of run {exported.run_id} to {result.path} ({fmt}, "
+         f"{result.seconds:.2f} s)")
     return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from gero_cli.common import (
     warn,
     write_report,
 )
+from gero_runner.escape import for_markdown, for_shell
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -83,11 +83,12 @@ def main(args: argparse.Namespace) -> int:
         write_report(args, json.dumps(out, indent=2, default=str) + "\n",
                      f"findings of run {report.run_id}")
         return code
-    data_flag = "" if args.data_dir is None else f" --data-dir {shlex.quote(str(root))}"
+    data_flag = "" if args.data_dir is None else f" --data-dir {for_shell(root)}"
     lines = (markdown(report, Path(root), data_flag) if args.format == "md"
              else text(report))
     if whatif is not None:
-        lines += ["", *whatif_text(whatif, report.findings)]
+        extra = whatif_text(whatif, report.findings)
+        lines += ["", *([for_markdown(line) for line in extra] if args.format == "md" else extra)]
     if args.output is not None:
         write_report(args, "\n".join(lines) + "\n", f"findings of run {report.run_id}")
         return code

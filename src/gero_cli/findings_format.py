@@ -1,4 +1,5 @@
-"""Findings as text lines and as a Markdown report to paste into an upstream bug."""
+"""Findings as text lines and as a Markdown report to paste into an upstream bug, each with
+its names escaped for where it goes (a terminal, Markdown)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 from gero.query.finding_report import finding_section, status_line
 from gero.query.findings import Finding, FindingsReport
 from gero.query.whatif import WhatIf
+from gero_runner.escape import for_markdown, for_terminal
 
 
 def text(report: FindingsReport) -> list[str]:
@@ -22,16 +24,17 @@ def text(report: FindingsReport) -> list[str]:
         if items:
             lines += ["", f"{label}:"]
             lines += [f"  {f.finding_id:<13}{f.observations:>6} obs  {f.title}" for f in items]
-    return lines
+    return [for_terminal(line) for line in lines]
 
 
 def markdown(report: FindingsReport, root: Path, data_flag: str) -> list[str]:
-    lines = [f"# Findings of run {report.run_id}", "", status_line(report), ""]
+    lines = [f"# Findings of run {for_markdown(report.run_id)}", "",
+             status_line(report, for_markdown), ""]
     for f in report.findings:
         lines += finding_section(f, root, data_flag)
     if report.gone:
-        lines += ["## Gone since " + str(report.baseline_run_id), ""]
-        lines += [f"- `{f.finding_id}` {f.title} ({f.observations} observations)"
+        lines += ["## Gone since " + for_markdown(report.baseline_run_id), ""]
+        lines += [f"- `{f.finding_id}` {for_markdown(f.title)} ({f.observations} observations)"
                   for f in report.gone]
     return lines
 
@@ -53,4 +56,4 @@ def whatif_text(w: WhatIf, findings: list[Finding]) -> list[str]:
     for n in w.new_failures:
         lines.append(f"  {'(new)':<13}{n.count:>5} passed would diverge: {n.op_type} "
                      f"{n.dtype} on {n.paths}")
-    return lines
+    return [for_terminal(line) for line in lines]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gero_cli.common import add_data_dir, data_dir
+from gero_cli.common import add_data_dir, data_dir, echo
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
     result = gc(data_dir(args), keep_runs=args.keep_runs, older_than=args.older_than,
                 apply=args.apply)
     for g in result.garbage:
-        print(f"{g.size_bytes / 1024:10.1f} KiB  {g.path}  ({g.why})")
+        echo(f"{g.size_bytes / 1024:10.1f} KiB  {g.path}  ({g.why})")
     directories = len(result.garbage) - len(result.runs)
     parts = [f"{len(result.runs)} runs"] if result.runs else []
     parts.append(f"{directories} directories")
@@ -57,14 +57,14 @@ def main(args: argparse.Namespace) -> int:
                      f"({change})")
     total = f"{', '.join(parts)}: {_size(max(0, result.size_bytes))}"
     for blocker in result.blockers:
-        print(f"gero: {blocker}", file=sys.stderr)
+        echo(f"gero: {blocker}", file=sys.stderr)
     if result.blockers and args.apply:
-        print(f"nothing removed ({total})")
+        echo(f"nothing removed ({total})")
         return 1
     if args.apply:
-        print(f"removed {total}")
+        echo(f"removed {total}")
     else:
-        print(f"dry run: {total} would be freed; `gero gc{_rule(args)} --apply` removes them")
+        echo(f"dry run: {total} would be freed; `gero gc{_rule(args)} --apply` removes them")
     return 0
 
 

@@ -6,7 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from gero_cli.common import EXIT_CLEAN, add_data_dir, data_dir, warn
+from gero_cli.common import EXIT_CLEAN, add_data_dir, data_dir, echo, warn
+from gero_runner.escape import for_shell
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,23 +43,23 @@ def main(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(result, indent=2, default=float))
         return EXIT_CLEAN
-    print(f"{result['case_id']} {result['check']} {result['output_name']}: "
-          f"{result['actual']} against {result['reference']}")
-    print(f"  {result['compared']} tensors both paths keep, {result['traced']} traced in "
-          f"{len([p for p in result['passes'] if 'tensors' in p])} pass(es), "
-          f"{result['seconds']:.1f} s")
+    echo(f"{result['case_id']} {result['check']} {result['output_name']}: "
+         f"{result['actual']} against {result['reference']}")
+    echo(f"  {result['compared']} tensors both paths keep, {result['traced']} traced in "
+         f"{len([p for p in result['passes'] if 'tensors' in p])} pass(es), "
+         f"{result['seconds']:.1f} s")
     for o in result["origins"]:
         share = "" if o["share"] is None else f", {o['share']:.0%} of the final error"
-        print(f"  origin     {o['node']} ({o['op_type']}): inputs {o['inputs_scaled_error']:.2g}"
-              f", alone {o['local_scaled_error']:.2g}, end to end "
-              f"{o['output_scaled_error']:.2g}{share}")
+        echo(f"  origin     {o['node']} ({o['op_type']}): inputs {o['inputs_scaled_error']:.2g}"
+             f", alone {o['local_scaled_error']:.2g}, end to end "
+             f"{o['output_scaled_error']:.2g}{share}")
     for m in result["amplifiers"]:
-        print(f"  amplifier  {m['node']} ({m['op_type']}): inputs {m['inputs_scaled_error']:.2g}"
-              f" -> {m['output_scaled_error']:.2g} (alone {m['local_scaled_error']:.2g})")
+        echo(f"  amplifier  {m['node']} ({m['op_type']}): inputs {m['inputs_scaled_error']:.2g}"
+             f" -> {m['output_scaled_error']:.2g} (alone {m['local_scaled_error']:.2g})")
     for note in result["notes"]:
-        print(f"  note: {note}")
-    print(result["summary"])
+        echo(f"  note: {note}")
+    echo(result["summary"])
     if result.get("repro"):
-        print(f"repro: {result['repro']} (gero replay {result['repro']})")
-    print(f"stored: {result['stored']}")
+        echo(f"repro: {result['repro']} (gero replay {for_shell(result['repro'])})")
+    echo(f"stored: {result['stored']}")
     return EXIT_CLEAN

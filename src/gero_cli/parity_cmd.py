@@ -11,7 +11,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from gero_cli.common import EXIT_CLEAN, EXIT_FOUND, add_data_dir, data_dir, warn
+from gero_cli.common import EXIT_CLEAN, EXIT_FOUND, add_data_dir, data_dir, echo, warn
 from gero_runner.errors import GeroError
 
 
@@ -74,18 +74,18 @@ def main(args: argparse.Namespace) -> int:
         command_line=shlex.join(["gero", *sys.argv[1:]]), search_path=Path.cwd(),
         warn=lambda message: warn(args, message))
     record, rows = result.record, result.rows
-    print(f"parity run {record.run_id}: {args.module}, {record.case_count} sample(s), "
-          f"{len(rows)} comparisons ({record.new_observation_count} new) into "
-          f"{data_dir(args)}")
+    echo(f"parity run {record.run_id}: {args.module}, {record.case_count} sample(s), "
+         f"{len(rows)} comparisons ({record.new_observation_count} new) into "
+         f"{data_dir(args)}")
     for row in rows:
-        print(f"  {row['output_name']:<16} {row['optimization']:<12} "
-              f"{VERDICTS.get(row['result'], row['result']):<18} {row['reason']}")
+        echo(f"  {row['output_name']:<16} {row['optimization']:<12} "
+             f"{VERDICTS.get(row['result'], row['result']):<18} {row['reason']}")
     for result_class in RESULT_CLASSES:
-        print(f"  {RESULT_LABELS[result_class]:<24} {record.counts[result_class]:>7}")
+        echo(f"  {RESULT_LABELS[result_class]:<24} {record.counts[result_class]:>7}")
     if args.output_file is not None:
         try:
             args.output_file.write_text(markdown_report(record, rows, args.module))
         except OSError as e:
             raise GeroError(f"--output-file {args.output_file}: cannot write ({e})") from e
-        print(f"report written to {args.output_file}")
+        echo(f"report written to {args.output_file}")
     return EXIT_CLEAN if all(r["result"] == "passed" for r in rows) else EXIT_FOUND

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from gero_cli.common import add_data_dir, data_dir, split_list
+from gero_cli.common import add_data_dir, data_dir, echo, split_list
 from gero_cli.common import warn as _warn
 from gero_runner.backends import path_label
 
@@ -49,24 +49,24 @@ def main(args: argparse.Namespace) -> int:
         data["directory"] = str(args.path)
         print(json.dumps(data, indent=2, default=str))
         return 0 if report.reproduced else 1
-    print(f"replay {args.path}: {report.case_id}, manifest verified ({report.manifest_files} "
-          f"files), {len(report.observations)} observations from {report.rows_source}, "
-          f"{report.seconds:.2f} s")
+    echo(f"replay {args.path}: {report.case_id}, manifest verified ({report.manifest_files} "
+         f"files), {len(report.observations)} observations from {report.rows_source}, "
+         f"{report.seconds:.2f} s")
     for change in report.version_changes:
-        print(f"  note: installed version differs from the recorded one — {change}")
+        echo(f"  note: installed version differs from the recorded one — {change}")
     for o in report.observations:
         path = path_label(o.backend, o.optimization)
         same = "same result" if o.result_matches else (
             f"RESULT CHANGED {o.stored_result} → {o.replayed_result}")
         diff = "" if o.max_abs_difference is None or o.status == "bit_exact" else \
             f", max |Δ| {_fmt(o.max_abs_difference)}"
-        print(f"  {o.observation_id[:12]}  {o.check:<22} {path:<26} {o.output_name:<8} "
-              f"{STATUS_LABELS[o.status]}{diff}; {same} ({o.stored_result})")
+        echo(f"  {o.observation_id[:12]}  {o.check:<22} {path:<26} {o.output_name:<8} "
+             f"{STATUS_LABELS[o.status]}{diff}; {same} ({o.stored_result})")
         if not o.reproduced and o.message:
-            print(f"      {o.message}")
+            echo(f"      {o.message}")
     counts = report.counts()
     summary = ", ".join(f"{n} {STATUS_LABELS[s]}" for s, n in counts.items()
                         if s in STATUS_LABELS and n)
-    print(f"{'reproduced' if report.reproduced else 'NOT reproduced'}: {summary}; "
-          f"{counts['result_changed']} result class change(s)")
+    echo(f"{'reproduced' if report.reproduced else 'NOT reproduced'}: {summary}; "
+         f"{counts['result_changed']} result class change(s)")
     return 0 if report.reproduced else 1

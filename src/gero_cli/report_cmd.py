@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gero_cli.common import EXIT_CLEAN, add_data_dir, data_dir, warn
+from gero_cli.common import EXIT_CLEAN, add_data_dir, data_dir, echo, warn
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,6 +41,6 @@ def main(args: argparse.Namespace) -> int:
             warn(args, problem)
         run_id = run.id
     size = path.stat().st_size
-    print(f"wrote the report of run {run_id} to {path} ({size / 1024:.0f} KiB, "
-          f"{time.perf_counter() - started:.2f} s)")
+    echo(f"wrote the report of run {run_id} to {path} ({size / 1024:.0f} KiB, "
+         f"{time.perf_counter() - started:.2f} s)")
     return EXIT_CLEAN

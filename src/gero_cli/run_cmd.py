@@ -21,11 +21,13 @@ from gero_cli.common import (
     add_data_dir,
     color_allowed,
     data_dir,
+    echo,
     quiet,
     split_list,
     warn,
 )
 from gero_runner.errors import GeroError
+from gero_runner.escape import for_terminal
 from gero_runner.execution.plan import Activity
 from gero_runner.request import DEFAULT_PATH_BUDGET_S, DEFAULT_TIMEOUT_S, EXECUTORS, suite_names
 from gero_runner.run import DiskFull
@@ -160,25 +162,25 @@ def main(args: argparse.Namespace) -> int:
                 warn=lambda message: warn(args, message))
     except DiskFull as e:
         # Not a usage error: the run kept what it saved and says how to resume it.
-        print(f"gero: error: {e}", file=sys.stderr)
+        echo(f"gero: error: {e}", file=sys.stderr)
         return DiskFull.exit_code
     record = run.record
     if run.status == "interrupted":
         what = "terminated" if stop.received else "interrupted"
-        print(f"gero: {what}; run {run.id} keeps its {record['case_count']} finished "
-              f"cases ({record['observation_count']} observations) in {run.data_dir}: "
-              f"gero summary --run {run.id}; finish it with gero run --resume {run.id}",
-              file=sys.stderr)
+        echo(f"gero: {what}; run {run.id} keeps its {record['case_count']} finished "
+             f"cases ({record['observation_count']} observations) in {run.data_dir}: "
+             f"gero summary --run {run.id}; finish it with gero run --resume {run.id}",
+             file=sys.stderr)
         return EXIT_TERMINATED if stop.received else EXIT_INTERRUPTED
-    print(f"run {run.id}: {_count(record['case_count'], 'case')}, "
-          f"{_count(record['observation_count'], 'observation')} "
-          f"({record['new_observation_count']} new) in {record['wall_seconds']:.1f} s "
-          f"into {run.data_dir}")
+    echo(f"run {run.id}: {_count(record['case_count'], 'case')}, "
+         f"{_count(record['observation_count'], 'observation')} "
+         f"({record['new_observation_count']} new) in {record['wall_seconds']:.1f} s "
+         f"into {run.data_dir}")
     for result in RESULT_CLASSES:
-        print(f"  {RESULT_LABELS[result]:<24} {run.counts[result]:>7}")
+        echo(f"  {RESULT_LABELS[result]:<24} {run.counts[result]:>7}")
     if run.non_passed:
-        print(f"{_count(run.non_passed, 'observation')} not passed: gero findings --run "
-              f"{run.id} groups them by cause")
+        echo(f"{_count(run.non_passed, 'observation')} not passed: gero findings --run "
+             f"{run.id} groups them by cause")
     return EXIT_FOUND if run.non_passed else EXIT_CLEAN
 
 
@@ -218,12 +220,16 @@ class _Bars:
         self.bar.update(self.case_task, completed=done, total=total)
 
     def paths(self, activity: Activity) -> None:
+        from rich.markup import escape as markup_escape  # loaded with the bar already
+
         if not activity.parts_planned:
             return  # no model case: the case bar says it all
         running = "; ".join(f"{r.label} {r.elapsed_s:.0f}/{r.budget_s:g} s"
                             for r in activity.running)
         left = activity.parts_planned - activity.parts_done
-        text = f"paths ({left} left)" + (f": {running}" if running else "")
+        # rich reads a task's description as markup: what a path's label says stays text.
+        text = markup_escape(for_terminal(f"paths ({left} left)"
+                                          + (f": {running}" if running else "")))
         if self.path_task is None:
             self.path_task = self.bar.add_task(text, total=activity.parts_planned)
         self.bar.update(self.path_task, completed=activity.parts_done,

@@ -1,4 +1,7 @@
-"""``gero summary``: counts per result class and per operation, as text or JSON."""
+"""``gero summary``: counts per result class and per operation, as text or JSON.
+
+Each text line goes out through ``echo`` (a model's path or an operation name may carry
+control characters); JSON keeps the raw values, escaped by JSON itself."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import argparse
 import json
 from typing import Any
 
-from gero_cli.common import EXIT_CLEAN, EXIT_FOUND, add_data_dir, data_dir, warn
+from gero_cli.common import EXIT_CLEAN, EXIT_FOUND, add_data_dir, data_dir, echo, warn
 from gero_runner.backends import short_name
 from gero_runner.schema import PASSED, RESULT_CLASSES, RESULT_LABELS
 
@@ -41,41 +44,42 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2, default=str))
         return code
     run = summary["run"]
-    print(f"run {run['run_id']} ({run['status']}), suite {run['suite']}, "
-          f"{run['case_count']} cases, {sum(summary['counts'].values())} observations")
+    echo(f"run {run['run_id']} ({run['status']}), suite {run['suite']}, "
+         f"{run['case_count']} cases, {sum(summary['counts'].values())} observations")
     if run.get("models"):
-        print(f"model{'s' if len(run['models']) > 1 else ''}: {', '.join(run['models'])}")
+        echo(f"model{'s' if len(run['models']) > 1 else ''}: {', '.join(run['models'])}")
     runtimes = ", ".join(f"{name} {version}" for name, version in run.get("backends", {}).items()
                          if name != "onnx-reference")
-    print(f"{runtimes or 'onnxruntime ' + run['onnxruntime_version']}, "
-          f"onnx {run['onnx_version']}, "
-          f"numpy {run['numpy_version']}, python {run['python_version']}; {run['cpu_model']}")
+    echo(f"{runtimes or 'onnxruntime ' + run['onnxruntime_version']}, "
+         f"onnx {run['onnx_version']}, "
+         f"numpy {run['numpy_version']}, python {run['python_version']}; {run['cpu_model']}")
     for seeded in summary["seeded_inputs"]:
-        print(f"inputs of {seeded['model']}: gero's seeded defaults ({seeded['inputs']}); its "
-              "verdicts rest on that noise, not on your data: give --inputs FILE.npz")
+        echo(f"inputs of {seeded['model']}: gero's seeded defaults ({seeded['inputs']}); its "
+             "verdicts rest on that noise, not on your data: give --inputs FILE.npz")
     for result in RESULT_CLASSES:
-        print(f"  {RESULT_LABELS[result]:<24} {summary['counts'][result]:>7}")
-    print()
+        echo(f"  {RESULT_LABELS[result]:<24} {summary['counts'][result]:>7}")
+    echo()
     timed = _timed_runtimes(summary["operations"])
     several = len(timed) > 1  # one column per runtime, named; else ONNX Runtime's as before
     columns = "".join(f"{short_name(b)[:8] + ' ms':>12}" for b in timed) if several \
         else f"{'runtime ms':>12}"
     header = (f"{'operation':<28}{'passed':>8}{'diverg.':>8}{'contract':>9}{'exec.':>7}"
               f"{'pairs':>7}{columns}{'reference ms':>14}")
-    print(header)
-    print("-" * len(header))
+    echo(header)
+    echo("-" * len(header))
     for op in summary["operations"]:
         by = op.get("runtime_median_ms_by_backend", {})
         cells = "".join(f"{_ms(by.get(b)):>12}" for b in timed) if several \
             else f"{_ms(op['runtime_median_ms']):>12}"
-        print(f"{op['op_type'][:27]:<28}{op['passed']:>8}{op['divergence']:>8}"
-              f"{op['contract_issue']:>9}{op['execution']:>7}{op['measured_pairs']:>7}"
-              f"{cells}{_ms(op['reference_median_ms']):>14}")
+        echo(f"{op['op_type'][:27]:<28}{op['passed']:>8}{op['divergence']:>8}"
+             f"{op['contract_issue']:>9}{op['execution']:>7}{op['measured_pairs']:>7}"
+             f"{cells}{_ms(op['reference_median_ms']):>14}")
     if summary["checks"]:
         _print_checks(summary["checks"], args.all_checks)
     _print_runtimes(summary["runtimes"])
-    print("\nmedian of per-case medians in ms, Python call overhead included, session "
-          "construction excluded; the reference evaluator's timings are context, not a ranking.")
+    echo()
+    echo("median of per-case medians in ms, Python call overhead included, session "
+         "construction excluded; the reference evaluator's timings are context, not a ranking.")
     return code
 
 
@@ -93,31 +97,34 @@ def _print_runtimes(runtimes: dict[str, Any]) -> None:
     if len({r["backend"] for r in runtimes["matrix"]} - {"onnx-reference"}) < 2 and \
             not runtimes["lower_precision"]:
         return  # one runtime: the tables above say it all
-    print("\nruntimes: agreement / analytic / expected comparisons per setting")
+    echo()
+    echo("runtimes: agreement / analytic / expected comparisons per setting")
     header = (f"  {'suite':<14}{'runtime':<16}{'setting':<14}{'passed':>8}{'diverg.':>8}"
               f"{'contract':>9}{'exec.':>7}")
-    print(header)
+    echo(header)
     for r in runtimes["matrix"]:
-        print(f"  {r['suite'][:13]:<14}{r['backend'][:15]:<16}{r['optimization'][:13]:<14}"
-              f"{r['passed']:>8}{r['divergence']:>8}{r['contract_issue']:>9}"
-              f"{r['execution']:>7}")
+        echo(f"  {r['suite'][:13]:<14}{r['backend'][:15]:<16}{r['optimization'][:13]:<14}"
+             f"{r['passed']:>8}{r['divergence']:>8}{r['contract_issue']:>9}"
+             f"{r['execution']:>7}")
     for lp in runtimes["lower_precision"]:
-        print(f"  note: {lp['backend']} {lp['optimization']} computes {lp['dtype']} tensors in "
-              f"{lp['precision']} ({lp['not_passed']} of {lp['observations']} comparisons "
-              "not passed)")
+        echo(f"  note: {lp['backend']} {lp['optimization']} computes {lp['dtype']} tensors in "
+             f"{lp['precision']} ({lp['not_passed']} of {lp['observations']} comparisons "
+             "not passed)")
     if runtimes["unique_findings"]:
-        print("\nfindings unique to one runtime (fails on all its settings, every other "
-              "runtime passes):")
+        echo()
+        echo("findings unique to one runtime (fails on all its settings, every other "
+             "runtime passes):")
         for u in runtimes["unique_findings"][:30]:
             error = "—" if u["max_abs_error"] is None else f"{u['max_abs_error']:.3g}"
-            print(f"  {u['backend']:<12}{u['op_type'][:26]:<27}{u['outputs']:>5} × "
-                  f"{u['result']:<15} max |a−r| {error}")
+            echo(f"  {u['backend']:<12}{u['op_type'][:26]:<27}{u['outputs']:>5} × "
+                 f"{u['result']:<15} max |a−r| {error}")
         if len(runtimes["unique_findings"]) > 30:
-            print(f"  … {len(runtimes['unique_findings']) - 30} more (--format json)")
-    print("\nsession build and run per runtime setting (median over cases, ms; context):")
+            echo(f"  … {len(runtimes['unique_findings']) - 30} more (--format json)")
+    echo()
+    echo("session build and run per runtime setting (median over cases, ms; context):")
     for t in runtimes["timings"]:
-        print(f"  {t['backend'][:15]:<16}{t['optimization'][:13]:<14}{t['cases']:>6} cases  "
-              f"build {_ms(t['build_median_ms']):>9}  run {_ms(t['run_median_ms']):>9}")
+        echo(f"  {t['backend'][:15]:<16}{t['optimization'][:13]:<14}{t['cases']:>6} cases  "
+             f"build {_ms(t['build_median_ms']):>9}  run {_ms(t['run_median_ms']):>9}")
 
 
 def _print_checks(checks: list[dict[str, Any]], everything: bool) -> None:
@@ -128,19 +135,21 @@ def _print_checks(checks: list[dict[str, Any]], everything: bool) -> None:
         totals = laws.setdefault(item["check"], [0, 0])
         totals[0] += item["passed"]
         totals[1] += item["not_passed"]
-    print("\ncontracts, variants and model gates (passed / not passed):")
+    echo()
+    echo("contracts, variants and model gates (passed / not passed):")
     width = max(40, *(len(law) + 2 for law in laws))
     for law, (passed, failed) in sorted(laws.items()):
-        print(f"  {law:<{width}}{passed:>8}{failed:>8}")
+        echo(f"  {law:<{width}}{passed:>8}{failed:>8}")
     shown = checks if everything else [c for c in checks if c["not_passed"]]
     if not shown:
-        print("every law held for every operator")
+        echo("every law held for every operator")
         return
     title = "per operator or model" if everything else "operators or models that fail a check"
-    print(f"\n{title} (passed / not passed; --all-checks lists every one):")
+    echo()
+    echo(f"{title} (passed / not passed; --all-checks lists every one):")
     # Names as long as a model's file or a variant's check keep a gap between columns.
     op_width = max(28, *(len(str(c["op_type"])) + 2 for c in shown))
     check_width = max(36, *(len(str(c["check"])) + 2 for c in shown))
     for item in shown:
-        print(f"  {item['op_type']:<{op_width}}{item['check']:<{check_width}}"
-              f"{item['passed']:>6}{item['not_passed']:>6}")
+        echo(f"  {item['op_type']:<{op_width}}{item['check']:<{check_width}}"
+             f"{item['passed']:>6}{item['not_passed']:>6}")

@@ -6,7 +6,7 @@ import argparse
 import gc
 import sys
 
-from gero_cli.common import add_data_dir, data_dir
+from gero_cli.common import add_data_dir, data_dir, echo
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -35,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
     app.run()
     if app.return_code not in (0, None):
         # An unexpected exception ended it: one line (the traceback is in a file).
-        print(app.crash_line or "gero: error: the explorer stopped on an unexpected error",
-              file=sys.stderr)
+        echo(app.crash_line or "gero: error: the explorer stopped on an unexpected error",
+             file=sys.stderr)
         return 1
     return 0

@@ -1,7 +1,9 @@
 """Export a run's observations (all, filtered, or selected) as CSV, Parquet, JSON or a report.
 
 The Markdown format is a report rather than a table dump: run metadata, counts per result
-class, a per-operation table and the worst observations with their reasons.
+class, a per-operation table and the worst observations with their reasons, every name and
+reason in it escaped (gero_runner.escape) so that none can act as Markdown or HTML. CSV,
+JSON and Parquet keep the raw values: they are data, and their format escapes them.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pyarrow.csv as pacsv
 from gero.query.filters import Filter, parse_filter
 from gero.query.summary import class_counts, operations
 from gero_runner.errors import GeroError
+from gero_runner.escape import for_markdown, markdown_code
 from gero_runner.schema import COLUMN_NAMES, OBSERVATION_SCHEMA, RESULT_CLASSES, RESULT_LABELS
 from gero_runner.storage.reader import OpenRun, arrow_table
 from gero_runner.storage.store import atomic_write_bytes, atomic_write_table
@@ -159,7 +162,7 @@ def _cell(value: Any) -> str:
         return "—"
     if isinstance(value, float):
         return "—" if math.isnan(value) else f"{value:.3g}"
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return for_markdown(str(value).replace("\n", " "))
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
@@ -216,11 +219,12 @@ def _report(view: OpenRun, sub: OpenRun, table: pa.Table, flt: Filter,
     scope = "all observations of the run"
     if flt.sql != "TRUE":
         # As the user wrote it; the SQL and its parameters only when there is no text.
-        scope = (f"observations matching `{flt.text}`" if flt.text else
-                 f"observations matching `{flt.sql}` with parameters {list(flt.params)}")
+        scope = (f"observations matching {markdown_code(flt.text)}" if flt.text else
+                 f"observations matching {markdown_code(flt.sql)} with parameters "
+                 f"{for_markdown(list(flt.params))}")
     if ids is not None:
         scope += f", {len(ids)} selected"
-    out = [f"# gero report: run {view.run_id}", "",
+    out = [f"# gero report: run {for_markdown(view.run_id)}", "",
            f"{table.num_rows} observations ({scope}).", "", "## Run", ""]
     fields = ("run_id", "status", "suite", "started_at", "finished_at", "command_line",
               "cpu_model", "python_version", "numpy_version", "onnx_version",
@@ -256,5 +260,5 @@ def _report(view: OpenRun, sub: OpenRun, table: pa.Table, flt: Filter,
                    "max abs error", "scaled error", "max ULP", "reason"), worst)
     out += _model_metrics_section(con)
     if view.problems:
-        out += ["", "## Skipped files", "", *[f"- {p}" for p in view.problems]]
+        out += ["", "## Skipped files", "", *[f"- {for_markdown(p)}" for p in view.problems]]
     return "\n".join(out) + "\n"

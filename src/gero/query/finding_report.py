@@ -3,18 +3,27 @@ worst observation, where its error enters when `gero localize` found it (and the
 wrote), and the commands that replay, bundle, blame and localize it.
 
 ``gero findings --format md`` writes every finding's section; the explorer's Findings
-screen writes one (``e``) beside its bundle.
+screen writes one (``e``) beside its bundle. Every name in it (a case, an operator or model,
+a node, a reason quoting them, a path) is escaped (gero_runner.escape), so that none can
+become a link, an image, HTML or a table cell where the report is pasted.
 """
 
 from __future__ import annotations
 
 import json
-import shlex
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from gero.query.findings import Finding, FindingsReport, Representative, path_name
 from gero_runner.checks.gates import non_elementwise_gate
+from gero_runner.escape import (
+    for_markdown,
+    for_shell,
+    for_terminal,
+    markdown_code,
+    markdown_fence,
+)
 from gero_runner.storage.artifacts import LOCALIZE_DIR
 
 
@@ -45,12 +54,14 @@ def stored_localization(root: Path, f: Finding) -> dict[str, Any] | None:
 
 def localization_lines(loc: dict[str, Any]) -> list[str]:
     """A stored localization as Markdown lines: its sentence, the origin, the repro."""
-    lines = [f"Localized (`gero localize {str(loc.get('observation_id', ''))[:16]}`, "
-             f"{loc.get('actual')} against {loc.get('reference')}): {loc.get('summary', '')}",
+    command = markdown_code(f"gero localize {str(loc.get('observation_id', ''))[:16]}")
+    lines = [f"Localized ({command}, {for_markdown(loc.get('actual'))} against "
+             f"{for_markdown(loc.get('reference'))}): {for_markdown(loc.get('summary', ''))}",
              ""]
     for o in loc.get("origins", [])[:3]:
         share = o.get("share")
-        lines.append(f"- origin: `{o.get('node')}` ({o.get('op_type')}; "
+        lines.append(f"- origin: {markdown_code(o.get('node'))} "
+                     f"({for_markdown(o.get('op_type'))}; "
                      f"{len(o.get('nodes') or [])} node(s)): inputs agree to "
                      f"{number(o.get('inputs_scaled_error'))} scaled, alone it differs by "
                      f"{number(o.get('local_scaled_error'))}"
@@ -59,7 +70,7 @@ def localization_lines(loc: dict[str, Any]) -> list[str]:
     repro = loc.get("repro")
     if repro:
         lines.append(f"- repro (the origin's nodes with their real inputs, an ONNX backend "
-                     f"test directory): `gero replay {shlex.quote(str(repro))}`")
+                     f"test directory): {markdown_code(f'gero replay {for_shell(repro)}')}")
     return [*lines, ""]
 
 
@@ -77,21 +88,23 @@ def number(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g}"
 
 
-def status_line(report: FindingsReport) -> str:
-    head = (f"run {report.run_id}: {report.non_passed} non-passed observation(s) in "
+def status_line(report: FindingsReport, shown: Callable[[object], str] = for_terminal) -> str:
+    """The report in one line, its run ids as ``shown`` writes them (for a terminal, or
+    ``for_markdown``)."""
+    head = (f"run {shown(report.run_id)}: {report.non_passed} non-passed observation(s) in "
             f"{len(report.findings)} finding(s)")
     if report.baseline_run_id is None:
         return head + " (no earlier run of this suite to compare with)"
     new = sum(f.status == "new" for f in report.findings)
     still = len(report.findings) - new
     tail = f"; {len(report.unresolved)} unresolved" if report.unresolved else ""
-    return (f"{head}; against {report.baseline_run_id}: {new} new, {still} still, "
+    return (f"{head}; against {shown(report.baseline_run_id)}: {new} new, {still} still, "
             f"{len(report.gone)} gone{tail}")
 
 
 def finding_section(f: Finding, root: Path, data_flag: str) -> list[str]:
     r = f.representative
-    replay = f"gero replay {shlex.quote(str(root / r.artifact_path))}"
+    replay = f"gero replay {for_shell(root / r.artifact_path)}"
     bundle = f"gero bundle {r.observation_id[:16]}{data_flag} -o {bundle_name(f)}"
     status = f" · {f.status}" if f.status else ""
     # A level outlier: which rewrite of that level made the difference.
@@ -101,31 +114,32 @@ def finding_section(f: Finding, root: Path, data_flag: str) -> list[str]:
                  and not str(r.reference).endswith("+noise"))
     localize = [f"gero localize {r.observation_id[:16]}{data_flag}"] if two_paths else []
     loc = stored_localization(root, f)
+    md = for_markdown
+
+    def listed(values: Iterable[str]) -> str:
+        return ", ".join(md(v) for v in values)
+
     return [
-        f"## {f.title}",
+        f"## {md(f.title)}",
         "",
-        f"`{f.finding_id}` · {f.result}{status} · outlier: {path_name(f.outlier)} · "
-        f"{f.observations} observation(s) in {f.cases} case(s)",
+        f"{markdown_code(f.finding_id)} · {md(f.result)}{md(status)} · outlier: "
+        f"{md(path_name(f.outlier))} · {f.observations} observation(s) in {f.cases} case(s)",
         "",
-        f"- operators: {', '.join(f.operators)}",
-        f"- dtypes: {', '.join(f.dtypes)}",
-        f"- optimisation levels: {', '.join(f.levels) or '—'}",
-        f"- check family: `{f.family}`; reason template: `{f.template}`",
+        f"- operators: {listed(f.operators)}",
+        f"- dtypes: {listed(f.dtypes)}",
+        f"- optimisation levels: {listed(f.levels) or '—'}",
+        f"- check family: {markdown_code(f.family)}; reason template: "
+        f"{markdown_code(f.template)}",
         "",
-        f"Representative (worst) observation `{r.observation_id[:16]}`: {r.case_id}, "
-        f"`{r.check}`, {r.backend} {r.optimization} against {r.reference}, input "
-        f"{r.input_shapes}, {r.dtype}",
+        f"Representative (worst) observation {markdown_code(r.observation_id[:16])}: "
+        f"{md(r.case_id)}, {markdown_code(r.check)}, {md(r.backend)} {md(r.optimization)} "
+        f"against {md(r.reference)}, input {md(r.input_shapes)}, {md(r.dtype)}",
         "",
-        f"- result: {r.result}: {r.reason}",
+        f"- result: {md(r.result)}: {md(r.reason)}",
         figures_line(r),
         "",
         *(localization_lines(loc) if loc is not None else []),
-        "```sh",
-        replay,
-        bundle,
-        *blame,
-        *localize,
-        "```",
+        *markdown_fence([replay, bundle, *blame, *localize], "sh"),
         "",
     ]
 
@@ -138,5 +152,5 @@ def bundle_name(f: Finding) -> str:
 
 def finding_report(report: FindingsReport, f: Finding, root: Path, data_flag: str) -> list[str]:
     """One finding's report: a title naming the run, the run's status line, its section."""
-    return [f"# Finding {f.finding_id} of run {report.run_id}", "", status_line(report), "",
-            *finding_section(f, root, data_flag)]
+    return [f"# Finding {f.finding_id} of run {for_markdown(report.run_id)}", "",
+            status_line(report, for_markdown), "", *finding_section(f, root, data_flag)]

@@ -27,6 +27,7 @@ from textual.worker import Worker
 from gero.query.source import RunSource, open_source
 from gero.query.table import Page, TableFilter, TableSort
 from gero_runner.errors import GeroError, StoreError
+from gero_runner.escape import for_terminal
 from gero_runner.storage.layout import run_ids
 from gero_runner.storage.runs import RunInfo, list_runs, read_info, resolve_run
 from gero_tui.app.base import ExplorerApp
@@ -190,9 +191,9 @@ class GeroApp(ExplorerApp):
             return "gero"
         runtimes = " · ".join(f"{name} {version}" for name, version in info.runtimes.items())
         state = STATUS_MARKS.get(info.status, "")
-        return (f"gero · run {info.run_id}{state} · {info.date} · {info.suite} · "
-                f"{runtimes or f'onnxruntime {info.onnxruntime_version}'} · "
-                f"onnx {info.onnx_version}")
+        return for_terminal(f"gero · run {info.run_id}{state} · {info.date} · {info.suite} · "
+                            f"{runtimes or f'onnxruntime {info.onnxruntime_version}'} · "
+                            f"onnx {info.onnx_version}")
 
     def findings(self, source: RunSource) -> FindingsReport:
         """The open run's findings, computed once per source (from any worker thread).

@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual.app import App
 from textual.await_complete import AwaitComplete
+from textual.notifications import SeverityLevel
 from textual.reactive import var
 from textual.screen import ModalScreen, Screen
 from textual.widget import AwaitMount
 
 from gero.query.source import RunSource
 from gero.query.table import Page, TableFilter, TableSort
+from gero_runner.escape import for_terminal
 from gero_runner.storage.runs import RunInfo
 
 if TYPE_CHECKING:
@@ -69,6 +71,15 @@ class ExplorerApp(App[None]):
     def run_info(self) -> RunInfo | None:
         raise NotImplementedError
 
+    def notify(self, message: str, *, title: str = "",
+               severity: SeverityLevel = "information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """Every toast as plain text (a screen's ``notify`` comes here too): a message may
+        quote a run's names, whose ``[bold]`` must not be markup nor their ESC reach the
+        terminal."""
+        super().notify(for_terminal(message, newlines=True), title=for_terminal(title),
+                       severity=severity, timeout=timeout, markup=False)
+
     def figures_shown(self) -> None:
         """The first screen shows its figures: what waited for them may start (the
         findings, the detail modules' import)."""
@@ -90,7 +101,8 @@ class ExplorerApp(App[None]):
         return readable_text(int(rows[0][0]) if rows else 0, recorded)
 
     def title_line(self) -> str:
-        """Run id, date and versions, for the top line of each screen."""
+        """Run id, date and versions, for the top line of each screen (plain text, control
+        characters escaped: show it as a ``Text``, never as markup)."""
         raise NotImplementedError
 
     def require_source(self) -> RunSource:

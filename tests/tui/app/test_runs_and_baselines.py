@@ -47,7 +47,7 @@ async def test_a_running_run_says_so_and_the_picker_shows_status_runtimes_comman
             table = picker.query_one(DataTable)
             labels = [str(c.label) for c in table.columns.values()]
             assert {"Status", "Runtimes", "Command"} <= set(labels)
-            row = table.get_row_at(0)
+            row = [str(cell) for cell in table.get_row_at(0)]  # Texts: never markup
             assert row[labels.index("Status")] == "running"
             assert row[labels.index("Runtimes")] == "ort 1.32.0 · ov 2026.4"
             assert row[labels.index("Command")] == "run --backends onnxruntime,openvino"

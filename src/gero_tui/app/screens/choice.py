@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
+from gero_runner.escape import for_terminal
 from gero_tui.app.base import Dialog
 
 
@@ -26,9 +28,11 @@ class ChoiceScreen(Dialog[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Label(f"{self.title_text}  (enter: choose · esc: cancel)", id="dialog-title")
-            yield OptionList(*(Option(label, id=key) for key, label in self.choices),
-                             id="choices")
+            yield Label(Text(for_terminal(f"{self.title_text}  (enter: choose · esc: cancel)")),
+                        id="dialog-title")
+            # Texts, not markup: a label names runs and runtimes.
+            yield OptionList(*(Option(Text(for_terminal(label)), id=key)
+                               for key, label in self.choices), id="choices")
 
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()

@@ -35,6 +35,7 @@ from gero.query.tensors import (
 )
 from gero_runner.checks.gates import non_elementwise_gate
 from gero_runner.errors import GeroError
+from gero_runner.escape import for_terminal
 from gero_runner.storage.artifacts import resolve_artifact
 from gero_tui.app.base import leave
 from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope, data_root_of
@@ -181,21 +182,23 @@ class DetailScreen(Screen[None]):
                                               tuple(self.evidence.actual.shape))
 
     def _show_error(self, message: str) -> None:
-        self.query_one("#detail-title", Static).update(Text(message, style="bold red"))
+        self.query_one("#detail-title", Static).update(Text(for_terminal(message),
+                                                            style="bold red"))
 
     def _show_observation(self, obs: DetailRecord) -> None:
         self.observation = obs
         f = obs.fields
+        # The run's names and reasons: their control characters shown, never sent.
         title = Text()
-        title.append(f"{f['op_type']}", style="bold")
-        title.append(f" · {f['case_name']} · {f['dtype']} · {f['check']}: ")
+        title.append(for_terminal(f["op_type"]), style="bold")
+        title.append(for_terminal(f" · {f['case_name']} · {f['dtype']} · {f['check']}: "))
         opt = f" ({f['optimization']})" if f["optimization"] not in ("-", None) else ""
-        title.append(f"{f['backend']}{opt} vs {f['reference']}\n")
+        title.append(for_terminal(f"{f['backend']}{opt} vs {f['reference']}") + "\n")
         title.append(f"{f['result']}", style=_RESULT_STYLE.get(str(f["result"]), "bold"))
-        title.append(f" — {f['reason']}")
+        title.append(for_terminal(f" — {f['reason']}"))
         arbiter = arbiter_text(obs)
         if arbiter:
-            title.append(f"\n{arbiter}", style="italic")
+            title.append(f"\n{for_terminal(arbiter)}", style="italic")
         widget = self.query_one("#detail-title", Static)
         widget.update(title)
         # The worker may answer before the first layout has cleared the title's pending-layout
@@ -218,7 +221,7 @@ class DetailScreen(Screen[None]):
 
     def _show_evidence_error(self, message: str) -> None:
         self.query_one("#histogram-counts", Static).update(
-            Text(f"No element view: {message}", style="yellow"))
+            Text(for_terminal(f"No element view: {message}"), style="yellow"))
         self.query_one(TensorView).show_message(f"No element view: {message}")
         if self._active_tab() == "histogram":
             # Nothing to draw: the recorded fields (the error message among them) say more.
@@ -292,9 +295,9 @@ class DetailScreen(Screen[None]):
                                      cancelled=lambda: worker.is_cancelled)
             text = verdict_text(report, self.observation_id)
         except GeroError as e:
-            text = Text(f"✗ replay failed: {e}", style="bold red")
+            text = Text(f"✗ replay failed: {for_terminal(e)}", style="bold red")
         except Exception as e:  # a replay must never take the explorer down
-            text = Text(f"✗ replay failed unexpectedly: {type(e).__name__}: {e}",
+            text = Text(f"✗ replay failed unexpectedly: {type(e).__name__}: {for_terminal(e)}",
                         style="bold red")
         if not get_current_worker().is_cancelled:
             self.app.call_from_thread(self.query_one("#detail-verdict", Static).update, text)
@@ -332,9 +335,9 @@ class DetailScreen(Screen[None]):
             result, _ = blame_observation(data_root_of(self.source), row)
             text = blame_text(result.as_dict(), stored=False)
         except GeroError as e:
-            text = Text(f"✗ blame failed: {e}", style="bold red")
+            text = Text(f"✗ blame failed: {for_terminal(e)}", style="bold red")
         except Exception as e:  # blame must never take the explorer down
-            text = Text(f"✗ blame failed unexpectedly: {type(e).__name__}: {e}",
+            text = Text(f"✗ blame failed unexpectedly: {type(e).__name__}: {for_terminal(e)}",
                         style="bold red")
         self.app.call_from_thread(self._show_blame, text)
 
@@ -400,7 +403,7 @@ def blame_text(blame: dict[str, Any], stored: bool) -> Text:
     head = "blame (stored): " if stored else "blame: "
     first = blame.get("first_level")
     text = Text(head, style="bold")
-    text.append(str(blame.get("summary", "")), style="" if first else "dim")
+    text.append(for_terminal(blame.get("summary", "")), style="" if first else "dim")
     return text
 
 
@@ -429,7 +432,8 @@ def fields_table(obs: DetailRecord) -> Table:
     for title, rows in obs.sections():
         table.add_row(Text(title, style="bold underline"), "")
         for name, value in rows:
-            table.add_row(name, value)
+            # Texts: a str cell of a rich Table is markup, and a value is the run's name.
+            table.add_row(Text(for_terminal(name)), Text(for_terminal(value, newlines=True)))
     return table
 
 
@@ -577,7 +581,7 @@ def verdict_text(report: ReplayReport, observation_id: str) -> Text:
     text.append(f"; result {o.stored_result} → {o.replayed_result or '-'}")
     text.append(f"; {report.seconds:.2f} s")
     if o.message:
-        text.append(f" ({o.message})", style="dim")
+        text.append(f" ({for_terminal(o.message)})", style="dim")
     for change in report.version_changes:
-        text.append(f"\nversion changed: {change}", style="yellow")
+        text.append(f"\nversion changed: {for_terminal(change)}", style="yellow")
     return text

@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Static
 from gero.query.diff import KINDS
 from gero_runner.backends import path_label
 from gero_runner.errors import GeroError
+from gero_runner.escape import for_terminal
 from gero_tui.app.base import leave
 from gero_tui.app.widgets.key_bar import KeyBar
 
@@ -35,7 +36,8 @@ ORDER = ("regression", "fix", "changed", "new", "missing", "incompatible")
 
 def counts_text(report: DiffReport) -> Text:
     counts = report.counts()
-    text = Text.assemble((f"{report.base_run} → {report.current_run}", "bold"), "  ")
+    text = Text.assemble((for_terminal(f"{report.base_run} → {report.current_run}"), "bold"),
+                         "  ")
     for n, kind in enumerate(KINDS):
         text.append(" · " if n else "")
         text.append(f"{counts[kind]:,} {kind}", style=KIND_STYLE[kind] if counts[kind] else "dim")
@@ -75,7 +77,7 @@ class DiffScreen(Screen[None]):
         self.entries: list[DiffEntry] = []
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(f"diff: {self.what}", style="bold"), id="diff-title")
+        yield Static(Text(for_terminal(f"diff: {self.what}"), style="bold"), id="diff-title")
         yield Static("comparing…", id="diff-counts")
         table: DataTable[Any] = DataTable(id="diff-table", cursor_type="row",
                                           zebra_stripes=True)
@@ -106,9 +108,11 @@ class DiffScreen(Screen[None]):
         table = self.query_one(DataTable)
         table.clear()
         for e in self.entries:
+            # Texts, not markup: a case and an output are the run's names.
             table.add_row(
-                Text(e.kind, style=KIND_STYLE.get(e.kind, "")), e.case_id, e.check,
-                path_label(e.backend, e.optimization), e.output_name,
+                Text(e.kind, style=KIND_STYLE.get(e.kind, "")),
+                *(Text(for_terminal(c)) for c in (
+                    e.case_id, e.check, path_label(e.backend, e.optimization), e.output_name)),
                 f"{e.base_result or '-'} → {e.current_result or '-'}",
                 f"{_error(e.base_error)} → {_error(e.current_error)}")
         if not self.entries:
@@ -117,7 +121,7 @@ class DiffScreen(Screen[None]):
 
     def on_diff_screen_failed(self, message: Failed) -> None:
         self.query_one("#diff-counts", Static).update(
-            Text(f"cannot compare: {message.error}", style="bold red"))
+            Text(for_terminal(f"cannot compare: {message.error}"), style="bold red"))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show_why()
@@ -130,7 +134,7 @@ class DiffScreen(Screen[None]):
         e = self.highlighted()
         if e is not None:
             self.query_one("#diff-why", Static).update(Text.assemble(
-                (f"{e.kind}: ", KIND_STYLE.get(e.kind, "")), e.why))
+                (f"{e.kind}: ", KIND_STYLE.get(e.kind, "")), for_terminal(e.why)))
 
     def action_open_entry(self) -> None:
         e = self.highlighted()

@@ -10,6 +10,7 @@ from textual.containers import Center, Middle
 from textual.screen import Screen
 from textual.widgets import Static
 
+from gero_runner.escape import for_shell, for_terminal
 from gero_tui.app.widgets.key_bar import KeyBar
 
 
@@ -25,9 +26,9 @@ class EmptyScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with Middle(), Center():
             yield Static(
-                f"[b]No runs in {escape(str(self.data_root))}[/b]\n\n"
+                f"[b]No runs in {escape(for_terminal(self.data_root))}[/b]\n\n"
                 "Create one with:\n\n"
-                f"  [b]gero run --data-dir {escape(str(self.data_root))}[/b]\n\n"
+                f"  [b]gero run --data-dir {escape(for_shell(self.data_root))}[/b]\n\n"
                 "then open the explorer again (q quits).",
                 id="message",
             )

@@ -40,6 +40,7 @@ from gero.query.table import (
     TableSort,
     split_covers,
 )
+from gero_runner.escape import for_terminal
 from gero_tui.app.widgets.evaluations_table import PAGE_SIZE, EvaluationsTable
 from gero_tui.app.widgets.filter_bar import FilterBar
 from gero_tui.app.widgets.key_bar import KeyBar
@@ -275,7 +276,7 @@ class EvaluationsScreen(Screen[None]):
         source = self.app.source
         if source is None:
             return
-        self.query_one("#title", Static).update(self.app.title_line())
+        self.query_one("#title", Static).update(Text(self.app.title_line()))
         self.total_count = None
         if self.selection != Selection():
             self.selection = Selection()  # rows (and groups) of the run shown before
@@ -659,17 +660,17 @@ def why_text(row: TableRow | None, grouped_column: str | None = None) -> Text:
         text.append(f"{len(covers)} row{'s' if len(covers) != 1 else ''}: ", style="bold")
         for n, (name, member) in enumerate(covers):
             text.append(" · " if n else "")
-            text.append(f"{name} ")
+            text.append(f"{for_terminal(name)} ")
             text.append(member.replace("_", " "), style=CLASS_COLORS.get(member, ""))
         text.append("; worst shown: ", style="dim")
     text.append(f"{result.replace('_', ' ')}: ", style=f"bold {CLASS_COLORS.get(result, '')}")
-    text.append(str(values.get("details") or "-"))
+    text.append(for_terminal(values.get("details") or "-"))
     blamed = str(values.get("blamed") or "")
     if blamed == "undecided":
         text.append("  (blamed: undecided, no float64 value sides with either path)",
                     style="dim")
     elif blamed:
-        text.append(f"  (blamed: {blamed})", style="dim")
+        text.append(f"  (blamed: {for_terminal(blamed)})", style="dim")
     return text
 
 __all__ = ["RESULT_CLASSES", "EvaluationsScreen"]

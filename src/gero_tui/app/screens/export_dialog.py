@@ -21,6 +21,7 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
 from textual.worker import Worker
 
 from gero_runner.errors import GeroError
+from gero_runner.escape import for_terminal
 from gero_tui.app.base import Dialog
 from gero_tui.app.worker_errors import worker_failure
 
@@ -58,8 +59,9 @@ SHORT_ERROR = 160
 
 
 def short_error(error: BaseException | str, limit: int = SHORT_ERROR) -> str:
-    """An error in one short line: whitespace folded, a long path cut in its middle."""
-    text = " ".join(str(error).split())
+    """An error in one short line: whitespace folded, control characters shown as escapes
+    (it may quote a path or a node), a long path cut in its middle."""
+    text = for_terminal(" ".join(str(error).split()))
     words = [w if len(w) <= 60 or "/" not in w else f"{w[:20]}…{w[-30:]}"
              for w in text.split(" ")]
     text = " ".join(words)
@@ -141,7 +143,8 @@ class ExportDialog(Dialog[Path | None]):
                     ("Bundle ", "bold"), "this evaluation's evidence (model, inputs, outputs, "
                     "manifest, replay command) as one .tar.gz"))
             else:
-                yield Label(Text.assemble(("Export ", "bold"), self.scope.description))
+                yield Label(Text.assemble(("Export ", "bold"),
+                                          for_terminal(self.scope.description)))
             # Formats are for rows; a bundle has one format.
             with RadioSet(id="export-format") as formats:
                 formats.display = not bundle
@@ -200,7 +203,7 @@ class ExportDialog(Dialog[Path | None]):
     def action_copy_path(self) -> None:
         path = self.query_one("#export-path", Input).value
         self.app.copy_to_clipboard(path)
-        self._status(Text(f"copied {path} to the clipboard (OSC 52)"))
+        self._status(Text(f"copied {for_terminal(path)} to the clipboard (OSC 52)"))
 
     def _target(self) -> Path | None:
         text = self.query_one("#export-path", Input).value.strip()
@@ -222,7 +225,8 @@ class ExportDialog(Dialog[Path | None]):
     def action_export_rows(self) -> None:
         path = self._target()
         if path is not None and self._may_write(path):
-            self._status(Text(f"writing {self.scope.description} as {self.format}…"))
+            self._status(Text(for_terminal(f"writing {self.scope.description} as "
+                                           f"{self.format}…")))
             self._write_rows(path, self.format)
 
     def action_bundle(self) -> None:
@@ -241,8 +245,8 @@ class ExportDialog(Dialog[Path | None]):
     def _write_rows(self, path: Path, fmt: str) -> None:
         try:
             written, rows = export_scope(self.source, self.scope, fmt, path)
-            text = Text.assemble(("✓ ", "bold green"), f"wrote {rows} row"
-                                 f"{'s' if rows != 1 else ''} as {fmt} to {written}")
+            text = Text.assemble(("✓ ", "bold green"), for_terminal(
+                f"wrote {rows} row{'s' if rows != 1 else ''} as {fmt} to {written}"))
         except (GeroError, OSError, duckdb.Error) as e:
             text = Text(f"✗ not written: {short_error(e)}", style="bold red")
         self.app.call_from_thread(self._status, text)
@@ -251,8 +255,8 @@ class ExportDialog(Dialog[Path | None]):
     def _write_bundle(self, path: Path, observation_id: str) -> None:
         try:
             written, command = export_bundle(self.source, observation_id, path)
-            text = Text.assemble(("✓ ", "bold green"), f"wrote bundle {written}\n",
-                                 ("replay with: ", "dim"), command)
+            text = Text.assemble(("✓ ", "bold green"), f"wrote bundle {for_terminal(written)}\n",
+                                 ("replay with: ", "dim"), for_terminal(command))
         except (GeroError, OSError, duckdb.Error) as e:
             text = Text(f"✗ not written: {short_error(e)}", style="bold red")
         self.app.call_from_thread(self._status, text)

@@ -8,7 +8,6 @@ there is not overwritten unless `enter` is pressed again.
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -22,6 +21,7 @@ from textual.worker import Worker
 
 from gero.query.finding_report import bundle_name, finding_report
 from gero_runner.errors import GeroError
+from gero_runner.escape import for_shell, for_terminal
 from gero_tui.app.base import Dialog
 from gero_tui.app.screens.export_dialog import data_root_of, export_bundle, short_error
 from gero_tui.app.worker_errors import worker_failure
@@ -58,7 +58,7 @@ class FindingReportDialog(Dialog[None]):
         f = self.finding
         with Vertical(id="report-box"):
             yield Label(Text.assemble(("Report ", "bold"), f"finding {f.finding_id}: ",
-                                      (f.title, "italic")))
+                                      (for_terminal(f.title), "italic")))
             yield Label(Text("Markdown (its section of gero findings --format md, with the "
                              "replay and bundle commands); the bundle is written beside it",
                              style="dim"))
@@ -101,7 +101,7 @@ class FindingReportDialog(Dialog[None]):
         there = [p for p in targets if p.exists()]
         if there and self._confirmed != targets:
             self._confirmed = targets
-            names = " and ".join(p.name for p in there)
+            names = for_terminal(" and ".join(p.name for p in there))
             self._status(Text(f"{names} already there: enter again to overwrite",
                               style="bold yellow"))
             return
@@ -112,7 +112,7 @@ class FindingReportDialog(Dialog[None]):
     @work(thread=True, exclusive=True, group="finding-report", exit_on_error=False)
     def _write(self, path: Path, bundle: Path) -> None:
         root = data_root_of(self.source)
-        flag = f" --data-dir {shlex.quote(str(root.resolve()))}"
+        flag = f" --data-dir {for_shell(root.resolve())}"
         lines = finding_report(self.report, self.finding, root.resolve(), flag)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,16 +126,16 @@ class FindingReportDialog(Dialog[None]):
                                              self.finding.representative.observation_id, bundle)
         except (GeroError, OSError) as e:
             self.app.call_from_thread(self._status, Text.assemble(
-                ("✓ ", "bold green"), f"wrote {path.resolve()}\n",
+                ("✓ ", "bold green"), f"wrote {for_terminal(path.resolve())}\n",
                 (f"✗ no bundle: {short_error(e)}", "bold red")))
             return
         self.app.call_from_thread(self._status, Text.assemble(
-            ("✓ ", "bold green"), f"wrote {path.resolve()}\n", ("✓ ", "bold green"),
-            f"and {written}\n", ("replay with: ", "dim"), command))
+            ("✓ ", "bold green"), f"wrote {for_terminal(path.resolve())}\n", ("✓ ", "bold green"),
+            f"and {for_terminal(written)}\n", ("replay with: ", "dim"), for_terminal(command)))
 
     def _status(self, text: Text) -> None:
         self.query_one("#report-status", Static).update(text)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if (error := worker_failure(event)) is not None:
-            self._status(Text(f"✗ {error}", style="bold red"))
+            self._status(Text(f"✗ {for_terminal(error)}", style="bold red"))

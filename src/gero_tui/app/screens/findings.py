@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Static
 
 from gero.query.table import TableFilter
 from gero_runner.errors import GeroError
+from gero_runner.escape import for_shell, for_terminal
 from gero_runner.result_classes import RESULT_ABBREVIATIONS
 from gero_tui.app.widgets.key_bar import KeyBar
 from gero_tui.app.widgets.palette import CLASS_COLORS
@@ -43,10 +44,11 @@ def _origin_line(source: Any, f: Finding) -> list[Text | str | tuple[str, str]]:
     if loc is None:
         return []
     o = loc["origins"][0]
-    return [("\nlocalized: ", "bold"), (f"origin {o.get('node')} ({o.get('op_type')})", "bold red"),
+    return [("\nlocalized: ", "bold"),
+            (for_terminal(f"origin {o.get('node')} ({o.get('op_type')})"), "bold red"),
             f": inputs agree to {float(o.get('inputs_scaled_error') or 0):.2g}, alone "
             f"{float(o.get('local_scaled_error') or 0):.2g}",
-            *([("  repro: gero replay " + str(loc["repro"]), "dim")] if loc.get("repro")
+            *([("  repro: gero replay " + for_shell(loc["repro"]), "dim")] if loc.get("repro")
               else [])]
 
 
@@ -61,7 +63,7 @@ def summary_line(report: FindingsReport, readable: str | None = None) -> Text:
         text.append("  (no earlier run of this suite)", style="dim")
         return text
     new = sum(f.status == "new" for f in report.findings)
-    text.append(f" · since {report.baseline_run_id}: ")
+    text.append(f" · since {for_terminal(report.baseline_run_id)}: ")
     text.append(f"{new} new", style=STATUS_STYLE["new"] if new else "")
     text.append(f", {len(report.findings) - new} still, ")
     text.append(f"{len(report.gone)} gone", style=STATUS_STYLE["gone"] if report.gone else "")
@@ -140,7 +142,7 @@ class FindingsScreen(Screen[None]):
         """The app opened (another) run: compute its findings."""
         source = self.app.source
         self._agreements.clear()
-        self.query_one("#title", Static).update(self.app.title_line())
+        self.query_one("#title", Static).update(Text(self.app.title_line()))
         if source is None:
             return
         ready = self.app.findings_ready(source)
@@ -174,11 +176,12 @@ class FindingsScreen(Screen[None]):
                           Text(f"{f.observations:,}", justify="right"),
                           Text(f"{f.cases:,}", justify="right"),
                           Text(f.status or "—", style=STATUS_STYLE.get(f.status, "dim")),
-                          f.title, key=f.finding_id)
+                          Text(for_terminal(f.title)), key=f.finding_id)
         self._show_detail()
 
     def on_findings_screen_failed(self, message: Failed) -> None:
-        self.query_one("#summary", Static).update(f"cannot compute findings: {message.error}")
+        self.query_one("#summary", Static).update(
+            Text(for_terminal(f"cannot compute findings: {message.error}")))
         self.notify(message.error, title="Findings failed", severity="error", timeout=10)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -235,13 +238,14 @@ class FindingsScreen(Screen[None]):
         if agreed is None and self.app.source is not None:
             self._agreement(self.app.source, f.finding_id)
         detail.update(Text.assemble(
-            (f.finding_id, "bold"), f" · outlier {f.outlier} · ",
-            f"{len(f.operators)} op(s): {', '.join(f.operators[:6])}"
-            f"{' …' if len(f.operators) > 6 else ''} · {', '.join(f.dtypes)} · "
-            f"levels {', '.join(f.levels) or '—'}\n",
-            ("worst: ", "dim"), f"{r.case_id} {r.check} {r.backend} {r.optimization}: ",
-            (r.reason, "dim"), *_origin_line(self.app.source, f),
-            *((("\n≡ ", "bold cyan"), (agreed, "cyan")) if agreed else ())))
+            (f.finding_id, "bold"), for_terminal(f" · outlier {f.outlier} · "),
+            for_terminal(f"{len(f.operators)} op(s): {', '.join(f.operators[:6])}"
+                         f"{' …' if len(f.operators) > 6 else ''} · {', '.join(f.dtypes)} · "
+                         f"levels {', '.join(f.levels) or '—'}"), "\n",
+            ("worst: ", "dim"),
+            for_terminal(f"{r.case_id} {r.check} {r.backend} {r.optimization}: "),
+            (for_terminal(r.reason), "dim"), *_origin_line(self.app.source, f),
+            *((("\n≡ ", "bold cyan"), (for_terminal(agreed), "cyan")) if agreed else ())))
 
     def action_open_finding(self) -> None:
         """The highlighted finding's observations in the evaluations table."""
@@ -281,7 +285,8 @@ class FindingsScreen(Screen[None]):
 
         def chosen(baseline: str | None) -> None:
             if baseline is not None:
-                self.query_one("#summary", Static).update(f"comparing with {baseline}…")
+                self.query_one("#summary", Static).update(
+                    Text(for_terminal(f"comparing with {baseline}…")))
                 self._against(source, baseline)
 
         self.app.push_screen(ChoiceScreen("Baseline for new / still / gone", choices), chosen)

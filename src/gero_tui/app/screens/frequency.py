@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Label, Static
 from textual.worker import Worker
 
 from gero.query.table import RESULT_CLASSES, Frequency
+from gero_runner.escape import for_terminal
 from gero_runner.result_classes import RESULT_ABBREVIATIONS
 from gero_tui.app.base import Dialog
 from gero_tui.app.widgets.palette import CLASS_COLORS
@@ -51,7 +52,7 @@ class FrequencyScreen(Dialog[str | None]):
         hint = "enter: filter to it · esc: close" if self.filterable else "esc: close"
         with Vertical(id="dialog"):
             yield Label(Text.assemble((f"Frequency of {self.label}", "bold"),
-                                      (f"  {self.scope}  ·  {hint}", "dim")),
+                                      (for_terminal(f"  {self.scope}  ·  {hint}"), "dim")),
                         id="dialog-title")
             yield Static("counting…", id="frequency-status")
             table: DataTable[Text | str] = DataTable(id="frequency", cursor_type="row")
@@ -84,7 +85,8 @@ class FrequencyScreen(Dialog[str | None]):
         status.update(Text(f"{len(counts):,} distinct values, {total:,} rows", style="dim"))
         table: DataTable[Text | str] = self.query_one(DataTable)
         for n, c in enumerate(counts):
-            table.add_row(c.value, Text(f"{c.rows:,}", justify="right"),
+            # A Text, not markup: a value is the run's (a case, a model's path, a reason).
+            table.add_row(Text(for_terminal(c.value)), Text(f"{c.rows:,}", justify="right"),
                           Text(f"{100 * c.rows / total:.1f}%", justify="right"),
                           *(Text(f"{c.by_class.get(r, 0):,}" if c.by_class.get(r) else "·",
                                  justify="right", style=CLASS_COLORS[r] if c.by_class.get(r)

@@ -27,6 +27,7 @@ from textual.worker import get_current_worker
 
 from gero.query.tensors import Evidence, analyse
 from gero_runner.errors import GeroError
+from gero_runner.escape import for_terminal
 from gero_runner.storage.artifacts import LOCALIZE_DIR, resolve_artifact
 from gero_tui.app.base import leave
 from gero_tui.app.widgets.key_bar import KeyBar
@@ -156,7 +157,8 @@ class LocalizeScreen(Screen[None]):
             self.app.call_from_thread(self.show_result, result, kept, stored)
 
     def _failed(self, message: str) -> None:
-        self.query_one("#localize-summary", Static).update(Text(message, style="bold red"))
+        self.query_one("#localize-summary", Static).update(Text(for_terminal(message),
+                                                                style="bold red"))
 
     def show_result(self, result: dict[str, Any], kept: dict[str, np.ndarray],
                     stored: bool = True) -> None:
@@ -166,9 +168,10 @@ class LocalizeScreen(Screen[None]):
                       if a["tensor"] not in roles})
         head = Text.assemble(
             ("error through the graph" + (" (stored)" if stored else ""), "bold"),
-            f" · {result.get('actual')} against {result.get('reference')} · "
-            f"{result.get('output_name')} · {len(result.get('tensors', []))} tensors compared\n",
-            (str(result.get("summary", "")),
+            for_terminal(f" · {result.get('actual')} against {result.get('reference')} · "
+                         f"{result.get('output_name')} · {len(result.get('tensors', []))} "
+                         "tensors compared"), "\n",
+            (for_terminal(result.get("summary", "")),
              "bold" if result.get("origins") else "green"))
         self.query_one("#localize-summary", Static).update(head)
         table = self.query_one(DataTable)
@@ -177,8 +180,8 @@ class LocalizeScreen(Screen[None]):
             role = roles.get(t["name"], "")
             table.add_row(
                 Text(str(t["position"]), justify="right"),
-                Text(t.get("node") or t["name"], style="bold" if role else ""),
-                t.get("op_type", ""),
+                Text(for_terminal(t.get("node") or t["name"]), style="bold" if role else ""),
+                Text(for_terminal(t.get("op_type", ""))),
                 Text(f"{t['scaled_error']:.2g}", justify="right",
                      style="red" if t.get("diverges") else ""),
                 bar(float(t["scaled_error"]), float(t["threshold"])),
@@ -267,23 +270,26 @@ class LocalizeScreen(Screen[None]):
         if finding is None:
             fig = next(t for t in self.result["tensors"] if t["name"] == tensor)
             info.update(Text.assemble(
-                (f"{fig.get('node') or tensor}", "bold"), f" ({fig.get('op_type')}) → {tensor}: "
+                (for_terminal(fig.get('node') or tensor), "bold"),
+                for_terminal(f" ({fig.get('op_type')}) → {tensor}: ") +
                 f"scaled error {fig['scaled_error']:.3g} end to end, floor {fig['floor']:.2g}, "
                 f"threshold {fig['threshold']:.2g}; not run alone (it does not diverge, or "
                 "lies outside the stretch traced), so no tensors are kept for it"))
             view.display = False
             return
-        ins = ", ".join(f"{n} {v:.2g}" for n, v in finding.get("inputs", {}).items()) or "—"
+        ins = for_terminal(", ".join(f"{n} {v:.2g}" for n, v in finding.get("inputs", {}).items())
+                           or "—")
         share = finding.get("share")
         a, r, label = self._pair(tensor)
         info.update(Text.assemble(
-            (f"{finding['role']}  {finding['node']} ({finding['op_type']})", "bold"),
-            f" → {tensor}: inputs {ins}; alone {finding['local_scaled_error']:.3g}, end to "
-            f"end {finding['output_scaled_error']:.3g}, gain {finding['gain']:.3g}"
+            (for_terminal(f"{finding['role']}  {finding['node']} ({finding['op_type']})"), "bold"),
+            f" → {for_terminal(tensor)}: inputs {ins}; alone "
+            f"{finding['local_scaled_error']:.3g}, end to end "
+            f"{finding['output_scaled_error']:.3g}, gain {finding['gain']:.3g}"
             + (f", {share:.0%} of the final error" if isinstance(share, float) else "")
             + f"\n{len(finding.get('nodes', []))} node(s): "
-            + ", ".join(finding.get("nodes", [])[:6]),
-            ("\n" + label + " · a alone/traced · i its inputs", "dim")))
+            + for_terminal(", ".join(finding.get("nodes", [])[:6])),
+            ("\n" + for_terminal(label) + " · a alone/traced · i its inputs", "dim")))
         if a is None or r is None or a.shape != r.shape:
             view.display = True
             view.show_message("these tensors were not kept (over 4 MiB, or not traced)")
@@ -298,7 +304,7 @@ class LocalizeScreen(Screen[None]):
             analysis = analyse(evidence)
         except Exception as e:  # shown, not raised
             view.display = True
-            view.show_message(f"cannot compare these tensors: {e}")
+            view.show_message(f"cannot compare these tensors: {for_terminal(e)}")
             return
         view.display = True
         view.show(evidence, analysis, (str(self.result.get("actual")),

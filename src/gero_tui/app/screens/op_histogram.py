@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker
 
 from gero.query.histograms import GroupHistogram, OperationHistogram, operation_histogram
+from gero_runner.escape import for_terminal
 from gero_tui.app.base import leave
 from gero_tui.app.widgets.histogram import Bar, Chart, Histogram
 from gero_tui.app.worker_errors import worker_failure
@@ -72,7 +73,8 @@ class OpHistogramScreen(Screen[None]):
         leave(self)
 
     def compose(self) -> ComposeResult:
-        yield Static(f"{self.op_type or 'operation'}: loading…", id="op-title")
+        yield Static(Text(for_terminal(f"{self.op_type or 'operation'}: loading…")),
+                     id="op-title")
         yield DataTable(id="op-groups", cursor_type="row", zebra_stripes=True)
         yield Histogram(id="op-bars")
         yield Footer()
@@ -94,7 +96,7 @@ class OpHistogramScreen(Screen[None]):
         self.histogram = histogram
         low, high = histogram.decade_range
         title = Text()
-        title.append(f"{self.op_type}", style="bold")
+        title.append(for_terminal(self.op_type), style="bold")
         title.append(f": max abs error over {histogram.total} evaluations, by optimisation "
                      "level and dtype")
         if high >= low:

@@ -18,6 +18,7 @@ from textual.worker import Worker
 from gero.query.table import RESULT_CLASSES, TableFilter
 from gero_runner.backends import short_name
 from gero_runner.errors import GeroError
+from gero_runner.escape import for_terminal
 from gero_tui.app.base import readable_text
 from gero_tui.app.widgets.class_counts import ClassCounts
 from gero_tui.app.widgets.key_bar import KeyBar
@@ -142,12 +143,13 @@ class OverviewScreen(Screen[None]):
             self._stale = True
             return
         self._stale = False
-        self.query_one("#title", Static).update(self.app.title_line())
+        self.query_one("#title", Static).update(Text(self.app.title_line()))
         info = self.app.run_info()
         self.query_one(ClassCounts).counts = dict(info.counts) if info and info.counts else None
         problems = self.query_one("#problems", Static)
         problems.display = bool(source.problems)
-        problems.update("\n".join(f"⚠ {p}" for p in source.problems))
+        problems.update(Text(for_terminal("\n".join(f"⚠ {p}" for p in source.problems),
+                                          newlines=True)))
         self._load(source)
         # The findings after the counts (on_overview_screen_loaded): grouping every row
         # beside the counts' queries delayed the overview's first frame.
@@ -235,8 +237,9 @@ class OverviewScreen(Screen[None]):
         if message.notes:
             problems = self.query_one("#problems", Static)
             problems.display = True
-            problems.update("\n".join([*(f"⚠ {p}" for p in self.app.source.problems),
-                                        *message.notes] if self.app.source else message.notes))
+            problems.update(Text(for_terminal(
+                "\n".join([*(f"⚠ {p}" for p in self.app.source.problems), *message.notes]
+                          if self.app.source else message.notes), newlines=True)))
         several = len({b for by in message.runtime_ms.values() for b in by}) > 1
         self.query_one(TimingTable).show([
             (o.op_type, o.measured_pairs,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import DataTable, Label
 
+from gero_runner.escape import for_terminal
 from gero_runner.storage.runs import RunInfo
 from gero_tui.app.base import Dialog, ExplorerApp
 
@@ -45,7 +47,7 @@ class RunPickerScreen(Dialog[str | None]):
         with Vertical(id="dialog"):
             yield Label("Runs  (enter: open · d: its observations against the open run's · "
                         "esc: cancel)", id="dialog-title")
-            yield DataTable[str](id="runs", cursor_type="row", zebra_stripes=True)
+            yield DataTable[Text](id="runs", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -53,7 +55,7 @@ class RunPickerScreen(Dialog[str | None]):
                           "Obs.", "New", "Div.", "Issues", "Tolerances", "Command")
         for run in self.runs:
             issues = run.counts.get("contract_issue", 0) + run.counts.get("execution", 0)
-            table.add_row(
+            cells = (
                 "●" if run.run_id == self.current else "",
                 run.run_id, run.date, run.status, run.suite, runtimes_text(run),
                 run.onnx_version,
@@ -61,8 +63,9 @@ class RunPickerScreen(Dialog[str | None]):
                 f"{run.counts.get('divergence', 0):,}", f"{issues:,}" if not run.problem
                 else "unreadable", run.tolerance_overrides or "defaults",
                 run.command_line.removeprefix("gero ") or "-",
-                key=run.run_id,
             )
+            # Texts, not markup: a command line names the user's paths.
+            table.add_row(*(Text(for_terminal(c)) for c in cells), key=run.run_id)
         ids = [r.run_id for r in self.runs]
         if self.current in ids:
             table.move_cursor(row=ids.index(self.current))

@@ -20,6 +20,7 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker
 
+from gero_runner.escape import for_terminal
 from gero_tui.app.base import Dialog
 from gero_tui.app.worker_errors import worker_failure
 
@@ -32,6 +33,7 @@ HINT = "space: toggle · enter: apply · x: none · a-z: jump · esc: cancel"
 def option_text(value: str, count: int, chosen: bool, width: int) -> Text:
     """``[x] value   count``: the mark is a character, not only a colour."""
     text = Text()
+    value = for_terminal(value)  # the run's (a case, an operator): shown, never sent
     text.append("[x] " if chosen else "[ ] ", style="bold" if chosen else "dim")
     text.append(value, style="bold" if chosen else "")
     text.append(" " * max(2, width - len(value)))

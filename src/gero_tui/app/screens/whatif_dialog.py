@@ -19,6 +19,7 @@ from textual.message import Message
 from textual.widgets import Input, Label, RadioButton, RadioSet, Static
 
 from gero_runner.errors import GeroError
+from gero_runner.escape import for_terminal
 from gero_tui.app.base import Dialog
 
 if TYPE_CHECKING:
@@ -58,10 +59,12 @@ def result_text(w: WhatIf, findings: list[Finding]) -> Text:
         gone = c.would_pass == c.members
         text.append(f"{c.would_pass:>5} of {c.members:<5} would pass",
                     style="#98e024" if gone else "")
-        text.append(f"{' (gone)' if gone else '':<8}{titles.get(c.finding_id, '')}\n")
+        text.append(f"{' (gone)' if gone else '':<8}{for_terminal(titles.get(c.finding_id, ''))}"
+                    "\n")
     for n in w.new_failures[:8]:
         text.append("  new ", style="#fd971f")
-        text.append(f"{n.count:>5} passed would diverge: {n.op_type} {n.dtype} on {n.paths}\n")
+        text.append(for_terminal(f"{n.count:>5} passed would diverge: {n.op_type} {n.dtype} "
+                                 f"on {n.paths}") + "\n")
     if not w.findings and not w.new_failures:
         text.append("no observation would change class", style="dim")
     return text
@@ -146,7 +149,7 @@ class WhatIfDialog(Dialog[None]):
                 self._prepared = True
             text = result_text(what_if(self.source, overrides), self.findings)
         except (duckdb.Error, GeroError) as e:
-            text = Text(f"cannot re-grade: {e}", style="red")
+            text = Text(f"cannot re-grade: {for_terminal(e)}", style="red")
         self.post_message(self.Regraded(text))
 
     def on_what_if_dialog_regraded(self, message: Regraded) -> None:

@@ -31,6 +31,7 @@ from gero.query.table import (
     TableSort,
     split_covers,
 )
+from gero_runner.escape import for_terminal
 from gero_runner.result_classes import RESULT_ABBREVIATIONS, RESULT_WORDS
 
 PAGE_SIZE = 128
@@ -123,7 +124,8 @@ def format_value(key: str, value: Any, width: int | None = None) -> str:
         if math.isnan(v):
             return "-"
         return "0" if v == 0 else f"{v:.2e}"
-    text = str(value).replace("\n", " ")
+    # A name or reason from the run: its control characters shown, not sent to the terminal.
+    text = for_terminal(str(value).replace("\n", " "))
     if key == "result":
         text = RESULT_WORDS.get(text, text)
     if width is not None and cell_len(text) > width:
@@ -156,7 +158,7 @@ def covers_label(value: str, width: int, column: str = "") -> str:
     names = [name for name, _ in split_covers(value)]
     if names == list(LEVEL_NAMES):
         return "all 4 levels" if width >= 12 else "4 levels"
-    text = ",".join(names)
+    text = for_terminal(",".join(names))
     if cell_len(text) > width:
         text = ",".join(NARROW_VALUES["dtype"].get(n, n) for n in names)
     if cell_len(text) > width:
@@ -416,7 +418,8 @@ class EvaluationsTable(Widget, can_focus=True):
                 if index == 0:
                     text = self.loading_text if not self.loaded else "No evaluations match."
                     style = self.get_component_rich_style("evaluations-table--placeholder")
-                    return Strip([Segment(_fit("  " + text, width), style)], width)
+                    return Strip([Segment(_fit("  " + for_terminal(text), width), style)],
+                                 width)
                 return Strip.blank(width, base)
             strip = self._row(index, columns, width - (1 if scrollbar else 0))
             if scrollbar:

@@ -7,6 +7,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from gero.query.table import RESULT_CLASSES, TableFilter, TableSort
+from gero_runner.escape import for_terminal
 from gero_runner.result_classes import RESULT_ABBREVIATIONS, RESULT_WORDS
 from gero_tui.app.widgets.palette import CLASS_COLORS
 
@@ -81,12 +82,12 @@ class FilterBar(Static):
         text.append(sort, style="dim")
         text.append("\n")
         if self.problem:
-            text.append(f"⚠ {self.problem}", style="bold red")
+            text.append(f"⚠ {for_terminal(self.problem)}", style="bold red")
             text.append("\n")
         phrases = f.describe()
         if phrases:
             text.append("filters: ", style="dim")
-            text.append(" · ".join(phrases), style="bold")
+            text.append(for_terminal(" · ".join(phrases)), style="bold")
             text.append("   x clears", style="dim")
         else:
             text.append("no filters", style="dim")

@@ -21,6 +21,7 @@ from textual.widget import Widget
 
 from gero.query.slicing import TensorCursor, broadcast_index
 from gero.query.tensors import CaseInput
+from gero_runner.escape import for_terminal
 from gero_tui.app.widgets.tensor_view import (
     CURSOR,
     MOVE_BINDINGS,
@@ -155,15 +156,15 @@ class InputsView(Widget, can_focus=True):
         head = Text(no_wrap=True, overflow="ellipsis")
         if self.fed:
             head.append("inputs fed: ", style="bold")
-            head.append(self.fed + "\n")
+            head.append(for_terminal(self.fed) + "\n")
         if not self.inputs:
-            head.append(self.message)
+            head.append(for_terminal(self.message, newlines=True))
             return head
         for k, case_input in enumerate(self.inputs):
             x = case_input.array
             mark = "▶ " if k == self.selected else "  "
             head.append(mark, style="bold yellow")
-            head.append(case_input.name, style="bold" if k == self.selected else "")
+            head.append(for_terminal(case_input.name), style="bold" if k == self.selected else "")
             head.append(f" {x.dtype} {list(x.shape)}  ", style="dim")
             head.append(summary_text(x) + "\n")
         if len(self.inputs) > 1:
@@ -224,7 +225,7 @@ class InputsView(Widget, can_focus=True):
         index = cursor.original_index
         value = x[index] if index else x[()]
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f"\n{case_input.name}{cursor.describe()}", style="bold")
+        text.append(f"\n{for_terminal(case_input.name)}{cursor.describe()}", style="bold")
         text.append(f"\n{list(index)} = {format_element(value, x.dtype)}")
         paired = self.paired[self.selected]
         out = self.output_index

@@ -13,6 +13,7 @@ from textual import events
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from gero_runner.escape import for_terminal
 from gero_tui.app.widgets.palette import CLASS_COLORS
 
 SEGMENTS = tuple(CLASS_COLORS.items())
@@ -51,8 +52,9 @@ class OperationBars(OptionList):
         """Operations (or operation and runtime, or findings) with their counts per result
         class; each option's id is its name unless ``ids`` are given; names are cut at
         ``name_max`` (a finding's title wants more room than an operator's name)."""
-        self._rows = rows
         self._ids = ids if ids is not None else [name for name, _ in rows]
+        # An operation is a model's file name, a title may quote a node: shown escaped.
+        self._rows = [(for_terminal(name), counts) for name, counts in rows]
         self._name_max = name_max
         self._rebuild()
 

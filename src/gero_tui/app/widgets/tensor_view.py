@@ -22,6 +22,7 @@ from textual.widget import Widget
 
 from gero.query.slicing import TensorCursor
 from gero.query.tensors import ElementAnalysis, Evidence, element_status
+from gero_runner.escape import for_terminal
 from gero_runner.metrics.compare import ulp_distance
 
 # Significant digits shown per dtype: float16 values print with their shortest round-trip
@@ -235,7 +236,7 @@ class TensorView(Widget, can_focus=True):
     def render(self) -> RenderableType:
         ev, an, cur = self.evidence, self.analysis, self.cursor
         if ev is None or an is None or cur is None:
-            return Text(self.message)
+            return Text(for_terminal(self.message, newlines=True))
         if ev.actual.size == 0:
             return Text(f"empty tensors (shape {list(ev.actual.shape)}): no elements to show")
         dtype, ref_dtype = ev.actual.dtype, ev.reference.dtype
@@ -272,7 +273,7 @@ class TensorView(Widget, can_focus=True):
 
         def pane_text(title: str, cell: object, width: int) -> Text:
             text = Text(no_wrap=True, overflow="ellipsis")
-            text.append(title[:pane] + "\n", style="bold")
+            text.append(for_terminal(title)[:pane] + "\n", style="bold")
             text.append(" " * label_width + "│")
             text.append("".join(f"{j:>{width}} " for j in range(c0, c1)) + "\n", style="dim")
             for i in range(r0, r1):

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual.widgets import DataTable
 
 from gero_runner.backends import short_name
+from gero_runner.escape import for_terminal
 
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-class TimingTable(DataTable[str]):
+class TimingTable(DataTable[str | Text]):
     """Operation, measured pairs, each runtime's median and the reference median (ms)."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -45,5 +47,8 @@ class TimingTable(DataTable[str]):
         self.clear()
         for op, pairs, by, reference in rows:
             cells = [f"{_ms(by.get(name)):>7}" for name in runtimes] or [f"{_ms(None):>7}"]
-            self.add_row(op, f"{pairs:>5}", *cells, f"{_ms(reference):>9}", key=op)
+            # A Text: a DataTable reads a str as markup, and an operation may be a model's
+            # file name with "[" or ESC in it.
+            self.add_row(Text(for_terminal(op)), f"{pairs:>5}", *cells, f"{_ms(reference):>9}",
+                         key=op)
 

@@ -179,8 +179,9 @@ def test_a_real_int8_recogniser_parts_at_one_quantize_rounding(tmp_path: Path) -
                  inputs_file=str(REAL / "inputs.npz"))
     row = row_where(rows, check="model:fp32", backend="openvino", optimization="f32")
     assert row["reference"] == "onnxruntime:all"
-    if row["result"] == "passed":  # seen once under heavy load: the scale rounded alike
-        pytest.skip("OpenVINO and ONNX Runtime agreed on this run: nothing to localize")
+    # The row passes its gate (1.2e-2 scaled, inside ONNX Runtime's own 1e-7 input-noise
+    # floor of 1.4e-2: no runtime is blamed), and the two paths still part: where, is
+    # what localize answers.
     loc, _ = localize_observation(tmp_path, row)
     origin = loc.origins[0]
     assert origin.op_type == "ConvInteger" and origin.inputs_scaled_error < 1e-5

@@ -893,7 +893,11 @@ def summary(loc: Localization) -> str:
     after = [m for m in loc.amplifiers if loc_position(loc, m.tensor)
              > loc_position(loc, o.tensor)]
     growing = [m for m in after if m.gain > 1.5]
-    if growing:
+    if after and f < o.local_scaled_error:
+        # Grown on the way or not, less of it reaches the output (a normalisation or a
+        # softmax after it): "magnifies it to" a smaller figure would read backwards.
+        text += f"; the nodes after it shrink it to {f:.2g} at the output"
+    elif growing:
         names = [m.op_type or m.node for m in growing[:4]]
         listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         verb = "magnifies" if len(names) == 1 else "magnify"

@@ -15,19 +15,17 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from gero_runner import backends
 from gero_runner.errors import GeroError
+from gero_runner.evidence.localization import Localization
 from gero_runner.evidence.rows import OBSERVATIONS_JSON, row_to_json
 from gero_runner.schema import Observation
 from gero_runner.storage.artifacts import MANIFEST
 from gero_runner.storage.hashing import sha256
-
-if TYPE_CHECKING:
-    from gero_runner.evidence.localize import Localization
 
 LOCALIZE_JSON = "localize.json"
 SHADOW_LABEL = "float64-shadow"

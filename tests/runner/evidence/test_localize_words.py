@@ -4,7 +4,8 @@ LayerNorm sum: 6.3e-7 at the origin, 5.4e-8 at the softmax output)."""
 
 from __future__ import annotations
 
-from gero_runner.evidence.localize import Localization, NodeFinding, TensorFigure, summary
+from gero_runner.evidence.localization import Localization, NodeFinding, TensorFigure
+from gero_runner.evidence.localize import summary
 
 
 def _tensor(name: str, position: int, error: float) -> TensorFigure:

@@ -142,3 +142,28 @@ def test_an_index_listing_a_loose_run_as_merged_is_an_error_and_gc_keeps_its_evi
     assert len(ids) == len(set(ids))
     gero("gc", "--apply", "--data-dir", str(root), cwd=tmp_path)
     assert _evidence(root) == evidence
+
+
+def test_a_truncated_index_loses_nothing_and_the_next_run_saves(
+        tmp_path: Path, compacted_root: Path) -> None:
+    """Half an index.json (a killed writer, a full disk): the runs read on, the next run is
+    stored whole, and no traceback (it said 'observations.parquet is missing … run the
+    suite again', and a run started then died at its first save)."""
+    root = tmp_path / "data"
+    shutil.copytree(compacted_root, root)
+    index = root / "store" / "index.json"
+    index.write_bytes(index.read_bytes()[:40])
+    for name in ("one", "two"):
+        summary = gero("summary", "--data-dir", str(root), "--run", name, cwd=tmp_path,
+                       check=None)
+        assert summary.returncode in (0, 1) and "Traceback" not in summary.stderr, (
+            summary.stderr)
+        assert "observations" in summary.stdout
+    done = gero("run", "--data-dir", str(root), *EXP, "--limit", "2", "--run-id", "three",
+                cwd=tmp_path, check=None)
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+    assert runs(root) == ["one", "three", "two"]
+    for name in ("one", "two"):  # nothing lost: each run reads as it did before
+        assert sorted(sighted_ids(root, name)) == sorted(sighted_ids(compacted_root, name))
+    ids = sighted_ids(root, "three")
+    assert ids and len(ids) == len(set(ids))

@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -49,11 +50,22 @@ CACHE_LIMIT = 4 << 20
 """Graphs up to this many bytes are cached: a bigger one's compile is small beside its run."""
 
 
-@functools.cache  # one Core per worker process: it loads the CPU plugin once
-def _core() -> Any:
+def _openvino() -> Any:
+    """The openvino package, imported without its telemetry: ``import openvino`` imports
+    its converter, which sends an event to Google Analytics from a thread unless the user
+    opted out (openvino_telemetry). gero computes; it reports to no one, and a thread left
+    behind would make every later isolated call start a new interpreter. Hidden, the
+    package is replaced by the converter's own stub."""
+    if "openvino" not in sys.modules:
+        sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
     import openvino
 
-    return openvino.Core()
+    return openvino
+
+
+@functools.cache  # one Core per worker process: it loads the CPU plugin once
+def _core() -> Any:
+    return _openvino().Core()
 
 
 @functools.cache
@@ -121,8 +133,7 @@ class OpenVino(Backend):
         return None
 
     def build(self, model: bytes, settings: Mapping[str, Any]) -> Any:
-        import openvino
-
+        openvino = _openvino()
         core = _core()
         read = core.read_model(model, openvino.Tensor(np.empty(0, np.uint8)))
         config: dict[str, Any] = {

@@ -299,6 +299,19 @@ def figure(a: np.ndarray, r: np.ndarray) -> tuple[float, int]:
         return 0.0, 0
     if a.dtype.kind not in "fiub" or r.dtype.kind not in "fiub":
         return (0.0 if np.array_equal(a, r) else math.inf), 0
+    if a.dtype == r.dtype and a.dtype in (np.float32, np.float64):
+        # Most tensors: finite on both sides. Their difference in their own dtype (rounded
+        # to 2^-24 of itself at worst) is finite exactly when no element is NaN or inf on
+        # either side: two passes and one temporary instead of a dozen float64 ones.
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = np.subtract(a, r)
+            np.abs(d, out=d)
+            diff = float(d.max())
+        if math.isfinite(diff):
+            scale = max(float(r.max()), -float(r.min()))
+            if scale == 0:
+                return (0.0 if diff == 0 else math.inf), 0
+            return diff / scale, 0
     x, y = a.astype(np.float64), r.astype(np.float64)
     fx, fy = np.isfinite(x), np.isfinite(y)
     both = fx & fy

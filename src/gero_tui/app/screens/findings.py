@@ -165,6 +165,11 @@ class FindingsScreen(Screen[None]):
             self.post_message(self.Failed(str(e)))
 
     def on_findings_screen_loaded(self, message: Loaded) -> None:
+        if self.query_one(DataTable).size.width == 0:
+            # Before the table's first layout its auto-width title column would keep the
+            # header's width (seen under load as a 7-character title column): paint after.
+            self.call_after_refresh(self.on_findings_screen_loaded, message)
+            return
         self.report = message.report
         self.query_one("#summary", Static).update(summary_line(message.report,
                                                                message.readable))

@@ -18,11 +18,12 @@ default path).
 A compile costs ~50 ms of CPU even for a two-node graph (the plugin's transformation
 pipeline), several times ONNX Runtime's whole case, and a case compiles ~3 graphs (its own,
 the symbolic-batch and the unit-axis contract graphs). Graphs under 4 MiB therefore go
-through OpenVINO's model cache (``CACHE_DIR``): the cache key is the graph, the compile
-settings, the device and OpenVINO's version, and a hit imports the compiled blob in ~10 ms,
-so a rerun of a suite compiles nothing twice. The cache lives in ``$GERO_CACHE_DIR`` (default
-``~/.cache/gero``), one folder per OpenVINO version and CPU; ``GERO_CACHE_DIR=off`` turns it
-off.
+through OpenVINO's model cache (``CACHE_DIR``), and a hit imports the compiled blob in ~10 ms,
+so a rerun of a suite compiles nothing twice. OpenVINO names a blob after the graph, not
+after every compile setting (the f32 and bf16 paths shared one file): gero gives each compile
+configuration its own folder. The cache lives in ``$GERO_CACHE_DIR`` (default
+``~/.cache/gero``), one folder per OpenVINO version and CPU, one below it per configuration;
+``GERO_CACHE_DIR=off`` turns it off.
 
 openvino is imported inside functions (see backends.base); importing it costs ~0.1 s.
 """
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -93,6 +95,20 @@ def cache_dir() -> str | None:
     return str(path)
 
 
+def _settings_folder(cache: str, config: Mapping[str, Any]) -> str | None:
+    """One folder of the cache per compile configuration: OpenVINO names a blob after the
+    graph alone, so the f32 and bf16 paths (and the dynamic-quantization and thread
+    settings) shared one file, and one path loaded a blob the other had compiled (a wrong
+    output, then a crash, on PP-OCRv4's int8 recogniser)."""
+    key = json.dumps(sorted((k, str(v)) for k, v in config.items()))
+    folder = Path(cache) / hashlib.sha256(key.encode()).hexdigest()[:12]
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError:
+        return None  # no cache rather than a shared one
+    return str(folder)
+
+
 def _cpu_identity() -> str:
     """The CPU's model name and instruction-set flags (what a compiled blob depends on)."""
     import platform
@@ -149,8 +165,9 @@ class OpenVino(Backend):
             # default) is the default path's, named with it (the module docstring).
             config["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = 0
         cache = cache_dir() if len(model) <= CACHE_LIMIT else None
-        if cache is not None:  # a hit is the blob this compile made before (docstring)
-            config["CACHE_DIR"] = cache
+        folder = _settings_folder(cache, config) if cache is not None else None
+        if folder is not None:  # a hit is the blob this compile made before (docstring)
+            config["CACHE_DIR"] = folder
         compiled = core.compile_model(read, "CPU", config)
         return compiled, compiled.create_infer_request()
 

@@ -273,6 +273,36 @@ def test_openvinos_f32_path_computes_int8_weight_matmuls_in_float32() -> None:
     assert default > 1e-3, errors
 
 
+def _openvino_paths_through_one_cache(cache: str) -> dict[str, list[float]]:
+    """The int8-weight MatMul compiled at every OpenVINO path, twice, with the cache in
+    ``cache``: each path's scaled errors against float64 (the second compile a hit)."""
+    import os
+
+    os.environ["GERO_CACHE_DIR"] = cache
+    from gero_runner.backends import openvino
+
+    openvino.cache_dir.cache_clear()
+    errors: dict[str, list[float]] = {}
+    for _ in range(2):
+        for name, error in _openvino_int8_weight_errors().items():
+            errors.setdefault(name, []).append(error)
+    return errors
+
+
+def test_openvinos_paths_never_share_a_cached_blob(tmp_path: Path) -> None:
+    """OpenVINO names a cached blob after the graph: without a folder per configuration the
+    second path loaded the first one's compile (PP-OCRv4's int8 recogniser: a wrong output,
+    then SIGSEGV)."""
+    _require("openvino")
+    errors = _in_child(_openvino_paths_through_one_cache, str(tmp_path / "cache"))
+    if set(errors) == {"f32"}:
+        pytest.skip("this CPU's OpenVINO default is f32: one path")
+    for name, (first, hit) in errors.items():
+        assert first == hit, (name, errors)  # a cache hit computes what the compile did
+    assert errors["f32"][1] < 1e-5, errors  # not the default path's blob
+    assert len(list((tmp_path / "cache").glob("openvino-*/*"))) >= len(errors)
+
+
 def _openvino_cached(cache: str) -> tuple[list[str], list[bytes]]:
     """The Conv model compiled with the cache in ``cache`` twice (a miss, then a hit) and once
     with the cache off, each run on the same input: the cache's files and the outputs."""

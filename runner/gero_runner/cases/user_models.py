@@ -95,12 +95,13 @@ def parse_decision_axes(items: list[str]) -> dict[str, int]:
 def calibration_for(request: RunRequest, options: model_inputs.InputOptions,
                     inputs: dict[str, np.ndarray]) -> Calibration:
     """The int8-static variant's calibration: ``--calibration``, else the ``--inputs``
-    arrays when they give a float input, else none (seeded noise, said in the verdict)."""
+    arrays when they give any input (integer ids or bytes feed every activation too), else
+    none (seeded noise, said in the verdict)."""
     path = request.model_options.calibration_file
     if path:
         arrays = model_inputs.load_arrays(path, "--calibration")
         return calibration_from_arrays(arrays, inputs, f"--calibration {Path(path).name}")
-    given = [k for k in options.arrays if k in inputs and inputs[k].dtype.kind == "f"]
+    given = [k for k in options.arrays if k in inputs]
     if given:
         return Calibration((dict(inputs),), f"the --inputs arrays of "
                                             f"{Path(options.arrays_file).name}")

@@ -338,3 +338,27 @@ def test_ids_into_a_dequantized_embedding_span_its_rows(tmp_path: Path) -> None:
                 [helper.make_tensor_value_info("y", F, ["batch", "seq", 4])], [table, scale])
     (case,) = cases_for_request(request(path))
     assert _choice(case, "input_ids")["values"] == "uniform integers in [0, 999] (default)"
+
+
+def test_integer_inputs_given_calibrate_the_int8_static_variant(tmp_path: Path) -> None:
+    """magika feeds bytes (int32) to an embedding: its --inputs are the data every activation
+    comes from, so int8-static is calibrated on them (it said 'uncalibrated: seeded N(0,1)
+    noise, give --inputs' with --inputs given)."""
+    table = numpy_helper.from_array(
+        np.random.default_rng(0).standard_normal((257, 16)).astype(np.float32), "table")
+    w = numpy_helper.from_array(
+        np.random.default_rng(1).standard_normal((16, 4)).astype(np.float32), "w")
+    path = save(tmp_path / "bytes.onnx",
+                [helper.make_node("Gather", ["table", "bytes"], ["e"]),
+                 helper.make_node("MatMul", ["e", "w"], ["y"])],
+                [helper.make_tensor_value_info("bytes", TensorProto.INT32, [2, 8])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8, 4])],
+                [table, w])
+    npz = tmp_path / "real.npz"
+    np.savez(npz, bytes=np.arange(16, dtype=np.int32).reshape(2, 8))
+    (case,) = cases_for_request(request(path, inputs_file=str(npz),
+                                        variants=["int8-static"]))
+    checks = case.model_checks
+    assert checks is not None
+    assert checks.calibration_source == "the --inputs arrays of real.npz"
+    assert checks.calibration  # one sample: the arrays fed

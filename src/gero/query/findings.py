@@ -735,6 +735,12 @@ def _title(f: Finding) -> str:
     if f.family == "numeric":
         if PAIR in f.outlier:
             a, _, b = f.outlier.partition(PAIR)
+            if a == b:  # two settings of one runtime ("OpenVINO and OpenVINO" said nothing)
+                r = f.representative
+                other = r.reference.partition(":")[2] or r.reference
+                return (f"{_cap(_name(a))} at {r.optimization} and at {other} disagree on "
+                        f"{ops} ({dtypes}) with no float64 arbiter to side with: neither is "
+                        "blamed")
             return (f"{_cap(_name(a))} and {_name(b)} disagree on {ops} ({dtypes}) with no "
                     f"float64 arbiter to side with: neither is blamed")
         if f.outlier == "every path":

@@ -16,10 +16,21 @@ from gero_tui.app.screens.overview import OverviewScreen
 SIZES = [(80, 24), (120, 40)]
 
 
+async def _settled_and_repainted(pilot: Any) -> None:
+    # In full parallel runs the same picture was now and then drawn with one table row's
+    # background as two rects of the same colour (a partial update): a last full repaint
+    # draws it one way.
+    await settle(pilot)
+    pilot.app.screen.refresh(layout=True)
+    await pilot.pause()
+
+
+# One rerun: the flake above was seen in 2 of 6 full runs, never alone (6 of 6 passed).
+@pytest.mark.flaky(reruns=1)
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
 def test_findings_snapshot(snap_compare: Any, data_root: Path, size: tuple[int, int]) -> None:
     assert snap_compare(GeroApp(data_root, screen="findings"), terminal_size=size,
-                        run_before=settle)
+                        run_before=_settled_and_repainted)
 
 
 async def test_f_opens_findings_and_enter_shows_its_observations(data_root: Path) -> None:

@@ -268,3 +268,62 @@ def corrected_evaluator(model: onnx.ModelProto) -> Any:
     # new_ops keeps the first class of a name: the corrections win.
     ops = corrected_ops(model) + (fast_ops(opset, complete=True) if opset else [])
     return ReferenceEvaluator(model, new_ops=ops) if ops else ReferenceEvaluator(model)
+
+
+def shown(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[str, ...]:
+    """The keys of the applicable entries whose defect shows on ``feeds``: the corrected
+    evaluator runs the model once, and each affected node (of the main graph) is run again
+    by the stock operator on the very inputs it got there; an entry shows where a node's
+    stock output differs from the corrected one beyond a few ULPs, or fails. Where none
+    shows at the main graph's level (a node in a subgraph), every applicable entry is
+    named. Raises what the corrected evaluator raises."""
+    from gero_runner.backends.reference import run_releasing
+
+    entries = applicable(model)
+    if not entries:
+        return ()
+    affected = [(d, n) for n in model.graph.node if n.domain in ("", "ai.onnx")
+                for d in entries if n.op_type == d.op_type and (d.shows is None or d.shows(n))]
+    wanted = sorted({name for _, n in affected for name in [*n.input, *n.output] if name})
+    values = run_releasing(corrected_evaluator(model), feeds, wanted=wanted)
+    keys = {d.key for d, n in affected if _stock_differs(model, n, values)}
+    named = tuple(d.key for d in entries if d.key in keys)
+    return named or tuple(d.key for d in entries)
+
+
+def _stock_differs(model: onnx.ModelProto, node: onnx.NodeProto,
+                   values: dict[str, Any]) -> bool:
+    """Whether the stock operator, fed what ``node`` got in the corrected run, gives other
+    outputs than the corrected one did (or fails)."""
+    from gero_runner.backends.reference import stock_evaluator
+
+    inputs = [n for n in node.input if n]
+    if any(n not in values for n in inputs) or any(n not in values for n in node.output if n):
+        return False  # not computed in the main graph: not judged here
+    graph = helper.make_graph(
+        [node], "node",
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(values[n].dtype),
+                                       values[n].shape) for n in dict.fromkeys(inputs)],
+        [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None)
+         for n in node.output if n])
+    alone = helper.make_model(graph, opset_imports=list(model.opset_import),
+                              ir_version=model.ir_version)
+    try:
+        got = stock_evaluator(alone).run(None, {n: values[n] for n in inputs})
+    except Exception:
+        return True
+    for name, stock in zip([n for n in node.output if n], got, strict=False):
+        corrected = np.asarray(values[name])
+        stock = np.asarray(stock)
+        if stock.shape != corrected.shape or stock.dtype != corrected.dtype:
+            return True
+        if corrected.dtype.kind != "f":
+            if not np.array_equal(stock, corrected):
+                return True
+            continue
+        eps = float(np.finfo(corrected.dtype).eps)
+        scale = float(np.max(np.abs(corrected), initial=0.0))
+        if not np.allclose(stock, corrected, rtol=8 * eps, atol=8 * eps * scale,
+                           equal_nan=True):
+            return True
+    return False

@@ -197,12 +197,18 @@ class ModelRuns:
     def variant_paths(self, ctx: CaseContext, name: str, vcase: CaseInstance
                       ) -> dict[str, PathResult]:
         """Every runtime setting and the ReferenceEvaluator on the variant, once each."""
-        from gero_runner.execution.paths import run_path, run_reference, runtime_specs
+        from gero_runner.execution.paths import (
+            explain_reference_failure,
+            run_path,
+            run_reference,
+            runtime_specs,
+        )
 
         runs: dict[str, PathResult] = {}
         for backend, spec in runtime_specs(ctx.settings):
             runs[spec.name] = run_path(backend, spec, vcase, 1)
         runs["onnx-reference"] = run_reference(vcase, 1)
+        explain_reference_failure(vcase, runs["onnx-reference"])
         ctx.backend_seconds += sum(p.backend_seconds for p in runs.values())
         return runs
 

@@ -47,6 +47,7 @@ from gero_runner.execution.context import CaseContext, CaseResult, PathResult, R
 from gero_runner.execution.evaluate import case_context, execution_rows, judge_case
 from gero_runner.execution.paths import (
     compare_paths,
+    explain_reference_failure,
     path_result,
     path_table_here,
     run_corrected_reference,
@@ -99,8 +100,12 @@ class RunPath(Part):
     variant: str = FP32
 
     def run(self, settings: Any) -> PathResult:
-        return run_path(_backend(self.spec), self.spec, self.case, self.repeats,
-                        self.max_tensor_bytes)
+        result = run_path(_backend(self.spec), self.spec, self.case, self.repeats,
+                          self.max_tensor_bytes)
+        if self.spec.backend == reference.BACKEND and self.variant != FP32:
+            # On the model, the corrected evaluator's part does it.
+            explain_reference_failure(self.case, result)
+        return result
 
 
 @dataclass

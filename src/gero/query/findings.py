@@ -376,8 +376,10 @@ WITH raw AS MATERIALIZED (
                      AND {_WIDTH.format(x='precision')} < {_WIDTH.format(x='dtype')}
                     THEN 'precision'
                 WHEN kind LIKE 'nonfinite:%' AND outlier <> 'every path' THEN 'non-finite'
-                -- a registered defect is one cause on the model and every variant file
-                WHEN kind LIKE 'defect:%' AND regexp_matches(fam, '{_VARIANT_CHECK}')
+                -- a registered defect is one cause on the model and every variant file,
+                -- whether it made a wrong output or a failure (magika's GlobalMaxPool)
+                WHEN kind LIKE 'defect:%' AND (regexp_matches(fam, '{_VARIANT_CHECK}')
+                                               OR fam = 'execution')
                     THEN 'numeric'
                 ELSE fam END AS family,
            kind, sub AS template, dtype, op_type, precision

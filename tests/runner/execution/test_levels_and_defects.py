@@ -99,6 +99,52 @@ def test_a_defect_that_does_not_show_on_the_inputs_labels_nothing(tmp_path: Path
 
 
 
+def test_only_the_defects_that_show_are_named(tmp_path: Path) -> None:
+    """PP-OCRv4's recogniser: an opset-11 BatchNormalization (its defect shows) and a Softmax
+    over its last axis (right at any opset). The stock evaluator's rows name the
+    BatchNormalization entry alone; they named both."""
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((2, 3, 5)) * 2 + 3).astype(np.float32)
+    params = {"scale": np.ones(3, np.float32), "B": np.zeros(3, np.float32),
+              "mean": np.zeros(3, np.float32), "var": np.ones(3, np.float32)}
+    nodes = [helper.make_node("BatchNormalization", ["X", "scale", "B", "mean", "var"],
+                              ["n"], epsilon=1e-5),
+             helper.make_node("Softmax", ["n"], ["Y"], axis=2)]
+    graph = helper.make_graph(
+        nodes, "bn_softmax", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 3, 5])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 3, 5])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in params.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], ir_version=7)
+    assert {d.key for d in rd.applicable(model)} == {"softmax-opset12-axis",
+                                                     "batchnorm9-momentum"}
+    rows = _rows(_case(model.SerializeToString(), {"X": x}, "BatchNormalization"), tmp_path)
+    own = [r for r in rows if r["backend"] == "onnx-reference" and r["result"] != PASSED]
+    assert own, [r["reason"] for r in rows]
+    for r in own:
+        assert [d["key"] for d in json.loads(r["details"])["known_defect"]] == [
+            "batchnorm9-momentum"], r["reason"]
+        assert "softmax-opset12-axis" not in r["reason"]
+
+
+def test_each_defect_that_shows_is_named() -> None:
+    """Both entries show where both nodes are wrong on their inputs (Softmax at opset 11
+    over axis 1 of a rank-3 tensor)."""
+    x = (np.arange(30, dtype=np.float32).reshape(2, 3, 5) / 10 + 3)
+    params = {"scale": np.ones(3, np.float32), "B": np.zeros(3, np.float32),
+              "mean": np.zeros(3, np.float32), "var": np.ones(3, np.float32)}
+    nodes = [helper.make_node("BatchNormalization", ["X", "scale", "B", "mean", "var"],
+                              ["n"], epsilon=1e-5),
+             helper.make_node("Softmax", ["n"], ["Y"], axis=1)]
+    graph = helper.make_graph(
+        nodes, "bn_softmax", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 3, 5])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 3, 5])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in params.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], ir_version=7)
+    assert set(rd.shown(model, {"X": x})) == {"softmax-opset12-axis", "batchnorm9-momentum"}
+    x_zero = np.zeros((2, 3, 5), np.float32)  # batch statistics 0 and 0: BN is right
+    assert rd.shown(model, {"X": x_zero}) == ("softmax-opset12-axis",)
+
+
 def _batchnorm9(path: Path) -> np.ndarray:
     """An opset-9 BatchNormalization (running mean 0, var 1) saved at ``path``, and an input
     whose batch variance is 1 + 4e-5: the stock evaluator's blend of the batch's statistics

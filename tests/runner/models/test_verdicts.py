@@ -12,6 +12,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from shared_helpers import rows_of, save
 
+from gero.query.findings import compute_findings
+from gero.query.source import open_source
 from gero_runner.errors import GeroError
 from gero_runner.run import ModelOptions, RunRequest, execute
 from gero_runner.tolerances import DEFAULTS, Tolerances
@@ -320,3 +322,31 @@ def test_a_stock_evaluator_failure_from_a_known_defect_is_named_as_the_defect(
               if r["result"] == "execution"]
     assert failed and all(r["backend"] == "onnx-reference" for r in failed), failed
     assert all("known upstream defect globalmaxpool-rank" in r["reason"] for r in failed)
+
+
+def test_the_same_defect_is_named_on_the_variant_files(tmp_path: Path) -> None:
+    """The GlobalMaxPool failure on magika's fp16 and int8 files read 'the ReferenceEvaluator
+    cannot run the fp16 variant': the corrected evaluator runs each file, so each row names
+    the entry, and the findings make one defect of them."""
+    axes = numpy_helper.from_array(np.array([2], np.int64), "axes")
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((3, 4))
+                                .astype(np.float32), "W")
+    model = save(tmp_path / "gmp.onnx",
+                 [helper.make_node("GlobalMaxPool", ["x"], ["p"]),
+                  helper.make_node("Squeeze", ["p", "axes"], ["s"]),
+                  helper.make_node("MatMul", ["s", "W"], ["y"])],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], [axes, w])
+    record = execute(RunRequest(
+        models=[model], data_root=tmp_path / "data", repeats=1, jobs=1, checks=(),
+        backends=("onnxruntime",),
+        model_options=ModelOptions(variants=("fp16", "int8-dynamic"))))
+    rows = rows_of(tmp_path / "data", record.run_id)
+    failed = [r for r in rows if r["result"] == "execution" and r["backend"] == "onnx-reference"]
+    assert {r["check"] for r in failed} == {"expected", "model:fp16", "model:int8-dynamic"}
+    assert all("known upstream defect globalmaxpool-rank" in r["reason"] for r in failed), [
+        r["reason"] for r in failed]
+    titles = [f.title for f in compute_findings(open_source(tmp_path / "data", record.run_id))
+              if "ReferenceEvaluator" in f.title]
+    assert len(titles) == 1 and titles[0].startswith(
+        "Known upstream ReferenceEvaluator defect"), titles

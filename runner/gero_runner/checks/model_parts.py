@@ -37,7 +37,9 @@ from gero_runner.checks.model import (
     ModelRuns,
     StatsRule,
     calibration_of,
+    floor_is_lazy,
     floors_of,
+    floors_unneeded,
     fp16_yardsticks,
     noisy_runs,
 )
@@ -408,6 +410,8 @@ class ModelCasePlan(Plan):
         # Each runtime baseline's first setting (the other end of its floor), by name.
         self.bases = ({base: first for base, first in table.baselines.values()}
                       if model_family else {})
+        self.run_base = next(iter(self.bases), None)
+        """The run's baseline (the first runtime's): its int8 floors gate the other paths."""
         import onnx
 
         names = tuple(o.name for o in onnx.load_from_string(case.model).graph.output)
@@ -639,6 +643,14 @@ class ModelCasePlan(Plan):
         if ran is None or not ran.ok:
             return "skip"  # nothing to floor: the model family says why
         assert ran.outputs is not None
+        original = made.on_model.get(key)
+        if (link.variant != FP32 and floor_is_lazy(link.variant, key == self.run_base)
+                and original is not None and original.outputs is not None):
+            # The floor can only lower a gate this variant passes without it: not measured
+            # (the judge decides the same from the same outputs).
+            unneeded = floors_unneeded(link.variant, ran.outputs, original.outputs, self.rule)
+            if unneeded is not None:
+                return "skip"
         first = self.bases[key]
         disabled = None
         if first != key:  # the floor's other end: the runtime's first setting there

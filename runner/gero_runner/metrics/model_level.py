@@ -175,9 +175,18 @@ class Floor:
     scaled_error: float
     floored_rel_error: float
     samples: int
+    measured: bool = True
+    """False: no noise runs were made (``unmeasured_floor``), the gate is the floorless one."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def unmeasured_floor(stats: OutputStats) -> Floor:
+    """A floor that leaves a variant's gate as it is without one: row cosines 1 (the gate is
+    then 0.99), every decision agreeing (95 %), no scaled error. A measured floor can only
+    lower the gate, so a variant that passes against this one passes against any floor."""
+    return Floor(1.0, 1.0, stats.decisions, stats.decisions, 0.0, 0.0, 0, measured=False)
 
 
 def noise_floor(stats: Iterable[OutputStats]) -> Floor:
@@ -371,6 +380,9 @@ def variant_gate(stats: OutputStats, floor: Floor, decision: bool,
             f"{stats.floored_rel_error:.3g}, not gated)") if stats.finite else ""
     if single_limit is not None and stats.finite:
         tail = f" (floored relative error {stats.floored_rel_error:.3g}, not gated)"
+    if not floor.measured:
+        tail += ("; the noise floor was not measured: this gate passes without one, and a "
+                 "floor can only lower it")
     if failures:
         return Gate(False, "; ".join(failures) + tail, figures)
     return Gate(True, "; ".join(texts) + tail, figures)

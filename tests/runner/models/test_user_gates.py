@@ -54,6 +54,8 @@ def test_a_broken_fp16_variant_fails_against_the_fp32_model(tmp_path: Path) -> N
     assert len(vs) == 1 and vs[0]["result"] == "divergence", vs
     assert vs[0]["backend"] == "onnxruntime" and vs[0]["reference"] == "fp32:onnxruntime:all"
     assert "row cosine" in str(vs[0]["reason"]) and "argmax agrees" in str(vs[0]["reason"])
+    # It fails without a floor, so the floor that could lower its gate is measured.
+    assert json.loads(str(vs[0]["details"]))["floor"]["samples"] == 17
     # Engines agree with each other on the broken file: only the new gate sees the damage.
     same_file = [r for r in rows if r["check"] == "model:fp16:scaled"
                  and r["backend"] == "onnxruntime"]
@@ -66,8 +68,15 @@ def test_a_clean_variant_passes_against_the_fp32_model(tmp_path: Path) -> None:
     vs = [r for r in rows if r["check"].endswith(":vs-model")]
     assert {r["check"] for r in vs} == {"model:fp16:vs-model", "model:int8-dynamic:vs-model"}
     assert all(r["result"] == "passed" for r in vs), [r["reason"] for r in vs]
-    figures = json.loads(str(vs[0]["details"]))
+    by_check = {r["check"]: r for r in vs}
+    figures = json.loads(str(by_check["model:int8-dynamic:vs-model"]["details"]))
+    # The run baseline's int8 floor also gates the other paths there: always measured.
     assert figures["floor"]["samples"] == 17 and "variant_vs_fp32" in figures
+    # A variant that passes at 0.99 and 95 % needs no floor (one could only lower the gate).
+    fp16 = by_check["model:fp16:vs-model"]
+    figures = json.loads(str(fp16["details"]))
+    assert figures["floor"]["samples"] == 0 and not figures["floor"]["measured"]
+    assert "noise floor was not measured" in str(fp16["reason"])
 
 
 def test_int8_dynamic_takes_weights_from_constant_nodes(tmp_path: Path) -> None:

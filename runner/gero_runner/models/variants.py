@@ -13,7 +13,8 @@ Before quantising, weights that an exporter wrote as Constant nodes become initi
   activations, MinMax calibration over the user's arrays (``--calibration FILE.npz``, else
   the ``--inputs`` arrays). Without either, over seeded synthetic inputs (the case's float
   inputs redrawn from a normal field with the same shape): those exercise the quantized
-  kernels but do not calibrate for accuracy, and the variant's verdict says so.
+  kernels but do not calibrate for accuracy, and the variant's verdict says so. The
+  calibration session runs in priority-based order (``_calibration_in_priority_order``).
 - ``fp16``: ``onnxruntime.transformers.float16.convert_float_to_float16`` with
   ``keep_io_types``: float16 weights and activations, float32 graph inputs and outputs with a
   Cast at each end, finite values beyond the float16 range clamped to ±65504.
@@ -25,6 +26,8 @@ import logging
 import platform
 import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -267,6 +270,34 @@ def int8_reduce_range() -> str:
             "so weights are quantised to 7 bits (reduce_range)")
 
 
+@contextmanager
+def _calibration_in_priority_order() -> Iterator[None]:
+    """ONNX Runtime's MinMax calibrator adds a ReduceMin and a ReduceMax to every tensor and
+    runs that graph in ORT's default order, which computes the whole main chain before the
+    reductions of the early tensors: every activation is alive at once (a 1.39 GB process
+    for PP-OCRv4's detector at 736x992). In priority-based order each reduction runs as
+    soon as its tensor exists: 260 MB, the same ranges and the same file byte for byte (a
+    test holds it). The calibrator's session is the one thing changed, for this call only."""
+    import onnxruntime as ort
+    from onnxruntime.quantization import calibrate
+
+    original = calibrate.CalibraterBase.create_inference_session
+
+    def create_inference_session(self: Any) -> None:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        options.execution_order = ort.ExecutionOrder.PRIORITY_BASED
+        self.infer_session = ort.InferenceSession(
+            self.augmented_model_path, sess_options=options,
+            providers=self.execution_providers)
+
+    calibrate.CalibraterBase.create_inference_session = create_inference_session
+    try:
+        yield
+    finally:
+        calibrate.CalibraterBase.create_inference_session = original
+
+
 def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
               calibration: Calibration) -> bytes:
     from onnxruntime.quantization import (
@@ -292,10 +323,12 @@ def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
         elif name == INT8_STATIC:
             reader: Any = _Reader(list(calibration.samples)
                                   or calibration_inputs(inputs, seed))
-            quantize_static(src, dst, reader, quant_format=QuantFormat.QDQ, per_channel=True,
-                            activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                            calibrate_method=CalibrationMethod.MinMax,
-                            reduce_range=reduce_range)
+            with _calibration_in_priority_order():
+                quantize_static(src, dst, reader, quant_format=QuantFormat.QDQ,
+                                per_channel=True, activation_type=QuantType.QInt8,
+                                weight_type=QuantType.QInt8,
+                                calibrate_method=CalibrationMethod.MinMax,
+                                reduce_range=reduce_range)
         else:
             raise GeroError(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
         if not reduce_range:

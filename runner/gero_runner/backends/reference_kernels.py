@@ -1,5 +1,6 @@
 """Vectorised kernels for the ReferenceEvaluator's slow operators (Conv, ConvTranspose,
-MaxPool, AveragePool, LSTM, GRU, RNN), as ``new_ops`` the way the defect corrections are.
+MaxPool, AveragePool, LSTM, GRU, RNN, ConvInteger), as ``new_ops`` the way the defect
+corrections are.
 
 onnx's own implementations walk windows, channels or kernel taps in Python (minutes on a
 CNN). These follow the ONNX operator specification attribute by attribute and compute with
@@ -32,6 +33,8 @@ import onnx
 from numpy.lib.stride_tricks import as_strided
 from onnx.reference.op_run import OpRun
 
+CONV_INTEGER_SINCE = 10
+"""ConvInteger's first opset (a dynamically quantized CNN's convolutions)."""
 IM2COL_BYTES = 64 * 2**20
 """Largest column matrix a convolution builds at once; above it, one product per tap."""
 
@@ -139,6 +142,24 @@ def conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, auto_pad: str | Non
     if b is not None:
         y = y + b.astype(ct, copy=False).reshape(1, -1, *([1] * n_sp))
     return y.astype(x.dtype, copy=False)
+
+
+def conv_integer(x: np.ndarray, w: np.ndarray, x_zero_point: np.ndarray | None,
+                 w_zero_point: np.ndarray | None, auto_pad: str | None, dilations: Any,
+                 group: int | None, kernel_shape: Any, pads: Any, strides: Any) -> np.ndarray:
+    """ConvInteger: the convolution of x − x_zero_point and w − w_zero_point (a scalar, or
+    one per output channel) in int32, padded with zeros after the subtraction as onnx's own
+    operator does. Computed in float64, where every product of two 8-bit values and every
+    partial sum below 2**53 is exact: the int32 result is onnx's, whatever the order."""
+    xf = x.astype(np.float64)
+    if x_zero_point is not None:
+        xf -= np.asarray(x_zero_point, dtype=np.float64)
+    wf = w.astype(np.float64)
+    if w_zero_point is not None:
+        wz = np.asarray(w_zero_point, dtype=np.float64)
+        wf -= wz if wz.ndim == 0 else wz.reshape(-1, *([1] * (w.ndim - 1)))
+    y = conv(xf, wf, None, auto_pad, dilations, group, kernel_shape, pads, strides)
+    return np.rint(y).astype(np.int32)
 
 
 def _windows(xp: np.ndarray, kernel: Sequence[int], dil: Sequence[int],
@@ -636,8 +657,27 @@ def fast_ops(opset: int, complete: bool) -> list[type[OpRun]]:
             return (average_pool(x, _text(auto_pad), ceil_mode, count_include_pad, dilations,
                                  kernel_shape, pads, strides),)
 
-    return [Conv, ConvTranspose, MaxPool, AveragePool,
-            *(recurrent_op(kind, opset, complete) for kind in ("LSTM", "GRU", "RNN"))]
+    ops: list[type[OpRun]] = [
+        Conv, ConvTranspose, MaxPool, AveragePool,
+        *(recurrent_op(kind, opset, complete) for kind in ("LSTM", "GRU", "RNN"))]
+    if opset >= CONV_INTEGER_SINCE:
+        ci_stock: Any = _stock("ConvInteger", opset)
+
+        class ConvInteger(ci_stock):  # type: ignore[misc]
+            op_schema = onnx.defs.get_schema("ConvInteger", opset, "")
+
+            def _run(self, x: np.ndarray, w: np.ndarray, x_zero_point: Any = None,
+                     w_zero_point: Any = None, auto_pad: Any = None, dilations: Any = None,
+                     group: Any = None, kernel_shape: Any = None, pads: Any = None,
+                     strides: Any = None) -> tuple[np.ndarray]:
+                return (conv_integer(x, w, x_zero_point, w_zero_point,
+                                     _text(auto_pad or self.auto_pad),
+                                     dilations or self.dilations, group or self.group,
+                                     kernel_shape or self.kernel_shape, pads or self.pads,
+                                     strides or self.strides),)
+
+        ops.append(ConvInteger)
+    return ops
 
 
 class _AsStock:

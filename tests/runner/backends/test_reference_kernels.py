@@ -34,7 +34,8 @@ from gero_runner.backends.reference_defects import corrected_evaluator
 from gero_runner.models import shadow
 
 OPS = {"Conv": "conv", "ConvTranspose": "convtranspose", "MaxPool": "maxpool",
-       "AveragePool": "averagepool", "LSTM": "lstm", "GRU": "gru", "RNN": "rnn"}
+       "AveragePool": "averagepool", "LSTM": "lstm", "GRU": "gru", "RNN": "rnn",
+       "ConvInteger": "convinteger"}
 
 
 @functools.cache
@@ -61,7 +62,7 @@ def _terms(node: onnx.NodeProto, feeds: dict[str, np.ndarray]) -> int:
     """k of the module docstring for one node."""
     x = feeds[node.input[0]]
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    if node.op_type in ("Conv", "ConvTranspose"):
+    if node.op_type in ("Conv", "ConvTranspose", "ConvInteger"):
         w = feeds.get(node.input[1])
         kernel = math.prod(w.shape[2:]) if w is not None else 1
         group = int(attrs.get("group", 1))
@@ -206,6 +207,44 @@ def test_random_convolutions_and_pools_match_the_stock_evaluator(dtype: Any) -> 
             assert_same(stock, fast, node, feeds, what)
             compared += 1
     assert compared >= 180
+
+
+def test_random_integer_convolutions_match_the_stock_evaluator_exactly() -> None:
+    """ConvInteger as a dynamically quantized CNN has it (uint8 activations, int8 or uint8
+    weights, a scalar or per-channel weight zero point), 2-D: onnx's own operator applies a
+    per-channel zero point to 4-D weights only."""
+    rng = np.random.default_rng(10)
+    compared = 0
+    for _ in range(40):
+        geo = _draw_geometry(rng)
+        while geo["nd"] != 2:
+            geo = _draw_geometry(rng)
+        group, cg, mg = int(rng.choice([1, 1, 2])), int(rng.integers(1, 4)), \
+            int(rng.integers(1, 4))
+        spatial: dict[str, Any] = {"kernel_shape": geo["kernel"], "strides": geo["strides"],
+                                   "dilations": geo["dilations"]}
+        if geo["auto_pad"] == "NOTSET":
+            spatial["pads"] = geo["pads"]
+        else:
+            spatial["auto_pad"] = geo["auto_pad"]
+        wtype = np.int8 if rng.random() < .5 else np.uint8
+        info = np.iinfo(wtype)
+        w = rng.integers(info.min, info.max + 1, (mg * group, cg, *geo["kernel"])).astype(wtype)
+        wz = (rng.integers(info.min, info.max + 1, mg * group) if rng.random() < .5
+              else rng.integers(info.min, info.max + 1, ())).astype(wtype)
+        feeds = {"X": rng.integers(0, 256, (2, cg * group, *geo["size"])).astype(np.uint8),
+                 "W": w, "XZ": np.array(rng.integers(0, 256), np.uint8), "WZ": wz}
+        node = helper.make_node("ConvInteger", ["X", "W", "XZ", "WZ"], ["Y"], group=group,
+                                **spatial)
+        stock, fast = _both(node, feeds)
+        if isinstance(stock, Exception) or isinstance(fast, Exception):
+            assert isinstance(stock, Exception) and isinstance(fast, Exception), \
+                f"{spatial}: stock {stock!r:.200}, fast {fast!r:.200}"
+            continue
+        assert stock[0].dtype == fast[0].dtype == np.int32
+        np.testing.assert_array_equal(fast[0], stock[0], err_msg=str(spatial))
+        compared += 1
+    assert compared >= 30
 
 
 def _recurrent_feeds(kind: str, rng: np.random.Generator, dirs: int, layout: int,

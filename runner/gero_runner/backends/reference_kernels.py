@@ -159,7 +159,8 @@ def conv_integer(x: np.ndarray, w: np.ndarray, x_zero_point: np.ndarray | None,
         wz = np.asarray(w_zero_point, dtype=np.float64)
         wf -= wz if wz.ndim == 0 else wz.reshape(-1, *([1] * (w.ndim - 1)))
     y = conv(xf, wf, None, auto_pad, dilations, group, kernel_shape, pads, strides)
-    return np.rint(y).astype(np.int32)
+    out: np.ndarray = np.rint(y).astype(np.int32)
+    return out
 
 
 def _windows(xp: np.ndarray, kernel: Sequence[int], dil: Sequence[int],

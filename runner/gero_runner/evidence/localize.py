@@ -483,15 +483,13 @@ class _Search:
             names += sg.region_inputs(self.model_b.graph, rb)
         return list(dict.fromkeys(names))
 
-    def alone(self, t: str
-              ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], float] | None:
-        """``t`` made by its region alone on both sides from the reference's values (cast
-        to the path's own types), and how far that cast moved them (inf: they overflowed
-        it)."""
-        ra, rb = self.regions(t)
-        inputs = self.region_inputs(t)
+    def _alone_feeds(self, t: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray],
+                                            float] | None:
+        """The reference's values of ``t``'s region inputs cast to each side's own types
+        (a, b), and how far that cast moved them (inf: they overflowed it); None where one
+        was not traced."""
         feeds: dict[str, np.ndarray] = {}
-        for n in inputs:
+        for n in self.region_inputs(t):
             if n in self.b_values:
                 feeds[n] = self.b_values[n]
             elif n in self.inputs:
@@ -504,11 +502,59 @@ class _Search:
             feeds_a = {n: self._as_type(v, self.types_a.get(n)) for n, v in feeds.items()}
         cast = max((figure(feeds_a[n], v)[0] for n, v in feeds.items()
                     if v.dtype.kind == "f"), default=0.0)
+        return feeds_a, feeds_b, cast
+
+    def alone(self, t: str
+              ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], float] | None:
+        """``t`` made by its region alone on both sides from the reference's values (cast
+        to the path's own types), and how far that cast moved them (inf: they overflowed
+        it)."""
+        got = self._alone_feeds(t)
+        if got is None:
+            return None
+        feeds_a, feeds_b, cast = got
+        ra, rb = self.regions(t)
         model_a = sg.region_model(self.model_a, ra, [t], feeds_a)
         model_b = sg.region_model(self.model_b, rb, [t], feeds_b)
         x = run_side(self.a, model_a, feeds_a, [t])[t]
         y = run_side(self.b, model_b, feeds_b, [t])[t]
         return x, y, feeds_a, cast
+
+    def alone_together(self, ts: list[str]
+                       ) -> dict[str, tuple[np.ndarray, np.ndarray, dict[str, np.ndarray],
+                                            float]]:
+        """``alone`` for each of ``ts`` from one model per side holding every region side
+        by side: one compile and one run per side instead of one per tensor. Empty where
+        that cannot be built or run (the caller then runs each alone and names what
+        fails)."""
+        prepared = {t: self._alone_feeds(t) for t in ts}
+        ready = [t for t in ts if prepared[t] is not None]
+        if len(ready) < 2:
+            return {}
+        feeds_a: dict[str, np.ndarray] = {}
+        feeds_b: dict[str, np.ndarray] = {}
+        for t in ready:
+            got = prepared[t]
+            assert got is not None
+            feeds_a.update(got[0])
+            feeds_b.update(got[1])
+        regions = {t: self.regions(t) for t in ready}
+        built_a = sg.regions_model(self.model_a, [(regions[t][0], t) for t in ready], feeds_a)
+        built_b = sg.regions_model(self.model_b, [(regions[t][1], t) for t in ready], feeds_b)
+        if built_a is None or built_b is None:
+            return {}
+        (model_a, names_a), (model_b, names_b) = built_a, built_b
+        try:
+            xs = run_side(self.a, model_a, feeds_a, list(names_a.values()))
+            ys = run_side(self.b, model_b, feeds_b, list(names_b.values()))
+        except Exception:  # a runtime refuses the combined graph: each is run alone
+            return {}
+        out = {}
+        for t in ready:
+            got = prepared[t]
+            assert got is not None
+            out[t] = (xs[names_a[t]], ys[names_b[t]], got[0], got[2])
+        return out
 
     @staticmethod
     def _as_type(value: np.ndarray, typed: tuple[int, int | None] | None) -> np.ndarray:
@@ -611,9 +657,10 @@ def _judge(s: _Search, window: list[str]
     alone_values: dict[str, np.ndarray] = {}
     feeds_of: dict[str, dict[str, np.ndarray]] = {}
     started = time.perf_counter()
+    together = s.alone_together(diverging[:MAX_CANDIDATES])
     for t in diverging[:MAX_CANDIDATES]:
         try:
-            got = s.alone(t)
+            got = together[t] if t in together else s.alone(t)
         except Exception as e:  # a runtime that cannot take the cut node: named, not fatal
             s.notes.append(f"{t} could not run alone: {type(e).__name__}: {str(e)[:160]}")
             continue

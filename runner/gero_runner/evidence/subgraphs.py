@@ -138,6 +138,50 @@ def region_model(model: onnx.ModelProto, nodes: list[int], outputs: list[str],
     return out
 
 
+def regions_model(model: onnx.ModelProto, regions: list[tuple[list[int], str]],
+                  feeds: dict[str, np.ndarray]) -> tuple[onnx.ModelProto, dict[str, str]] | None:
+    """Several regions side by side as one model (one compile instead of one per region):
+    the tensors each region makes are renamed ``NAME__gero_alone{i}``, so a tensor one
+    region makes and another is fed from outside stay apart, and the outer reads are graph
+    inputs shared by name, typed as ``feeds``. Returns the model and each region's tensor's
+    name in it; None where a region holds a subgraph (its inner reads would need renaming)."""
+    graph = model.graph
+    init_names = {t.name for t in graph.initializer}
+    nodes: list[onnx.NodeProto] = []
+    reads: set[str] = set()
+    names: dict[str, str] = {}
+    for i, (picked, tensor) in enumerate(regions):
+        originals = [graph.node[j] for j in picked]
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+               for n in originals for a in n.attribute):
+            return None
+        made = {o for n in originals for o in n.output if o}
+        if tensor not in made:
+            return None
+        rename = {m: f"{m}__gero_alone{i}" for m in made}
+        for n in originals:
+            c = _copy_node(n)
+            reads.update(r for r in c.input if r and r not in made)
+            c.input[:] = [rename.get(r, r) for r in c.input]
+            c.output[:] = [rename.get(o, o) for o in c.output]
+            if c.name:
+                c.name = f"{c.name}__gero_alone{i}"
+            nodes.append(c)
+        names[tensor] = rename[tensor]
+    inits = [t for t in graph.initializer if t.name in reads]
+    inputs = [helper.make_tensor_value_info(
+        k, helper.np_dtype_to_tensor_dtype(np.asarray(feeds[k]).dtype),
+        list(np.asarray(feeds[k]).shape)) for k in sorted(reads - init_names) if k in feeds]
+    if len(inputs) != len(reads - init_names):
+        return None  # a read with no value given
+    outs = [onnx.ValueInfoProto(name=n) for n in names.values()]
+    out = helper.make_model(helper.make_graph(nodes, "regions", inputs, outs, inits),
+                            opset_imports=list(model.opset_import))
+    out.ir_version = model.ir_version
+    out.functions.extend(model.functions)
+    return out, names
+
+
 def fed_from_outside(model: onnx.ModelProto, tensor: str, value: np.ndarray
                      ) -> onnx.ModelProto:
     """The model with ``tensor`` a graph input (given ``value``'s type and shape) instead of

@@ -17,7 +17,8 @@ Before quantising, weights that an exporter wrote as Constant nodes become initi
   calibration session runs in priority-based order (``_calibration_in_priority_order``).
 - ``fp16``: ``onnxruntime.transformers.float16.convert_float_to_float16`` with
   ``keep_io_types``: float16 weights and activations, float32 graph inputs and outputs with a
-  Cast at each end, finite values beyond the float16 range clamped to ±65504.
+  Cast at each end, finite values beyond the float16 range clamped to ±65504. The
+  quantisation operators of an already quantised graph stay float32 (blocked, with Casts).
 """
 
 from __future__ import annotations
@@ -239,9 +240,20 @@ def build(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
     """The variant's serialised model (raises on failure; the caller records it).
     ``calibration``: the int8-static variant's feeds (seeded noise when empty)."""
     if name == FP16:
-        from onnxruntime.transformers.float16 import convert_float_to_float16
+        from onnxruntime.transformers.float16 import (
+            DEFAULT_OP_BLOCK_LIST,
+            convert_float_to_float16,
+        )
 
-        fp16: Any = convert_float_to_float16(onnx.load_from_string(model), keep_io_types=True)
+        proto = onnx.load_from_string(model)
+        # An already quantised graph keeps its quantisation in float32 (DynamicQuantizeLinear
+        # takes float32 only: the converter fed it float16 and wrote an invalid graph on
+        # ddddocr's int8 recogniser); the float parts around it become float16.
+        quantised = sorted({n.op_type for n in proto.graph.node
+                            if n.op_type in QUANTISED_OPS or n.op_type.startswith("QLinear")})
+        fp16: Any = convert_float_to_float16(
+            proto, keep_io_types=True,
+            op_block_list=[*DEFAULT_OP_BLOCK_LIST, *quantised] if quantised else None)
         toposort(fp16.graph)  # the converter appends its input Casts after their consumers
         return bytes(fp16.SerializeToString())
 

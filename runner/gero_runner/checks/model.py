@@ -272,6 +272,8 @@ class _Checker:
                               tuple(self.axes.items()))
         self.calibration = calibration_of(self.case)
         self.runs: ModelRuns = ctx.model_runs or ModelRuns()
+        self.model_floors: dict[str, dict[int, ml.Floor]] = {}
+        """Each runtime's noise floor on the model, by output (``noise_floor_rows``)."""
 
     # ------------------------------------------------------------------ helpers
     def _row(self, check: str, name: str, actual: PathResult, ref_name: str, ref_version: str,
@@ -604,9 +606,12 @@ class _Checker:
             rounded, exact = self.runs.fp16_yardsticks(self.ctx, model)
         except Exception as e:
             rounded = exact = None
-            self._fail("model:fp16:scaled", base, FP16_SHADOW,
+            # The yardstick's own failure (the float64 shadow's evaluator on the fp16 file),
+            # not the runtime's: its row names the shadow as the path that could not run.
+            self._fail("model:fp16:scaled", self._fp16_shadow_path(), FP16_SHADOW,
                        f"the fp16 yardstick (the float64 shadow rounded to float16 at each "
-                       f"node) could not run: {error_text(e)}")
+                       f"node) could not run on the fp16 file: {error_text(e)}")
+        run_floor = self.model_floors.get(b.backend.name, {})
         widening = self._ort_widening(model, base, others)
         for p in (base, *others):
             assert p.outputs is not None
@@ -623,7 +628,9 @@ class _Checker:
                 finite = bool(np.isfinite(a).all())
                 honest = (ml.scaled_error(rounded[j], f) if rounded is not None
                           and rounded[j].shape == f.shape else math.nan)
-                vs = ml.fp16_vs_fp32_gate(ml.scaled_error(a, f), honest)
+                floor = run_floor.get(j)
+                vs = ml.fp16_vs_fp32_gate(ml.scaled_error(a, f), honest,
+                                          floor.scaled_error if floor is not None else math.nan)
                 self._fp16_row("model:fp16:vs-fp32", out, p, f"fp32:{b.label}", fp32.version,
                                a, f, vs, finite, (p.files[j], fp32.files[j]
                                                   if j < len(fp32.files) else ""))
@@ -634,6 +641,16 @@ class _Checker:
                 same = ml.fp16_reference_gate(ml.scaled_error(a, yard[j]), wide)
                 self._fp16_row("model:fp16:scaled", out, p, label, onnx.__version__, a,
                                yard[j].astype(a.dtype), same, finite, (p.files[j], ""))
+
+    def _fp16_shadow_path(self) -> PathResult:
+        """The fp16 yardstick as a path: the float64 shadow's evaluator on the fp16 file."""
+        from gero_runner.execution.context import NOT_APPLICABLE, PathResult
+
+        label = self.case.expected_label
+        return PathResult(f"fp16:{label}", label, self.case.expected_version, NOT_APPLICABLE,
+                          0, {"evaluator": "onnx.reference.ReferenceEvaluator",
+                              "widened": "float64", "variant": var.FP16,
+                              "yardstick": FP16_SHADOW})
 
     def _fp16_row(self, check: str, out: str, p: PathResult, ref: str, version: str,
                   a: np.ndarray, r: np.ndarray, gate: ml.Gate, finite: bool,
@@ -702,6 +719,7 @@ def run_model_checks(ctx: CaseContext) -> list[Observation]:
     if not base.ok:
         return checker.rows  # the run's baseline failed: its execution rows already say why
     floors = checker.noise_floor_rows()
+    checker.model_floors = floors
     checker.fp32_rows(floors)
     checker.parity_rows()
     for name in checker.opts.variants:

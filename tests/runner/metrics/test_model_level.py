@@ -114,3 +114,19 @@ def test_fp16_reference_gate() -> None:
 def test_non_finite_output_is_not_assessed() -> None:
     stats = ml.output_stats([np.nan, 1.0], [1.0, 1.0])
     assert not stats.finite and not ml.fp32_gate(stats, None, False).passed
+
+
+@pytest.mark.parametrize(("scaled", "honest", "floor", "passed", "limit"), [
+    (0.0154, math.nan, 0.0295, True, 0.0295),   # an int8 model that 1e-7 noise moves by 3e-2
+    (0.0154, math.nan, 1e-6, False, 4e-3),      # an ordinary fp32 floor changes nothing
+    (0.0154, math.nan, math.nan, False, 4e-3),  # no floor measured
+    (5e-3, 4e-3, math.nan, True, 6e-3),         # 1.5x the correct fp16 computation's error
+    (5e-3, 4e-3, 5.5e-3, True, 6e-3),           # the larger of the two
+    (math.inf, math.nan, 0.0295, False, 0.0295),
+])
+def test_the_fp16_gate_takes_the_models_own_noise_floor(scaled: float, honest: float,
+                                                        floor: float, passed: bool,
+                                                        limit: float) -> None:
+    gate = ml.fp16_vs_fp32_gate(scaled, honest, floor)
+    assert gate.passed is passed and gate.figures["limit"] == pytest.approx(limit)
+    assert ("own noise floor" in gate.reason) is (limit == floor)

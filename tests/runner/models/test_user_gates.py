@@ -251,3 +251,23 @@ def test_task_classifier_takes_a_zipmap_classifiers_integer_label(tmp_path: Path
     rows = run(tmp_path, zipmap_classifier(tmp_path), dims=["batch=4"], task="classifier")
     label = [r for r in rows if r["output_name"] == "label" and r["check"] == "agreement"]
     assert len(label) == 4 and all(r["result"] == "passed" for r in label)
+
+
+def test_a_failed_fp16_yardstick_names_the_shadow_not_a_runtime(tmp_path: Path) -> None:
+    """The fp16 file's float64 shadow cannot run com.microsoft Gelu: its row is the
+    shadow's, and no ONNX Runtime row says it cannot run (it ran the file)."""
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((3, 3))
+                                .astype(np.float32), "W")
+    path = save(tmp_path / "gelu.onnx",
+                [helper.make_node("MatMul", ["x", "W"], ["h"]),
+                 helper.make_node("Gelu", ["h"], ["y"], domain="com.microsoft")],
+                [helper.make_tensor_value_info("x", F, ["batch", 3])],
+                [helper.make_tensor_value_info("y", F, ["batch", 3])], [w],
+                opsets={"": 17, "com.microsoft": 1})
+    rows = run(tmp_path, path, variants=["fp16"])
+    yard = [r for r in rows if r["check"] == "model:fp16:scaled" and r["result"] == "execution"]
+    assert yard and all(r["backend"] == "float64-shadow" for r in yard), [
+        (r["backend"], r["reason"]) for r in yard]
+    assert "could not run on the fp16 file" in str(yard[0]["reason"])
+    assert not [r["reason"] for r in rows if r["backend"] == "onnxruntime"
+                and r["result"] == "execution" and r["check"] != "model:fp16:precision"]

@@ -23,8 +23,8 @@ def _dynamic_int8_matmul() -> bytes:
         helper.make_node("Mul", ["accf", "scale"], ["m"]),
         helper.make_node("Add", ["m", "bias"], ["y"]),
     ]
-    inits = [numpy_helper.from_array(w, "W"), numpy_helper.from_array(np.int8(0), "wz"),
-             numpy_helper.from_array(np.float32(0.02), "ws"),
+    inits = [numpy_helper.from_array(w, "W"), numpy_helper.from_array(np.array(0, np.int8), "wz"),
+             numpy_helper.from_array(np.array(0.02, np.float32), "ws"),
              numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "bias")]
     graph = helper.make_graph(nodes, "dq", [helper.make_tensor_value_info(
         "x", TensorProto.FLOAT, [2, 8])], [helper.make_tensor_value_info(

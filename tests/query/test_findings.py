@@ -417,6 +417,33 @@ def test_every_path_needs_every_path_off_the_same_way(tmp_path: Path) -> None:
     assert outliers == {"onnxruntime", "openvino"}
 
 
+def test_every_path_means_every_setting_of_every_runtime(tmp_path: Path) -> None:
+    """PicoDet's fp16 file: ORT basic/extended/all, OpenVINO bf16 and the ReferenceEvaluator
+    fail vs-fp32 while ORT disable_all and OpenVINO f32 pass. It was 'every path' (every
+    runtime had a failing setting); each runtime is its own finding, titled by the path and
+    the file it ran."""
+    off = "scaled error against the fp32 model 0.0064 > 0.0062"
+    rows = [_model_row("model:fp16:vs-fp32", "onnxruntime", lvl, "divergence", off,
+                       "fp32:onnxruntime:all") for lvl in ("basic", "extended", "all")]
+    rows += [
+        _model_row("model:fp16:vs-fp32", "onnxruntime", "disable_all", "passed", "ok",
+                   "fp32:onnxruntime:all"),
+        _model_row("model:fp16:vs-fp32", "openvino", "f32", "passed", "ok",
+                   "fp32:onnxruntime:all"),
+        _model_row("model:fp16:vs-fp32", "openvino", "bf16-default", "divergence", off,
+                   "fp32:onnxruntime:all"),
+        _model_row("model:fp16:vs-fp32", "onnx-reference", "-", "divergence", off,
+                   "fp32:onnxruntime:all"),
+    ]
+    _write(tmp_path, rows)
+    findings = compute_findings(open_source(tmp_path))
+    assert "every path" not in {f.outlier for f in findings}
+    titles = sorted(f.title for f in findings)
+    assert any(t.startswith("ONNX Runtime at basic, extended, all on the fp16 file of ")
+               and " is off the fp32 model: " in t for t in titles), titles
+    assert any(t.startswith("The ReferenceEvaluator on the fp16 file of ") for t in titles)
+
+
 def test_without_float64_a_model_disagreement_blames_neither_side(tmp_path: Path) -> None:
     """A model whose float64 shadow did not run (it timed out): OpenVINO off from the
     ReferenceEvaluator, ONNX Runtime not; with nothing to side with, neither is blamed."""

@@ -312,12 +312,16 @@ WITH raw AS MATERIALIZED (
            CASE WHEN kind = 'nan' THEN 'nan' ELSE family END AS fam0
     FROM decided
 ), everyone AS (
-    -- cases (per family) where every runtime that ran them is blamed
-    -- and off the same way (one kind of failure): two causes stay two findings
+    -- cases (per family) where every path that ran them is blamed (every setting of
+    -- every runtime: ORT's disable_all passing on an fp16 file where its other levels
+    -- fail is no 'every path') and off the same way (one kind of failure): two causes
+    -- stay two findings
     SELECT b.case_id, b.fam0, count(DISTINCT b.runtime) >= 2
                AND count(DISTINCT b.runtime) >= any_value(n.runtimes)
+               AND count(DISTINCT b.blamed) >= any_value(n.paths)
                AND count(DISTINCT b.kind) = 1 AS every_path
-    FROM runtime_rows b JOIN (SELECT case_id, fam, count(*) AS runtimes FROM runtimes
+    FROM runtime_rows b JOIN (SELECT case_id, fam, count(*) AS runtimes,
+                                     sum(len(settings)) AS paths FROM runtimes
                               GROUP BY ALL) n
         ON n.case_id = b.case_id AND n.fam = b.fam0
     WHERE b.fam0 NOT IN ('nan', 'execution') GROUP BY b.case_id, b.fam0
@@ -526,8 +530,10 @@ CACHE_DIR = FINDINGS_CACHE_DIR
 """Under the data root: each run's findings, computed once (a run's files do not change once
 it is complete; a run still writing has new file sizes, so a new key). ``gero gc`` removes
 the folders of runs that are gone."""
-ALGORITHM = hashlib.sha256(members_sql().encode()).hexdigest()[:12]
-"""The grouping rules' version: a cache written by other rules is not read."""
+ALGORITHM = hashlib.sha256(members_sql().encode()
+                           + Path(__file__).read_bytes()).hexdigest()[:12]
+"""The grouping and titling rules' version (the SQL and this module's text, whose Python
+words the titles): a cache written by other rules is not read."""
 
 
 def cache_files(source: Queryable) -> tuple[Path, Path] | None:
@@ -752,12 +758,35 @@ def _title(f: Finding) -> str:
         if at:
             return f"{sentence_who}: {ops} ({dtypes}) is off from float64 {what}"
         return f"{owner} {ops} ({dtypes}) is off from float64 {what}"
+    variant = _variant_of(f.family)
+    if variant:
+        return _variant_title(f, variant, ops, sentence_who, many)
     kind, _, name = f.family.partition(":")
     if kind == "contract":
         return f"{ops} ({dtypes}) breaks the {name} law on {who}: {_hint(f.template)}"
     if kind == "variant":
         return f"{ops} ({dtypes}): the {name} variant disagrees on {who}: {_hint(f.template)}"
     return f"{ops} ({dtypes}) {f.family} on {who}: {_hint(f.template)}"
+
+
+def _variant_title(f: Finding, variant: str, ops: str, who: str, many: bool) -> str:
+    """A verdict on a variant file names the path and what it was measured against: the
+    fp32 model (vs-model, vs-fp32), the run's baseline on the same file (cosine,
+    decision), a correct computation of the fp16 file (scaled)."""
+    gate = f.family.rsplit(":", 1)[-1]
+    hint = _hint(f.template, example=f.representative.reason)
+    if gate in ("vs-model", "vs-fp32"):
+        if f.outlier == "every path":
+            return (f"The {variant} file of {ops} is off the fp32 model on every path: "
+                    f"{hint}")
+        return (f"{who} on the {variant} file of {ops} "
+                f"{'are' if many else 'is'} off the fp32 model: {hint}")
+    if gate == "scaled":
+        return (f"{who} on the {variant} file of {ops} {'are' if many else 'is'} off a "
+                f"correct fp16 computation of it: {hint}")
+    baseline = f.representative.reference.split(":", 1)[-1]
+    return (f"{who} on the {variant} file of {ops} {'disagree' if many else 'disagrees'} "
+            f"with {path_name(baseline.replace(':', '@'))} there ({gate}): {hint}")
 
 
 SEEDED = " [on gero's seeded default inputs, not your data: give --inputs FILE.npz]"

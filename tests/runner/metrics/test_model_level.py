@@ -130,3 +130,17 @@ def test_the_fp16_gate_takes_the_models_own_noise_floor(scaled: float, honest: f
     gate = ml.fp16_vs_fp32_gate(scaled, honest, floor)
     assert gate.passed is passed and gate.figures["limit"] == pytest.approx(limit)
     assert ("own noise floor" in gate.reason) is (limit == floor)
+
+
+@pytest.mark.parametrize(("scaled", "spread", "passed", "limit"), [
+    (9.67e-3, 9e-3, True, 1.35e-2),     # PicoDet: ORT's fp16 BatchNormalization fold
+    (9.67e-3, 1e-3, False, 4e-3),       # yardsticks close together: the seed's 4e-3
+    (9.67e-3, math.nan, False, 4e-3),   # no exact yardstick
+    (3e-3, math.inf, True, 4e-3),       # an overflowing yardstick widens nothing
+    (5.3e-2, 9e-3, False, 1.35e-2),     # OpenVINO's bf16 on the same file
+])
+def test_the_fp16_reference_gate_allows_the_yardsticks_own_spread(
+        scaled: float, spread: float, passed: bool, limit: float) -> None:
+    gate = ml.fp16_reference_gate(scaled, False, spread)
+    assert gate.passed is passed and gate.figures["limit"] == pytest.approx(limit)
+    assert ("two correct computations" in gate.reason) is (limit != 4e-3)

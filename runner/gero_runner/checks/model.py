@@ -552,10 +552,7 @@ class _Checker:
                           f"nothing that reaches this output; {reason}")
             extra: dict[str, Any] = {}
             if name == var.INT8_STATIC:  # the verdict says what the ranges came from
-                # Uncalibrated: the verdict's first words say so (its finding's title);
-                # calibrated on the user's arrays: a note after the figures.
-                reason = (f"{reason}; {self.calibration.note()}" if self.calibration.source
-                          else f"{self.calibration.note()}; {reason}")
+                reason = f"{self.calibration.note()}; {reason}"
                 extra["calibration"] = self.calibration.source or "seeded N(0,1) noise"
             self._row(check, out, base, fp32_label, fp32.version, a,
                       r.astype(a.dtype) if r.dtype != a.dtype else r, _gate_class(gate, stats),
@@ -615,6 +612,15 @@ class _Checker:
                        f"the fp16 yardstick (the float64 shadow rounded to float16 at each "
                        f"node) could not run on the fp16 file: {error_text(e)}")
         run_floor = self.model_floors.get(b.backend.name, {})
+        # How far the file's two correct computations are apart: its sensitivity to where
+        # float16 roundings happen, the largest over its outputs (one output's figure is a
+        # single extreme value; PicoDet: 5.5e-3 on one output, 9e-3 on another).
+        spread = max((e for j in range(len(rounded or []))
+                      if exact is not None and rounded is not None
+                      and rounded[j].shape == exact[j].shape
+                      and rounded[j].dtype.kind == "f"
+                      for e in [ml.scaled_error(rounded[j], exact[j])] if math.isfinite(e)),
+                     default=math.nan)
         widening = self._ort_widening(model, base, others)
         for p in (base, *others):
             assert p.outputs is not None
@@ -645,9 +651,6 @@ class _Checker:
                 if yard is None or yard[j].shape != a.shape:
                     continue
                 label = FP16_EXACT if wide else FP16_SHADOW
-                spread = (ml.scaled_error(rounded[j], exact[j]) if rounded is not None
-                          and exact is not None and rounded[j].shape == exact[j].shape
-                          else math.nan)
                 same = ml.fp16_reference_gate(ml.scaled_error(a, yard[j]), wide, spread)
                 self._fp16_row("model:fp16:scaled", out, p, label, onnx.__version__, a,
                                yard[j].astype(a.dtype), same, finite, (p.files[j], ""))

@@ -276,7 +276,7 @@ def fp16_reference_gate(scaled: float, widened: bool, spread: float = math.nan) 
     text = f"scaled error against {what} {scaled:.3g} {'≤' if ok else '>'} {limit:.3g}"
     if by_spread:
         text += (f" (1.5× the {spread:.3g} that the file's two correct computations, rounded "
-                 "to float16 at each node and exact, are apart)")
+                 "to float16 at each node and exact, are apart on its outputs)")
     return Gate(ok, text, {"scaled_error": scaled, "limit": limit, "widened": widened,
                            "yardsticks_apart": spread})
 

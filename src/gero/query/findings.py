@@ -774,7 +774,10 @@ def _variant_title(f: Finding, variant: str, ops: str, who: str, many: bool) -> 
     fp32 model (vs-model, vs-fp32), the run's baseline on the same file (cosine,
     decision), a correct computation of the fp16 file (scaled)."""
     gate = f.family.rsplit(":", 1)[-1]
-    hint = _hint(f.template, example=f.representative.reason)
+    template = f.template
+    if template.startswith("calibrated on "):  # where the ranges came from, not the cause
+        template = template.partition("; ")[2] or template
+    hint = _hint(template, example=f.representative.reason)
     if gate in ("vs-model", "vs-fp32"):
         if f.outlier == "every path":
             return (f"The {variant} file of {ops} is off the fp32 model on every path: "

@@ -131,8 +131,9 @@ def floors_unneeded(name: str, variant: list[np.ndarray], fp32: list[np.ndarray]
                     rule: StatsRule) -> Floors | None:
     """A runtime's floors on a variant file where its vs-model rows pass without one (the
     gate is min(0.99, floor), the floor's decisions, a one-element row's scaled error at
-    least the floor's: a measured floor can only lower it), so its 16 noise runs would
-    change no verdict; None where an output needs them. Depends on the outputs alone, so
+    least the floor's: a measured floor can only lower it) or hold NaN or inf (no floor
+    makes them assessable), so its 16 noise runs would change no verdict; None where an
+    output needs them. Depends on the outputs alone, so
     which runs are made does not depend on the machine's speed."""
     floors: Floors = {}
     for j, a in enumerate(variant):
@@ -141,8 +142,10 @@ def floors_unneeded(name: str, variant: list[np.ndarray], fp32: list[np.ndarray]
         if j >= len(fp32) or a.shape != fp32[j].shape:
             return None
         gate, stats = rule.variant_gate(name, j, a, fp32[j], None)
-        if not gate.passed:
+        if not gate.passed and stats.finite:
             return None
+        # Passing, or non-finite (no floor makes NaN assessable: magika's fp16 file on
+        # tract, whose 16 float16 runs took its whole budget to change nothing).
         floors[j] = (ml.unmeasured_floor(stats), [])
     return floors
 
@@ -239,7 +242,7 @@ class ModelRuns:
                       ) -> dict[str, PathResult]:
         """Every runtime setting and the ReferenceEvaluator on the variant, once each."""
         from gero_runner.execution.paths import (
-            explain_reference_failure,
+            explain_reference_on_variant,
             run_path,
             run_reference,
             runtime_specs,
@@ -249,7 +252,7 @@ class ModelRuns:
         for backend, spec in runtime_specs(ctx.settings):
             runs[spec.name] = run_path(backend, spec, vcase, 1)
         runs["onnx-reference"] = run_reference(vcase, 1)
-        explain_reference_failure(vcase, runs["onnx-reference"])
+        explain_reference_on_variant(vcase, runs["onnx-reference"])
         ctx.backend_seconds += sum(p.backend_seconds for p in runs.values())
         return runs
 

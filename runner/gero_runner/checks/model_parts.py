@@ -49,7 +49,7 @@ from gero_runner.execution.context import CaseContext, CaseResult, PathResult, R
 from gero_runner.execution.evaluate import case_context, execution_rows, judge_case
 from gero_runner.execution.paths import (
     compare_paths,
-    explain_reference_failure,
+    explain_reference_on_variant,
     path_result,
     path_table_here,
     run_corrected_reference,
@@ -106,7 +106,7 @@ class RunPath(Part):
                           self.max_tensor_bytes)
         if self.spec.backend == reference.BACKEND and self.variant != FP32:
             # On the model, the corrected evaluator's part does it.
-            explain_reference_failure(self.case, result)
+            explain_reference_on_variant(self.case, result)
         return result
 
 

@@ -236,6 +236,31 @@ def explain_reference_failure(case: CaseInstance, ref: PathResult) -> None:
         return
 
 
+def explain_reference_on_variant(case: CaseInstance, ref: PathResult) -> None:
+    """The stock evaluator on a variant file (``case.model``) that holds a defective
+    operator: a failure is explained as on the model (``explain_reference_failure``); where
+    it ran, the corrected evaluator runs the file too, and if its outputs differ the stock
+    path carries the entries that show, so its rows on the file name the defect (PicoDet's
+    fp16 and int8-dynamic files keep the BatchNormalization momentum defect: 'the
+    ReferenceEvaluator is off' on them was the defect's, unnamed)."""
+    import onnx
+
+    from gero_runner.backends import reference_defects
+
+    if not ref.ok:
+        explain_reference_failure(case, ref)
+        return
+    model = onnx.load_from_string(case.model)
+    entries = reference_defects.applicable(model)
+    if not entries or ref.outputs is None:
+        return
+    fixed = run_path(reference.CORRECTED_RUNTIME, reference.CORRECTED_PATH, case, 1)
+    if not fixed.ok or _identical([ref.outputs, fixed.outputs or []]):
+        return  # nothing the defect changed on this file (or the correction failed)
+    ref.known_defects = ((entries[0].key,) if len(entries) == 1
+                         else _defects_shown(model, case.inputs, entries))
+
+
 def _defects_shown(model: Any, feeds: dict[str, np.ndarray], entries: list[Any]
                    ) -> tuple[str, ...]:
     from gero_runner.backends import reference_defects

@@ -138,9 +138,21 @@ def test_the_fp16_gate_takes_the_models_own_noise_floor(scaled: float, honest: f
     (9.67e-3, math.nan, False, 4e-3),   # no exact yardstick
     (3e-3, math.inf, True, 4e-3),       # an overflowing yardstick widens nothing
     (5.3e-2, 9e-3, False, 1.35e-2),     # OpenVINO's bf16 on the same file
+    (0.5, 1.0, False, 4e-3),            # magika: float16 rounding breaks the file itself
+    (6e-2, 5e-2, True, 7.5e-2),         # at the cap
 ])
 def test_the_fp16_reference_gate_allows_the_yardsticks_own_spread(
         scaled: float, spread: float, passed: bool, limit: float) -> None:
     gate = ml.fp16_reference_gate(scaled, False, spread)
     assert gate.passed is passed and gate.figures["limit"] == pytest.approx(limit)
     assert ("two correct computations" in gate.reason) is (limit != 4e-3)
+
+
+def test_an_unmeasured_floor_says_why_for_a_finite_and_a_non_finite_variant() -> None:
+    r = np.array([[1.0, 2.0, 3.0], [3.0, 1.0, 2.0]])
+    finite = ml.output_stats(r * 1.0001, r, decision=False)
+    gate = ml.variant_gate(finite, ml.unmeasured_floor(finite), False)
+    assert gate.passed and "passes without one" in gate.reason
+    nan = ml.output_stats(np.full_like(r, np.nan), r, decision=False)
+    gate = ml.variant_gate(nan, ml.unmeasured_floor(nan), False)
+    assert not gate.passed and "no floor makes a non-finite output assessable" in gate.reason

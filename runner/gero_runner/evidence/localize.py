@@ -140,8 +140,11 @@ def sides(directory: Path, row: dict[str, Any], record: dict[str, Any]) -> tuple
         name, level = parts
         found = next((p for p in paths.values() if p.get("backend") == name
                       and p.get("optimization") == level), None)
-        spec = next((s for s in backends.get(name).paths(max(1, int(row.get("threads") or 1)))
-                     if s.optimization == level), None)
+        # The runtime's own table only where the record lacks the path: asking OpenVINO for
+        # its settings loads it, and a process that did must not fork (start_method).
+        spec = None if found is not None else next(
+            (s for s in backends.get(name).paths(max(1, int(row.get("threads") or 1)))
+             if s.optimization == level), None)
         if found is not None or spec is not None:
             b_settings = dict(found.get("settings") or {}) if found is not None else \
                 dict(spec.settings if spec is not None else {})

@@ -455,3 +455,31 @@ def test_without_float64_a_model_disagreement_blames_neither_side(tmp_path: Path
     assert f.outlier == "onnx-reference vs openvino"
     assert f.title.startswith("The ReferenceEvaluator and OpenVINO disagree on magika (int32) "
                               "with no float64 arbiter")
+
+
+def test_a_defect_is_one_finding_across_the_model_and_its_variant_files(tmp_path: Path) -> None:
+    """PicoDet: the BatchNormalization momentum defect named on the model's rows and on the
+    fp16 and int8-dynamic files' rows. The entry's description holds an apostrophe ("the
+    batch's own statistics"), which the templates mask up to the next one, so each row's own
+    figures stayed in its kind: three findings for one defect."""
+    from gero_runner.backends.reference_defects import BY_KEY
+
+    label = BY_KEY["batchnorm9-momentum"].label()
+    rows = [
+        _model_row("model:fp32", "onnx-reference", "-", "divergence",
+                   f"{label} — scaled error 3.44 > 0.0001 (the output's scale)",
+                   "float64-shadow"),
+        _model_row("model:fp16:scaled", "onnx-reference", "-", "divergence",
+                   f"{label} — scaled error against the fp16 file's float64 shadow 1.48 > "
+                   "0.0135 (1.5× the 0.009 that the file's two correct computations are apart)",
+                   "fp16-rounded-shadow"),
+        _model_row("model:int8-dynamic:cosine", "onnx-reference", "-", "divergence",
+                   f"{label} — row cosine 0.128 < min(0.99, floor 1.000000) over 7600 row(s)",
+                   "int8-dynamic:onnxruntime:all"),
+    ]
+    _write(tmp_path, rows)
+    found = compute_findings(open_source(tmp_path))
+    assert len(found) == 1, [(f.family, f.outlier, f.template) for f in found]
+    (f,) = found
+    assert f.observations == 3 and f.title.startswith("Known upstream ReferenceEvaluator defect")
+    assert f.title.endswith("known upstream defect batchnorm9-momentum"), f.title

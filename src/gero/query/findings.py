@@ -208,7 +208,13 @@ def _kind_sql(template: str) -> str:
            "' ?\\([^()]*\\)', '', 'g'), ' ?\\([^()]*\\)', '', 'g'), ';', 1))")
     return f"""CASE WHEN {nan_only} THEN 'nan'
                 WHEN {template} LIKE '%known upstream defect%' THEN
-                    'defect:' || split_part({template}, ' — ', 1)
+                    -- the registry keys alone: the entry's description holds an apostrophe
+                    -- ("the batch's"), which the template masks up to the next one, so a
+                    -- split at ' — ' kept each row's own figures (one defect, 3 findings)
+                    'defect:known upstream defect ' || array_to_string(list_sort(list_distinct(
+                        regexp_extract_all({template},
+                                           'known upstream defect ([A-Za-z0-9_-]+)', 1))),
+                        ', ')
                 WHEN {side} <> '' THEN 'nonfinite:' || {side}
                 WHEN regexp_matches({body}, '^# of # elements outside') THEN 'outside'
                 ELSE 'law:' || {law} END"""
@@ -381,10 +387,9 @@ WITH raw AS MATERIALIZED (
                     THEN 'precision'
                 WHEN kind LIKE 'nonfinite:%' AND outlier <> 'every path' THEN 'non-finite'
                 -- a registered defect is one cause on the model and every variant file,
-                -- whether it made a wrong output or a failure (magika's GlobalMaxPool)
-                WHEN kind LIKE 'defect:%' AND (regexp_matches(fam, '{_VARIANT_CHECK}')
-                                               OR fam = 'execution')
-                    THEN 'numeric'
+                -- in every check, whether it made a wrong output or a failure (magika's
+                -- GlobalMaxPool)
+                WHEN kind LIKE 'defect:%' THEN 'numeric'
                 ELSE fam END AS family,
            kind, sub AS template, dtype, op_type, precision
     FROM labelled

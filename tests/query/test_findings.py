@@ -483,3 +483,19 @@ def test_a_defect_is_one_finding_across_the_model_and_its_variant_files(tmp_path
     (f,) = found
     assert f.observations == 3 and f.title.startswith("Known upstream ReferenceEvaluator defect")
     assert f.title.endswith("known upstream defect batchnorm9-momentum"), f.title
+
+
+def test_an_int8_static_title_gives_the_figures_not_the_calibration(tmp_path: Path) -> None:
+    """The int8-static verdict's first clause says where its ranges came from; the title
+    gives what failed (PicoDet: 'The int8-static file … is off the fp32 model on every path:
+    calibrated on the --inputs arrays of inputs.npz')."""
+    reason = ("calibrated on the --inputs arrays of x.npz; row cosine 0.13 < min(0.99, floor "
+              "1.000000) over 4 row(s)")
+    rows = [_model_row("model:int8-static:vs-model", b, lvl, "divergence", reason,
+                       f"fp32:{b}:{lvl}") for b, lvl in (("onnxruntime", "all"),
+                                                        ("openvino", "f32"))]
+    _write(tmp_path, rows)
+    (f,) = compute_findings(open_source(tmp_path))
+    assert f.title.startswith("The int8-static file of magika is off the fp32 model on every "
+                              "path: row cosine n < min"), f.title
+    assert "calibrated" not in f.title

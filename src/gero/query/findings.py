@@ -781,7 +781,9 @@ def _variant_title(f: Finding, variant: str, ops: str, who: str, many: bool) -> 
     gate = f.family.rsplit(":", 1)[-1]
     template = f.template
     if template.startswith("calibrated on "):  # where the ranges came from, not the cause
-        template = template.partition("; ")[2] or template
+        # the kind is the verdict's first clause: the figures are the representative's
+        rest = f.representative.reason.partition("; ")[2]
+        template = re.sub(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", "n", rest) or template
     hint = _hint(template, example=f.representative.reason)
     if gate in ("vs-model", "vs-fp32"):
         if f.outlier == "every path":

@@ -86,7 +86,7 @@ def _runnable(model: bytes, pipeline: str, inputs: Arrays | None) -> tuple[list[
     fd, path = tempfile.mkstemp(suffix=".onnx", prefix="gero-tract-")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(model)
+            f.write(model if inputs is None else _without_symbolic_facts(model))
         inference = tract.onnx().model_for_path(path)
     finally:
         os.unlink(path)
@@ -98,6 +98,22 @@ def _runnable(model: bytes, pipeline: str, inputs: Arrays | None) -> tuple[list[
                                                   _FACT_TYPES[x.dtype.str[1:]]]))
     typed = getattr(inference, pipeline)()
     return names, typed.into_runnable()
+
+
+def _without_symbolic_facts(model: bytes) -> bytes:
+    """The graph without the shapes its exporter declared for intermediates and outputs,
+    for an analysis from concrete input facts: tract does not bind a declared symbol to
+    the value it computes ("Impossible to unify Sym(batch) with Val(1)" on nudenet's
+    YOLOv8 and on every fp16 file's input Cast of a dynamic width), so those shapes made a
+    graph ONNX Runtime runs fail. Element types stay; the shapes follow from the inputs."""
+    import onnx
+
+    proto = onnx.load_from_string(model)
+    del proto.graph.value_info[:]
+    for value in proto.graph.output:
+        if value.type.HasField("tensor_type"):
+            value.type.tensor_type.ClearField("shape")
+    return bytes(proto.SerializeToString())
 
 
 class _Concrete:

@@ -372,6 +372,25 @@ def test_tract_takes_the_inputs_shapes_where_it_cannot_analyse_symbolic_ones() -
                 assert np.array_equal(y, expected[:len(batch)]), (nodes[0].op_type, spec)
 
 
+def test_tract_analysed_from_concrete_inputs_drops_the_declared_symbolic_shapes() -> None:
+    """nudenet's YOLOv8 (and every fp16 file's input Cast of a dynamic width): the exporter
+    declared intermediate shapes over symbols, which tract, analysing from the inputs'
+    concrete shapes, would not bind ("Impossible to unify Sym(N) with Val(2)"): tract was
+    said not to run a graph ONNX Runtime runs."""
+    backend = _require("tract")
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 12
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Flatten", ["h"], ["y"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "C", "L"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "CL"])],
+        value_info=[helper.make_tensor_value_info("h", TensorProto.FLOAT, ["N", "C", "L"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    for spec in backend.paths(1):
+        (y,) = backend.run(backend.build(model.SerializeToString(), spec.settings), {"x": x})
+        assert np.array_equal(y, np.maximum(x, 0).reshape(2, 12)), spec
+
+
 def _scalar_and_passthrough(name: str) -> list[tuple[list[int], list[int]]]:
     """A 0-d input (tract's own from_numpy made it shape [1]) and an input the graph passes
     straight to an output (OpenVINO's port then carries only the output's name), run on

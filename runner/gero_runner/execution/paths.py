@@ -204,16 +204,7 @@ def run_corrected_reference(case: CaseInstance, ref: PathResult,
 
     if ran and all(agrees(p) for p in ran):
         return None
-    path = run_path(reference.CORRECTED_RUNTIME, reference.CORRECTED_PATH, case, 1)
-    if not path.ok or _identical([ref.outputs, path.outputs or []]):
-        return None  # nothing to correct on these inputs (or the correction itself failed)
-    model = onnx.load_from_string(case.model)
-    entries = reference_defects.applicable(model)
-    # Several entries: only those whose defect shows on these inputs are named (a Softmax
-    # over its last axis is right at any opset beside a BatchNormalization that is not).
-    ref.known_defects = ((entries[0].key,) if len(entries) == 1
-                         else _defects_shown(model, case.inputs, entries))
-    return path
+    return _corrected_differs(case, ref)
 
 
 def explain_reference_failure(case: CaseInstance, ref: PathResult) -> None:
@@ -254,11 +245,27 @@ def explain_reference_on_variant(case: CaseInstance, ref: PathResult) -> None:
     entries = reference_defects.applicable(model)
     if not entries or ref.outputs is None:
         return
-    fixed = run_path(reference.CORRECTED_RUNTIME, reference.CORRECTED_PATH, case, 1)
-    if not fixed.ok or _identical([ref.outputs, fixed.outputs or []]):
-        return  # nothing the defect changed on this file (or the correction failed)
+    _corrected_differs(case, ref)
+
+
+def _corrected_differs(case: CaseInstance, ref: PathResult) -> PathResult | None:
+    """The corrected evaluator on the case's graph; where its outputs differ from the stock
+    ones (``ref``), the stock path carries the entries that show, and the corrected path
+    is returned (None: nothing to correct on these inputs, or the correction failed)."""
+    import onnx
+
+    from gero_runner.backends import reference_defects
+
+    path = run_path(reference.CORRECTED_RUNTIME, reference.CORRECTED_PATH, case, 1)
+    if not path.ok or _identical([ref.outputs or [], path.outputs or []]):
+        return None
+    model = onnx.load_from_string(case.model)
+    entries = reference_defects.applicable(model)
+    # Several entries: only those whose defect shows on these inputs are named (a Softmax
+    # over its last axis is right at any opset beside a BatchNormalization that is not).
     ref.known_defects = ((entries[0].key,) if len(entries) == 1
                          else _defects_shown(model, case.inputs, entries))
+    return path
 
 
 def _defects_shown(model: Any, feeds: dict[str, np.ndarray], entries: list[Any]

@@ -164,6 +164,17 @@ def _draw_geometry(rng: np.random.Generator) -> dict[str, Any]:
                                                         kernel + kernel, strict=True)]}
 
 
+def _spatial(geo: dict[str, Any]) -> dict[str, Any]:
+    """A drawn geometry as node attributes: explicit pads, or the auto_pad mode."""
+    spatial: dict[str, Any] = {"kernel_shape": geo["kernel"], "strides": geo["strides"],
+                               "dilations": geo["dilations"]}
+    if geo["auto_pad"] == "NOTSET":
+        spatial["pads"] = geo["pads"]
+    else:
+        spatial["auto_pad"] = geo["auto_pad"]
+    return spatial
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_random_convolutions_and_pools_match_the_stock_evaluator(dtype: Any) -> None:
     rng = np.random.default_rng(27)
@@ -173,12 +184,7 @@ def test_random_convolutions_and_pools_match_the_stock_evaluator(dtype: Any) -> 
         group, cg, mg = int(rng.choice([1, 1, 2, 3])), int(rng.integers(1, 4)), \
             int(rng.integers(1, 4))
         x = rng.standard_normal((2, cg * group, *geo["size"])).astype(dtype)
-        spatial: dict[str, Any] = {"kernel_shape": geo["kernel"], "strides": geo["strides"],
-                                   "dilations": geo["dilations"]}
-        if geo["auto_pad"] == "NOTSET":
-            spatial["pads"] = geo["pads"]
-        else:
-            spatial["auto_pad"] = geo["auto_pad"]
+        spatial = _spatial(geo)
         draws = [
             (helper.make_node("Conv", ["X", "W", "B"], ["Y"], group=group, **spatial),
              {"X": x, "W": rng.standard_normal((mg * group, cg, *geo["kernel"])).astype(dtype),
@@ -221,12 +227,7 @@ def test_random_integer_convolutions_match_the_stock_evaluator_exactly() -> None
             geo = _draw_geometry(rng)
         group, cg, mg = int(rng.choice([1, 1, 2])), int(rng.integers(1, 4)), \
             int(rng.integers(1, 4))
-        spatial: dict[str, Any] = {"kernel_shape": geo["kernel"], "strides": geo["strides"],
-                                   "dilations": geo["dilations"]}
-        if geo["auto_pad"] == "NOTSET":
-            spatial["pads"] = geo["pads"]
-        else:
-            spatial["auto_pad"] = geo["auto_pad"]
+        spatial = _spatial(geo)
         wtype = np.int8 if rng.random() < .5 else np.uint8
         info = np.iinfo(wtype)
         w = rng.integers(info.min, info.max + 1, (mg * group, cg, *geo["kernel"])).astype(wtype)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from gero_runner.backends import reference_defects as rd
@@ -99,22 +100,28 @@ def test_a_defect_that_does_not_show_on_the_inputs_labels_nothing(tmp_path: Path
 
 
 
+def _bn_softmax(axis: int) -> onnx.ModelProto:
+    """An opset-11 BatchNormalization (running mean 0, var 1) of [2, 3, 5], then a Softmax
+    over ``axis``: two registry entries apply."""
+    params = {"scale": np.ones(3, np.float32), "B": np.zeros(3, np.float32),
+              "mean": np.zeros(3, np.float32), "var": np.ones(3, np.float32)}
+    nodes = [helper.make_node("BatchNormalization", ["X", "scale", "B", "mean", "var"],
+                              ["n"], epsilon=1e-5),
+             helper.make_node("Softmax", ["n"], ["Y"], axis=axis)]
+    graph = helper.make_graph(
+        nodes, "bn_softmax", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 3, 5])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 3, 5])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in params.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], ir_version=7)
+
+
 def test_only_the_defects_that_show_are_named(tmp_path: Path) -> None:
     """PP-OCRv4's recogniser: an opset-11 BatchNormalization (its defect shows) and a Softmax
     over its last axis (right at any opset). The stock evaluator's rows name the
     BatchNormalization entry alone; they named both."""
     rng = np.random.default_rng(0)
     x = (rng.standard_normal((2, 3, 5)) * 2 + 3).astype(np.float32)
-    params = {"scale": np.ones(3, np.float32), "B": np.zeros(3, np.float32),
-              "mean": np.zeros(3, np.float32), "var": np.ones(3, np.float32)}
-    nodes = [helper.make_node("BatchNormalization", ["X", "scale", "B", "mean", "var"],
-                              ["n"], epsilon=1e-5),
-             helper.make_node("Softmax", ["n"], ["Y"], axis=2)]
-    graph = helper.make_graph(
-        nodes, "bn_softmax", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 3, 5])],
-        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 3, 5])],
-        initializer=[numpy_helper.from_array(v, k) for k, v in params.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], ir_version=7)
+    model = _bn_softmax(axis=2)
     assert {d.key for d in rd.applicable(model)} == {"softmax-opset12-axis",
                                                      "batchnorm9-momentum"}
     rows = _rows(_case(model.SerializeToString(), {"X": x}, "BatchNormalization"), tmp_path)
@@ -130,16 +137,7 @@ def test_each_defect_that_shows_is_named() -> None:
     """Both entries show where both nodes are wrong on their inputs (Softmax at opset 11
     over axis 1 of a rank-3 tensor)."""
     x = (np.arange(30, dtype=np.float32).reshape(2, 3, 5) / 10 + 3)
-    params = {"scale": np.ones(3, np.float32), "B": np.zeros(3, np.float32),
-              "mean": np.zeros(3, np.float32), "var": np.ones(3, np.float32)}
-    nodes = [helper.make_node("BatchNormalization", ["X", "scale", "B", "mean", "var"],
-                              ["n"], epsilon=1e-5),
-             helper.make_node("Softmax", ["n"], ["Y"], axis=1)]
-    graph = helper.make_graph(
-        nodes, "bn_softmax", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 3, 5])],
-        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 3, 5])],
-        initializer=[numpy_helper.from_array(v, k) for k, v in params.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], ir_version=7)
+    model = _bn_softmax(axis=1)
     assert set(rd.shown(model, {"X": x})) == {"softmax-opset12-axis", "batchnorm9-momentum"}
     x_zero = np.zeros((2, 3, 5), np.float32)  # batch statistics 0 and 0: BN is right
     assert rd.shown(model, {"X": x_zero}) == ("softmax-opset12-axis",)

@@ -63,6 +63,9 @@ FP16_SHADOW = "fp16-rounded-shadow"
 """The fp16 yardstick: the file's float64 shadow rounded to float16 at every node."""
 FP16_EXACT = "fp16-exact-shadow"
 """The fp16 file computed exactly (float64): the yardstick of a path that widens it."""
+INT8_EXACT = "int8-exact-shadow"
+"""An int8 file computed exactly (its float parts in float64): where a path disagrees with
+the run's baseline there, which of the two is off."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -201,6 +204,35 @@ def noisy_runs(backend: Backend, spec: PathSpec, model: bytes, inputs: dict[str,
     return runs
 
 
+def int8_exact(model: bytes, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """An int8 file's float64 shadow: its integer parts as they are, every float tensor
+    (scales, dequantized values, the float operators between) in float64 (raises what the
+    evaluator raises)."""
+    from gero_runner.models import shadow
+
+    return shadow.run_shadow(onnx.load_from_string(model), inputs)
+
+
+def int8_exact_needed(base: list[np.ndarray], others: list[list[np.ndarray]],
+                      rule: StatsRule) -> bool:
+    """Whether some path on an int8 file fails its gates against the run's baseline even
+    without a floor (a measured floor can only lower them): only then is the file's exact
+    computation asked for. Depends on the outputs alone (the plan and the judge agree)."""
+    for outputs in others:
+        for j, a in enumerate(outputs):
+            if j >= len(base) or a.dtype.kind != "f" or a.shape != base[j].shape:
+                continue
+            stats = rule.stats(j, a, base[j])
+            if not stats.finite:
+                continue  # no computation makes NaN comparable
+            floor = ml.unmeasured_floor(stats)
+            if not ml.int8_cosine_gate(stats, floor).passed:
+                return True
+            if rule.decides(j) and not ml.decision_gate(stats, floor).passed:
+                return True
+    return False
+
+
 def calibration_of(case: CaseInstance) -> var.Calibration:
     """What calibrates the case's int8-static variant (``--calibration``, ``--inputs``)."""
     opts = case.model_checks or ModelChecks()
@@ -260,6 +292,10 @@ class ModelRuns:
                         ) -> tuple[list[np.ndarray], list[np.ndarray]]:
         with ctx.backend_time():
             return fp16_yardsticks(model, ctx.case.inputs)
+
+    def int8_exact(self, ctx: CaseContext, name: str, model: bytes) -> list[np.ndarray]:
+        with ctx.backend_time():
+            return int8_exact(model, ctx.case.inputs)
 
 
 class _Checker:
@@ -526,7 +562,7 @@ class _Checker:
         if name == var.FP16:
             self._fp16_rows(model, base, others, fp32, run_base)
         else:
-            self._int8_rows(name, base, others, fp32, run_floors, run_base)
+            self._int8_rows(name, model, base, others, fp32, run_floors, run_base)
 
     def _vs_model_rows(self, name: str, base: PathResult, fp32: PathResult,
                        floors: dict[int, tuple[ml.Floor, list[dict[str, Any]]]],
@@ -563,18 +599,23 @@ class _Checker:
                                     "variant_vs_fp32": stats.as_dict(), **extra},
                       (base.files[j], fp32.files[j] if j < len(fp32.files) else ""))
 
-    def _int8_rows(self, name: str, base: PathResult, others: list[PathResult],
-                   fp32: PathResult,
+    def _int8_rows(self, name: str, model: bytes, base: PathResult,
+                   others: list[PathResult], fp32: PathResult,
                    floors: dict[int, tuple[ml.Floor, list[dict[str, Any]]]],
                    b: Baseline) -> None:
+        """Every other path on the int8 file against the run's baseline on it (seed 002's
+        cosine and decisions, above the floor); where one disagrees, the file computed
+        exactly says whether it is off or merely as far from exact as the baseline."""
         assert base.outputs is not None
         ref_label = f"{name}:{b.label}"
+        exact = self._int8_exact(name, model, base, others)
         for j, (floor, _) in floors.items():
             out = self.ctx.output_names[j]
             r = base.outputs[j]
             accuracy = None
             if fp32.outputs is not None and fp32.outputs[j].shape == r.shape:
                 accuracy = self._stats(j, r, fp32.outputs[j]).as_dict()
+            ex = exact[j] if isinstance(exact, list) and exact[j].shape == r.shape else None
             for p in others:
                 assert p.outputs is not None
                 a = p.outputs[j]
@@ -585,15 +626,47 @@ class _Checker:
                     continue
                 stats = self._stats(j, a, r)
                 files = (p.files[j], base.files[j])
-                gate = ml.int8_cosine_gate(stats, floor)
-                self._row(f"model:{name}:cosine", out, p, ref_label, base.version, a, r,
-                          _gate_class(gate, stats), gate.reason,
-                          {**gate.figures, "int8_vs_fp32": accuracy}, files)
+                gates = [("cosine", ml.int8_cosine_gate(stats, floor))]
                 if self._decides(j):
-                    gate = ml.decision_gate(stats, floor)
-                    self._row(f"model:{name}:decision", out, p, ref_label, base.version, a, r,
+                    gates.append(("decision", ml.decision_gate(stats, floor)))
+                for kind, gate in gates:
+                    if not gate.passed and stats.finite:
+                        gate = self._by_exact(kind, gate, j, a, r, ex, exact, floor)
+                    self._row(f"model:{name}:{kind}", out, p, ref_label, base.version, a, r,
                               _gate_class(gate, stats), gate.reason,
                               {**gate.figures, "int8_vs_fp32": accuracy}, files)
+
+    def _int8_exact(self, name: str, model: bytes, base: PathResult,
+                    others: list[PathResult]) -> list[np.ndarray] | str | None:
+        """The int8 file computed exactly, where a path fails against the baseline (None:
+        none does; a sentence: it could not be made)."""
+        assert base.outputs is not None
+        if not int8_exact_needed(base.outputs, [p.outputs for p in others
+                                                if p.outputs is not None], self.rule):
+            return None
+        try:
+            return self.runs.int8_exact(self.ctx, name, model)
+        except Exception as e:
+            return error_text(e) or type(e).__name__
+
+    def _by_exact(self, kind: str, gate: ml.Gate, j: int, a: np.ndarray, r: np.ndarray,
+                  ex: np.ndarray | None, exact: list[np.ndarray] | str | None,
+                  floor: ml.Floor) -> ml.Gate:
+        """A failed gate against the baseline, judged again against the exact computation:
+        passed where the path is as close to it as the baseline is."""
+        if ex is None:
+            why = exact if isinstance(exact, str) else "its output's shape differs"
+            return dataclasses.replace(gate, reason=f"{gate.reason}; the file computed "
+                                       f"exactly could not arbitrate: {why[:200]}")
+        vs_p, vs_b = self._stats(j, a, ex), self._stats(j, r, ex)
+        by = (ml.int8_exact_gate(vs_p, vs_b, floor) if kind == "cosine"
+              else ml.int8_exact_decision_gate(vs_p, vs_b))
+        figures = {**gate.figures, "vs_exact": by.figures, "yardstick": INT8_EXACT}
+        if by.passed:
+            return ml.Gate(True, f"{gate.reason} against the run's baseline, yet as close to "
+                           f"the file computed exactly as the baseline: {by.reason}", figures)
+        return ml.Gate(False, f"{gate.reason}, and further from the file computed exactly "
+                       f"than the run's baseline: {by.reason}", figures)
 
     def _fp16_rows(self, model: bytes, base: PathResult, others: list[PathResult],
                    fp32: PathResult, b: Baseline) -> None:

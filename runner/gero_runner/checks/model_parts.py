@@ -41,6 +41,8 @@ from gero_runner.checks.model import (
     floors_of,
     floors_unneeded,
     fp16_yardsticks,
+    int8_exact,
+    int8_exact_needed,
     noisy_runs,
 )
 from gero_runner.errors import NotRun, PathFailed, error_text
@@ -145,6 +147,24 @@ class Fp16Yardsticks(Part):
 
 
 @dataclass
+class Int8Exact(Part):
+    """An int8 file computed exactly (its float parts in float64, the ReferenceEvaluator),
+    asked for only where a path disagrees with the run's baseline on it."""
+
+    model: bytes
+    inputs: dict[str, np.ndarray]
+    variant: str
+    label: str
+    budget_s: float
+
+    def run(self, settings: Any) -> list[np.ndarray] | str:
+        try:
+            return int8_exact(self.model, self.inputs)
+        except Exception as e:  # the int8 rows say so
+            return error_text(e) or type(e).__name__
+
+
+@dataclass
 class CorrectReference(Part):
     """The corrected ReferenceEvaluator (when it is needed): its path and the stock
     path's known defects."""
@@ -235,7 +255,7 @@ class Judge(Part):
         made = self.plan
         start = time.perf_counter()
         runs = PartRuns(made.noise, made.variant_models, made.on_variant, made.keys,
-                        made.yardsticks)
+                        made.yardsticks, made.int8_exact)
 
         def family_rows(name: str, ctx: CaseContext) -> list[Observation]:
             rows: list[Observation] = []
@@ -281,9 +301,18 @@ class PartRuns(ModelRuns):
 
     def __init__(self, noise: dict[tuple[str, str], Any], variant_models: dict[str, bytes | str],
                  on_variant: dict[str, dict[str, PathResult]], keys: list[str],
-                 yardsticks: Any) -> None:
+                 yardsticks: Any, exact: dict[str, Any]) -> None:
         self.noise, self.variant_models, self.on_variant = noise, variant_models, on_variant
-        self.keys, self.yardsticks = keys, yardsticks
+        self.keys, self.yardsticks, self.exact = keys, yardsticks, exact
+
+    def int8_exact(self, ctx: CaseContext, name: str, model: bytes) -> list[np.ndarray]:
+        got = self.exact.get(name)
+        if got is None:
+            raise NotRun
+        if isinstance(got, str):
+            raise PathFailed(got)
+        result: list[np.ndarray] = got
+        return result
 
     def fp16_yardsticks(self, ctx: CaseContext, model: bytes
                         ) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -349,6 +378,8 @@ class _Made:
     family_failures: dict[str, str] = field(default_factory=dict)
     yardsticks: Any = None
     """The fp16 file's two float64 shadows and their seconds, or why they are missing."""
+    int8_exact: dict[str, Any] = field(default_factory=dict)
+    """An int8 file computed exactly, by variant, or why it is missing; absent: not asked."""
     corrected_failure: PathResult | None = None
     """The corrected ReferenceEvaluator, when it ran out (the stock one is used)."""
     merged: bool = False
@@ -418,6 +449,8 @@ class ModelCasePlan(Plan):
         self.rule = StatsRule(names, checks is not None and checks.task in DECISION_TASKS,
                               tuple(dict(checks.decision_axes).items()) if checks else ())
         self.yardsticks_state = "none"  # "running", "done"
+        self.exact_state = {v: "none" for v in self.variants if v != var.FP16}
+        """Each int8 file's exact computation: "none" (not decided), "running", "done"."""
         names = tuple(f for f in settings.checks if f != MODEL_FAMILY)
         self.made = _Made(case, list(self.specs), names)
         self.made.on_variant = {v: {} for v in self.variants}
@@ -480,6 +513,9 @@ class ModelCasePlan(Plan):
         elif isinstance(part, Fp16Yardsticks):
             made.yardsticks = result if isinstance(result, str) else (result, 0.0)
             self.yardsticks_state = "done"
+        elif isinstance(part, Int8Exact):
+            made.int8_exact[part.variant] = result
+            self.exact_state[part.variant] = "done"
         elif isinstance(part, CorrectReference):
             made.corrected, known = result
             made.ref.known_defects = known
@@ -510,6 +546,10 @@ class ModelCasePlan(Plan):
             made.yardsticks = (f"they ran out of their {self.budget:g} s budget"
                                if out_of_budget else message)
             self.yardsticks_state = "done"
+        elif isinstance(part, Int8Exact):
+            made.int8_exact[part.variant] = (
+                f"it ran out of its {self.budget:g} s budget" if out_of_budget else message)
+            self.exact_state[part.variant] = "done"
         elif isinstance(part, CorrectReference):
             # The runtimes are compared with the stock evaluator; this row says why.
             failed = path_result(reference.CORRECTED_RUNTIME, reference.CORRECTED_PATH)
@@ -613,11 +653,16 @@ class ModelCasePlan(Plan):
                 assert isinstance(part, Part)
                 self.busy.add(key)
                 self._add(part)
+        for name, state in self.exact_state.items():
+            if state == "none":
+                self._decide_exact(name)
         chains_done = all(self.next_link.get(k, 0) >= len(self.chains.get(k, []))
                           for k in self.specs) and not self.busy
         if (stage_a and self.corrected_state == "done" and chains_done
                 and len(made.variant_models) == len(self.variants)
-                and self.yardsticks_state != "running" and not self.judging):
+                and self.yardsticks_state != "running"
+                and all(state == "done" for state in self.exact_state.values())
+                and not self.judging):
             self.judging = True
             self._add(Judge(made, "judging the case", self.timeout_s))
 
@@ -661,6 +706,25 @@ class ModelCasePlan(Plan):
         return NoiseRuns(self.case, model, link.variant, spec, ran.outputs, disabled,
                          self.rule, f"{who(spec)}: noise-floor runs on {_on(link.variant)}",
                          self.budget)
+
+    def _decide_exact(self, name: str) -> None:
+        """Once every path has run on the int8 file (or never will), its exact computation
+        is asked for where one disagrees with the run's baseline (as the judge decides)."""
+        made = self.made
+        on = made.on_variant[name]
+        model = made.variant_models.get(name)
+        if model is None or not all(k in on or self._gone(k, name) for k in self.specs):
+            return  # its build or a path on it still runs
+        base = on.get(self.run_base) if self.run_base is not None else None
+        others = [p.outputs for k, p in on.items()
+                  if k != self.run_base and p.ok and p.outputs is not None]
+        if (isinstance(model, str) or base is None or not base.ok or base.outputs is None
+                or not int8_exact_needed(base.outputs, others, self.rule)):
+            self.exact_state[name] = "done"
+            return
+        self.exact_state[name] = "running"
+        self._add(Int8Exact(model, self.case.inputs, name,
+                            f"the {name} variant computed exactly", self.budget))
 
     def _gone(self, key: str, variant: str) -> bool:
         """The path will never run on the variant (it ran out on the model, or earlier)."""

@@ -262,6 +262,73 @@ def decision_gate(stats: OutputStats, floor: Floor) -> Gate:
     return Gate(ok, text, figures)
 
 
+EXACT_ANGLE_RATIO = 1.5
+"""A path may be this many times as far (in angle) from an int8 file's exact computation as
+the run's baseline is, as the fp16 yardstick allows 1.5× the spread of correct engines."""
+
+
+def _angle(cosine: float) -> float:
+    return math.acos(min(1.0, max(-1.0, cosine)))
+
+
+def _exact_need(base_cosine: float, floor_cosine: float) -> float:
+    """The cosine a path needs against the exact computation: 1.5× the spread of correct
+    computations (the larger angle of the baseline's to the exact one and of the
+    baseline's floor), and no more than the 0.99 gate's angle beyond it (an output the
+    flips scramble for the baseline too blames nothing, but scrambling it further is not a
+    correct computation)."""
+    theta = max(_angle(base_cosine),
+                _angle(floor_cosine) if math.isfinite(floor_cosine) else 0.0)
+    return math.cos(min(EXACT_ANGLE_RATIO * theta, theta + _angle(COSINE_CAP), math.pi))
+
+
+def int8_exact_gate(path: OutputStats, base: OutputStats, floor: Floor | None = None) -> Gate:
+    """A path that disagrees with the run's baseline on an int8 file, judged against the
+    file computed exactly (its float parts in float64): one float32 ulp before a
+    quantizer flips an 8-bit rounding and the flips spread, so two correct engines each
+    land some way off the exact computation, and apart from each other by up to the sum.
+    The path is as correct as the baseline when its row cosine to the exact computation is
+    within 1.5× the spread of correct computations (the baseline's angle to the exact one,
+    or its floor's when larger), and so its mean-pooled cosine."""
+    floor_row = floor.row_cosine if floor is not None and floor.measured else math.nan
+    floor_pooled = floor.pooled_cosine if floor is not None and floor.measured else math.nan
+    need = _exact_need(base.row_cosine, floor_row)
+    figures: dict[str, Any] = {
+        "row_cosine_vs_exact": path.row_cosine, "baseline_row_cosine_vs_exact": base.row_cosine,
+        "need_row_cosine_vs_exact": need}
+    if not (path.finite and base.finite):
+        return Gate(False, "non-finite output: not comparable with the exact computation",
+                    figures)
+    ok = path.row_cosine >= need
+    text = (f"against the file computed exactly its row cosine is {path.row_cosine:.6f}, "
+            f"the run's baseline's {base.row_cosine:.6f} (needs ≥ {need:.6f}: 1.5× the "
+            "spread of correct computations)")
+    if not math.isnan(path.pooled_cosine) and not math.isnan(base.pooled_cosine):
+        need_pooled = _exact_need(base.pooled_cosine, floor_pooled)
+        figures.update(pooled_cosine_vs_exact=path.pooled_cosine,
+                       baseline_pooled_cosine_vs_exact=base.pooled_cosine,
+                       need_pooled_cosine_vs_exact=need_pooled)
+        ok = ok and path.pooled_cosine >= need_pooled
+        text += (f", mean-pooled {path.pooled_cosine:.6f} against the baseline's "
+                 f"{base.pooled_cosine:.6f} (needs ≥ {need_pooled:.6f})")
+    return Gate(ok, text, figures)
+
+
+def int8_exact_decision_gate(path: OutputStats, base: OutputStats) -> Gate:
+    """Decisions of a path that disagrees with the run's baseline on an int8 file: against
+    the file computed exactly, it agrees on as many positions as the baseline does (or 95 %)."""
+    figures = {"agree_vs_exact": path.decisions_agree,
+               "baseline_agree_vs_exact": base.decisions_agree, "decisions": path.decisions}
+    if not (path.finite and base.finite) or path.decisions == 0:
+        return Gate(False, "no decisions could be compared with the exact computation",
+                    figures)
+    ok = (path.decisions_agree >= base.decisions_agree
+          or path.decision_share >= DECISION_SHARE)
+    text = (f"against the file computed exactly its argmax agrees on {path.decisions_agree} "
+            f"of {path.decisions} positions, the run's baseline's on {base.decisions_agree}")
+    return Gate(ok, text, figures)
+
+
 def fp16_reference_gate(scaled: float, widened: bool, spread: float = math.nan) -> Gate:
     """A path on the fp16 file against a correct computation of it: the float64 shadow
     rounded to float16 at each node, or (``widened``: a path that computes the file in

@@ -84,6 +84,45 @@ def test_int8_cosine_gate(cos: float, floor_cos: float, passed: bool) -> None:
     assert ml.int8_cosine_gate(stats, floor).passed is passed
 
 
+def _cos(row: float, pooled: float = math.nan, finite: bool = True) -> ml.OutputStats:
+    return ml.OutputStats(0.1, 0.1, row, 100, pooled, 0, 0, finite)
+
+
+@pytest.mark.parametrize(("path", "base", "floor", "passed"), [
+    (0.978, 0.99, None, True),      # within 1.5× the baseline's angle (needs 0.97755)
+    (0.977, 0.99, None, False),
+    (1.0, 1.0, None, True),         # the baseline is exact: so must the path be
+    (0.9999, 1.0, None, False),
+    (0.96, 1.0, 0.98, True),        # ...unless the baseline's own floor shows the spread
+    (0.55, 0.6181, None, True),     # an output the flips scramble for the baseline too
+    (0.31, 0.6181, None, False),    # but not twice as much: 0.99's angle beyond it at most
+])
+def test_int8_exact_gate(path: float, base: float, floor: float | None, passed: bool) -> None:
+    measured = None if floor is None else ml.Floor(floor, math.nan, 0, 0, 0.0, 0.0, 17)
+    gate = ml.int8_exact_gate(_cos(path), _cos(base), measured)
+    assert gate.passed is passed, gate.reason
+    assert gate.figures["baseline_row_cosine_vs_exact"] == base
+
+
+def test_int8_exact_gate_an_unmeasured_floor_widens_nothing_and_pooled_counts() -> None:
+    unmeasured = ml.unmeasured_floor(_cos(1.0))
+    assert not ml.int8_exact_gate(_cos(0.96), _cos(1.0), unmeasured).passed
+    # Row cosines within reach, the mean-pooled vectors not (needs 0.99775).
+    gate = ml.int8_exact_gate(_cos(0.99, 0.99), _cos(0.99, 0.999))
+    assert not gate.passed and "mean-pooled" in gate.reason
+    assert not ml.int8_exact_gate(_cos(math.nan, finite=False), _cos(0.99)).passed
+
+
+@pytest.mark.parametrize(("agree", "base_agree", "total", "passed"), [
+    (14, 14, 16, True), (13, 14, 16, False), (19, 20, 20, True), (15, 16, 16, False),
+])
+def test_int8_exact_decision_gate(agree: int, base_agree: int, total: int,
+                                  passed: bool) -> None:
+    path = ml.OutputStats(0.0, 0.0, 1.0, total, math.nan, agree, total, True)
+    base = ml.OutputStats(0.0, 0.0, 1.0, total, math.nan, base_agree, total, True)
+    assert ml.int8_exact_decision_gate(path, base).passed is passed
+
+
 @pytest.mark.parametrize(("agree", "total", "floor_agree", "passed"), [
     (19, 20, 20, True),   # 95 %
     (18, 20, 20, False),

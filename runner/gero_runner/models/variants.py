@@ -212,27 +212,57 @@ def toposort(graph: onnx.GraphProto) -> None:
     graph.node.extend(copies)
 
 
-def constants_to_initializers(model: bytes) -> bytes:
-    """Constant nodes of the main graph (a tensor ``value``) as initializers of the same name.
-
-    Some exporters (Paddle) write every weight as a Constant node; ONNX Runtime's quantizer
-    looks for weights among the initializers and stops ("Expected conv2d_394.w_0 to be an
-    initializer") without this."""
-    proto = onnx.load_from_string(model)
-    constants = [n for n in proto.graph.node if n.op_type == "Constant" and n.domain in
+def _constants_to_initializers(graph: onnx.GraphProto) -> int:
+    """Moves the graph's Constant tensors (and those of its subgraphs) to its initializers;
+    how many moved."""
+    moved = 0
+    for node in graph.node:
+        for attr in node.attribute:  # If/Loop/Scan bodies: silero-vad's whole model
+            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs):
+                moved += _constants_to_initializers(sub)
+    constants = [n for n in graph.node if n.op_type == "Constant" and n.domain in
                  ("", "ai.onnx") and len(n.attribute) == 1 and n.attribute[0].name == "value"]
-    if not constants:
-        return model
-    outputs = {o.name for o in proto.graph.output}
+    outputs = {o.name for o in graph.output}
     for node in constants:
         if node.output[0] in outputs:  # a graph output must stay a node's output
             continue
         tensor = onnx.TensorProto()
         tensor.CopyFrom(node.attribute[0].t)
         tensor.name = node.output[0]
-        proto.graph.initializer.append(tensor)
-        proto.graph.node.remove(node)
+        graph.initializer.append(tensor)
+        graph.node.remove(node)
+        moved += 1
+    return moved
+
+
+def constants_to_initializers(model: bytes) -> bytes:
+    """Constant nodes (a tensor ``value``) as initializers of the same name, in the main
+    graph and in every subgraph.
+
+    Some exporters (Paddle) write every weight as a Constant node; ONNX Runtime's quantizer
+    looks for weights among the initializers and stops ("Expected conv2d_394.w_0 to be an
+    initializer") without this."""
+    proto = onnx.load_from_string(model)
+    if not _constants_to_initializers(proto.graph):
+        return model
     return bytes(proto.SerializeToString())
+
+
+def has_subgraphs(model: onnx.ModelProto) -> bool:
+    return any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+               for n in model.graph.node for a in n.attribute)
+
+
+def quantised_nodes(graph: onnx.GraphProto) -> int:
+    """Nodes the quantizer wrote, in the graph and its subgraphs."""
+    count = 0
+    for node in graph.node:
+        if node.op_type in QUANTISED_OPS or node.op_type.startswith("QLinear"):
+            count += 1
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs):
+                count += quantised_nodes(sub)
+    return count
 
 
 def build(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
@@ -310,6 +340,20 @@ def _calibration_in_priority_order() -> Iterator[None]:
         calibrate.CalibraterBase.create_inference_session = original
 
 
+def _quantised_something(name: str, model: bytes, written: bytes) -> None:
+    """A file the quantizer wrote without one quantised node is the fp32 model again: its
+    rows would pass as 'int8' and say nothing about int8 (raises why instead)."""
+    if quantised_nodes(onnx.load_from_string(written).graph):
+        return
+    proto = onnx.load_from_string(model)
+    where = ""
+    if has_subgraphs(proto) and name == INT8_STATIC:
+        where = (": ONNX Runtime's static quantizer leaves If/Loop/Scan bodies as they are, "
+                 "and this model's operators are in them")
+    raise GeroError(f"the quantizer quantised no operator of the model, so the {name} "
+                    f"file would be the fp32 model again{where}")
+
+
 def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
               calibration: Calibration) -> bytes:
     from onnxruntime.quantization import (
@@ -330,8 +374,10 @@ def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
         src.write_bytes(constants_to_initializers(model))
         reduce_range = bool(int8_reduce_range())
         if name == INT8_DYNAMIC:
+            # Subgraphs too: silero-vad holds its whole model in the branches of an If.
             quantize_dynamic(src, dst, per_channel=True, weight_type=QuantType.QInt8,
-                             reduce_range=reduce_range)
+                             reduce_range=reduce_range,
+                             extra_options={"EnableSubgraph": True})
         elif name == INT8_STATIC:
             reader: Any = _Reader(list(calibration.samples)
                                   or calibration_inputs(inputs, seed))
@@ -343,6 +389,7 @@ def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
                                 reduce_range=reduce_range)
         else:
             raise GeroError(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
+        _quantised_something(name, model, dst.read_bytes())
         if not reduce_range:
             return dst.read_bytes()
         quantized = onnx.load_from_string(dst.read_bytes())

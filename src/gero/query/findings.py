@@ -789,6 +789,8 @@ def _variant_title(f: Finding, variant: str, ops: str, who: str, many: bool) -> 
         if f.outlier == "every path":
             return (f"The {variant} file of {ops} is off the fp32 model on every path: "
                     f"{hint}")
+        if gate == "vs-model":  # the file is judged (a runtime's baseline on it): its subject
+            return f"The {variant} file of {ops} is off the fp32 model on {who}: {hint}"
         return (f"{who} on the {variant} file of {ops} "
                 f"{'are' if many else 'is'} off the fp32 model: {hint}")
     if gate == "scaled":

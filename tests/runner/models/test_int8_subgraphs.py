@@ -1,0 +1,67 @@
+"""A model whose operators sit in the branches of an If (silero-vad: its whole network, the
+weights as Constant nodes) is quantised there; a quantizer that quantises nothing is a build
+failure that says why, never an 'int8' file that is the fp32 model again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from model_helpers import opts
+from onnx import TensorProto, helper, numpy_helper
+from shared_helpers import rows_of, save
+
+from gero_runner.models import variants as var
+from gero_runner.run import RunRequest, execute
+
+
+def branchy(tmp: Path) -> str:
+    """y = x·W16 when sr == 16000, else x·W8; each weight a Constant node in its branch."""
+    rng = np.random.default_rng(0)
+
+    def branch(name: str) -> onnx.GraphProto:
+        w = numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w")
+        return helper.make_graph(
+            [helper.make_node("Constant", [], [f"{name}_w"], value=w),
+             helper.make_node("MatMul", ["x", f"{name}_w"], [f"{name}_y"])], name, [],
+            [helper.make_tensor_value_info(f"{name}_y", TensorProto.FLOAT, ["N", 8])])
+
+    sixteen = numpy_helper.from_array(np.array(16000, dtype=np.int64), "k")
+    nodes = [helper.make_node("Constant", [], ["k"], value=sixteen),
+             helper.make_node("Equal", ["sr", "k"], ["is16"]),
+             helper.make_node("If", ["is16"], ["y"], then_branch=branch("then"),
+                              else_branch=branch("else"))]
+    return save(tmp / "branchy.onnx", nodes,
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8]),
+                 helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])])
+
+
+def test_int8_dynamic_quantises_inside_if_branches(tmp_path: Path) -> None:
+    model = Path(branchy(tmp_path)).read_bytes()
+    inputs = {"x": np.ones((4, 8), np.float32), "sr": np.array(16000, np.int64)}
+    built = onnx.load_from_string(var.build("int8-dynamic", model, inputs, 0))
+    assert var.quantised_nodes(built.graph) >= 2  # one MatMulInteger (or fused op) per branch
+    assert var.quantised_nodes(onnx.load_from_string(model).graph) == 0
+
+
+def test_a_static_quantizer_that_quantises_nothing_is_a_build_row(tmp_path: Path) -> None:
+    path = branchy(tmp_path)
+    feeds = tmp_path / "x.npz"
+    np.savez(feeds, x=np.random.default_rng(1).standard_normal((4, 8)).astype(np.float32),
+             sr=np.array(16000, np.int64))
+    record = execute(RunRequest(models=[path], data_root=tmp_path / "d", repeats=1, jobs=1,
+                                checks=(), backends=("onnxruntime",),
+                                model_options=opts(inputs_file=str(feeds),
+                                                   variants=["int8-static", "int8-dynamic"])))
+    rows = rows_of(tmp_path / "d", record.run_id)
+    build = [r for r in rows if r["check"] == "model:int8-static:build"]
+    assert len(build) == 1 and build[0]["result"] == "execution"
+    assert "quantised no operator" in str(build[0]["reason"])
+    assert "If/Loop/Scan bodies" in str(build[0]["reason"])
+    assert not [r for r in rows if r["check"].startswith("model:int8-static:")
+                and r["check"] != "model:int8-static:build"]
+    # int8-dynamic was quantised in the branches: its file is not the fp32 model again.
+    dynamic = [r for r in rows if r["check"] == "model:int8-dynamic:vs-model"]
+    assert dynamic and not any("bit-identical" in str(r["reason"]) for r in dynamic)

@@ -186,12 +186,19 @@ def _at_least_opset(model: bytes, target: int) -> bytes:
 
 
 def toposort(graph: onnx.GraphProto) -> None:
-    """Reorder nodes so each comes after the producers of its inputs (stable otherwise)."""
-    known = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
+    """Reorder nodes so each comes after the producers of its inputs (stable otherwise), in
+    the graph and in its subgraphs. A node with subgraphs (If, Loop, Scan) also needs the
+    outer names its bodies read; names from outside the graph (its inputs, initializers, an
+    enclosing graph's values) are there from the start."""
+    for node in graph.node:
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs):
+                toposort(sub)
     produced = {o for n in graph.node for o in n.output}
     pending = list(graph.node)
-    # A node with subgraphs (If, Loop, Scan) also needs the outer names its bodies read.
-    needs = {id(n): set(n.input) | (subgraph_reads(n) & produced) for n in pending}
+    needs = {id(n): ((set(n.input) | subgraph_reads(n)) & produced) - set(n.output)
+             for n in pending}
+    known: set[str] = set()
     ordered: list[onnx.NodeProto] = []
     while pending:
         rest = []
@@ -201,7 +208,7 @@ def toposort(graph: onnx.GraphProto) -> None:
                 known.update(node.output)
             else:
                 rest.append(node)
-        if len(rest) == len(pending):  # a cycle or outer-scope names: keep the rest as is
+        if len(rest) == len(pending):  # a cycle: keep the rest as it is
             ordered += rest
             break
         pending = rest
@@ -390,9 +397,12 @@ def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
         else:
             raise GeroError(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
         _quantised_something(name, model, dst.read_bytes())
-        if not reduce_range:
-            return dst.read_bytes()
         quantized = onnx.load_from_string(dst.read_bytes())
+        # The quantizer writes a subgraph's reads of outer names without ordering them
+        # (silero-vad's If bodies): the ReferenceEvaluator runs nodes in file order.
+        toposort(quantized.graph)
+        if not reduce_range:
+            return bytes(quantized.SerializeToString())
         onnx.helper.set_model_props(quantized, {**{p.key: p.value for p in
                                                    quantized.metadata_props},
                                                 "gero.int8_reduce_range": int8_reduce_range()})

@@ -65,3 +65,37 @@ def test_a_static_quantizer_that_quantises_nothing_is_a_build_row(tmp_path: Path
     # int8-dynamic was quantised in the branches: its file is not the fp32 model again.
     dynamic = [r for r in rows if r["check"] == "model:int8-dynamic:vs-model"]
     assert dynamic and not any("bit-identical" in str(r["reason"]) for r in dynamic)
+
+
+def test_toposort_orders_what_if_bodies_read_in_every_graph() -> None:
+    """The quantizer wrote silero-vad's main graph with an If before the node whose output
+    its body reads; ONNX Runtime sorts, the ReferenceEvaluator runs the file's order."""
+    def body(name: str, reads: str) -> onnx.GraphProto:
+        inner = helper.make_graph(
+            [helper.make_node("Identity", [f"{name}_t"], [f"{name}_u"])], f"{name}_in", [],
+            [helper.make_tensor_value_info(f"{name}_u", TensorProto.FLOAT, [1])])
+        # the nested If reads t, made after it in this body
+        return helper.make_graph(
+            [helper.make_node("If", ["c"], [f"{name}_y"], then_branch=inner,
+                              else_branch=inner),
+             helper.make_node("Neg", [reads], [f"{name}_t"])], name, [],
+            [helper.make_tensor_value_info(f"{name}_y", TensorProto.FLOAT, [1])])
+
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], then_branch=body("a", "v"),
+                          else_branch=body("b", "v")),
+         helper.make_node("Abs", ["x"], ["v"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1]),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    var.toposort(graph)
+    assert [n.op_type for n in graph.node] == ["Abs", "If"]
+    then = graph.node[1].attribute[0].g if graph.node[1].attribute[0].name == "then_branch" \
+        else graph.node[1].attribute[1].g
+    assert [n.op_type for n in then.node] == ["Neg", "If"]
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    from onnx.reference import ReferenceEvaluator
+
+    got = ReferenceEvaluator(model).run(None, {"x": np.array([-2.0], np.float32),
+                                               "c": np.array(True)})[0]
+    assert got.tolist() == [-2.0]

@@ -209,13 +209,17 @@ def test_a_regressor_variant_is_gated_on_scaled_error(tmp_path: Path) -> None:
     assert vs["result"] == "divergence" and "rows of one element" in str(vs["reason"])
 
 
-def test_a_variant_that_changes_nothing_says_so(tmp_path: Path) -> None:
+def test_a_variant_that_quantises_nothing_says_so(tmp_path: Path) -> None:
+    """A file the quantizer left as it was is the fp32 model again: a build row, not an
+    int8 verdict that passes because nothing changed."""
     path = save(tmp_path / "relu.onnx", [helper.make_node("Relu", ["x"], ["y"])],
                 [helper.make_tensor_value_info("x", F, ["batch", 4])],
                 [helper.make_tensor_value_info("y", F, ["batch", 4])])
     rows = run(tmp_path, path, variants=["int8-dynamic"])
-    (vs,) = [r for r in rows if r["check"] == "model:int8-dynamic:vs-model"]
-    assert vs["result"] == "passed" and str(vs["reason"]).startswith("bit-identical")
+    (build,) = [r for r in rows if r["check"] == "model:int8-dynamic:build"]
+    assert build["result"] == "execution"
+    assert "quantised no operator" in str(build["reason"])
+    assert not [r for r in rows if r["check"] == "model:int8-dynamic:vs-model"]
 
 
 def test_quantising_a_model_of_ml_operators_only_is_one_sentence(tmp_path: Path) -> None:

@@ -108,12 +108,14 @@ def test_a_contrib_op_the_evaluator_lacks_is_said_as_such(tmp_path: Path) -> Non
 
 
 def anchor_head(path: Path) -> str:
-    """A detector head: x[1, 8, 50] (features per anchor) -> y[1, 3, 50] = W · x, classes
-    along axis 1 and 50 anchors along the last axis, as YOLO exports lay them out."""
+    """A detector head: x[1, 50, 8] (features per anchor) -> y[1, 3, 50] = (x · W)ᵀ, classes
+    along axis 1 and 50 anchors along the last axis, as YOLO exports lay them out (the
+    weight is MatMul's second input, where ONNX Runtime's quantizer quantises it)."""
     rng = np.random.default_rng(1)
-    w = numpy_helper.from_array(rng.standard_normal((3, 8)).astype(np.float32), "W")
-    return save(path, [helper.make_node("MatMul", ["W", "x"], ["y"])],
-                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 50])],
+    w = numpy_helper.from_array(rng.standard_normal((8, 3)).astype(np.float32), "W")
+    return save(path, [helper.make_node("MatMul", ["x", "W"], ["h"]),
+                       helper.make_node("Transpose", ["h"], ["y"], perm=[0, 2, 1])],
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 50, 8])],
                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 50])], [w])
 
 

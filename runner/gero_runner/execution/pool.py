@@ -140,9 +140,14 @@ def _worker_main(conn: Connection, task: Task, settings: Any, running: Any, pare
         if not message:
             return
         index, case = pickle.loads(message)
+        # A part's bytes are as large as what it carries (the part that judges a model case:
+        # every path's outputs on the model and its variant files); neither they nor the
+        # part outlive their use, so a judge does not hold its inputs twice over.
+        del message
         try:
             result = case.run(settings) if isinstance(case, Part) else task.evaluate(case,
                                                                                      settings)
+            del case
             if isinstance(result, CaseResult):
                 # Arrow form made here, in parallel, not in the parent that serves every
                 # worker.

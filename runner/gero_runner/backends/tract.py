@@ -154,14 +154,36 @@ _FACT_TYPES = {"b1": "bool", "u1": "u8", "u2": "u16", "u4": "u32", "u8": "u64", 
 
 @contextlib.contextmanager
 def _short_errors() -> Iterator[None]:
-    """tract's errors carry a Rust stack backtrace after the message: keep the message."""
+    """tract's errors carry a Rust stack backtrace after the message: keep the message. A
+    Rust panic also prints itself to the process's stderr (with ``RUST_BACKTRACE`` set, some
+    150 lines) before Python sees it as an exception, which the path's row records: that copy
+    goes to a scratch file, not to the user's terminal."""
+    with _stderr_aside():
+        try:
+            yield
+        except Exception as e:
+            text = str(e)
+            if _BACKTRACE not in text:
+                raise
+            raise type(e)(text.split(_BACKTRACE, 1)[0].strip()) from None
+
+
+@contextlib.contextmanager
+def _stderr_aside() -> Iterator[None]:
     try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to keep clean
         yield
-    except Exception as e:
-        text = str(e)
-        if _BACKTRACE not in text:
-            raise
-        raise type(e)(text.split(_BACKTRACE, 1)[0].strip()) from None
+        return
+    try:
+        with tempfile.TemporaryFile() as scratch:
+            os.dup2(scratch.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
 
 
 _BACKTRACE = "Stack backtrace:"

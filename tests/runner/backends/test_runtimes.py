@@ -495,3 +495,18 @@ def test_a_case_no_path_can_be_fed_is_not_blamed_on_a_runtime(tmp_path: Path) ->
     (row,) = _rows(case, tmp_path, "onnxruntime")
     assert (row["result"], row["backend"]) == (EXECUTION, "-")
     assert "int4" in row["reason"]
+
+
+def test_what_tract_prints_to_stderr_stays_off_the_terminal(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """A Rust panic in tract prints itself (a 150-line backtrace with RUST_BACKTRACE=1)
+    before Python sees the exception its row records: that copy is set aside, the message
+    of an error still comes through, and stderr works again afterwards."""
+    from gero_runner.backends.tract import _short_errors
+
+    with pytest.raises(RuntimeError, match="^tract failed$"):
+        with _short_errors():
+            os.write(2, b"thread '<unnamed>' panicked at unicast.rs\n")
+            raise RuntimeError("tract failed\n\nStack backtrace:\n  0: frame")
+    os.write(2, b"after\n")
+    assert capfd.readouterr().err == "after\n"

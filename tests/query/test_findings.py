@@ -514,3 +514,26 @@ def test_a_variant_judged_against_the_model_is_the_subject_of_its_title(tmp_path
     (f,) = compute_findings(open_source(tmp_path))
     assert f.title.startswith("The int8-dynamic file of magika is off the fp32 model on "
                               "ONNX Runtime: scaled error n > n"), f.title
+
+
+def test_a_runtimes_fault_on_a_variant_file_is_one_finding(tmp_path: Path) -> None:
+    """ddddocr's detector: OpenVINO disagrees with ONNX Runtime on the int8-static file
+    (0.567) and so its own int8-static verdict fails too (0.545 against its fp32 model): one
+    cause, one finding titled by the disagreement. The file off on every runtime stays a
+    finding of its own."""
+    cos = "row cosine 0.567339 < min(0.99, floor 0.996109) over 3549 row(s)"
+    vs = ("calibrated on the --inputs arrays of x.npz; row cosine 0.544857 < min(0.99, "
+          "floor 1.000000) over 3549 row(s)")
+    rows = [_model_row("model:int8-static:cosine", "openvino", lvl, "divergence", cos,
+                       "int8-static:onnxruntime:all") for lvl in ("f32", "bf16-default")]
+    rows += [_model_row("model:int8-static:vs-model", "openvino", "f32", "divergence", vs,
+                        "fp32:openvino:f32"),
+             _model_row("model:int8-static:vs-model", "onnxruntime", "all", "passed", "ok",
+                        "fp32:onnxruntime:all"),
+             _model_row("model:int8-static:cosine", "onnxruntime", "disable_all", "passed",
+                        "ok", "int8-static:onnxruntime:all")]
+    _write(tmp_path, rows)
+    (f,) = compute_findings(open_source(tmp_path))
+    assert f.observations == 3 and f.outlier == "openvino"
+    assert f.title.startswith("OpenVINO on the int8-static file of magika disagrees with "
+                              "the run's baseline there (cosine)"), f.title

@@ -334,17 +334,31 @@ WITH raw AS MATERIALIZED (
 ), off AS (
     -- (case, runtime) pairs off in the case's own outputs (against float64 or the others)
     SELECT DISTINCT case_id, runtime FROM runtime_rows WHERE fam0 = 'numeric'
+), off_on_file AS (
+    -- (case, runtime, variant file) where the runtime disagrees with a yardstick on the
+    -- file (the run's baseline there, a correct computation of it): its family, one per file
+    SELECT case_id, runtime, regexp_extract(chk, '^model:([^:]+):', 1) AS file,
+           min(fam0) AS fam0
+    FROM runtime_rows WHERE regexp_matches(chk, '^model:[^:]+:(cosine|decision|scaled)$')
+    GROUP BY ALL
 ), blamed AS (
     -- a law or variant that a runtime already off in that case breaks (and not every
     -- runtime does) is the same cause as its outputs; not a row on a variant file: a
-    -- disagreement there is a cause of its own
+    -- disagreement there is a cause of its own. A runtime's own verdict on a variant file
+    -- (vs-model) where it also disagrees on that file is that disagreement's consequence:
+    -- one cause (OpenVINO's int8-static fault), one finding
     SELECT r.*, CASE WHEN r.fam0 NOT IN ('nan', 'execution', 'numeric')
                           AND NOT coalesce(e.every_path, false) AND o.runtime IS NOT NULL
                           AND NOT regexp_matches(r.chk, '{_VARIANT_CHECK}')
-                     THEN 'numeric' ELSE r.fam0 END AS fam
+                     THEN 'numeric'
+                     WHEN r.chk LIKE 'model:%:vs-model' AND f.fam0 IS NOT NULL
+                          AND NOT coalesce(e.every_path, false)
+                     THEN f.fam0 ELSE r.fam0 END AS fam
     FROM runtime_rows r
     LEFT JOIN everyone e ON e.case_id = r.case_id AND e.fam0 = r.fam0
     LEFT JOIN off o ON o.case_id = r.case_id AND o.runtime = r.runtime
+    LEFT JOIN off_on_file f ON f.case_id = r.case_id AND f.runtime = r.runtime
+        AND r.chk = 'model:' || f.file || ':vs-model'
 ), grouped AS (
     SELECT b.*, CASE WHEN b.fam = 'nan' THEN 'every path'
                      WHEN coalesce(e.every_path, false) THEN 'every path'
@@ -796,9 +810,13 @@ def _variant_title(f: Finding, variant: str, ops: str, who: str, many: bool) -> 
     if gate == "scaled":
         return (f"{who} on the {variant} file of {ops} {'are' if many else 'is'} off a "
                 f"correct fp16 computation of it: {hint}")
-    baseline = f.representative.reference.split(":", 1)[-1]
+    reference = f.representative.reference
+    # the representative may be the runtime's own vs-model row (reference fp32:…), which
+    # its disagreement's finding holds too
+    baseline = (path_name(reference.split(":", 1)[-1].replace(":", "@"))
+                if reference.startswith(f"{variant}:") else "the run's baseline")
     return (f"{who} on the {variant} file of {ops} {'disagree' if many else 'disagrees'} "
-            f"with {path_name(baseline.replace(':', '@'))} there ({gate}): {hint}")
+            f"with {baseline} there ({gate}): {hint}")
 
 
 SEEDED = " [on gero's seeded default inputs, not your data: give --inputs FILE.npz]"

@@ -504,9 +504,8 @@ def test_what_tract_prints_to_stderr_stays_off_the_terminal(
     of an error still comes through, and stderr works again afterwards."""
     from gero_runner.backends.tract import _short_errors
 
-    with pytest.raises(RuntimeError, match="^tract failed$"):
-        with _short_errors():
-            os.write(2, b"thread '<unnamed>' panicked at unicast.rs\n")
-            raise RuntimeError("tract failed\n\nStack backtrace:\n  0: frame")
+    with pytest.raises(RuntimeError, match=r"^tract failed$"), _short_errors():
+        os.write(2, b"thread '<unnamed>' panicked at unicast.rs\n")
+        raise RuntimeError("tract failed\n\nStack backtrace:\n  0: frame")
     os.write(2, b"after\n")
     assert capfd.readouterr().err == "after\n"

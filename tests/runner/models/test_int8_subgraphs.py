@@ -5,6 +5,7 @@ failure that says why, never an 'int8' file that is the fp32 model again."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -40,7 +41,8 @@ def branchy(tmp: Path) -> str:
 
 def test_int8_dynamic_quantises_inside_if_branches(tmp_path: Path) -> None:
     model = Path(branchy(tmp_path)).read_bytes()
-    inputs = {"x": np.ones((4, 8), np.float32), "sr": np.array(16000, np.int64)}
+    inputs: dict[str, np.ndarray] = {"x": np.ones((4, 8), np.float32),
+                                     "sr": np.array(16000, np.int64)}
     built = onnx.load_from_string(var.build("int8-dynamic", model, inputs, 0))
     assert var.quantised_nodes(built.graph) >= 2  # one MatMulInteger (or fused op) per branch
     assert var.quantised_nodes(onnx.load_from_string(model).graph) == 0
@@ -96,6 +98,6 @@ def test_toposort_orders_what_if_bodies_read_in_every_graph() -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     from onnx.reference import ReferenceEvaluator
 
-    got = ReferenceEvaluator(model).run(None, {"x": np.array([-2.0], np.float32),
-                                               "c": np.array(True)})[0]
-    assert got.tolist() == [-2.0]
+    outputs: Any = ReferenceEvaluator(model).run(None, {"x": np.array([-2.0], np.float32),
+                                                        "c": np.array(True)})
+    assert outputs[0].tolist() == [-2.0]

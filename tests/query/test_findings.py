@@ -537,3 +537,22 @@ def test_a_runtimes_fault_on_a_variant_file_is_one_finding(tmp_path: Path) -> No
     assert f.observations == 3 and f.outlier == "openvino"
     assert f.title.startswith("OpenVINO on the int8-static file of magika disagrees with "
                               "the run's baseline there (cosine)"), f.title
+
+
+def test_a_file_off_the_same_ways_on_every_runtime_is_one_every_path_finding(
+        tmp_path: Path) -> None:
+    """silero-vad's int8-dynamic file: on both runtimes a scaled error on its probability
+    and a cosine on its state. Each runtime off in the same kinds is one cause, 'every
+    path', not one finding per runtime."""
+    scaled = "scaled error 0.472 > 0.0315 (rows of one element: a cosine only compares their signs)"
+    cosine = "row cosine 0.605847 < min(0.99, floor 1.000000) over 16 row(s)"
+    rows = []
+    for backend, level in (("onnxruntime", "all"), ("openvino", "f32")):
+        for out, reason in (("output", scaled), ("stateN", cosine)):
+            row = _model_row("model:int8-dynamic:vs-model", backend, level, "divergence",
+                             reason, f"fp32:{backend}:{level}")
+            row["output_name"] = out
+            rows.append(row)
+    _write(tmp_path, rows)
+    (f,) = compute_findings(open_source(tmp_path))
+    assert f.outlier == "every path" and f.observations == 4, f.title

@@ -109,11 +109,22 @@ def _without_symbolic_facts(model: bytes) -> bytes:
     import onnx
 
     proto = onnx.load_from_string(model)
-    del proto.graph.value_info[:]
-    for value in proto.graph.output:
+    _drop_shapes(proto.graph)
+    return bytes(proto.SerializeToString())
+
+
+def _drop_shapes(graph: Any) -> None:
+    """In the graph and its subgraphs (If/Loop/Scan bodies: silero-vad's fp16 file)."""
+    import onnx
+
+    del graph.value_info[:]
+    for value in graph.output:
         if value.type.HasField("tensor_type"):
             value.type.tensor_type.ClearField("shape")
-    return bytes(proto.SerializeToString())
+    for node in graph.node:
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs):
+                _drop_shapes(sub)
 
 
 class _Concrete:

@@ -242,15 +242,52 @@ def _constants_to_initializers(graph: onnx.GraphProto) -> int:
     return moved
 
 
+def _initializers_into_subgraphs(graph: onnx.GraphProto) -> int:
+    """Copies the graph's initializers that If/Loop/Scan bodies read from outside into those
+    bodies (and theirs, below), and drops the ones no node of the graph reads itself;
+    how many copies. ONNX Runtime's quantizer looks for a body's weights among the body's
+    own initializers ("Expected model_8k.encoder.0.reparam_conv.weight to be an
+    initializer": silero-vad's op18 file keeps both branches' weights in the main graph)."""
+    weights = {t.name: t for t in graph.initializer}
+    copies = 0
+    for node in graph.node:
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs):
+                own = ({t.name for t in sub.initializer} | {i.name for i in sub.input}
+                       | {o for n in sub.node for o in n.output})
+                reads = {i for n in sub.node for i in n.input} | subgraph_reads_of(sub)
+                for name in sorted((reads & weights.keys()) - own):
+                    sub.initializer.append(weights[name])
+                    copies += 1
+                copies += _initializers_into_subgraphs(sub)
+    if copies:
+        used = ({i for n in graph.node for i in n.input} | {o.name for o in graph.output}
+                | {i.name for i in graph.input})
+        kept = [t for t in graph.initializer if t.name in used]
+        del graph.initializer[:]
+        graph.initializer.extend(kept)
+    return copies
+
+
+def subgraph_reads_of(graph: onnx.GraphProto) -> set[str]:
+    """Names the nodes of ``graph``'s own subgraphs read (their bodies, recursively)."""
+    reads: set[str] = set()
+    for node in graph.node:
+        reads |= subgraph_reads(node)
+    return reads
+
+
 def constants_to_initializers(model: bytes) -> bytes:
     """Constant nodes (a tensor ``value``) as initializers of the same name, in the main
-    graph and in every subgraph.
+    graph and in every subgraph, and the outer initializers a subgraph reads copied into it.
 
     Some exporters (Paddle) write every weight as a Constant node; ONNX Runtime's quantizer
     looks for weights among the initializers and stops ("Expected conv2d_394.w_0 to be an
     initializer") without this."""
     proto = onnx.load_from_string(model)
-    if not _constants_to_initializers(proto.graph):
+    moved = _constants_to_initializers(proto.graph)
+    moved += _initializers_into_subgraphs(proto.graph)
+    if not moved:
         return model
     return bytes(proto.SerializeToString())
 

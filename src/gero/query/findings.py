@@ -317,19 +317,27 @@ WITH raw AS MATERIALIZED (
     SELECT *, split_part(blamed, '@', 1) AS runtime,
            CASE WHEN kind = 'nan' THEN 'nan' ELSE family END AS fam0
     FROM decided
+), kind_sets AS (
+    -- per case and family: how many different sets of kinds its runtimes are off in
+    SELECT case_id, fam0, count(DISTINCT kinds) AS sets FROM (
+        SELECT case_id, fam0, runtime, list_sort(list_distinct(list(kind))) AS kinds
+        FROM runtime_rows WHERE fam0 NOT IN ('nan', 'execution') GROUP BY ALL)
+    GROUP BY ALL
 ), everyone AS (
     -- cases (per family) where every path that ran them is blamed (every setting of
     -- every runtime: ORT's disable_all passing on an fp16 file where its other levels
-    -- fail is no 'every path') and off the same way (one kind of failure): two causes
-    -- stay two findings
+    -- fail is no 'every path') and off the same way (each runtime off in the same kinds
+    -- of failure, silero-vad's int8 file: a scaled error on one output, a cosine on the
+    -- other, on both runtimes): two causes stay two findings
     SELECT b.case_id, b.fam0, count(DISTINCT b.runtime) >= 2
                AND count(DISTINCT b.runtime) >= any_value(n.runtimes)
                AND count(DISTINCT b.blamed) >= any_value(n.paths)
-               AND count(DISTINCT b.kind) = 1 AS every_path
+               AND any_value(k.sets) = 1 AS every_path
     FROM runtime_rows b JOIN (SELECT case_id, fam, count(*) AS runtimes,
                                      sum(len(settings)) AS paths FROM runtimes
                               GROUP BY ALL) n
         ON n.case_id = b.case_id AND n.fam = b.fam0
+    JOIN kind_sets k ON k.case_id = b.case_id AND k.fam0 = b.fam0
     WHERE b.fam0 NOT IN ('nan', 'execution') GROUP BY b.case_id, b.fam0
 ), off AS (
     -- (case, runtime) pairs off in the case's own outputs (against float64 or the others)

@@ -509,3 +509,27 @@ def test_what_tract_prints_to_stderr_stays_off_the_terminal(
         raise RuntimeError("tract failed\n\nStack backtrace:\n  0: frame")
     os.write(2, b"after\n")
     assert capfd.readouterr().err == "after\n"
+
+
+def test_tract_concrete_facts_drop_declared_shapes_in_subgraphs_too() -> None:
+    """silero-vad's fp16 file declares symbolic shapes ('batch') inside its If bodies: tract
+    analysed from concrete inputs could not unify them ("Impossible to unify Sym(batch) with
+    OP(n)"), a graph ONNX Runtime runs."""
+    from gero_runner.backends.tract import _without_symbolic_facts
+
+    body = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["t"]), helper.make_node("Abs", ["t"], ["u"])], "b",
+        [], [helper.make_tensor_value_info("u", TensorProto.FLOAT, ["batch", 4])],
+        value_info=[helper.make_tensor_value_info("t", TensorProto.FLOAT, ["batch", 4])])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], then_branch=body, else_branch=body)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4]),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    out = onnx.load_from_string(_without_symbolic_facts(model.SerializeToString()))
+    for attr in out.graph.node[0].attribute:
+        assert not attr.g.value_info
+        assert not attr.g.output[0].type.tensor_type.HasField("shape")
+        assert attr.g.output[0].type.tensor_type.elem_type == TensorProto.FLOAT
+    assert out.graph.input[0].type.tensor_type.HasField("shape")  # inputs keep theirs

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+import pytest
 from model_helpers import opts
 from onnx import TensorProto, helper, numpy_helper
 from shared_helpers import rows_of, save
@@ -17,15 +18,23 @@ from gero_runner.models import variants as var
 from gero_runner.run import RunRequest, execute
 
 
-def branchy(tmp: Path) -> str:
-    """y = x·W16 when sr == 16000, else x·W8; each weight a Constant node in its branch."""
+def branchy(tmp: Path, outer: bool = False) -> str:
+    """y = x·W16 when sr == 16000, else x·W8; each weight a Constant node in its branch, or
+    (``outer``) an initializer of the main graph that the branch reads (silero-vad's op18
+    file)."""
     rng = np.random.default_rng(0)
+    weights = []
 
     def branch(name: str) -> onnx.GraphProto:
-        w = numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w")
+        w = numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32),
+                                    f"{name}_w")
+        nodes = [helper.make_node("MatMul", ["x", f"{name}_w"], [f"{name}_y"])]
+        if outer:
+            weights.append(w)
+        else:
+            nodes.insert(0, helper.make_node("Constant", [], [f"{name}_w"], value=w))
         return helper.make_graph(
-            [helper.make_node("Constant", [], [f"{name}_w"], value=w),
-             helper.make_node("MatMul", ["x", f"{name}_w"], [f"{name}_y"])], name, [],
+            nodes, name, [],
             [helper.make_tensor_value_info(f"{name}_y", TensorProto.FLOAT, ["N", 8])])
 
     sixteen = numpy_helper.from_array(np.array(16000, dtype=np.int64), "k")
@@ -36,11 +45,12 @@ def branchy(tmp: Path) -> str:
     return save(tmp / "branchy.onnx", nodes,
                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8]),
                  helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
-                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])])
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])], weights)
 
 
-def test_int8_dynamic_quantises_inside_if_branches(tmp_path: Path) -> None:
-    model = Path(branchy(tmp_path)).read_bytes()
+@pytest.mark.parametrize("outer", [False, True])
+def test_int8_dynamic_quantises_inside_if_branches(tmp_path: Path, outer: bool) -> None:
+    model = Path(branchy(tmp_path, outer)).read_bytes()
     inputs: dict[str, np.ndarray] = {"x": np.ones((4, 8), np.float32),
                                      "sr": np.array(16000, np.int64)}
     built = onnx.load_from_string(var.build("int8-dynamic", model, inputs, 0))

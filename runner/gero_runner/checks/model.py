@@ -608,14 +608,13 @@ class _Checker:
         exactly says whether it is off or merely as far from exact as the baseline."""
         assert base.outputs is not None
         ref_label = f"{name}:{b.label}"
-        exact = self._int8_exact(name, model, base, others)
+        exact: list[np.ndarray] | str | None = None  # asked for at the first failed gate
         for j, (floor, _) in floors.items():
             out = self.ctx.output_names[j]
             r = base.outputs[j]
             accuracy = None
             if fp32.outputs is not None and fp32.outputs[j].shape == r.shape:
                 accuracy = self._stats(j, r, fp32.outputs[j]).as_dict()
-            ex = exact[j] if isinstance(exact, list) and exact[j].shape == r.shape else None
             for p in others:
                 assert p.outputs is not None
                 a = p.outputs[j]
@@ -631,29 +630,27 @@ class _Checker:
                     gates.append(("decision", ml.decision_gate(stats, floor)))
                 for kind, gate in gates:
                     if not gate.passed and stats.finite:
-                        gate = self._by_exact(kind, gate, j, a, r, ex, exact, floor)
+                        # It fails without a floor too, so the plan had the file computed
+                        # exactly (int8_exact_needed).
+                        if exact is None:
+                            exact = self._int8_exact(name, model)
+                        gate = self._by_exact(kind, gate, j, a, r, exact, floor)
                     self._row(f"model:{name}:{kind}", out, p, ref_label, base.version, a, r,
                               _gate_class(gate, stats), gate.reason,
                               {**gate.figures, "int8_vs_fp32": accuracy}, files)
 
-    def _int8_exact(self, name: str, model: bytes, base: PathResult,
-                    others: list[PathResult]) -> list[np.ndarray] | str | None:
-        """The int8 file computed exactly, where a path fails against the baseline (None:
-        none does; a sentence: it could not be made)."""
-        assert base.outputs is not None
-        if not int8_exact_needed(base.outputs, [p.outputs for p in others
-                                                if p.outputs is not None], self.rule):
-            return None
+    def _int8_exact(self, name: str, model: bytes) -> list[np.ndarray] | str:
+        """The int8 file computed exactly, or why it could not be made."""
         try:
             return self.runs.int8_exact(self.ctx, name, model)
         except Exception as e:
             return error_text(e) or type(e).__name__
 
     def _by_exact(self, kind: str, gate: ml.Gate, j: int, a: np.ndarray, r: np.ndarray,
-                  ex: np.ndarray | None, exact: list[np.ndarray] | str | None,
-                  floor: ml.Floor) -> ml.Gate:
+                  exact: list[np.ndarray] | str, floor: ml.Floor) -> ml.Gate:
         """A failed gate against the baseline, judged again against the exact computation:
         passed where the path is as close to it as the baseline is."""
+        ex = exact[j] if isinstance(exact, list) and exact[j].shape == r.shape else None
         if ex is None:
             why = exact if isinstance(exact, str) else "its output's shape differs"
             return dataclasses.replace(gate, reason=f"{gate.reason}; the file computed "

@@ -38,7 +38,7 @@ import numpy as np
 import onnx
 
 from gero_runner.errors import GeroError
-from gero_runner.models.graph import subgraph_reads
+from gero_runner.models.graph import subgraph_reads, subgraphs
 from gero_runner.schema import MODEL_VARIANTS
 
 INT8_DYNAMIC, INT8_STATIC, FP16 = MODEL_VARIANTS
@@ -191,9 +191,8 @@ def toposort(graph: onnx.GraphProto) -> None:
     outer names its bodies read; names from outside the graph (its inputs, initializers, an
     enclosing graph's values) are there from the start."""
     for node in graph.node:
-        for attr in node.attribute:
-            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs):
-                toposort(sub)
+        for sub in subgraphs(node):
+            toposort(sub)
     produced = {o for n in graph.node for o in n.output}
     pending = list(graph.node)
     needs = {id(n): ((set(n.input) | subgraph_reads(n)) & produced) - set(n.output)
@@ -224,9 +223,8 @@ def _constants_to_initializers(graph: onnx.GraphProto) -> int:
     how many moved."""
     moved = 0
     for node in graph.node:
-        for attr in node.attribute:  # If/Loop/Scan bodies: silero-vad's whole model
-            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs):
-                moved += _constants_to_initializers(sub)
+        for sub in subgraphs(node):  # If/Loop/Scan bodies: silero-vad's whole model
+            moved += _constants_to_initializers(sub)
     constants = [n for n in graph.node if n.op_type == "Constant" and n.domain in
                  ("", "ai.onnx") and len(n.attribute) == 1 and n.attribute[0].name == "value"]
     outputs = {o.name for o in graph.output}
@@ -251,15 +249,14 @@ def _initializers_into_subgraphs(graph: onnx.GraphProto) -> int:
     weights = {t.name: t for t in graph.initializer}
     copies = 0
     for node in graph.node:
-        for attr in node.attribute:
-            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs):
-                own = ({t.name for t in sub.initializer} | {i.name for i in sub.input}
-                       | {o for n in sub.node for o in n.output})
-                reads = {i for n in sub.node for i in n.input} | subgraph_reads_of(sub)
-                for name in sorted((reads & weights.keys()) - own):
-                    sub.initializer.append(weights[name])
-                    copies += 1
-                copies += _initializers_into_subgraphs(sub)
+        for sub in subgraphs(node):
+            own = ({t.name for t in sub.initializer} | {i.name for i in sub.input}
+                   | {o for n in sub.node for o in n.output})
+            reads = {name for n in sub.node for name in set(n.input) | subgraph_reads(n)}
+            for name in sorted((reads & weights.keys()) - own):
+                sub.initializer.append(weights[name])
+                copies += 1
+            copies += _initializers_into_subgraphs(sub)
     if copies:
         used = ({i for n in graph.node for i in n.input} | {o.name for o in graph.output}
                 | {i.name for i in graph.input})
@@ -267,14 +264,6 @@ def _initializers_into_subgraphs(graph: onnx.GraphProto) -> int:
         del graph.initializer[:]
         graph.initializer.extend(kept)
     return copies
-
-
-def subgraph_reads_of(graph: onnx.GraphProto) -> set[str]:
-    """Names the nodes of ``graph``'s own subgraphs read (their bodies, recursively)."""
-    reads: set[str] = set()
-    for node in graph.node:
-        reads |= subgraph_reads(node)
-    return reads
 
 
 def constants_to_initializers(model: bytes) -> bytes:
@@ -292,20 +281,13 @@ def constants_to_initializers(model: bytes) -> bytes:
     return bytes(proto.SerializeToString())
 
 
-def has_subgraphs(model: onnx.ModelProto) -> bool:
-    return any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-               for n in model.graph.node for a in n.attribute)
-
-
 def quantised_nodes(graph: onnx.GraphProto) -> int:
     """Nodes the quantizer wrote, in the graph and its subgraphs."""
     count = 0
     for node in graph.node:
         if node.op_type in QUANTISED_OPS or node.op_type.startswith("QLinear"):
             count += 1
-        for attr in node.attribute:
-            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs):
-                count += quantised_nodes(sub)
+        count += sum(quantised_nodes(sub) for sub in subgraphs(node))
     return count
 
 
@@ -384,14 +366,13 @@ def _calibration_in_priority_order() -> Iterator[None]:
         calibrate.CalibraterBase.create_inference_session = original
 
 
-def _quantised_something(name: str, model: bytes, written: bytes) -> None:
+def _quantised_something(name: str, model: bytes, written: onnx.ModelProto) -> None:
     """A file the quantizer wrote without one quantised node is the fp32 model again: its
     rows would pass as 'int8' and say nothing about int8 (raises why instead)."""
-    if quantised_nodes(onnx.load_from_string(written).graph):
+    if quantised_nodes(written.graph):
         return
-    proto = onnx.load_from_string(model)
     where = ""
-    if has_subgraphs(proto) and name == INT8_STATIC:
+    if name == INT8_STATIC and any(subgraphs(n) for n in onnx.load_from_string(model).graph.node):
         where = (": ONNX Runtime's static quantizer leaves If/Loop/Scan bodies as they are, "
                  "and this model's operators are in them")
     raise GeroError(f"the quantizer quantised no operator of the model, so the {name} "
@@ -433,8 +414,8 @@ def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
                                 reduce_range=reduce_range)
         else:
             raise GeroError(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
-        _quantised_something(name, model, dst.read_bytes())
         quantized = onnx.load_from_string(dst.read_bytes())
+        _quantised_something(name, model, quantized)
         # The quantizer writes a subgraph's reads of outer names without ordering them
         # (silero-vad's If bodies): the ReferenceEvaluator runs nodes in file order.
         toposort(quantized.graph)

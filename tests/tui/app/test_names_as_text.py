@@ -58,8 +58,12 @@ async def test_hostile_names_are_shown_literally_everywhere(hostile_root: Path) 
         await settle(pilot)
         overview = app.screen
         assert isinstance(overview, OverviewScreen)
+        for _ in range(50):  # a loaded machine draws the table before its widths settle
+            timings = _lines(overview.query_one(TimingTable), 4)
+            if "Abs\\x1b[2J" in timings:
+                break
+            await pilot.pause(0.1)
         bars = _lines(overview.query_one(OperationBars), 4)
-        timings = _lines(overview.query_one(TimingTable), 4)
         for shown in (bars, timings):
             assert RAW.search(shown) is None and "Abs\\x1b[2J" in shown
         assert "[bold]b[/]" in timings  # a DataTable cell, not markup

@@ -89,4 +89,9 @@ def test_literals_that_convert_are_accepted_and_run(text: str) -> None:
     con = duckdb.connect()
     con.execute("CREATE TABLE obs (seed BIGINT, created_at TIMESTAMPTZ, max_abs_error DOUBLE, "
                 "bit_exact BOOLEAN)")
-    con.execute(f"SELECT count(*) FROM obs WHERE {flt.sql}", list(flt.params)).fetchall()
+    # Each filter holds for the first row alone: a literal converted wrongly (or not at all)
+    # matches neither row, or both.
+    con.execute("INSERT INTO obs VALUES (7, '2025-02-15 00:00:00+00', 5e-4, true), "
+                "(8, '2025-01-01 00:00:00+00', 5e-3, false)")
+    rows = con.execute(f"SELECT seed FROM obs WHERE {flt.sql}", list(flt.params)).fetchall()
+    assert rows == [(7,)]

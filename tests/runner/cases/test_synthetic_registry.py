@@ -3,7 +3,6 @@ models, and float64 formulas that agree with the ONNX reference evaluator."""
 
 from __future__ import annotations
 
-import time
 import types
 
 import numpy as np
@@ -97,12 +96,6 @@ def test_declared_contracts_and_variants() -> None:
               "BatchNormalization": "batchnorm_mul_add", "Sigmoid": "sigmoid_decomposed"}
     for name, variant in wanted.items():
         assert variant in ENTRIES[name].variants, name
-
-
-def test_expanding_the_suite_is_fast() -> None:
-    start = time.perf_counter()
-    registry.expand(SEED + 1)
-    assert time.perf_counter() - start < 3.0
 
 
 @pytest.mark.parametrize("name", sorted(ENTRIES))

@@ -58,8 +58,8 @@ def _child(mode: str, folder: Path, out: Path) -> None:
     else:
         from onnx.reference import ReferenceEvaluator
 
-        from gero_runner.backends.reference import run_releasing
         from gero_runner.backends.reference_defects import corrected_evaluator, corrected_ops
+        from gero_runner.backends.reference_evaluator import run_releasing
         from gero_runner.models import shadow
 
         wide = shadow.widen(model)

@@ -18,6 +18,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from gero_runner.backends.reference_evaluator import opset_of, run_releasing, stock_evaluator
+
 Repro = tuple[onnx.ModelProto, dict[str, np.ndarray], np.ndarray]
 """A minimal model, its inputs, and its correct output."""
 
@@ -237,10 +239,6 @@ def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
                     yield from _nodes(g)
 
 
-def opset_of(model: onnx.ModelProto) -> int:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-
-
 def applicable(model: onnx.ModelProto) -> list[ReferenceDefect]:
     """The registry entries whose operator and opset occur in ``model``."""
     opset = opset_of(model)
@@ -277,8 +275,6 @@ def shown(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[str, ..
     stock output differs from the corrected one beyond a few ULPs, or fails. Where none
     shows at the main graph's level (a node in a subgraph), every applicable entry is
     named. Raises what the corrected evaluator raises."""
-    from gero_runner.backends.reference import run_releasing
-
     entries = applicable(model)
     if not entries:
         return ()
@@ -295,8 +291,6 @@ def _stock_differs(model: onnx.ModelProto, node: onnx.NodeProto,
                    values: dict[str, Any]) -> bool:
     """Whether the stock operator, fed what ``node`` got in the corrected run, gives other
     outputs than the corrected one did (or fails)."""
-    from gero_runner.backends.reference import stock_evaluator
-
     inputs = [n for n in node.input if n]
     if any(n not in values for n in inputs) or any(n not in values for n in node.output if n):
         return False  # not computed in the main graph: not judged here

@@ -180,8 +180,8 @@ def run_side_each(side: Side, model: onnx.ModelProto, feeds_list: list[dict[str,
     wanted = list(dict.fromkeys(names))
     all_feeds = [_runtime_feeds(model, f) for f in feeds_list]
     if side.kind in (SHADOW_KIND, REFERENCE):
-        from gero_runner.backends.reference import run_releasing, stock_evaluator
         from gero_runner.backends.reference_defects import corrected_evaluator
+        from gero_runner.backends.reference_evaluator import run_releasing, stock_evaluator
         from gero_runner.models.shadow import widen, widen_inputs
 
         if side.kind == SHADOW_KIND:

@@ -23,8 +23,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from gero_runner.backends.reference import run_releasing
 from gero_runner.backends.reference_defects import corrected_evaluator
+from gero_runner.backends.reference_evaluator import run_releasing
 from gero_runner.models import shadow
 
 ROUND_SUFFIX = "__gero_f64"

@@ -15,8 +15,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
-from gero_runner.backends.reference import run_releasing
 from gero_runner.backends.reference_defects import corrected_evaluator
+from gero_runner.backends.reference_evaluator import run_releasing
 
 _FLOATS = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16}
 

@@ -29,7 +29,7 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from gero_runner.backends import reference, reference_kernels
+from gero_runner.backends import reference_evaluator, reference_kernels
 from gero_runner.backends.reference_defects import corrected_evaluator
 from gero_runner.models import shadow
 
@@ -321,7 +321,7 @@ def test_attributes_onnx_ignores_follow_onnxruntime(kind: str) -> None:
 
 def test_both_evaluator_paths_run_the_kernels() -> None:
     tc = next(tc for tc in _node_cases("Conv") if tc.name == "test_basic_conv_with_padding")
-    stock_path = reference.make_evaluator(tc.model.SerializeToString())
+    stock_path = reference_evaluator.make_evaluator(tc.model.SerializeToString())
     arbiter = corrected_evaluator(shadow.widen(tc.model))
     for evaluator in (stock_path, arbiter):
         (node,) = evaluator.rt_nodes_
@@ -344,7 +344,7 @@ def test_a_run_frees_each_intermediate_after_its_last_consumer() -> None:
     evaluator = ReferenceEvaluator(model)
     tracemalloc.start()
     try:
-        outputs = reference.run_releasing(evaluator, feeds)
+        outputs = reference_evaluator.run_releasing(evaluator, feeds)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

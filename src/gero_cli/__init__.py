@@ -18,7 +18,13 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from gero_cli.common import EXIT_INTERRUPTED, EXIT_STATUS_HELP, EXIT_USAGE, quiet
+from gero_cli.common import (
+    EXIT_INTERRUPTED,
+    EXIT_STATUS_HELP,
+    EXIT_STATUS_POINTER,
+    EXIT_USAGE,
+    quiet,
+)
 from gero_runner.errors import GeroError
 from gero_runner.escape import for_terminal
 
@@ -76,8 +82,9 @@ def _add_quiet(parser: argparse.ArgumentParser, default: Any) -> None:
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The parser; with ``only``, just that subcommand's (its siblings' imports cost ~0.4 s,
-    which the explorer's first paint cannot afford)."""
+    """The parser; with ``only``, just that subcommand's. Building it imports no NumPy,
+    pyarrow, DuckDB, ONNX or Textual (tests/cli/test_help.py): each command defers those to
+    its ``main``, so that every ``--help`` answers at once."""
     parser = argparse.ArgumentParser(
         prog="gero", formatter_class=_Formatter, epilog=EXIT_STATUS_HELP,
         description="Test and triage the numerical behaviour of ML runtimes. "
@@ -86,12 +93,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, nargs=0,
                         help="show gero's version and the runtimes' versions, then exit")
     _add_quiet(parser, False)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                help="what to do (gero COMMAND --help: its options)")
     for module in _available(only):
         module.add_parser(sub)
     for command in sub.choices.values():
         command.formatter_class = _Formatter
-        command.epilog = EXIT_STATUS_HELP
+        command.epilog = EXIT_STATUS_POINTER  # the table once, in `gero --help`
         # SUPPRESS: `gero -q diff` and `gero diff -q` both work; the subcommand's default
         # must not undo the top-level flag.
         _add_quiet(command, argparse.SUPPRESS)
@@ -117,8 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `gero` alone: the explorer on a terminal, the summary when piped or in CI.
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
         args_list = ["tui" if interactive else "summary", *args_list]
-    # The explorer must paint fast: `gero tui` imports only its own subcommand.
-    parser = build_parser(only="tui" if args_list[0] == "tui" else None)
+    # A named command imports only its own module (the explorer must paint fast, and each
+    # sibling costs its imports); `gero --help` or a misspelt command needs them all.
+    parser = build_parser(only=args_list[0] if args_list[0] in COMMANDS else None)
     args = parser.parse_args(args_list)
     try:
         with contextlib.ExitStack() as stack:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from gero_cli.common import EXIT_CLEAN, add_data_dir, data_dir, echo, warn
+from gero_cli.common import EXIT_CLEAN, add_data_dir, add_format, data_dir, echo, warn
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "is stored with the evidence (blame/OBSERVATION_ID.json) and shown in the explorer.")
     p.add_argument("observation", metavar="OBSERVATION_ID", help="observation id or prefix")
     add_data_dir(p)
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_format(p, "text", "json", what="blame")
     p.set_defaults(handler=main)
 
 

@@ -17,7 +17,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         ".tar.gz that `gero replay FILE.tar.gz` verifies and re-runs.")
     p.add_argument("observation", metavar="OBSERVATION_ID", help="observation id or prefix")
     add_data_dir(p)
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.tar.gz")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.tar.gz",
+                   help="the archive to write (a gzipped tar)")
     p.set_defaults(handler=main)
 
 

@@ -34,6 +34,24 @@ exit status (the same for every command):
   130  interrupted (Ctrl-C), 143 terminated (SIGTERM); a run keeps its finished cases"""
 
 
+EXIT_STATUS_POINTER = "exit status: the same for every command; `gero --help` lists it."
+"""What a subcommand's help says in place of the table (shown once, in ``gero --help``)."""
+
+_FORMATS = {
+    "text": "lines for a person",
+    "json": "every figure, for a script",
+    "md": "a Markdown report",
+    "junit": "a JUnit XML report CI systems display",
+}
+
+
+def add_format(parser: argparse.ArgumentParser, *formats: str, what: str = "output") -> None:
+    """``--format``, with its choices said in its help (text first, the default)."""
+    listed = "; ".join(f"{f}: {_FORMATS[f]}" for f in formats)
+    parser.add_argument("--format", choices=formats, default=formats[0],
+                        help=f"how the {what} is written ({listed}; default: %(default)s)")
+
+
 def add_data_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data-dir", type=Path, default=None,

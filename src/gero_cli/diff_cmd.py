@@ -13,6 +13,7 @@ from gero_cli.common import (
     EXIT_CLEAN,
     EXIT_FOUND,
     add_data_dir,
+    add_format,
     add_output,
     data_dir,
     warn,
@@ -29,7 +30,7 @@ _TITLES = {"regression": "Regressions", "fix": "Fixes", "changed": "Other class 
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from gero.query.diff import DEFAULT_FACTOR
+    from gero.query.options import DIFF_FACTOR
 
     p = sub.add_parser(
         "diff", help="compare two runs: regressions, fixes, new and missing observations",
@@ -37,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "check, backend, optimisation level, output and reference, and the same graph hash "
         "and input hash. A regression is a pair that passed in BASE_RUN and does not in "
         "CURRENT_RUN, or whose max abs error grew more than FACTOR times (default "
-        f"{DEFAULT_FACTOR:g}×) over the larger of the baseline's max abs error and the "
+        f"{DIFF_FACTOR:g}×) over the larger of the baseline's max abs error and the "
         "current atol. A fix did not pass and passes now. Exit status 1 when there are "
         "regressions, 0 otherwise, so that it gates CI; --format junit writes a report "
         "CI systems display (a failing test case per regression, with its replay command).")
@@ -52,9 +53,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--against", default=None, metavar="RUNTIME[/SETTING]",
                    help="... against this one as the baseline (e.g. onnxruntime/all)")
     add_data_dir(p)
-    p.add_argument("--format", choices=("text", "json", "md", "junit"), default="text")
+    add_format(p, "text", "json", "md", "junit", what="comparison")
     add_output(p)
-    p.add_argument("--factor", type=float, default=DEFAULT_FACTOR,
+    p.add_argument("--factor", type=float, default=DIFF_FACTOR,
                    help="error growth that counts as a regression (default: %(default)g)")
     p.add_argument("--limit", type=int, default=50,
                    help="entries listed per section in text/md (0: all; JSON lists all)")

@@ -9,7 +9,7 @@ from gero_cli.common import add_data_dir, data_dir, echo, warn
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from gero.query.export import FORMATS
+    from gero.query.options import EXPORT_FORMATS
 
     p = sub.add_parser(
         "export", help="export a run's observations (csv, parquet, json, md report)",
@@ -22,9 +22,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_data_dir(p)
     p.add_argument("--run", default=None, help="run id or unique prefix (default: newest)")
     p.add_argument("--where", default=None, metavar="FILTER", help="filter expression")
-    p.add_argument("--format", choices=FORMATS, default=None,
+    p.add_argument("--format", choices=EXPORT_FORMATS, default=None,
                    help="output format (default: from the -o suffix)")
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
+                   help="the file to write (its suffix names the format unless --format does)")
     p.set_defaults(handler=main)
 
 

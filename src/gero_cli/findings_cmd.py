@@ -11,6 +11,7 @@ from gero_cli.common import (
     EXIT_CLEAN,
     EXIT_FOUND,
     add_data_dir,
+    add_format,
     add_output,
     data_dir,
     warn,
@@ -37,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="what-if: re-grade this dtype's rows under this rtol")
     p.add_argument("--atol", action="append", default=[], metavar="DTYPE=V",
                    help="what-if: re-grade this dtype's rows under this atol")
-    p.add_argument("--format", choices=("text", "json", "md", "junit"), default="text")
+    add_format(p, "text", "json", "md", "junit", what="findings")
     add_output(p)
     p.set_defaults(handler=main)
 

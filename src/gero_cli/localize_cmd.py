@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from gero_cli.common import EXIT_CLEAN, add_data_dir, data_dir, echo, warn
+from gero_cli.common import EXIT_CLEAN, add_data_dir, add_format, data_dir, echo, warn
 from gero_runner.escape import for_shell
 
 
@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "shown in the explorer.")
     p.add_argument("observation", metavar="OBSERVATION_ID", help="observation id or prefix")
     add_data_dir(p)
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_format(p, "text", "json", what="origins and amplifiers")
     p.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
                    help="write the origin's nodes with their real input tensors as an ONNX "
                    "backend test directory (model.onnx, test_data_set_0) with gero's "

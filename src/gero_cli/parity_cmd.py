@@ -47,7 +47,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--output-file", type=Path, default=None, metavar="REPORT.md",
                    help="write a Markdown summary (per output: metrics, tolerance, verdict)")
     p.add_argument("--opset", type=int, default=17, help="ONNX opset for export: 17, 18 or 19")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the input samples (default 0; recorded per observation)")
     p.add_argument("--threads", type=int, default=1,
                    help="threads for PyTorch and ONNX Runtime intra-op (default 1)")
     p.add_argument("--repeats", type=int, default=3, help="timed runs per path")
@@ -55,7 +56,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="seconds per sample (building the module, PyTorch, the export and "
                         "every ONNX Runtime level); a sample past it, or whose worker "
                         "crashes, is an execution observation (default 120)")
-    p.add_argument("--run-id", default=None)
+    p.add_argument("--run-id", default=None,
+                   help="id of the new run (default: date, time and a random suffix)")
     add_data_dir(p)
     p.set_defaults(handler=main)
 

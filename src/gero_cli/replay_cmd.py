@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from gero_cli.common import add_data_dir, data_dir, echo, split_list
+from gero_cli.common import add_data_dir, add_format, data_dir, echo, split_list
 from gero_cli.common import warn as _warn
 from gero_runner.backends import path_label
 
@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_data_dir(p)
     p.add_argument("--observation", default="", metavar="ID,...",
                    help="replay only these observation ids (full ids, comma-separated)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_format(p, "text", "json", what="verdict per observation")
     p.add_argument("--timeout", type=float, default=120.0,
                    help="seconds the re-run may take (default: %(default)g)")
     p.set_defaults(handler=main)

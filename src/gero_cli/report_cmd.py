@@ -25,7 +25,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--baseline", default=None, metavar="RUN",
                    help="run to compare the findings with (default: the previous run of the "
                         "same suite)")
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.html")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.html",
+                   help="the HTML page to write")
     p.set_defaults(handler=main)
 
 

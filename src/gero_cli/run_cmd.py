@@ -11,7 +11,7 @@ import shlex
 import signal
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gero_cli.common import (
     EXIT_CLEAN,
@@ -28,11 +28,12 @@ from gero_cli.common import (
 )
 from gero_runner.errors import GeroError
 from gero_runner.escape import for_terminal
-from gero_runner.execution.plan import Activity
 from gero_runner.request import DEFAULT_PATH_BUDGET_S, DEFAULT_TIMEOUT_S, EXECUTORS, suite_names
-from gero_runner.run import DiskFull
-from gero_runner.schema import RESULT_CLASSES, RESULT_LABELS
+from gero_runner.result_classes import RESULT_CLASSES, RESULT_LABELS
 from gero_runner.tolerances import FLOAT_DTYPES, parse_items
+
+if TYPE_CHECKING:
+    from gero_runner.execution.plan import Activity
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -131,6 +132,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def main(args: argparse.Namespace) -> int:
     import gero
+    from gero_runner.run import DiskFull  # deferred: the runner loads NumPy and pyarrow
 
     if args.resume is not None and args.run_id is not None:
         raise GeroError("give --resume RUN_ID or --run-id, not both")

@@ -9,9 +9,17 @@ import argparse
 import json
 from typing import Any
 
-from gero_cli.common import EXIT_CLEAN, EXIT_FOUND, add_data_dir, data_dir, echo, warn
+from gero_cli.common import (
+    EXIT_CLEAN,
+    EXIT_FOUND,
+    add_data_dir,
+    add_format,
+    data_dir,
+    echo,
+    warn,
+)
 from gero_runner.backends import short_name
-from gero_runner.schema import PASSED, RESULT_CLASSES, RESULT_LABELS
+from gero_runner.result_classes import PASSED, RESULT_CLASSES, RESULT_LABELS
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                        "observations, 0 when every observation passed.")
     add_data_dir(p)
     p.add_argument("--run", default=None, help="run id or unique prefix")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_format(p, "text", "json", what="summary")
     p.add_argument("--all-checks", action="store_true",
                    help="list every contract and variant per operator, not only the violated")
     p.set_defaults(handler=main)

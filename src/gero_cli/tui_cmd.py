@@ -10,7 +10,13 @@ from gero_cli.common import add_data_dir, data_dir, echo
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("tui", help="open the explorer on a run (the newest by default)")
+    p = sub.add_parser(
+        "tui", help="open the explorer on a run (the newest by default)",
+        description="Open the explorer (a terminal UI) on a run: the overview (counts by "
+        "class, per runtime and operation, the verdict card of each model), the findings "
+        "worst first, and every observation in a table you filter, sort and open (figures, "
+        "tensors side by side, inputs, histogram, replay, blame, localize). `gero` alone "
+        "opens it on a terminal. Press ? inside for the keys.")
     add_data_dir(p)
     p.add_argument("--run", default=None, help="run id or unique prefix")
     p.add_argument("--screen", default="overview", choices=("overview", "evaluations", "findings"),

@@ -20,14 +20,15 @@ from typing import Any
 
 import duckdb
 
+from gero.query.options import DIFF_FACTOR, DIFF_KINDS
 from gero_runner.errors import GeroError
 from gero_runner.storage.reader import open_run
 
-DEFAULT_FACTOR = 10.0
+DEFAULT_FACTOR = DIFF_FACTOR
 SLOT = ("case_id", "check", "backend", "optimization", "output_name", "reference")
 _COLUMNS = (*SLOT, "observation_id", "graph_hash", "input_hash", "result", "reason",
             "max_abs_error", "rtol", "atol")
-KINDS = ("regression", "fix", "changed", "incompatible", "new", "missing")
+KINDS = DIFF_KINDS
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from gero.query.filters import Filter, parse_filter
+from gero.query.options import EXPORT_FORMATS
 from gero.query.summary import class_counts, operations
 from gero_runner.errors import GeroError
 from gero_runner.escape import for_markdown, markdown_code
@@ -30,7 +31,7 @@ from gero_runner.schema import COLUMN_NAMES, OBSERVATION_SCHEMA, RESULT_CLASSES,
 from gero_runner.storage.reader import OpenRun, arrow_table
 from gero_runner.storage.store import atomic_write_bytes, atomic_write_table
 
-FORMATS = ("csv", "parquet", "json", "md")
+FORMATS = EXPORT_FORMATS
 WORST_LIMIT = 25
 _ORDER = 'case_id, "check", backend, optimization, output_name, observation_id'
 # Worst first: issues before passes, then the largest scaled error.

@@ -32,6 +32,7 @@ from gero_runner.evidence.rows import (
 )
 from gero_runner.metrics.compare import compare
 from gero_runner.request import DEFAULT_TIMEOUT_S
+from gero_runner.result_classes import COMPARISON_CHECKS
 from gero_runner.schema import Observation
 from gero_runner.storage.artifacts import has_member, load_array, summary_of, verify_manifest
 from gero_runner.tolerances import FLOAT_DTYPES, Tolerances
@@ -51,9 +52,6 @@ STATUS_LABELS = {
     NOT_REPRODUCED: "did not reproduce",
     NOT_REPLAYED: "not replayed",
 }
-# Checks whose result is the comparison of two stored output files, so it can be
-# recomputed under each stored row's own tolerance.
-_COMPARISON_CHECKS = ("agreement", "levels", "analytic", "expected")
 
 
 @dataclass(frozen=True)
@@ -246,7 +244,7 @@ def _tolerances(rows: list[Observation]) -> Tolerances:
     atols: dict[str, object] = {}
     for row in rows:
         rtol, atol, dtype = row.rtol, row.atol, str(row.dtype)
-        if (row.check in _COMPARISON_CHECKS and dtype in FLOAT_DTYPES
+        if (row.check in COMPARISON_CHECKS and dtype in FLOAT_DTYPES
                 and dtype not in rtols and isinstance(rtol, float) and isinstance(atol, float)
                 and math.isfinite(rtol) and math.isfinite(atol) and rtol >= 0 and atol >= 0):
             rtols[dtype], atols[dtype] = rtol, atol
@@ -299,7 +297,7 @@ def _replay_row(directory: Path, fresh_dir: Path, stored: Observation,
     installed = new.backend_version
     result, reason = new.result, new.reason
     new_a, new_r = _load(fresh_dir, new.actual_file), _load(fresh_dir, new.reference_file)
-    if stored.check in _COMPARISON_CHECKS and new_a is not None and new_r is not None:
+    if stored.check in COMPARISON_CHECKS and new_a is not None and new_r is not None:
         # The class under the stored row's own tolerance (rows of other runs may differ).
         result, reason = classify(compare(new_a, new_r, rtol, atol), rtol, atol)
     if not stored.actual_hash:

@@ -21,6 +21,7 @@ from gero_runner.errors import error_text
 from gero_runner.execution.context import NOT_APPLICABLE, CaseContext, PathResult, RunSettings
 from gero_runner.metrics.compare import compare
 from gero_runner.metrics.model_level import MODEL_REL_FLOOR
+from gero_runner.result_classes import ARBITRATED_CHECKS, LEVELS
 from gero_runner.schema import EXECUTION, PASSED, Observation
 from gero_runner.storage.budget import oversized_output
 from gero_runner.tolerances import Tolerances
@@ -309,7 +310,7 @@ def expected_path(case: CaseInstance) -> PathResult | None:
                       NOT_APPLICABLE, 0, {}, outputs=list(case.expected.values()), repeats=0)
 
 
-ARBITRATED = ("agreement", "levels")
+ARBITRATED = ARBITRATED_CHECKS
 """Checks whose disagreements the case's float64 result arbitrates."""
 
 
@@ -358,7 +359,7 @@ def level_rows(ctx: CaseContext, runtime_paths: list[PathResult]) -> list[Observ
     for p in runtime_paths:
         base = bases.setdefault(p.backend, p)
         if p is not base and p.ok and base.ok:
-            rows += compare_paths(ctx, "levels", p, base, f"{base.backend}:{base.optimization}")
+            rows += compare_paths(ctx, LEVELS, p, base, f"{base.backend}:{base.optimization}")
     return rows
 
 

@@ -27,6 +27,7 @@ from gero.query.options import EXPORT_FORMATS
 from gero.query.summary import class_counts, operations
 from gero_runner.errors import GeroError
 from gero_runner.escape import for_markdown, markdown_code
+from gero_runner.result_classes import severity_sql
 from gero_runner.schema import COLUMN_NAMES, OBSERVATION_SCHEMA, RESULT_CLASSES, RESULT_LABELS
 from gero_runner.storage.reader import OpenRun, arrow_table
 from gero_runner.storage.store import atomic_write_bytes, atomic_write_table
@@ -35,8 +36,7 @@ FORMATS = EXPORT_FORMATS
 WORST_LIMIT = 25
 _ORDER = 'case_id, "check", backend, optimization, output_name, observation_id'
 # Worst first: issues before passes, then the largest scaled error.
-_SEVERITY = ("CASE result WHEN 'contract_issue' THEN 0 WHEN 'divergence' THEN 1 "
-             "WHEN 'execution' THEN 2 ELSE 3 END")
+_SEVERITY = f"({severity_sql()}) DESC"
 
 
 @dataclass(frozen=True)

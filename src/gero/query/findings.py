@@ -40,6 +40,13 @@ from typing import Any, NamedTuple, Protocol
 import duckdb
 
 from gero_runner.backends import ort_levels, path_name_sql, title
+from gero_runner.result_classes import (
+    ARBITRATED_CHECKS,
+    COMPARISON_CHECKS,
+    SEVERITY,
+    TRUTH_CHECKS,
+    severity_sql,
+)
 from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, MODEL_VARIANTS
 from gero_runner.storage.layout import FINDINGS_CACHE_DIR
 
@@ -48,10 +55,8 @@ MEMBERS_TABLE = "finding_members"
 ORDER_TABLE = "finding_order"
 """observation_id -> finding_rank (1 = the worst finding): the table grouped by finding."""
 
-NUMERIC_CHECKS = ("agreement", "analytic", "expected", "levels")
+NUMERIC_CHECKS = COMPARISON_CHECKS
 """Checks of one case that compare the same outputs and are read together."""
-TRUTH_CHECKS = ("analytic", "expected")
-"""Checks against float64 or the case's shipped outputs: they decide which path is off."""
 
 NAN_TEMPLATE = "NaN on both sides: NaN == NaN never passes, the baseline cannot be assessed"
 """One cause for every check that saw NaN on both sides (and nothing else): NaN fed to the
@@ -78,9 +83,6 @@ PAIR = " vs "
 openvino``): the outlier of a model case without a float64 shadow."""
 WIDENS_FP16 = "computes the fp16 file in float32"
 """How the row that says a runtime runs an fp16 file in float32 words it."""
-
-SEVERITY = {CONTRACT_ISSUE: 3, DIVERGENCE: 2, EXECUTION: 1}
-"""Worst first: a broken law or non-finite output, then a divergence, then unsupported."""
 
 _LEVEL_ORDER = "CASE {x} WHEN 'disable_all' THEN '0' WHEN 'basic' THEN '1' " \
                "WHEN 'extended' THEN '2' WHEN 'all' THEN '3' ELSE '4' END"
@@ -255,7 +257,7 @@ WITH raw AS MATERIALIZED (
            CASE WHEN result = '{EXECUTION}' THEN 'execution'
                 WHEN "check" IN ({numeric}) THEN 'numeric' ELSE "check" END AS family,
            "check" IN ({truth}) AS truth,
-           {' + '.join(f"(result = '{k}')::INT * {v}" for k, v in SEVERITY.items())} AS severity
+           {severity_sql()} AS severity
     FROM {relation} WHERE result <> 'passed'
 ), reasons AS (
     -- the regular expressions run once per distinct reason, not once per row
@@ -276,9 +278,9 @@ WITH raw AS MATERIALIZED (
                                                r.backend || '-' || r.optimization,
                                                {path_name_sql('r.backend', 'r.optimization')})
                     THEN regexp_replace(replace(r.reference, ':', '@'), '-corrected$', '')
-                WHEN r.chk IN ('agreement', 'levels') AND r.arbiter = 'actual'
+                WHEN r.chk IN ({_list_sql(ARBITRATED_CHECKS)}) AND r.arbiter = 'actual'
                     THEN regexp_replace(replace(r.reference, ':', '@'), '-corrected$', '')
-                WHEN r.chk IN ('agreement', 'levels') AND r.arbiter IN ('tie', '-')
+                WHEN r.chk IN ({_list_sql(ARBITRATED_CHECKS)}) AND r.arbiter IN ('tie', '-')
                      AND r.family <> 'execution' AND t.kind <> 'nan' THEN 'undecided'
                 ELSE r.path END AS blamed
     FROM raw r JOIN templates t ON r.reason IS NOT DISTINCT FROM t.reason

@@ -24,7 +24,7 @@ from gero.query.table import CASE_SQL, OPTIMIZATION_ORDER_SQL, PATH_SQL
 from gero.query.tensors import ElementAnalysis, analyse, load_evidence
 from gero_runner.backends import REFERENCE
 from gero_runner.errors import GeroError
-from gero_runner.result_classes import RESULT_CLASSES
+from gero_runner.result_classes import COMPARISON_CHECKS, RESULT_CLASSES
 from gero_runner.storage.artifacts import (
     DERIVED_DIR,
     LOCALIZE_DIR,
@@ -40,7 +40,6 @@ BLAME_DIR = DERIVED_DIR
 ROWS_PER_SEGMENT = 5
 """Worst rows listed per operation and result class: the report summarises, the explorer and
 ``gero export`` have every row."""
-COMPARISON_CHECKS = ("agreement", "analytic", "expected", "levels")
 """The rows whose tolerance is the dtype's comparison tolerance (laws have their own)."""
 
 

@@ -31,6 +31,7 @@ from gero_runner.backends import (
     short_name,
 )
 from gero_runner.backends.names import NOT_APPLICABLE
+from gero_runner.result_classes import ARBITRATED_CHECKS, SEVERITY, severity_sql
 from gero_runner.result_classes import RESULT_CLASSES as RESULT_CLASSES  # for the app
 
 
@@ -68,15 +69,16 @@ _REFERENCE_PATH = "regexp_replace(reference, '-corrected$', '')"
 _REFERENCE_LABEL = path_label_sql(f"split_part({_REFERENCE_PATH}, ':', 1)",
                                   f"coalesce(nullif(split_part({_REFERENCE_PATH}, ':', 2), ''), "
                                   f"'{NOT_APPLICABLE}')")
+_ARBITRATED = "(" + ", ".join(f"'{c}'" for c in ARBITRATED_CHECKS) + ")"
 BLAMED_SQL = (
     "CASE WHEN result = 'passed' THEN NULL "
     # float64 sides with the actual side: the reference is off
-    f"WHEN \"check\" IN ('agreement', 'levels') AND arbiter = 'actual' THEN {_REFERENCE_LABEL} "
+    f"WHEN \"check\" IN {_ARBITRATED} AND arbiter = 'actual' THEN {_REFERENCE_LABEL} "
     # a failure the message puts on the other side (the reference failed)
     "WHEN result = 'execution' AND regexp_extract(reason, "
     "'^(?:variant \\S+: )?(\\S+) failed: ', 1) NOT IN "
     f"('', {path_name_sql()}, backend || '-' || optimization) THEN {_REFERENCE_LABEL} "
-    "WHEN \"check\" IN ('agreement', 'levels') AND arbiter IN ('tie', '-') "
+    f"WHEN \"check\" IN {_ARBITRATED} AND arbiter IN ('tie', '-') "
     "AND result <> 'execution' THEN 'undecided' "
     f"ELSE {PATH_SQL} END")
 """The path a row blames, by the findings' row rule (``findings.members_sql``: its own, or
@@ -457,9 +459,8 @@ class Page:
     """The column keys its rows' cells hold, in display order."""
 
 
-SEVERITY_SQL = ("CASE result WHEN 'execution' THEN 3 WHEN 'contract_issue' THEN 2 "
-                "WHEN 'divergence' THEN 1 ELSE 0 END")
-"""How bad a row is, to pick the worst of a group: failures, then contracts, divergences."""
+SEVERITY_SQL = severity_sql()
+"""How bad a row is, to pick the worst of a group (``result_classes.SEVERITY``)."""
 COVERS_SEPARATOR = ","
 MAX_COVERED = 15
 """Values a group's ``covers`` bits can name (4 bits each in a BIGINT)."""
@@ -551,9 +552,10 @@ class GroupedRows:
         bits = int(covers or 0)
         items = []
         for i, value in enumerate(self.domain):
-            present = [r for k, r in enumerate(RESULT_CLASSES) if bits >> (4 * i + k) & 1]
+            present = [r for r in RESULT_CLASSES if bits >> (4 * i + SEVERITY[r]) & 1]
             if present:
-                items.append(f"{labels.get(value, value)}{COVERS_RESULT}{present[-1]}")
+                worst = max(present, key=SEVERITY.__getitem__)
+                items.append(f"{labels.get(value, value)}{COVERS_RESULT}{worst}")
         return COVERS_SEPARATOR.join(items)
 
     def members(self, where: str, params: Sequence[Any], key: int) -> tuple[str, list[Any]]:

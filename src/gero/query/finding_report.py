@@ -10,12 +10,11 @@ become a link, an image, HTML or a table cell where the report is pasted.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from gero.query.findings import Finding, FindingsReport, Representative, path_name
+from gero.query.stored_localization import StoredLocalization, read_stored_localization
 from gero_runner.checks.gates import non_elementwise_gate
 from gero_runner.escape import (
     for_markdown,
@@ -27,11 +26,12 @@ from gero_runner.escape import (
 from gero_runner.storage.artifacts import LOCALIZE_DIR
 
 
-def stored_localization(root: Path, f: Finding) -> dict[str, Any] | None:
+def stored_localization(root: Path, f: Finding) -> StoredLocalization | None:
     """The localization `gero localize` stored for the finding's representative, else for
     another observation of its evidence directory, one that wrote a repro first (a later
     `gero localize` without -o must not hide the repro an earlier one wrote); None when
-    there is none (or it cannot be read)."""
+    there is none with an origin (or none can be read). Read through the checked reader:
+    a field of the wrong type in a hand-edited file counts as absent."""
     r = f.representative
     if not r.artifact_path:
         return None
@@ -39,38 +39,26 @@ def stored_localization(root: Path, f: Finding) -> dict[str, Any] | None:
     own = folder / f"{r.observation_id}.json"
     candidates = [own] + (sorted(p for p in folder.glob("*.json") if p != own)
                           if folder.is_dir() else [])
-    found: list[dict[str, Any]] = []
-    for path in candidates:
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and data.get("origins"):
-            found.append(data)
-    with_repro = [d for d in found if d.get("repro")]
+    found = [loc for loc in map(read_stored_localization, candidates)
+             if loc is not None and loc.origins]
+    with_repro = [loc for loc in found if loc.repro]
     chosen = with_repro or found
     return chosen[0] if chosen else None
 
 
-def localization_lines(loc: dict[str, Any]) -> list[str]:
+def localization_lines(loc: StoredLocalization) -> list[str]:
     """A stored localization as Markdown lines: its sentence, the origin, the repro."""
-    command = markdown_code(f"gero localize {str(loc.get('observation_id', ''))[:16]}")
-    lines = [f"Localized ({command}, {for_markdown(loc.get('actual'))} against "
-             f"{for_markdown(loc.get('reference'))}): {for_markdown(loc.get('summary', ''))}",
-             ""]
-    for o in loc.get("origins", [])[:3]:
-        share = o.get("share")
-        lines.append(f"- origin: {markdown_code(o.get('node'))} "
-                     f"({for_markdown(o.get('op_type'))}; "
-                     f"{len(o.get('nodes') or [])} node(s)): inputs agree to "
-                     f"{number(o.get('inputs_scaled_error'))} scaled, alone it differs by "
-                     f"{number(o.get('local_scaled_error'))}"
-                     + (f", {share:.0%} of the final error" if isinstance(share, float)
-                        else ""))
-    repro = loc.get("repro")
-    if repro:
+    command = markdown_code(f"gero localize {loc.observation_id[:16]}")
+    lines = [f"Localized ({command}, {for_markdown(loc.actual)} against "
+             f"{for_markdown(loc.reference)}): {for_markdown(loc.summary)}", ""]
+    for o in loc.origins[:3]:
+        lines.append(f"- origin: {markdown_code(o.node)} ({for_markdown(o.op_type)}; "
+                     f"{o.nodes} node(s)): inputs agree to {number(o.inputs_scaled_error)} "
+                     f"scaled, alone it differs by {number(o.local_scaled_error)}"
+                     + (f", {o.share:.0%} of the final error" if o.share is not None else ""))
+    if loc.repro:
         lines.append(f"- repro (the origin's nodes with their real inputs, an ONNX backend "
-                     f"test directory): {markdown_code(f'gero replay {for_shell(repro)}')}")
+                     f"test directory): {markdown_code(f'gero replay {for_shell(loc.repro)}')}")
     return [*lines, ""]
 
 

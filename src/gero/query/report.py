@@ -19,6 +19,7 @@ from typing import Any
 
 from gero.query.findings import MEMBERS_TABLE, Finding, FindingsReport, ensure_members
 from gero.query.runtimes import RuntimeTiming, timings
+from gero.query.stored_localization import StoredOrigin, parse_localization
 from gero.query.summary import OperationSummary, class_counts, operations, runtime_medians
 from gero.query.table import CASE_SQL, OPTIMIZATION_ORDER_SQL, PATH_SQL
 from gero.query.tensors import ElementAnalysis, analyse, load_evidence
@@ -305,39 +306,38 @@ def _figure(value: Any) -> str:
     return str(value)
 
 
-def _origin_line(origin: Any) -> str:
+def _origin_line(origin: StoredOrigin) -> str:
     """One origin of a stored localization in words (``gero localize``'s NodeFinding: node,
     op type, its inputs' and its own scaled error, the share of the final error)."""
-    if not isinstance(origin, dict):
-        return str(origin)
-    line = str(origin.get("node") or "?")
-    if origin.get("op_type"):
-        line += f" ({origin['op_type']})"
-    if origin.get("fused_as"):
-        line += f", fused as {origin['fused_as']}"
-    inputs, local = origin.get("inputs_scaled_error"), origin.get("local_scaled_error")
-    if isinstance(inputs, int | float) and isinstance(local, int | float):
-        line += f": inputs agree to {_figure(float(inputs))} scaled, alone it adds " \
-                f"{_figure(float(local))}"
-    share = origin.get("share")
-    if isinstance(share, int | float) and math.isfinite(share):
+    line = origin.node
+    if origin.op_type:
+        line += f" ({origin.op_type})"
+    if origin.fused_as:
+        line += f", fused as {origin.fused_as}"
+    inputs, local = origin.inputs_scaled_error, origin.local_scaled_error
+    if inputs is not None and local is not None:
+        line += f": inputs agree to {_figure(inputs)} scaled, alone it adds {_figure(local)}"
+    share = origin.share
+    if share is not None:
         line += (f", explains {share:.0%} of the final error" if share < 10
                  else f", explains {share:.3g}× the final error")
     return line
 
 
 def localization_of(tool: str, observation_id: str, data: dict[str, Any]) -> Localization:
-    """A stored localize or blame result as the report states it."""
+    """A stored localize or blame result as the report states it (a localization read
+    through the checked reader, stored_localization)."""
     summary = next((str(data[k]) for k in ("summary", "sentence", "text") if data.get(k)), "")
-    origins = data.get("origins") if tool == LOCALIZE_DIR else None
-    lines = tuple(_origin_line(o) for o in origins) if isinstance(origins, list) else ()
+    lines: tuple[str, ...] = ()
+    repro = ""
+    if tool == LOCALIZE_DIR:
+        loc = parse_localization(data, observation_id)
+        lines, repro = tuple(_origin_line(o) for o in loc.origins), loc.repro
     if not summary and tool == BLAME_DIR and data.get("first_level"):
         summary = f"first level that changes the output: {data['first_level']}"
     if not summary and not lines:
         summary = "stored without a summary"
-    repro = data.get("repro") if tool == LOCALIZE_DIR else None
-    return Localization(tool, observation_id, summary, lines,
-                        repro=str(repro) if isinstance(repro, str) and repro else "")
+    return Localization(tool, observation_id, summary, lines, repro=repro)
 
 
 def _localizations(source: OpenRun, findings: list[Finding]

@@ -43,12 +43,12 @@ def _origin_line(source: Any, f: Finding) -> list[Text | str | tuple[str, str]]:
     loc = stored_localization(Path(source.data_root), f)
     if loc is None:
         return []
-    o = loc["origins"][0]
+    o = loc.origins[0]
     return [("\nlocalized: ", "bold"),
-            (for_terminal(f"origin {o.get('node')} ({o.get('op_type')})"), "bold red"),
-            f": inputs agree to {float(o.get('inputs_scaled_error') or 0):.2g}, alone "
-            f"{float(o.get('local_scaled_error') or 0):.2g}",
-            *([("  repro: gero replay " + for_shell(loc["repro"]), "dim")] if loc.get("repro")
+            (for_terminal(f"origin {o.node} ({o.op_type})"), "bold red"),
+            f": inputs agree to {o.inputs_scaled_error or 0:.2g}, alone "
+            f"{o.local_scaled_error or 0:.2g}",
+            *([("  repro: gero replay " + for_shell(loc.repro), "dim")] if loc.repro
               else [])]
 
 

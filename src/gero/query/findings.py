@@ -39,6 +39,7 @@ from typing import Any, NamedTuple, Protocol
 
 import duckdb
 
+from gero.query.assessable import unassessable_sql
 from gero_runner.backends import ort_levels, path_name_sql, title
 from gero_runner.result_classes import (
     ARBITRATED_CHECKS,
@@ -146,6 +147,14 @@ class Finding:
     seeded_inputs: bool = False
     """Every row of it is of a model case fed gero's seeded default inputs: the verdict
     rests on noise, not on the user's data (its title says so)."""
+    cannot_assess: str = ""
+    """Why no row of it can be assessed by construction (``assessable.REASONS``: NaN in,
+    NaN out; an operator a runtime does not implement), ``''`` when some can. Such findings
+    are counted apart and listed after every other."""
+
+    @property
+    def assessable(self) -> bool:
+        return not self.cannot_assess
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -257,7 +266,9 @@ WITH raw AS MATERIALIZED (
            CASE WHEN result = '{EXECUTION}' THEN 'execution'
                 WHEN "check" IN ({numeric}) THEN 'numeric' ELSE "check" END AS family,
            "check" IN ({truth}) AS truth,
-           {severity_sql()} AS severity
+           {severity_sql()} AS severity,
+           -- why the row cannot be assessed by construction ('' when it can)
+           {unassessable_sql()} AS why
     FROM {relation} WHERE result <> 'passed'
 ), reasons AS (
     -- the regular expressions run once per distinct reason, not once per row
@@ -443,7 +454,7 @@ WITH raw AS MATERIALIZED (
 )
 SELECT b.observation_id, s.finding_id, s.family, s.outlier, s.template, s.operator_key,
        b.case_id, b.op_type, b.dtype, b.optimization, b.result, b.severity, b.max_abs_error,
-       b.seeded
+       b.seeded, b.why
 FROM grouped b JOIN hashed s ON s.case_id = b.case_id AND s.group_fam = b.fam
     AND s.grp = b.grp AND s.sub = b.sub
 """
@@ -462,8 +473,10 @@ def build_members(source: Queryable, relation: str = "obs", table: str = MEMBERS
     if table == MEMBERS_TABLE:
         source.query(f"""CREATE OR REPLACE TABLE {ORDER_TABLE} AS
             SELECT m.observation_id, r.finding_rank FROM {table} m JOIN (
+                -- finding_order's keys: the assessable first, then severity, size, id
                 SELECT finding_id, row_number() OVER (
-                    ORDER BY max(severity) DESC, count(*) DESC, finding_id) AS finding_rank
+                    ORDER BY bool_and(why <> ''), max(severity) DESC, count(*) DESC,
+                             finding_id) AS finding_rank
                 FROM {table} GROUP BY finding_id) r USING (finding_id)""")
 
 
@@ -484,7 +497,8 @@ SELECT finding_id, any_value(family), any_value(outlier), any_value(template),
        max(max_abs_error) FILTER (isfinite(max_abs_error)),
        first(observation_id ORDER BY severity DESC, max_abs_error DESC NULLS LAST,
              observation_id),
-       max(severity), bool_and(seeded)
+       max(severity), bool_and(seeded),
+       CASE WHEN bool_and(why <> '') THEN min(why) ELSE '' END
 FROM {table} GROUP BY finding_id
 """
 
@@ -509,6 +523,7 @@ class _FindingRow(NamedTuple):
     representative_id: str
     severity: int
     seeded: bool
+    cannot_assess: str
 
 _REPRESENTATIVE_COLUMNS = ("observation_id", "case_id", "check", "dtype", "input_shapes",
                            "backend", "optimization", "reference", "result", "reason",
@@ -546,10 +561,18 @@ def read_findings(source: Queryable, table: str = MEMBERS_TABLE) -> list[Finding
             dtypes=tuple(r.dtypes), levels=_levels(list(r.levels or [])),
             class_counts={k: int(v) for k, v in counts.items()},
             max_abs_error=None if r.max_abs_error is None else float(r.max_abs_error),
-            representative=reps[str(r.representative_id)], seeded_inputs=bool(r.seeded))
+            representative=reps[str(r.representative_id)], seeded_inputs=bool(r.seeded),
+            cannot_assess=str(r.cannot_assess or ""))
         findings.append(_with_title(finding))
-    findings.sort(key=lambda f: (-SEVERITY.get(f.result, 0), -f.observations, f.finding_id))
+    findings.sort(key=finding_order)
     return findings
+
+
+def finding_order(f: Finding) -> tuple[bool, int, int, str]:
+    """The findings' one order: what can be assessed first (a runtime's wrong numbers
+    before what no runtime could be judged on), then ``SEVERITY``, the most observations,
+    the id. ``build_members`` ranks the table's rows the same way."""
+    return (not f.assessable, -SEVERITY.get(f.result, 0), -f.observations, f.finding_id)
 
 
 _BUILDING = threading.Lock()

@@ -1,0 +1,115 @@
+"""What cannot be assessed by construction, counted apart from a runtime's wrong numbers.
+
+A non-passed row says nothing about a runtime's arithmetic when the case itself leaves
+nothing to judge: NaN on both sides and nothing else (the suite feeds NaN on purpose, and
+NaN == NaN never passes), or a path that refused an operator or tensor type it does not
+implement. The result classes stay as the runner wrote them; this is a presentation split
+that the overview, ``gero summary``, the report and the findings' order read, derived here
+and nowhere else.
+
+From structured columns where the rows carry them: a comparison's NaN counts (NaN on the
+same positions of both sides, and no other mismatch: ``mismatch_count`` counts NaN on both
+sides, non-finite mismatches and finite pairs out of tolerance, so equality of the three
+counts leaves only the NaN pairs), a determinism law's ``details.deterministic`` (identical
+hashes that did not pass: NaN in them). A path failure carries only its message, so the
+not-implemented case reads ``reason``: ONNX Runtime's NOT_IMPLEMENTED status, tract's
+"Unimplemented(OP)" and "OP does not support F64", and the runner's own "not supported:"
+refusal (``execution.paths``).
+
+Only the standard library: the explorer's overview imports it before its first paint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from gero_runner.result_classes import CONTRACT_ISSUE, EXECUTION, PASSED, RESULT_CLASSES
+
+NAN: Final = "nan"
+"""NaN on both sides and nothing else: the suite's NaN inputs propagated."""
+NOT_IMPLEMENTED: Final = "not-implemented"
+"""A path refused an operator (or tensor type) it does not implement."""
+REASONS: Final = (NAN, NOT_IMPLEMENTED)
+LABELS: Final = {
+    NAN: "NaN in, NaN out: NaN == NaN cannot be assessed",
+    NOT_IMPLEMENTED: "an operator or type the runtime does not implement",
+}
+"""Each reason in words (counts, headings)."""
+SHORT_LABELS: Final = {NAN: "NaN inputs", NOT_IMPLEMENTED: "not implemented"}
+"""A few words each, for a narrow card."""
+
+_NOT_IMPLEMENTED_MESSAGES: Final = (
+    ": NOT_IMPLEMENTED : ",  # ONNX Runtime: "Could not find an implementation for Erf(13)"
+    "Unimplemented(",  # tract: an ONNX operator it has no translation for
+    " does not support ",  # tract: an operator without that element type ("Abs … F64")
+    " failed: not supported: ",  # execution.paths: a runtime's supports() refused the case
+)
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def unassessable_sql(table: str = "") -> str:
+    """SQL: why a row cannot be assessed by construction (``'nan'``, ``'not-implemented'``),
+    or ``''`` for a row that can (every passed row, every other non-passed row). ``table``:
+    the alias its columns are read through (``'o'`` reads ``o.result``)."""
+    t = f"{table}." if table else ""
+    messages = " OR ".join(f"contains({t}reason, {_sql_text(m)})"
+                           for m in _NOT_IMPLEMENTED_MESSAGES)
+    return f"""CASE
+        WHEN {t}result = '{PASSED}' THEN ''
+        WHEN {t}nan_actual > 0 AND {t}nan_actual = {t}nan_reference
+             AND {t}mismatch_count = {t}nan_actual THEN '{NAN}'
+        WHEN {t}"check" = 'contract:determinism' AND {t}result = '{CONTRACT_ISSUE}'
+             AND coalesce(TRY_CAST(json_extract({t}details, '$.deterministic') AS BOOLEAN),
+                          false) THEN '{NAN}'
+        WHEN {t}result = '{EXECUTION}' AND ({messages}) THEN '{NOT_IMPLEMENTED}'
+        ELSE '' END"""
+
+
+class Queryable(Protocol):
+    def query(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]: ...
+
+
+@dataclass(frozen=True)
+class Split:
+    """A run's non-passed observations, split: what a user acts on, and what cannot be
+    assessed by construction (counted apart, per reason). Each class's two parts add up to
+    its count."""
+
+    assessable: dict[str, int]
+    """Per non-passed result class: a runtime's numbers, laws, failures to act on."""
+    not_assessable: dict[str, dict[str, int]]
+    """Per reason (``REASONS`` order, only those met): observations per result class."""
+
+    @property
+    def not_assessable_total(self) -> int:
+        return sum(sum(by.values()) for by in self.not_assessable.values())
+
+    def not_assessable_in(self, result: str) -> int:
+        return sum(by.get(result, 0) for by in self.not_assessable.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        """``gero summary --format json``'s form: the assessable counts per class, and one
+        entry per reason with its label and its counts per class."""
+        return {"assessable": dict(self.assessable),
+                "not_assessable": [{"reason": why, "label": LABELS[why],
+                                    "observations": sum(by.values()), "by_class": dict(by)}
+                                   for why, by in self.not_assessable.items()]}
+
+
+def split_counts(source: Queryable) -> Split:
+    """The run's non-passed observations split by ``unassessable_sql`` (one scan)."""
+    rows = source.query(f"""SELECT result, {unassessable_sql()} AS why, count(*) FROM obs
+                            WHERE result <> '{PASSED}' GROUP BY ALL""")
+    assessable = dict.fromkeys((c for c in RESULT_CLASSES if c != PASSED), 0)
+    apart: dict[str, dict[str, int]] = {}
+    for result, why, n in rows:
+        if why:
+            by = apart.setdefault(str(why), {})
+            by[str(result)] = by.get(str(result), 0) + int(n)
+        else:
+            assessable[str(result)] = assessable.get(str(result), 0) + int(n)
+    return Split(assessable, {why: apart[why] for why in REASONS if why in apart})

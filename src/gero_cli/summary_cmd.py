@@ -19,7 +19,7 @@ from gero_cli.common import (
     warn,
 )
 from gero_runner.backends import short_name
-from gero_runner.result_classes import PASSED, RESULT_CLASSES, RESULT_LABELS
+from gero_runner.result_classes import PASSED, RESULT_CLASSES, RESULT_LABELS, RESULT_WORDS
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,6 +66,7 @@ def main(args: argparse.Namespace) -> int:
              "verdicts rest on that noise, not on your data: give --inputs FILE.npz")
     for result in RESULT_CLASSES:
         echo(f"  {RESULT_LABELS[result]:<24} {summary['counts'][result]:>7}")
+    _print_split(summary)
     echo()
     timed = _timed_runtimes(summary["operations"])
     several = len(timed) > 1  # one column per runtime, named; else ONNX Runtime's as before
@@ -89,6 +90,22 @@ def main(args: argparse.Namespace) -> int:
     echo("median of per-case medians in ms, Python call overhead included, session "
          "construction excluded; the reference evaluator's timings are context, not a ranking.")
     return code
+
+
+def _print_split(summary: dict[str, Any]) -> None:
+    """The non-passed counts split: what a user acts on (a runtime's numbers, laws, failures)
+    and, counted apart, what cannot be assessed by construction."""
+    apart = summary["not_assessable"]
+    if not apart:
+        return
+    act = summary["assessable_counts"]
+    words = ", ".join(f"{n:,} {RESULT_WORDS[c]}" for c, n in act.items() if n)
+    echo(f"  to act on: {sum(act.values()):,} non-passed{f' ({words})' if words else ''}")
+    echo(f"  counted apart, cannot be assessed by construction: "
+         f"{sum(e['observations'] for e in apart):,}")
+    for e in apart:
+        classes = ", ".join(RESULT_WORDS[c] for c in e["by_class"])
+        echo(f"  {e['observations']:>9,}  {e['label']} ({classes})")
 
 
 def _timed_runtimes(operations: list[dict[str, Any]]) -> list[str]:

@@ -94,7 +94,7 @@ class Split:
     def as_dict(self) -> dict[str, Any]:
         """``gero summary --format json``'s form: the assessable counts per class, and one
         entry per reason with its label and its counts per class."""
-        return {"assessable": dict(self.assessable),
+        return {"assessable_counts": dict(self.assessable),
                 "not_assessable": [{"reason": why, "label": LABELS[why],
                                     "observations": sum(by.values()), "by_class": dict(by)}
                                    for why, by in self.not_assessable.items()]}

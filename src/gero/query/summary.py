@@ -108,6 +108,7 @@ def seeded_inputs(view: OpenRun) -> list[dict[str, str]]:
 
 
 def summary_dict(view: OpenRun) -> dict[str, Any]:
+    from gero.query.assessable import split_counts
     from gero.query.runtimes import runtimes_dict
 
     record = view.record()
@@ -116,6 +117,8 @@ def summary_dict(view: OpenRun) -> dict[str, Any]:
         "runtimes": runtimes_dict(view),
         "run": record,
         "counts": class_counts(view),
+        # the non-passed counts split: to act on, and what cannot be assessed (apart)
+        **split_counts(view).as_dict(),
         "operations": [{**asdict(o), "runtime_median_ms_by_backend": by_runtime.get(o.op_type, {})}
                        for o in operations(view)],
         "checks": [

@@ -28,7 +28,7 @@ from gero_cli.common import (
 from gero_runner.errors import GeroError
 from gero_runner.escape import for_terminal
 
-COMMANDS = ("run", "tui", "summary", "findings", "blame", "localize", "export", "replay",
+COMMANDS = ("run", "tui", "summary", "verdict", "findings", "blame", "localize", "export", "replay",
             "bundle", "diff", "parity", "gc", "compact", "report")
 
 

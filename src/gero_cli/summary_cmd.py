@@ -68,6 +68,14 @@ def main(args: argparse.Namespace) -> int:
         echo(f"  {RESULT_LABELS[result]:<24} {summary['counts'][result]:>7}")
     _print_split(summary)
     echo()
+    if summary["verdicts"]:  # a model run: the card answers "is it safe here?" first
+        from gero.query.verdicts import Verdict
+        from gero_cli.verdict_cmd import card_lines
+
+        for line in card_lines([Verdict.from_dict(v) for v in summary["verdicts"]],
+                               run["run_id"]):
+            echo(line)
+        echo()
     timed = _timed_runtimes(summary["operations"])
     several = len(timed) > 1  # one column per runtime, named; else ONNX Runtime's as before
     columns = "".join(f"{short_name(b)[:8] + ' ms':>12}" for b in timed) if several \

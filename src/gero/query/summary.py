@@ -110,6 +110,7 @@ def seeded_inputs(view: OpenRun) -> list[dict[str, str]]:
 def summary_dict(view: OpenRun) -> dict[str, Any]:
     from gero.query.assessable import split_counts
     from gero.query.runtimes import runtimes_dict
+    from gero.query.verdicts import verdicts
 
     record = view.record()
     by_runtime = runtime_medians(view)
@@ -127,4 +128,6 @@ def summary_dict(view: OpenRun) -> dict[str, Any]:
         ],
         "problems": view.problems,
         "seeded_inputs": seeded_inputs(view),
+        # one entry per model case, runtime setting and file (gero verdict)
+        "verdicts": [v.as_dict() for v in verdicts(view)],
     }

@@ -1,0 +1,405 @@
+"""The verdict card of each model: is it safe on each runtime setting, in each file?
+
+One verdict per model case, runtime setting and file (the fp32 model and each variant the
+run built: fp16, int8-dynamic, int8-static), made from the model family's gated rows
+(``gero_runner.checks.model``), never from their sentences:
+
+- ``safe``: every gate of that setting on that file passed;
+- ``off``: a gate did not pass; the verdict names the one a user acts on (what they ship
+  first: the file against the fp32 model, then the fp32 model against float64, then the
+  setting against the run's baseline on the file, then a correct fp16 computation), its
+  worst output, the figure, the gate and the arbiter it was measured against (a safe
+  verdict names the gate it passes with the least margin);
+- ``cannot-run``: no gate could be made: the setting failed on the file, the file could not
+  be built, or the run's baseline could not run it; the row that says why is named.
+
+A setting on an int8 file other than its runtime's baseline is compared with the run's
+baseline on the file, not with the fp32 model: it inherits its runtime's judgement of the
+file (the baseline's ``vs-model`` rows), so that a file quantisation ruins is off on every
+setting, not safe on those that agree with the ruined baseline.
+
+Everything is aggregated by DuckDB over the run's ``obs`` view: one row a verdict comes
+back, whatever the size of the run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import PurePath
+from typing import Any, Final
+
+from gero_runner.backends import RUNTIMES
+from gero_runner.backends.names import ORT_LEVELS
+from gero_runner.errors import GeroError
+from gero_runner.storage.reader import OpenRun
+
+SAFE: Final = "safe"
+OFF: Final = "off"
+CANNOT_RUN: Final = "cannot-run"
+VERDICTS: Final = (SAFE, OFF, CANNOT_RUN)
+
+FP32: Final = "fp32"
+FILES: Final = (FP32, "fp16", "int8-dynamic", "int8-static")
+"""The model file and its variants (``schema.MODEL_VARIANTS``), in the card's order."""
+MODEL_SUITES: Final = ("models", "model")
+"""Suites whose cases are models (``gero_runner.case.MODEL_SUITES``)."""
+
+DECISION_SHARE: Final = 0.95
+"""The share of argmax decisions a decision gate asks for (``metrics.model_level``)."""
+
+# A gated row's kind: the check's last part on a variant file, the check itself on the
+# model's own file. Priority: what a user ships is judged first.
+_GATES: Final = ("vs-model", "vs-fp32", "model:fp32", "parity", "cosine", "decision", "scaled")
+_NOTES: Final = ("model:fp16:precision", "model:outputs")
+"""Execution rows that say something about a path without it failing (a runtime widens
+the fp16 file to float32; an output that is not a tensor is not compared)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One model case on one runtime setting, in one file."""
+
+    model: str
+    """The model (the rows' ``op_type``)."""
+    case_id: str
+    runtime: str
+    setting: str
+    """The runtime's setting (the rows' ``optimization``)."""
+    file: str
+    """``fp32`` (the model as given), ``fp16``, ``int8-dynamic`` or ``int8-static``."""
+    verdict: str
+    """``safe``, ``off`` or ``cannot-run``."""
+    measure: str
+    """What ``figure`` is: scaled error, row cosine, mean-pooled cosine, argmax agreement,
+    non-finite output, parity; empty for ``cannot-run``."""
+    figure: float | None
+    """The deciding row's figure (the worst output's); None where it has none."""
+    gate: float | None
+    """What ``figure`` is held against; None where the gate has no single figure."""
+    direction: str
+    """``<=`` (the figure may be at most the gate) or ``>=``; empty without a gate."""
+    check: str
+    """The deciding row's check (``model:fp16:vs-fp32``, ...)."""
+    output: str
+    """The deciding row's output."""
+    arbiter: str
+    """What the deciding row was measured against: ``float64-shadow``, the shipped expected
+    outputs, ``fp32:onnxruntime:all`` (the fp32 model on a runtime's baseline),
+    ``int8-dynamic:onnxruntime:all`` (the run's baseline on the file), ``fp16-rounded-shadow``;
+    ``+int8-exact-shadow`` where the file computed exactly arbitrated a disagreement."""
+    arbiters: tuple[str, ...]
+    """Every arbiter the verdict's rows were measured against."""
+    reason: str
+    """The deciding row's sentence (why it is off, or why it cannot run)."""
+    observation_id: str
+    """The deciding row (``gero replay``, the explorer's detail)."""
+    observations: int
+    """Gated rows behind the verdict."""
+    not_passed: int
+    inherited: bool
+    """Whether the deciding row is the runtime baseline's judgement of the file (a setting
+    compared only with the run's baseline on an int8 file)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["arbiters"] = list(self.arbiters)
+        for key in ("figure", "gate"):  # JSON has no NaN
+            if isinstance(d[key], float) and not math.isfinite(d[key]):
+                d[key] = None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Verdict:
+        """A verdict from :meth:`as_dict` (``gero summary --format json``'s entries)."""
+        return cls(**{**d, "arbiters": tuple(d["arbiters"])})
+
+    def figure_text(self) -> str:
+        """``scaled error 0.0027 > 0.0001``, or the measure alone without figures."""
+        if self.figure is None or not math.isfinite(self.figure):
+            return self.measure
+        shown = f"{self.measure} {_number(self.figure, self.measure)}"
+        if self.gate is None or not self.direction:
+            return shown
+        holds = (self.figure <= self.gate) if self.direction == "<=" else (
+            self.figure >= self.gate)
+        sign = self.direction.replace("<=", "≤").replace(">=", "≥") if holds else (
+            ">" if self.direction == "<=" else "<")
+        return f"{shown} {sign} {_number(self.gate, self.measure)}"
+
+
+def _number(value: float, measure: str) -> str:
+    if "cosine" in measure:
+        return f"{value:.6f}"
+    if measure == "argmax agreement":
+        return f"{value:.1%}"
+    return f"{value:.3g}"
+
+
+_VARIANT_LIST = ", ".join(f"'{f}'" for f in FILES[1:])
+_RUNTIME_LIST = ", ".join(f"'{r}'" for r in RUNTIMES)
+_GATE_LIST = ", ".join(f"'{g}'" for g in _GATES)
+_NOTE_LIST = ", ".join(f"'{n}'" for n in _NOTES)
+
+
+def _num(path: str) -> str:
+    return f"TRY_CAST(json_extract(details, '{path}') AS DOUBLE)"
+
+
+# The figure of each gated row: which of its gates decided (the first that failed, else
+# its main one), that gate's figure and threshold. Keys as the gates write them
+# (metrics.model_level): fp32_gate, variant_gate, int8_cosine_gate, decision_gate,
+# fp16_vs_fp32_gate, fp16_reference_gate.
+_FIGURES = f"""
+    SELECT *,
+        {_num('$.scaled_error')} AS scaled,
+        coalesce({_num('$.scaled_limit')}, {_num('$.limit')}) AS scaled_gate,
+        {_num('$.row_cosine')} AS cos, {_num('$.need_row_cosine')} AS cos_gate,
+        {_num('$.pooled_cosine')} AS pooled, {_num('$.need_pooled_cosine')} AS pooled_gate,
+        coalesce({_num('$.share')}, {_num('$.decision_share')},
+                 {_num('$.decisions_agree')} / nullif({_num('$.decisions')}, 0)) AS share,
+        least({DECISION_SHARE}, coalesce({_num('$.floor_agree')}, {_num('$.floor.decisions_agree')})
+              / nullif({_num('$.decisions')}, 0)) AS share_gate,
+        json_extract_string(details, '$.yardstick') AS yardstick
+    FROM judged
+"""
+
+_MEASURED = """
+    SELECT *,
+        CASE
+            WHEN result = 'contract_issue' THEN 'non-finite output'
+            WHEN kind = 'parity' THEN 'parity'
+            WHEN kind = 'decision' THEN 'argmax agreement'
+            WHEN kind IN ('vs-model', 'cosine') THEN CASE
+                WHEN cos < cos_gate OR (result = 'passed' AND cos IS NOT NULL)
+                    THEN 'row cosine'
+                WHEN pooled < pooled_gate THEN 'mean-pooled cosine'
+                WHEN scaled > scaled_gate THEN 'scaled error'
+                WHEN share IS NOT NULL AND share < share_gate THEN 'argmax agreement'
+                ELSE 'row cosine' END
+            WHEN kind = 'model:fp32' AND result <> 'passed' AND NOT (scaled > scaled_gate)
+                AND share IS NOT NULL THEN 'argmax agreement'
+            ELSE 'scaled error' END AS measure
+    FROM figured
+"""
+
+_SCORED = """
+    SELECT *,
+        CASE measure WHEN 'row cosine' THEN cos WHEN 'mean-pooled cosine' THEN pooled
+                     WHEN 'argmax agreement' THEN share WHEN 'scaled error' THEN scaled
+                     END AS figure,
+        CASE measure WHEN 'row cosine' THEN cos_gate WHEN 'mean-pooled cosine' THEN pooled_gate
+                     WHEN 'argmax agreement' THEN share_gate
+                     WHEN 'scaled error' THEN scaled_gate END AS gate,
+        CASE WHEN measure IN ('row cosine', 'mean-pooled cosine', 'argmax agreement')
+             THEN '>=' WHEN measure = 'scaled error' THEN '<=' ELSE '' END AS direction
+    FROM measured
+"""
+
+# How far past (or how close to) its gate a row is: larger is worse. A row without
+# figures (non-finite, parity) is worst of its check.
+_SHORTFALL = """
+    CASE WHEN figure IS NULL OR isnan(figure) THEN 'inf'::DOUBLE
+         WHEN direction = '<=' THEN figure / nullif(gate, 0)
+         WHEN direction = '>=' THEN (1 - figure) / nullif(1 - gate, 0)
+         ELSE 0 END
+"""
+
+_SQL = f"""
+WITH rows AS (
+    SELECT observation_id, op_type AS model, case_id, backend, optimization,
+           "check" AS chk, output_name, reference, result, reason, details,
+           CASE WHEN split_part("check", ':', 1) = 'model'
+                     AND split_part("check", ':', 2) IN ({_VARIANT_LIST})
+                THEN split_part("check", ':', 2) ELSE '{FP32}' END AS file,
+           CASE WHEN split_part("check", ':', 1) = 'model'
+                     AND split_part("check", ':', 2) IN ({_VARIANT_LIST})
+                THEN split_part("check", ':', 3)
+                WHEN "check" LIKE 'parity:%' THEN 'parity' ELSE "check" END AS kind
+    FROM obs
+    WHERE suite IN ('models', 'model') AND backend IN ({_RUNTIME_LIST})
+      AND (? IS NULL OR op_type = ?)
+), gated AS (
+    SELECT * FROM rows WHERE kind IN ({_GATE_LIST}) AND result <> 'execution'
+), settings AS (
+    SELECT DISTINCT model, case_id, backend, optimization FROM rows
+), files AS (
+    SELECT DISTINCT case_id, file FROM rows
+), cells AS (
+    SELECT s.*, f.file FROM settings s JOIN files f USING (case_id)
+), direct AS (
+    SELECT DISTINCT case_id, backend, optimization, file FROM gated
+    WHERE kind IN ('vs-model', 'vs-fp32')
+), judged AS (
+    SELECT c.model AS cell_model, c.case_id AS cell_case, c.backend AS cell_backend,
+           c.optimization AS cell_setting, c.file AS cell_file, g.*, false AS inherited
+    FROM cells c JOIN gated g ON g.case_id = c.case_id AND g.backend = c.backend
+         AND g.optimization = c.optimization AND g.file = c.file
+    UNION ALL
+    -- a setting with no comparison against the fp32 model on a variant file: its runtime's
+    -- baseline's judgement of the file
+    SELECT c.model, c.case_id, c.backend, c.optimization, c.file, g.*, true
+    FROM cells c JOIN gated g ON g.case_id = c.case_id AND g.backend = c.backend
+         AND g.file = c.file AND g.kind = 'vs-model' AND g.optimization <> c.optimization
+    WHERE c.file <> '{FP32}' AND NOT EXISTS (
+        SELECT 1 FROM direct d WHERE d.case_id = c.case_id AND d.backend = c.backend
+            AND d.optimization = c.optimization AND d.file = c.file)
+), figured AS ({_FIGURES}
+), measured AS ({_MEASURED}
+), scored AS ({_SCORED}
+), ranked AS (
+    SELECT *, row_number() OVER (
+        PARTITION BY cell_case, cell_backend, cell_setting, cell_file
+        ORDER BY result = 'passed',
+                 CASE WHEN result <> 'passed' THEN list_position([{_GATE_LIST}], kind) END,
+                 {_SHORTFALL} DESC, output_name, observation_id) AS rank,
+        count(*) OVER w AS observations,
+        count(*) FILTER (WHERE result <> 'passed') OVER w AS not_passed,
+        list(DISTINCT CASE WHEN yardstick IS NULL THEN reference
+                           ELSE reference || '+' || yardstick END) OVER w AS arbiters
+    FROM scored
+    WINDOW w AS (PARTITION BY cell_case, cell_backend, cell_setting, cell_file)
+), decided AS (
+    SELECT * FROM ranked WHERE rank = 1
+), failures AS (
+    -- why a cell has no gate: its own execution row, else one that stopped the whole file
+    -- (its build, the run's baseline on it), else the setting's on another file
+    SELECT c.case_id, c.backend, c.optimization, c.file,
+           arg_min(r.observation_id || chr(31) || r.reason,
+                   CASE WHEN r.backend = c.backend AND r.optimization = c.optimization
+                             AND r.file = c.file THEN 0
+                        WHEN r.file = c.file AND r.kind IN ('build', '') THEN 1
+                        WHEN r.backend = c.backend AND r.optimization = c.optimization
+                             THEN 2 END) AS why,
+           min(CASE WHEN r.backend = c.backend AND r.optimization = c.optimization
+                         AND r.file = c.file THEN 0
+                    WHEN r.file = c.file AND r.kind IN ('build', '') THEN 1
+                    WHEN r.backend = c.backend AND r.optimization = c.optimization
+                         THEN 2 END) AS why_rank,
+           count(*) FILTER (WHERE r.backend = c.backend AND r.optimization = c.optimization
+                                AND r.file = c.file) AS own_rows
+    FROM cells c JOIN rows r ON r.case_id = c.case_id
+    WHERE r.result = 'execution' AND r.chk NOT IN ({_NOTE_LIST})
+      AND ((r.backend = c.backend AND r.optimization = c.optimization)
+           OR (r.file = c.file AND r.kind IN ('build', '')))
+    GROUP BY ALL
+), present AS (
+    SELECT case_id, backend, optimization, file, count(*) AS n FROM rows GROUP BY ALL
+)
+SELECT c.model, c.case_id, c.backend, c.optimization, c.file,
+       d.measure, d.figure, d.gate, d.direction, d.chk, d.output_name, d.reference,
+       d.yardstick, d.arbiters, d.reason, d.observation_id, d.observations, d.not_passed,
+       d.inherited, f.why, f.why_rank, coalesce(p.n, 0)
+FROM cells c
+LEFT JOIN decided d ON d.cell_case = c.case_id AND d.cell_backend = c.backend
+     AND d.cell_setting = c.optimization AND d.cell_file = c.file
+LEFT JOIN failures f ON f.case_id = c.case_id AND f.backend = c.backend
+     AND f.optimization = c.optimization AND f.file = c.file
+LEFT JOIN present p ON p.case_id = c.case_id AND p.backend = c.backend
+     AND p.optimization = c.optimization AND p.file = c.file
+"""
+
+
+def verdicts(view: OpenRun, model: str | None = None) -> list[Verdict]:
+    """Every verdict of the run's model cases (of ``model`` only: a model's name or its
+    file), by model, runtime, setting and file. A model the run did not test raises
+    GeroError naming those it did."""
+    if model is not None:
+        model = model_name(view, model)
+    rows = view.query(_SQL, [model, model])
+    return sorted((_verdict(r) for r in rows), key=_order)
+
+
+def models(view: OpenRun) -> list[str]:
+    """The names of the run's model cases (the rows' ``op_type``), sorted."""
+    rows = view.query("SELECT DISTINCT op_type FROM obs WHERE suite IN ('models', 'model') "
+                      "ORDER BY op_type")
+    return [str(name) for (name,) in rows]
+
+
+def model_name(view: OpenRun, given: str) -> str:
+    """The model a user names, by its name (``m``) or its file (``m.onnx``, a path)."""
+    names = models(view)
+    stem = PurePath(given).stem if given.endswith(".onnx") else given
+    for name in (given, stem):
+        if name in names:
+            return name
+    known = ", ".join(names) if names else "none (it was not a `gero run --model` run)"
+    raise GeroError(f"run {view.run_id} has no model {given!r}; its models: {known}")
+
+
+def arbiter_words(arbiter: str) -> str:
+    """An arbiter label in words: ``fp32:onnxruntime:all`` -> the fp32 model on
+    onnxruntime all."""
+    label, _, yardstick = arbiter.partition("+")
+    words = _ARBITERS.get(label)
+    if words is None:
+        file, _, path = label.partition(":")
+        runtime, _, setting = path.partition(":")
+        if file == FP32 and runtime:
+            words = f"the fp32 model on {runtime} {setting}".rstrip()
+        elif file in FILES and runtime:
+            words = f"the {file} file on {runtime} {setting}".rstrip()
+        else:
+            words = label
+    if yardstick:
+        words += f", then {_ARBITERS.get(yardstick, yardstick)}"
+    return words
+
+
+_ARBITERS: Final = {
+    "float64-shadow": "the float64 shadow",
+    "fp16-rounded-shadow": "the fp16 file in float64 rounded to float16 at each node",
+    "fp16-exact-shadow": "the fp16 file computed exactly",
+    "int8-exact-shadow": "the file computed exactly",
+}
+"""Yardsticks the model family names (``checks.model``), in words."""
+
+
+def _verdict(row: tuple[Any, ...]) -> Verdict:
+    (model, case_id, backend, setting, file, measure, figure, gate, direction, check, output,
+     reference, yardstick, arbiters, reason, observation_id, observations, not_passed,
+     inherited, why, why_rank, present) = row
+    common = {"model": str(model), "case_id": str(case_id), "runtime": str(backend),
+              "setting": str(setting), "file": str(file)}
+    if observation_id is not None:
+        arbiter = str(reference) + (f"+{yardstick}" if yardstick else "")
+        return Verdict(**common, verdict=OFF if not_passed else SAFE, measure=str(measure),
+                       figure=_float(figure), gate=_float(gate), direction=str(direction),
+                       check=str(check), output=str(output), arbiter=arbiter,
+                       arbiters=tuple(sorted(str(a) for a in arbiters or ())),
+                       reason=str(reason), observation_id=str(observation_id),
+                       observations=int(observations), not_passed=int(not_passed),
+                       inherited=bool(inherited))
+    failed_id, reason = "", ""
+    if why is not None:
+        failed_id, _, reason = str(why).partition(chr(31))
+        if why_rank == 1:
+            reason = f"not judged on this file: {reason}"
+        elif why_rank == 2:
+            reason = f"did not run: {reason}"
+    elif present:
+        # it ran, and no gate judged it: the arbiter of the fp32 comparisons itself
+        reason = ("not judged: it is the arbiter the other paths were measured against "
+                  "(the model has no float64 shadow nor expected outputs)")
+    else:
+        reason = "not judged on this file: no observation of it"
+    return Verdict(**common, verdict=CANNOT_RUN, measure="", figure=None, gate=None,
+                   direction="", check="", output="", arbiter="", arbiters=(), reason=reason,
+                   observation_id=failed_id, observations=0, not_passed=0, inherited=False)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _order(v: Verdict) -> tuple[Any, ...]:
+    runtimes = list(RUNTIMES)
+    runtime = runtimes.index(v.runtime) if v.runtime in runtimes else len(runtimes)
+    setting = (ORT_LEVELS.index(v.setting) if v.setting in ORT_LEVELS else len(ORT_LEVELS))
+    return (v.model, v.case_id, runtime, v.runtime, setting, v.setting, FILES.index(v.file))
+
+
+def all_safe(card: list[Verdict]) -> bool:
+    """Whether every verdict is safe (what ``gero verdict``'s exit status says)."""
+    return all(v.verdict == SAFE for v in card)

@@ -697,6 +697,8 @@ def _judge(s: _Search, window: list[str]
             _keep(kept, t, x, y, feeds, s)
             continue
         if local > fig.threshold:
+            if node is not None and len(ra) == 1 and node.op_type in SUBGRAPH_OPS:
+                s.notes.append(_inside_note(node, feeds))
             origins.append(finding)
             feeds_of[t] = {n: s.b_values.get(n, v) for n, v in feeds.items()}
             alone_values[t] = x
@@ -715,6 +717,19 @@ def _judge(s: _Search, window: list[str]
     by_tensor = {o.tensor: o for o in measured}
     origins = [by_tensor.get(o.tensor, o) for o in origins]
     return origins, amplifiers, kept, repro
+
+
+def _inside_note(node: onnx.NodeProto, feeds: dict[str, np.ndarray]) -> str:
+    """Where inside an If, Loop or Scan origin its difference arises (which If branch ran,
+    from the reference's condition)."""
+    where = f"its {_BODY[node.op_type]}"
+    if node.op_type == "If" and node.input and node.input[0] in feeds:
+        cond = np.asarray(feeds[node.input[0]])
+        if cond.size == 1:
+            where = "its then_branch" if bool(cond.reshape(())) else "its else_branch"
+    return (f"{node.name or node.output[0]} ({node.op_type}): the difference arises inside "
+            f"{where}, a subgraph whose tensors are not traced; the {node.op_type} is "
+            "localized as a unit (its repro is the whole node)")
 
 
 def _refine(s: _Search, o: NodeFinding, feeds: dict[str, np.ndarray]) -> NodeFinding:
@@ -853,6 +868,9 @@ def summary(loc: Localization) -> str:
                 "(see tensors)")
     o = loc.origins[0]
     what = f"{o.node} ({o.op_type})"
+    if o.op_type in SUBGRAPH_OPS and len(o.nodes) == 1:
+        what = (f"the {o.op_type} node {o.node!r}, inside its {_BODY[o.op_type]} (tensors "
+                f"inside a subgraph are not traced: the {o.op_type} is localized as a unit)")
     if o.fused_as:
         what = (f"{o.fused_as}, which fuses {len(o.nodes)} nodes ({_span(o.nodes)})")
     if o.within:
@@ -879,6 +897,11 @@ def summary(loc: Localization) -> str:
         text += (f"; {len(loc.origins) - 1} more node(s) add error of their own: "
                  + ", ".join(f"{x.node} ({x.op_type})" for x in loc.origins[1:4]))
     return text
+
+
+SUBGRAPH_OPS = ("If", "Loop", "Scan")
+"""Operators whose work is done in subgraphs, which localize runs as one node."""
+_BODY = {"If": "branch", "Loop": "body", "Scan": "body"}
 
 
 def _span(nodes: list[str]) -> str:
@@ -935,13 +958,55 @@ def read_kept_tensors(directory: Path, observation_id: str) -> dict[str, np.ndar
         return {}
 
 
-def _child(directory: str, row: dict[str, Any]
+def _child(directory: str, row: dict[str, Any], scratch: str
            ) -> tuple[Localization, dict[str, np.ndarray], bytes | None, float]:
     import resource
 
+    # Every temporary file of this process (its work folder, tract's copy of a graph) goes
+    # into the caller's scratch directory, which the caller removes however this ends.
+    tempfile.tempdir = scratch
     loc, kept, repro = localize_case(Path(directory), row)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return loc, kept, repro, peak
+
+
+class LocalizeFailed(GeroError):
+    """The child that runs the paths again did not finish: it crashed (a runtime aborted on
+    a graph gero cut from the model), was killed, ran out of time or failed inside. Not bad
+    input: exit status 1."""
+
+    exit_code = 1
+
+
+SCRATCH_PREFIX = "gero-localize-"
+"""The scratch directory of a localization in $TMPDIR (``gero-localize-<pid>-…``)."""
+
+
+def _localize_isolated(directory: Path, row: dict[str, Any], timeout_s: float,
+                       cancelled: Callable[[], bool] | None
+                       ) -> tuple[Localization, dict[str, np.ndarray], bytes | None, float]:
+    """``_child`` in a child process, its temporary files in a scratch directory removed
+    however it ends (a kill -9 of this process: by the next localization)."""
+    from gero_runner.evidence.repro import SCRATCH_PREFIX as REPRO_SCRATCH
+    from gero_runner.process import isolate, scratch
+
+    oid = str(row.get("observation_id"))[:12]
+    scratch.sweep(REPRO_SCRATCH)  # what a killed `gero localize -o` left
+    with scratch.directory(SCRATCH_PREFIX) as work:
+        try:
+            got: tuple[Localization, dict[str, np.ndarray], bytes | None, float] = \
+                isolate.call_isolated(_child, str(directory), row, str(work),
+                                      timeout_s=timeout_s, cancelled=cancelled)
+        except isolate.IsolatedFailure as e:
+            if e.kind == isolate.RAISED_GERO_ERROR:  # bad evidence the child found
+                text = str(e).removeprefix("GeroError: ").removeprefix("ArtifactError: ")
+                raise GeroError(f"localizing {oid}: {text}") from None
+            # crashed with SIGABRT, was killed (SIGKILL: ...), timed out after N s
+            what = {isolate.RAISED: f"failed ({e})",
+                    isolate.CANCELLED: "was cancelled"}.get(e.kind, str(e))
+            raise LocalizeFailed(f"localizing {oid}: the child process that runs the paths "
+                                 f"again {what}; nothing was stored") from None
+    return got
 
 
 def localize_observation(data_root: Path, row: dict[str, Any], output: Path | None = None,
@@ -951,19 +1016,12 @@ def localize_observation(data_root: Path, row: dict[str, Any], output: Path | No
     """Localize the observation ``row`` (a full row) in a child process (a runtime may
     crash on a cut graph), store the result, and with ``output`` write the first origin as
     a repro directory; (localization, stored file)."""
-    from gero_runner.process.isolate import IsolatedFailure, call_isolated
-
     directory = evidence_directory(data_root, row)
     if output is not None and output.exists() and any(output.iterdir()):
         raise GeroError(f"-o {output}: the directory exists and is not empty")
     verify_manifest(directory)  # here too: bad evidence is one sentence, before any child
     sides(directory, row, read_case_record(directory))
-    try:
-        loc, kept, repro, peak = call_isolated(_child, str(directory), row,
-                                               timeout_s=timeout_s, cancelled=cancelled)
-    except IsolatedFailure as e:
-        text = str(e).removeprefix("GeroError: ").removeprefix("ArtifactError: ")
-        raise GeroError(f"localizing {str(row.get('observation_id'))[:12]}: {text}") from None
+    loc, kept, repro, peak = _localize_isolated(directory, row, timeout_s, cancelled)
     loc = Localization(**{**loc.__dict__, "notes": [*loc.notes]})
     loc.passes.append({"peak_rss_mb": round(peak, 1)})
     if output is not None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from gero_runner import backends
 from gero_runner.errors import GeroError
 from gero_runner.evidence.localization import Localization
 from gero_runner.evidence.rows import OBSERVATIONS_JSON, row_to_json
+from gero_runner.process import scratch
 from gero_runner.schema import Observation
 from gero_runner.storage.artifacts import MANIFEST
 from gero_runner.storage.hashing import sha256
@@ -31,6 +31,9 @@ LOCALIZE_JSON = "localize.json"
 SHADOW_LABEL = "float64-shadow"
 REFERENCE_LABEL = "localized-reference"
 """The expected outputs' label when the reference side is not the float64 shadow."""
+SCRATCH_PREFIX, STAGING_PREFIX = "gero-repro-", ".gero-repro-"
+"""The region's run in $TMPDIR, and the repro being written beside ``-o`` (each named after
+this process, process.scratch)."""
 
 
 def _declared(model: bytes, name: str, value: np.ndarray) -> np.dtype[Any]:
@@ -94,8 +97,8 @@ def write_repro(output: Path, model: bytes, feeds: dict[str, np.ndarray],
         expected=rounded,
         expected_label=label, expected_version=str(loc.reference),
         expected_exact=dict(expected), model_checks=ModelChecks(), reference_repeats=1)
-    with tempfile.TemporaryDirectory(prefix="gero-repro-") as tmp:
-        work = Path(tmp)
+    # Named after this process: what a kill -9 leaves, the next localization removes.
+    with scratch.directory(SCRATCH_PREFIX) as work:
         runtimes = _runtimes(loc, row)
         settings = RunSettings(data_root=str(work / "data"), backends=runtimes,
                                threads=max(1, int(row.get("threads") or 1)), repeats=1,
@@ -124,7 +127,7 @@ def write_repro(output: Path, model: bytes, feeds: dict[str, np.ndarray],
         manifest = json.loads((artifact / MANIFEST).read_text())
         manifest["files"].update({k: sha256(v) for k, v in extra.items()})
         output.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".gero-repro-", dir=output.parent))
+        staging = scratch.make(STAGING_PREFIX, output.parent)
         try:
             shutil.copytree(artifact, staging, dirs_exist_ok=True)
             for k, v in extra.items():

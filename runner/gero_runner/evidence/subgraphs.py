@@ -104,11 +104,14 @@ def region(graph: onnx.GraphProto, tensor: str, available: set[str]) -> list[int
 
 
 def region_inputs(graph: onnx.GraphProto, nodes: list[int]) -> list[str]:
-    """What a region reads from outside it (initializers aside), in first-read order."""
+    """What a region reads from outside it (initializers aside), in first-read order: names
+    of this graph (its inputs, its nodes' outputs). A subgraph's own tensors, which
+    ``node_reads`` includes, are no tensor of this graph that a run could give."""
     made = {o for i in nodes for o in graph.node[i].output}
     inits = {t.name for t in graph.initializer}
+    known = {i.name for i in graph.input} | set(producers(graph))
     return list(dict.fromkeys(name for i in nodes for name in node_reads(graph.node[i])
-                              if name not in made and name not in inits))
+                              if name in known and name not in made and name not in inits))
 
 
 def region_model(model: onnx.ModelProto, nodes: list[int], outputs: list[str],

@@ -27,12 +27,22 @@ from gero_runner.process.lifetime import exit_with_parent
 T = TypeVar("T")
 
 
-class IsolatedFailure(Exception):
-    """The isolated call raised, crashed or ran out of time (the message says which)."""
+RAISED, RAISED_GERO_ERROR, CRASHED, KILLED, TIMED_OUT, CANCELLED = (
+    "raised", "raised-gero-error", "crashed", "killed", "timed-out", "cancelled")
+"""How an isolated call failed (``IsolatedFailure.kind``): it raised (a GeroError: bad input
+the call found; another exception), its process crashed on a signal or ended without an
+answer, was killed (SIGKILL: the kernel's out-of-memory killer, or a person), ran out of its
+time, or its caller cancelled it."""
 
-    def __init__(self, message: str, timed_out: bool = False) -> None:
+
+class IsolatedFailure(Exception):
+    """The isolated call raised, crashed or ran out of time (the message says which, and
+    ``kind`` as data)."""
+
+    def __init__(self, message: str, timed_out: bool = False, kind: str = RAISED) -> None:
         super().__init__(message)
         self.timed_out = timed_out
+        self.kind = TIMED_OUT if timed_out else kind
 
 
 def _child(conn: Connection, parent: int, fn: Callable[..., Any], args: tuple[Any, ...],
@@ -49,7 +59,7 @@ def _child(conn: Connection, parent: int, fn: Callable[..., Any], args: tuple[An
         payload = pickle.dumps((True, value), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException as e:  # reported to the parent, which decides
         payload = pickle.dumps((False, f"{type(e).__name__}: {str(e)[:500]}"
-                                if str(e) else traceback.format_exc(limit=4)))
+                                if str(e) else traceback.format_exc(limit=4), _kind_of(e)))
     conn.send_bytes(payload)
     conn.close()
 
@@ -80,23 +90,23 @@ def call_isolated(fn: Callable[..., T], *args: Any, timeout_s: float,
             if left <= 0:
                 raise IsolatedFailure(f"timed out after {timeout_s:g} s", timed_out=True)
             if cancelled is not None and cancelled():
-                raise IsolatedFailure("cancelled")
+                raise IsolatedFailure("cancelled", kind=CANCELLED)
             ready = wait([reader, process.sentinel], timeout=min(left, 0.2))
             if reader in ready:
                 try:
-                    ok, value = pickle.loads(reader.recv_bytes())
+                    ok, value, *kind = pickle.loads(reader.recv_bytes())
                 except (EOFError, OSError):
-                    ok, value = None, None
+                    ok, value, kind = None, None, []
                 if ok is None:
                     process.join(timeout=5)
-                    raise IsolatedFailure(_exit_message(process.exitcode))
+                    raise _ended(process.exitcode)
                 if not ok:
-                    raise IsolatedFailure(str(value))
+                    raise IsolatedFailure(str(value), kind=kind[0] if kind else RAISED)
                 result: T = value
                 return result
             if process.sentinel in ready:
                 process.join(timeout=5)
-                raise IsolatedFailure(_exit_message(process.exitcode))
+                raise _ended(process.exitcode)
     finally:
         if process.is_alive():
             process.kill()
@@ -108,6 +118,20 @@ READY = b"\x01"
 """The new interpreter's first byte: it has the call and what it needs imported."""
 STARTUP_S = 120.0
 """How long a new interpreter may take to start, beyond the call's own time."""
+
+
+def _kind_of(e: BaseException) -> str:
+    from gero_runner.errors import GeroError
+
+    return RAISED_GERO_ERROR if isinstance(e, GeroError) else RAISED
+
+
+def _ended(exitcode: int | None) -> IsolatedFailure:
+    """The failure of a child that ended without an answer."""
+    if exitcode == -signal.SIGKILL:
+        return IsolatedFailure("was killed (SIGKILL: out of memory, or killed by someone)",
+                               kind=KILLED)
+    return IsolatedFailure(_exit_message(exitcode), kind=CRASHED)
 
 
 def _exit_message(exitcode: int | None) -> str:
@@ -157,17 +181,18 @@ def _call_in_interpreter(fn: Callable[..., T], args: tuple[Any, ...], timeout_s:
             if now > (deadline if deadline is not None else started + timeout_s + STARTUP_S):
                 raise IsolatedFailure(f"timed out after {timeout_s:g} s", timed_out=True)
             if cancelled is not None and cancelled():
-                raise IsolatedFailure("cancelled")
+                raise IsolatedFailure("cancelled", kind=CANCELLED)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(timeout=0.2)
         collector.join(timeout=30)
-        answer: tuple[bool, Any] | None = None
+        answer: tuple[Any, ...] | None = None
         with contextlib.suppress(pickle.UnpicklingError, EOFError, ValueError, IndexError):
             answer = pickle.loads(output[0])
         if answer is None:
-            raise IsolatedFailure(_exit_message(child.returncode))
+            raise _ended(child.returncode)
         if not answer[0]:
-            raise IsolatedFailure(str(answer[1]))
+            raise IsolatedFailure(str(answer[1]),
+                                  kind=answer[2] if len(answer) > 2 else RAISED)
         result: T = answer[1]
         return result
     finally:
@@ -186,7 +211,7 @@ def _interpreter_main() -> None:
     try:
         payload = pickle.dumps((True, fn(*args)), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException as e:  # reported to the parent, which decides
-        payload = pickle.dumps((False, f"{type(e).__name__}: {str(e)[:500]}"))
+        payload = pickle.dumps((False, f"{type(e).__name__}: {str(e)[:500]}", _kind_of(e)))
     sys.stdout.buffer.write(payload)
     sys.stdout.buffer.flush()
 

@@ -17,12 +17,13 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Static
+from textual.widgets import Button, Input, Label, RadioSet, Static
 from textual.worker import Worker
 
 from gero_runner.errors import GeroError
 from gero_runner.escape import for_terminal
 from gero_tui.app.base import Dialog
+from gero_tui.app.widgets.choice_set import Choice, ChoiceSet
 from gero_tui.app.worker_errors import worker_failure
 
 FORMATS = ("csv", "parquet", "json", "md")
@@ -146,10 +147,10 @@ class ExportDialog(Dialog[Path | None]):
                 yield Label(Text.assemble(("Export ", "bold"),
                                           for_terminal(self.scope.description)))
             # Formats are for rows; a bundle has one format.
-            with RadioSet(id="export-format") as formats:
+            with ChoiceSet(id="export-format") as formats:
                 formats.display = not bundle
                 for i, fmt in enumerate(FORMATS):
-                    yield RadioButton(FORMAT_LABELS[fmt], value=i == 0, id=f"format-{fmt}")
+                    yield Choice(FORMAT_LABELS[fmt], value=i == 0, id=f"format-{fmt}")
             yield Input(str(default_export_path(self.source.run_id, self.format, self.directory)),
                         id="export-path")
             with Horizontal(id="export-buttons"):
@@ -174,12 +175,18 @@ class ExportDialog(Dialog[Path | None]):
     def _format_changed(self, event: RadioSet.Changed) -> None:
         self.format = FORMATS[event.index]
         self._confirmed = None
-        self.query_one("#export-path", Input).focus()
         path_input = self.query_one("#export-path", Input)
+        path_input.focus()
         current = Path(path_input.value)
         if current.suffix.lstrip(".") in FORMATS or current.name.endswith(".tar.gz"):
             base = current.name.removesuffix(".tar.gz")
             path_input.value = str(current.with_name(Path(base).stem + f".{self.format}"))
+
+    @on(ChoiceSet.Reselected, "#export-format")
+    def _format_kept(self) -> None:
+        """Enter on the format already chosen (CSV, at first): on to the path, as after
+        choosing another."""
+        self.query_one("#export-path", Input).focus()
 
     @on(Input.Submitted, "#export-path")
     def _submitted(self) -> None:

@@ -16,11 +16,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Input, Label, RadioButton, RadioSet, Static
+from textual.widgets import Input, Label, RadioSet, Static
 
 from gero_runner.errors import GeroError
 from gero_runner.escape import for_terminal
 from gero_tui.app.base import Dialog
+from gero_tui.app.widgets.choice_set import Choice, ChoiceSet
 
 if TYPE_CHECKING:
     from gero.query.findings import Finding
@@ -91,9 +92,9 @@ class WhatIfDialog(Dialog[None]):
         with Vertical(id="whatif-box"):
             yield Label("[b]What if[/b] a dtype had other tolerances?  "
                         "[dim]|a − r| ≤ atol + rtol·|r| · escape: close[/]")
-            with RadioSet(id="whatif-dtype"):
+            with ChoiceSet(id="whatif-dtype"):
                 for i, dtype in enumerate(DTYPES):
-                    yield RadioButton(dtype, value=i == 0, id=f"dtype-{dtype}")
+                    yield Choice(dtype, value=i == 0, id=f"dtype-{dtype}")
             with Horizontal(id="whatif-inputs"):
                 yield Input(placeholder=f"rtol (default {DEFAULTS['float16'][0]:g})",
                             id="whatif-rtol")

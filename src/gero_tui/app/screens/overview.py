@@ -24,12 +24,15 @@ from gero_tui.app.widgets.class_counts import ClassCounts
 from gero_tui.app.widgets.key_bar import KeyBar
 from gero_tui.app.widgets.operation_bars import SEGMENTS, OperationBars
 from gero_tui.app.widgets.timing_table import TimingTable
+from gero_tui.app.widgets.verdict_card import VerdictCard
 from gero_tui.app.worker_errors import worker_failure
 
 CLASS_NAMES = {c: c.replace("_", " ") for c in RESULT_CLASSES}
 
 if TYPE_CHECKING:
+    from gero.query.assessable import Split
     from gero.query.findings import FindingsReport
+    from gero.query.verdicts import Verdict
     from gero.query.summary import OperationSummary
     from gero_tui.app.base import ExplorerApp
 
@@ -78,7 +81,8 @@ class OverviewScreen(Screen[None]):
         def __init__(self, counts: dict[str, int], operations: list[OperationSummary],
                      per_runtime: list[tuple[str, str, dict[str, int]]] | None = None,
                      notes: list[str] | None = None,
-                     runtime_ms: dict[str, dict[str, float]] | None = None) -> None:
+                     runtime_ms: dict[str, dict[str, float]] | None = None,
+                     split: Split | None = None) -> None:
             self.counts = counts
             self.operations = operations
             self.per_runtime = per_runtime or []
@@ -87,6 +91,14 @@ class OverviewScreen(Screen[None]):
             """Runtime settings that compute below the precision the model declares."""
             self.runtime_ms = runtime_ms or {}
             """Per operation, each runtime's median inference time (ms)."""
+            self.split = split
+            """The non-passed counts: to act on, and what cannot be assessed (apart)."""
+            super().__init__()
+
+    class VerdictsLoaded(Message):
+        def __init__(self, card: list[Verdict]) -> None:
+            self.card = card
+            """Each model case, runtime setting and file: safe, off or cannot-run."""
             super().__init__()
 
     class FindingsCounted(Message):
@@ -108,6 +120,7 @@ class OverviewScreen(Screen[None]):
         yield Static(id="title")
         yield ClassCounts(id="counts")
         yield Static("findings: …", id="findings-count")
+        yield VerdictCard(id="verdicts")
         yield Static(id="problems")
         with Horizontal(id="panes"):
             with Vertical(id="precision"):
@@ -145,7 +158,9 @@ class OverviewScreen(Screen[None]):
         self._stale = False
         self.query_one("#title", Static).update(Text(self.app.title_line()))
         info = self.app.run_info()
-        self.query_one(ClassCounts).counts = dict(info.counts) if info and info.counts else None
+        counts = self.query_one(ClassCounts)
+        counts.split = None  # the previous run's, until this run's figures are read
+        counts.counts = dict(info.counts) if info and info.counts else None
         problems = self.query_one("#problems", Static)
         problems.display = bool(source.problems)
         problems.update(Text(for_terminal("\n".join(f"⚠ {p}" for p in source.problems),
@@ -163,6 +178,19 @@ class OverviewScreen(Screen[None]):
         except (duckdb.Error, GeroError) as e:
             self.post_message(self.Failed(str(e)))
 
+    @work(thread=True, exclusive=True, group="overview-verdicts")
+    def _load_verdicts(self, source: Any) -> None:
+        """The verdict card of the run's models (none for the operator suites)."""
+        from gero.api import verdicts_of
+
+        try:
+            self.post_message(self.VerdictsLoaded(verdicts_of(source)))
+        except (duckdb.Error, GeroError) as e:
+            self.post_message(self.Failed(str(e)))
+
+    def on_overview_screen_verdicts_loaded(self, message: VerdictsLoaded) -> None:
+        self.query_one(VerdictCard).show(message.card)
+
     def on_screen_resume(self) -> None:
         if self._stale:
             self.source_changed()
@@ -171,6 +199,7 @@ class OverviewScreen(Screen[None]):
     def _load(self, source: Any) -> None:
         # Deferred: the summary module imports the runner's schema, and so pyarrow (~0.2 s),
         # which the explorer does not pay before its first paint.
+        from gero.query.assessable import split_counts
         from gero.query.runtimes import lower_precision, operation_runtimes
         from gero.query.summary import class_counts, operations, runtime_medians
 
@@ -180,15 +209,18 @@ class OverviewScreen(Screen[None]):
                      "passed)" for lp in lower_precision(source)]
             self.post_message(self.Loaded(class_counts(source), operations(source),
                                           operation_runtimes(source), notes,
-                                          runtime_medians(source)))
+                                          runtime_medians(source), split_counts(source)))
         except (duckdb.Error, GeroError) as e:
             self.post_message(self.Failed(str(e)))
 
     def on_overview_screen_findings_counted(self, message: FindingsCounted) -> None:
         report = self._findings = message.report
+        apart = [f for f in report.findings if not f.assessable]
         self.query_one("#findings-count", Static).update(Text.assemble(
             (f"{len(report.findings)} findings", "bold"),
-            f" behind {report.non_passed:,} non-passed observations  ",
+            f" behind {report.non_passed:,} non-passed observations",
+            # what cannot be assessed lists last (findings.finding_order)
+            f", the last {len(apart)} cannot be assessed  " if apart else "  ",
             ("i: list · n: bars by finding", "dim")))
         if self.by_finding:
             self._show_bars()
@@ -222,9 +254,12 @@ class OverviewScreen(Screen[None]):
                 for o in message.operations])
 
     def on_overview_screen_loaded(self, message: Loaded) -> None:
-        self.query_one(ClassCounts).counts = message.counts
+        counts = self.query_one(ClassCounts)
+        counts.split = message.split
+        counts.counts = message.counts
         if self.app.source is not None:
             self._load_findings(self.app.source)
+            self._load_verdicts(self.app.source)
         self.call_after_refresh(self.app.figures_shown)
         self._loaded = message
         self._show_bars()

@@ -1,4 +1,6 @@
-"""Counts per result class, labelled as the landing page labels them."""
+"""Counts per result class, labelled as the landing page labels them; what cannot be
+assessed by construction (NaN in, NaN out; an operator a runtime does not implement) counted
+apart, so the issues figure is what a user acts on."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from gero.query.assessable import SHORT_LABELS, Split
 from gero_runner.result_classes import RESULT_CLASSES
 from gero_tui.app.widgets.palette import CLASS_COLORS
 
@@ -20,6 +23,9 @@ CARDS = (
      CLASS_COLORS["execution"]),
 )
 
+
+APART = ("Cannot be assessed", "by construction, counted apart", "#8a8a8a")
+"""The card of what no runtime could be judged on: grey, not a class's colour."""
 
 NARROW = 100
 """Below this width the cards are lines, one under another."""
@@ -34,9 +40,15 @@ class ClassCounts(Static):
 
     counts: reactive[dict[str, int] | None] = reactive(None, always_update=True)
     """Observations per result class; None until known."""
+    split: reactive[Split | None] = reactive(None, always_update=True)
+    """The non-passed counts split (assessable.split_counts); None until known. When known,
+    a non-passed card counts what can be assessed, and a fourth card the rest."""
 
     def render(self) -> Table:
-        counts = self.counts
+        counts, split = self.counts, self.split
+        if counts is not None and split is not None:
+            counts = {**counts, **split.assessable}
+        apart = split is not None and split.not_assessable_total > 0
         narrow = self.size.width < NARROW
         grid = Table.grid(expand=True, padding=(0, 2))
         if narrow:
@@ -45,7 +57,7 @@ class ClassCounts(Static):
             grid.add_column(justify="right", no_wrap=True)
             grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
         else:
-            for _ in CARDS:
+            for _ in range(len(CARDS) + apart):
                 grid.add_column(ratio=1)
         cells = []
         for title, classes, caption, color in CARDS:
@@ -67,6 +79,16 @@ class ClassCounts(Static):
                 grid.add_row(heading, figure, sub)
             else:
                 cells.append(Group(heading, figure, sub))
+        if split is not None and apart:
+            title, caption, color = APART
+            figure = Text(f"{split.not_assessable_total:,}", style=f"bold {color}")
+            sub = Text(" · ".join(f"{sum(by.values()):,} {SHORT_LABELS[why]}"
+                                  for why, by in split.not_assessable.items()), style="dim")
+            if narrow:
+                grid.add_row(Text(title, style="bold"), figure, sub)
+            else:
+                cells.append(Group(Text(title, style="bold"), figure,
+                                   Text(caption, style="dim"), sub))
         if cells:
             grid.add_row(*cells)
         return grid

@@ -1,0 +1,85 @@
+"""The verdict card of each model, compact: one line per runtime, one cell per file (the
+model as given, fp32, and each variant built), safe / OFF / cannot run. Under several
+settings of a runtime a cell counts those that are not safe ("OFF 2/4"); ``gero verdict``
+has every setting and figure.
+
+Words carry the verdict (OFF in capitals), so that it reads without colour (NO_COLOR).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from gero_runner.backends import short_name
+from gero_tui.app.widgets.palette import CLASS_COLORS
+
+if TYPE_CHECKING:
+    from gero.query.verdicts import Verdict
+
+SHOWN_MODELS = 2
+"""Models the overview has room for; the others are counted."""
+_STYLE = {"safe": CLASS_COLORS["passed"], "off": f"bold {CLASS_COLORS['divergence']}",
+          "cannot-run": CLASS_COLORS["execution"]}
+
+
+class VerdictCard(Static):
+    """Is each model safe on each runtime, in each file? Hidden for a run without models."""
+
+    DEFAULT_CSS = """
+    VerdictCard { height: auto; padding: 0 1; display: none; }
+    """
+
+    def show(self, card: Sequence[Verdict]) -> None:
+        self.display = bool(card)
+        if card:
+            self.update(card_table(card))
+
+
+def card_table(card: Sequence[Verdict]) -> Group:
+    """Per model a title line, then a line per runtime with a cell per file."""
+    from gero.query.verdicts import FILES
+
+    parts: list[Text | Table] = []
+    models = list(dict.fromkeys(v.model for v in card))
+    for model in models[:SHOWN_MODELS]:
+        mine = [v for v in card if v.model == model]
+        files = [f for f in FILES if any(v.file == f for v in mine)]
+        counts = {k: sum(v.verdict == k for v in mine) for k in _STYLE}
+        parts.append(Text.assemble(
+            ("Verdict ", "bold"), (model, "bold"),
+            f"  {counts['safe']} safe · {counts['off']} off · {counts['cannot-run']} cannot run",
+            ("  gero verdict: each setting", "dim"), no_wrap=True, overflow="ellipsis"))
+        grid = Table.grid(padding=(0, 2))
+        for _ in range(len(files) + 1):
+            grid.add_column(no_wrap=True)
+        grid.add_row("", *[Text(f, style="dim") for f in files])
+        for runtime in dict.fromkeys(v.runtime for v in mine):
+            grid.add_row(Text(short_name(runtime)),
+                         *[_cell([v for v in mine if v.runtime == runtime and v.file == f])
+                           for f in files])
+        parts.append(grid)
+    if len(models) > SHOWN_MODELS:
+        parts.append(Text(f"… {len(models) - SHOWN_MODELS} more models: gero verdict",
+                          style="dim"))
+    return Group(*parts)
+
+
+def _cell(settings: list[Verdict]) -> Text:
+    """One runtime on one file, over its settings."""
+    if not settings:
+        return Text("—", style="dim")
+    off = sum(v.verdict == "off" for v in settings)
+    failed = sum(v.verdict == "cannot-run" for v in settings)
+    several = len(settings) > 1
+    if off:
+        return Text(f"OFF {off}/{len(settings)}" if several else "OFF", style=_STYLE["off"])
+    if failed:
+        return Text(f"cannot run {failed}/{len(settings)}" if several else "cannot run",
+                    style=_STYLE["cannot-run"])
+    return Text("safe", style=_STYLE["safe"])

@@ -55,7 +55,7 @@ class DiffScreen(Screen[None]):
     app: ExplorerApp
     CSS_PATH = "diff.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open_entry", "Open"),
+        Binding("enter", "open_entry", "Open", priority=True),  # not the table's hidden one
         Binding("escape", "back", "Back"),
     ]
 

@@ -81,7 +81,9 @@ class FindingsScreen(Screen[None]):
 
     # Its rules (findings.tcss) are the app's: see GeroApp.CSS_PATH.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open_finding", "Its evaluations"),
+        # Priority: the table would take enter (its hidden select), and the key bar and the
+        # help would not list the screen's.
+        Binding("enter", "open_finding", "Its evaluations", priority=True),
         Binding("escape", "back", "Back"),
         Binding("v", "open_all", "Evaluations"),
         Binding("e", "report", "Report",
@@ -94,7 +96,7 @@ class FindingsScreen(Screen[None]):
                 "(gero diff --backend X --against Y)"),
         Binding("w", "what_if", "What-if",
                 tooltip="Re-grade under other tolerances, live, from the stored figures"),
-        Binding("L", "localize", "Localize", show=False,
+        Binding("L", "localize", "Localize",
                 tooltip="Error through the graph of the finding's worst observation"),
     ]
 

@@ -7,7 +7,7 @@ from typing import ClassVar
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Label, Static
@@ -33,17 +33,24 @@ def bindings_table(screen: Screen[object]) -> Table:
     table.add_column(style="bold", no_wrap=True)
     table.add_column(no_wrap=True)
     table.add_column(style="dim")
+    # One row per action of a node, its keys together (the app's quit: q and Textual's
+    # ctrl+q were two rows), led by the key the key bar shows.
+    grouped: dict[tuple[int, str], list[ActiveBinding]] = {}
+    for active in screen.active_bindings.values():
+        if not active.binding.system:
+            grouped.setdefault((id(active.node), active.binding.action), []).append(active)
     own: list[tuple[Text, Text, Text]] = []
     app: list[tuple[Text, Text, Text]] = []
     navigation: list[tuple[Text, Text, Text]] = []
     actions: list[str] = []
     """The action of each ``app`` row."""
-    for active in screen.active_bindings.values():
+    for group in grouped.values():
+        group.sort(key=lambda active: not active.binding.show)
+        active = group[0]
         binding = active.binding
-        if binding.system:
-            continue
-        row = (Text(screen.app.get_key_display(binding)),
-               Text(binding.description or binding.action), Text(binding.tooltip or ""))
+        keys = ", ".join(screen.app.get_key_display(a.binding) for a in group)
+        row = (Text(keys), Text(binding.description or binding.action),
+               Text(binding.tooltip or ""))
         if _is_navigation(binding.action):
             navigation.append(row)
         elif active.node is screen.app:

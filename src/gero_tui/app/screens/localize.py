@@ -83,7 +83,7 @@ class LocalizeScreen(Screen[None]):
     CSS_PATH = "localize.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "back"),
-        Binding("enter", "open_node", "node", show=False),
+        Binding("enter", "open_node", "node", priority=True),  # not the table's hidden one
         Binding("o", "next_origin", "next origin"),
         Binding("i", "cycle_input", "its inputs"),
         Binding("a", "cycle_output", "alone/traced"),

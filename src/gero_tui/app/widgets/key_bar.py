@@ -106,6 +106,11 @@ class KeyBar(Widget):
                 lines = _wrap(keys, width)
         return lines
 
+    def listed(self) -> list[str]:
+        """The action of each key the bar shows now, in order."""
+        lines = self._lines(self.size.width)[:MAX_LINES]
+        return [item[4] for line in lines for item in line]
+
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return min(MAX_LINES, len(self._lines(width)))
 

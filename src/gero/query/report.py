@@ -23,6 +23,7 @@ from gero.query.stored_localization import StoredOrigin, parse_localization
 from gero.query.summary import OperationSummary, class_counts, operations, runtime_medians
 from gero.query.table import CASE_SQL, OPTIMIZATION_ORDER_SQL, PATH_SQL
 from gero.query.tensors import ElementAnalysis, analyse, load_evidence
+from gero.query.verdicts import Verdict, verdicts
 from gero_runner.backends import REFERENCE
 from gero_runner.errors import GeroError
 from gero_runner.result_classes import COMPARISON_CHECKS, RESULT_CLASSES
@@ -182,6 +183,8 @@ class RunReport:
     rows_per_segment: int = ROWS_PER_SEGMENT
     non_passed: int = 0
     generated_with: dict[str, str] = field(default_factory=dict)
+    verdicts: tuple[Verdict, ...] = ()
+    """The verdict card of each model case (none for the operator suites)."""
 
     @property
     def observations(self) -> int:
@@ -214,7 +217,7 @@ def gather(source: OpenRun, findings: FindingsReport, commands: Commands,
         baseline_run_id=findings.baseline_run_id, baseline_problem=findings.baseline_problem,
         gone=tuple(findings.gone), unresolved=tuple(findings.unresolved),
         problems=tuple(dict.fromkeys(problems)), rows_per_segment=rows_per_segment,
-        non_passed=findings.non_passed)
+        non_passed=findings.non_passed, verdicts=tuple(verdicts(source)))
 
 
 # What was compared ----------------------------------------------------------------------

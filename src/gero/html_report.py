@@ -23,6 +23,7 @@ from gero.query.report import (
     Segment,
 )
 from gero.query.tensors import ElementAnalysis
+from gero.query.verdicts import FILES, SAFE, Verdict, arbiter_words
 from gero_runner.backends import title as backend_title
 from gero_runner.escape import for_terminal
 from gero_runner.result_classes import (
@@ -285,6 +286,74 @@ def _counts(r: RunReport) -> Html:
     return fill("""<section id="counts" aria-labelledby="counts-h">
 <h2 id="counts-h"><span class="num">02</span> Counts by class</h2>
 <div class="tiles">$tiles</div></section>""", tiles=body)
+
+
+VERDICT_WORDS = {"safe": "safe", "off": "OFF", "cannot-run": "cannot run"}
+"""A verdict in a cell: the word carries it, its colour only repeats it."""
+
+
+def _verdicts(r: RunReport) -> Html:
+    """The verdict card of each model, first: a row per runtime setting, a cell per file,
+    then what is not safe, by how much against which gate and arbiter, or why."""
+    if not r.verdicts:
+        return Html("")
+    cases = list(dict.fromkeys((v.model, v.case_id) for v in r.verdicts))
+    cards = [_verdict_card(model, [v for v in r.verdicts if v.case_id == case])
+             for model, case in cases]
+    return fill("""<section id="verdict" aria-labelledby="verdict-h">
+<h2 id="verdict-h">Is the model safe here?</h2>
+<p class="small">Each runtime setting on the model as given (fp32) and on each variant the run
+built: <strong>safe</strong> (every model-level gate passed), <strong>OFF</strong> (a gate did
+not: by how much, against which gate and arbiter, below) or <strong>cannot run</strong> (why,
+below). <code>gero verdict</code> prints the same card; its exit status gates a CI.</p>
+$cards</section>""", cards=join(cards))
+
+
+def _verdict_card(model: str, card: list[Verdict]) -> Html:
+    files = [f for f in FILES if any(v.file == f for v in card)]
+    by_cell = {(v.runtime, v.setting, v.file): v for v in card}
+    settings = list(dict.fromkeys((v.runtime, v.setting) for v in card))
+    counts = {k: sum(v.verdict == k for v in card) for k in VERDICT_WORDS}
+
+    def cell(v: Verdict | None) -> Html:
+        if v is None:
+            return Html("<td>—</td>")
+        detail = "" if v.verdict == SAFE else (
+            v.figure_text() if v.verdict == "off" else "see below")
+        return fill('<td class="v v-$k"><strong>$word</strong>$detail</td>', k=v.verdict,
+                    word=VERDICT_WORDS[v.verdict],
+                    detail=fill('<br><span class="small">$d</span>', d=detail) if detail
+                    else Html(""))
+
+    rows = join(fill("<tr><th scope=\"row\">$rt</th><td>$setting</td>$cells</tr>",
+                     rt=runtime_name(rt), setting=setting,
+                     cells=join(cell(by_cell.get((rt, setting, f))) for f in files))
+                for rt, setting in settings)
+    bad = [v for v in card if v.verdict != SAFE]
+    notes = join(fill("<li><strong>$where</strong>: $what</li>",
+                      where=f"{runtime_name(v.runtime)} {v.setting}, {v.file}",
+                      what=_verdict_note(v)) for v in bad)
+    return fill("""<div class="scroll"><table class="verdict">
+<caption>$model: $safe safe, $off off, $cannot cannot run</caption>
+<thead><tr><th scope="col">Runtime</th><th scope="col">Setting</th>$heads</tr></thead>
+<tbody>$rows</tbody></table></div>$notes""", model=model, safe=str(counts["safe"]),
+                off=str(counts["off"]), cannot=str(counts["cannot-run"]),
+                heads=join(fill('<th scope="col">$f</th>', f=f) for f in files), rows=rows,
+                notes=fill('<ul class="plain">$items</ul>', items=notes) if bad else Html(""))
+
+
+def _verdict_note(v: Verdict) -> Html:
+    if v.verdict == "off":
+        inherited = (f" (its runtime's baseline judges the {v.file} file)" if v.inherited
+                     else "")
+        return fill("off, $figure against $arbiter$inherited "
+                    '<span class="check">$check · output $output · observation $oid</span>',
+                    figure=v.figure_text(), arbiter=arbiter_words(v.arbiter),
+                    inherited=inherited, check=v.check, output=v.output,
+                    oid=v.observation_id[:12])
+    oid = (fill(' <span class="check">observation $oid</span>', oid=v.observation_id[:12])
+           if v.observation_id else Html(""))
+    return fill("cannot run: $reason$oid", reason=v.reason, oid=oid)
 
 
 _NOTE = """<aside class="note" id="what-a-divergence-is" aria-label="what a divergence is">
@@ -716,6 +785,8 @@ details summary{cursor:pointer;font-weight:600;margin:.4em 0}
 .principles>div{border:1px solid var(--line);padding:4px 14px}.principles h3{margin-top:.6em}
 footer{max-width:1180px;margin:30px auto;padding:12px 24px;border-top:1px solid var(--line);
 color:var(--muted);font-size:12.5px}
+table.verdict td.v-safe strong{color:#1f6f2b}table.verdict td.v-off strong{color:#8c2a00}
+table.verdict td.v-cannot-run strong{color:#5a5a5a}table.verdict td.v-off{background:#fff4d6}
 @media (max-width:800px){.tiles{grid-template-columns:1fr 1fr}.compare{grid-template-columns:1fr}
 .principles{grid-template-columns:1fr}
 .op{grid-template-columns:1fr}.op-counts{grid-column:1}}
@@ -735,6 +806,7 @@ def render(report: RunReport) -> str:
 <body>$patterns
 $header
 <main>
+$verdicts
 $comparison
 $counts
 $note
@@ -747,8 +819,8 @@ $scope
 no script, no network resource.</footer>
 </body></html>
 """, csp=CONTENT_SECURITY_POLICY, run=report.run_id, css=Html(_CSS), patterns=Html(_PATTERNS),
-        header=_header(report), comparison=_comparison(report), counts=_counts(report),
-        note=Html(_NOTE), findings=_findings(report), operations=_operations(report),
-        timing=_timing(report), scope=_scope(report), versions=versions or "gero",
-        root=str(report.data_root))
+        header=_header(report), verdicts=_verdicts(report), comparison=_comparison(report),
+        counts=_counts(report), note=Html(_NOTE), findings=_findings(report),
+        operations=_operations(report), timing=_timing(report), scope=_scope(report),
+        versions=versions or "gero", root=str(report.data_root))
     return str(page)

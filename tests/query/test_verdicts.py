@@ -3,14 +3,13 @@ the gate, the arbiter) or cannot-run (why), aggregated by DuckDB."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from verdict_rows import model_row as _row
+from verdict_rows import write_model_run as _write
 
 from gero.query.verdicts import (
     CANNOT_RUN,
@@ -23,29 +22,12 @@ from gero.query.verdicts import (
     verdicts,
 )
 from gero_runner.errors import GeroError
-from gero_runner.schema import MODEL_VARIANTS, SIGHTING_SCHEMA
+from gero_runner.schema import MODEL_VARIANTS
 from gero_runner.storage.reader import open_run
-from gero_runner.storage.store import rows_to_table
 
-CASE = "model/m/x[0]=2"
 ORT = ("onnxruntime", "all")
 BASIC = ("onnxruntime", "basic")
 OV = ("openvino", "f32")
-
-
-def _row(path: tuple[str, str], check: str, result: str = "passed", output: str = "y",
-         reference: str = "float64-shadow", reason: str = "", case: str = CASE,
-         model: str = "m", **details: Any) -> dict[str, Any]:
-    backend, setting = path
-    key = f"{case}|{check}|{backend}|{setting}|{output}|{reference}|{result}|{details}"
-    return {"observation_id": hashlib.sha256(key.encode()).hexdigest(), "suite": "model",
-            "case_id": case, "op_type": model, "case_name": case, "check": check,
-            "dtype": "float32", "input_shapes": "[2,3]", "output_name": output,
-            "backend": backend, "backend_version": "1", "optimization": setting,
-            "threads": 1, "reference": reference, "reference_version": "1", "rtol": 1e-5,
-            "atol": 1e-6, "result": result, "reason": reason or f"{check} {result}",
-            "arbiter": "-", "graph_hash": "g", "input_hash": "i", "seed": -1,
-            "details": json.dumps(details)}
 
 
 def _fp32(path: tuple[str, str], scaled: float, result: str = "passed",
@@ -71,20 +53,6 @@ def _vs_fp32(path: tuple[str, str], scaled: float, result: str = "passed",
              **kw: Any) -> dict[str, Any]:
     return _row(path, "model:fp16:vs-fp32", result, reference="fp32:onnxruntime:all",
                 scaled_error=scaled, limit=4e-3, **kw)
-
-
-def _write(root: Path, rows: list[dict[str, Any]], run_id: str = "20260105-000000-aaaaaa"
-           ) -> Path:
-    directory = root / "runs" / run_id
-    directory.mkdir(parents=True)
-    for r in rows:
-        r["run_id"] = run_id
-    pq.write_table(rows_to_table(rows), directory / "observations.parquet")
-    sightings = [{"run_id": run_id, "observation_id": r["observation_id"]} for r in rows]
-    pq.write_table(pa.Table.from_pylist(sightings, schema=SIGHTING_SCHEMA),
-                   directory / "sightings.parquet")
-    (directory / "run.json").write_text(json.dumps({"run_id": run_id, "suite": "model"}))
-    return root
 
 
 def _card(root: Path, model: str | None = None) -> dict[tuple[str, str, str], Verdict]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 from shared_helpers import FORKING
@@ -29,8 +30,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     Only the tests that fork from the test process (``fork_workers`` or the ``forks``
     marker) are run once more after a failure: such a child now and then dies with SIGSEGV
     in its first case (dozens of DuckDB/Textual native threads here). Any other
-    intermittent failure is red."""
+    intermittent failure is red.
+
+    Every test under ``tests/faults`` is ``slow`` (real processes killed, full and
+    read-only disks): ``pytest -m "not slow"``, the fast profile CI runs first, leaves
+    them out, with every other test that takes more than about a second.
+    """
+    faults = Path(__file__).parent / "faults"
     for item in items:
+        if faults in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.slow)
         fixtures = getattr(item, "fixturenames", ())
         if "fork_workers" in fixtures or item.get_closest_marker("forks"):
             item.add_marker(pytest.mark.filterwarnings(FORKING))

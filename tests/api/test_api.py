@@ -35,6 +35,7 @@ def model_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[gero.Run]:
         yield run
 
 
+@pytest.mark.slow
 def test_a_model_run_reads_back_as_arrow_duckdb_and_findings(model_run: gero.Run) -> None:
     run = model_run
     assert run.status == "complete" and not run.passed
@@ -57,6 +58,7 @@ def test_a_model_run_reads_back_as_arrow_duckdb_and_findings(model_run: gero.Run
     run.close()
 
 
+@pytest.mark.slow
 def test_a_findings_replay_command_reproduces(model_run: gero.Run) -> None:
     worst = model_run.findings()[0].representative
     model_run.close()
@@ -70,6 +72,7 @@ def test_a_findings_replay_command_reproduces(model_run: gero.Run) -> None:
     assert "reproduced" in done.stdout
 
 
+@pytest.mark.slow
 def test_the_cli_is_a_thin_layer_the_same_rows(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     options = ["--ops", "Exp", "--dtypes", "float32", "--repeats", "1", "--jobs", "1",
@@ -103,6 +106,7 @@ def test_opening_a_missing_run_is_a_gero_error(tmp_path: Path) -> None:
         gero.open_run(data_dir=tmp_path)
 
 
+@pytest.mark.slow
 def test_diff_between_two_api_runs(tmp_path: Path) -> None:
     base = gero.run(ops=["Exp"], dtypes=["float32"], repeats=1, jobs=1, data_dir=tmp_path)
     tight = gero.run(ops=["Exp"], dtypes=["float32"], repeats=1, jobs=1, data_dir=tmp_path,

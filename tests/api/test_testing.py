@@ -12,6 +12,7 @@ from shared_helpers import classifier
 from gero.testing import check_model
 
 
+@pytest.mark.slow
 def test_a_sound_model_passes(tmp_path: Path) -> None:
     with check_model(classifier(tmp_path / "sound.onnx"), task="classifier",
                      data_dir=tmp_path / "data") as run:
@@ -24,6 +25,7 @@ def test_a_sound_model_passes(tmp_path: Path) -> None:
                    for f in run.findings()), [f.title for f in run.findings()]
 
 
+@pytest.mark.slow
 def test_a_broken_model_fails_with_a_readable_message(tmp_path: Path) -> None:
     model = classifier(tmp_path / "mixes_batch.onnx", mixes_batch=True)
     with pytest.raises(pytest.fail.Exception) as failure:
@@ -41,6 +43,7 @@ def test_a_broken_model_fails_with_a_readable_message(tmp_path: Path) -> None:
     assert "Traceback" not in message
 
 
+@pytest.mark.slow
 def test_an_allowed_finding_does_not_fail(tmp_path: Path) -> None:
     model = classifier(tmp_path / "mixes_batch.onnx", mixes_batch=True)
     with pytest.raises(pytest.fail.Exception) as failure:

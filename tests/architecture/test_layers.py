@@ -23,6 +23,7 @@ def test_import_linter_contracts_hold() -> None:
 @pytest.mark.parametrize("module", ["gero_runner.storage.reader", "gero.query.summary",
                                     "gero_cli", "gero_runner.schema", "gero", "gero.testing",
                                     "gero.query.report", "gero.html_report"])
+@pytest.mark.slow
 def test_headless_modules_do_not_load_textual_or_onnxruntime(module: str) -> None:
     code = (f"import sys, {module}; "
             "print(','.join(m for m in ('textual', 'onnxruntime') if m in sys.modules))")
@@ -32,6 +33,7 @@ def test_headless_modules_do_not_load_textual_or_onnxruntime(module: str) -> Non
 
 @pytest.mark.parametrize("module", ["gero_tui.app.app", "gero.query.table",
                                     "gero_runner.backends"])
+@pytest.mark.slow
 def test_the_explorers_first_frame_loads_no_numpy_or_runtime(module: str) -> None:
     """Path names come from backends.names: the explorer's modules load neither NumPy
     (~0.1-0.4 s) nor a backend's module before its first frame."""

@@ -17,6 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_mypy_strict_passes() -> None:
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is not installed (it is in the test extra)")

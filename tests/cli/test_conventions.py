@@ -61,6 +61,7 @@ def test_help_lists_the_exit_status() -> None:
         assert line in text
 
 
+@pytest.mark.slow
 def test_exit_status_is_the_same_for_every_command(root: Path) -> None:
     data = ["--data-dir", str(root)]
     assert main(["summary", "--run", "base", *data]) == 0  # every observation passed
@@ -73,6 +74,7 @@ def test_exit_status_is_the_same_for_every_command(root: Path) -> None:
     assert _gero("summary", "--no-such-option").returncode == 2  # usage error
 
 
+@pytest.mark.slow
 def test_quiet_prints_nothing_but_errors(root: Path) -> None:
     for args in (["-q", "diff", "base", "tight"], ["diff", "-q", "base", "tight"]):
         out = _gero(*args, "--data-dir", str(root))
@@ -82,6 +84,7 @@ def test_quiet_prints_nothing_but_errors(root: Path) -> None:
     assert out.stderr.decode().startswith("gero: error: no runs in")
 
 
+@pytest.mark.slow
 def test_piped_output_has_no_colour_codes(root: Path, tmp_path: Path) -> None:
     # FORCE_COLOR and NO_COLOR removed: what a CI log or `| less` gets by default.
     for args in (["--help"], ["summary", "--data-dir", str(root)],
@@ -114,6 +117,7 @@ def _on_a_terminal(args: list[str], **env: str) -> bytes:
     return out
 
 
+@pytest.mark.slow
 def test_no_color_on_a_terminal(tmp_path: Path) -> None:
     args = ["run", "--data-dir", str(tmp_path), "--ops", "Relu,Exp,Tanh,Sigmoid", "--dtypes",
             "float32", "--repeats", "1", "--jobs", "1"]

@@ -20,6 +20,7 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_text_lists_findings_worst_first_with_status(
         data_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["findings", "--data-dir", str(data_root)]) == 1  # the run has findings

@@ -30,6 +30,7 @@ def _report(args: list[str], path: Path) -> ET.Element:
     return ET.parse(path).getroot()
 
 
+@pytest.mark.slow
 def test_diff_junit_has_one_failing_case_per_regression(root: Path, tmp_path: Path) -> None:
     with gero.open_run("tight", root) as run:
         report = run.diff("base")

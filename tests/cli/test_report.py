@@ -100,6 +100,7 @@ def _check_rendered(b: Browser, run: gero.Run, out: Path) -> None:
 
 
 @needs_chromium
+@pytest.mark.slow
 def test_report_renders_every_finding_and_bar_and_fetches_nothing(root: Path,
                                                                   tmp_path: Path) -> None:
     page = tmp_path / "report.html"
@@ -113,6 +114,7 @@ def test_report_renders_every_finding_and_bar_and_fetches_nothing(root: Path,
 
 
 @needs_chromium
+@pytest.mark.slow
 def test_the_request_check_sees_a_page_that_fetches(tmp_path: Path) -> None:
     """The control: the same check catches a page that loads from the network (and the
     static check catches it in the text)."""
@@ -127,6 +129,7 @@ def test_the_request_check_sees_a_page_that_fetches(tmp_path: Path) -> None:
 
 
 @needs_chromium
+@pytest.mark.slow
 def test_report_of_a_run_with_every_runtime(tmp_path: Path) -> None:
     missing = {"openvino", "tract"} - set(installed_runtimes())
     if missing:

@@ -39,6 +39,7 @@ def test_bad_input_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_small_run_reports_its_counts_quietly(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["run", "--data-dir", str(tmp_path), "--ops", "Exp", "--dtypes", "float32",
@@ -50,6 +51,7 @@ def test_a_small_run_reports_its_counts_quietly(tmp_path: Path,
     assert "\x1b[" not in out
 
 
+@pytest.mark.slow
 def test_ctrl_c_says_what_the_run_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from gero_runner import run as run_module

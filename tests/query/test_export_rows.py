@@ -24,6 +24,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> DataRoot:
     return small_run(tmp_path_factory.mktemp("export-data"), "base")
 
 
+@pytest.mark.slow
 def test_parquet_export_reads_back_equal_to_the_query(root: DataRoot, tmp_path: Path) -> None:
     view = open_run(root)
     result = export_rows(view, WHERE, "parquet", tmp_path / "rows.parquet")
@@ -77,6 +78,7 @@ def test_cli_export_and_rejected_filter(root: DataRoot, tmp_path: Path,
         export_rows(open_run(root), None, "xlsx", tmp_path / "x.xlsx")
 
 
+@pytest.mark.slow
 def test_corrupt_parquet_is_named_and_skipped(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     root = small_run(tmp_path / "data", "good")

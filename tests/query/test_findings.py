@@ -46,6 +46,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_every_non_passed_observation_is_in_exactly_one_finding(runs: Path) -> None:
     source = open_source(runs, "20260101-000001")
     findings = compute_findings(source)
@@ -306,6 +307,7 @@ def test_a_runtime_that_drops_nan_is_not_the_nan_fed_cause(tmp_path: Path) -> No
     assert findings["non-finite"].title.startswith("OpenVINO gives finite values where")
 
 
+@pytest.mark.slow
 def test_a_finding_is_gone_only_where_its_cases_ran_again_and_passed(tmp_path: Path) -> None:
     """The same slots failing for another reason do not make the baseline's finding gone."""
     levels = ("disable_all", "basic", "extended", "all")

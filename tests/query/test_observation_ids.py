@@ -27,6 +27,7 @@ def _ids(root: DataRoot) -> list[str]:
             for i in pq.read_table(f).column("observation_id").to_pylist()]
 
 
+@pytest.mark.slow
 def test_unique_prefix_gives_the_row(root: DataRoot) -> None:
     full = _ids(root)[0]
     assert resolve_observation(root, full[:12])["observation_id"] == full

@@ -30,6 +30,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> DataRoot:
     return root
 
 
+@pytest.mark.slow
 def test_diff_of_a_run_with_itself_is_clean(root: DataRoot) -> None:
     report = diff_runs(root, "base", "base")
     counts = report.counts()

@@ -24,6 +24,7 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_matrix_counts_every_setting_of_every_runtime(data_root: Path) -> None:
     rows = runtimes.matrix(open_run(data_root))
     settings = {(r.backend, r.optimization) for r in rows}

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import duckdb
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -63,6 +64,7 @@ def selected(rows: list[dict[str, str]], f: TableFilter,
 @settings(max_examples=150, deadline=None)
 @given(st.lists(row, max_size=8).flatmap(
     lambda rows: st.tuples(st.just(rows), filters(rows))))
+@pytest.mark.slow
 def test_where_selects_what_the_filter_says(case: tuple[list[dict[str, str]], TableFilter]
                                             ) -> None:
     rows, f = case

@@ -99,6 +99,7 @@ def _feeds(tc: Any) -> dict[str, np.ndarray]:
     return {i.name: np.asarray(v) for i, v in zip(tc.model.graph.input, inputs, strict=False)}
 
 
+@pytest.mark.slow
 def test_every_node_case_of_the_kernels_operators_is_collected() -> None:
     cases = _node_cases()
     ops = {tc.model.graph.node[0].op_type for tc in cases}
@@ -107,6 +108,7 @@ def test_every_node_case_of_the_kernels_operators_is_collected() -> None:
 
 @pytest.mark.parametrize("width", ["own", "float64"])
 @pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.slow
 def test_node_cases_match_the_stock_evaluator(op: str, width: str) -> None:
     """Every onnx node case of the operator (a failure names the case)."""
     cases = _node_cases(op)
@@ -176,6 +178,7 @@ def _spatial(geo: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.slow
 def test_random_convolutions_and_pools_match_the_stock_evaluator(dtype: Any) -> None:
     rng = np.random.default_rng(27)
     compared = 0
@@ -367,6 +370,7 @@ def test_the_traced_shadow_names_the_first_empty_intermediate_and_keeps_no_other
     assert trace.first_empty == shadow.EmptyIntermediate("empty", "Slice", "", (0, 2))
 
 
+@pytest.mark.slow
 def test_the_shadow_runs_no_onnxruntime_code() -> None:
     script = textwrap.dedent("""
         import sys, numpy as np

@@ -88,6 +88,7 @@ def _in_child(function: Any, *args: Any) -> Any:
 
 
 @pytest.mark.parametrize("name", RUNTIMES)
+@pytest.mark.slow
 def test_agreement_and_analytic_on_every_setting(name: str, tmp_path: Path) -> None:
     _require(name)
     rows = _rows(_synthetic("Relu"), tmp_path, name)
@@ -116,6 +117,7 @@ def test_contracts_and_variants_run_on_the_runtime(name: str, tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("name", RUNTIMES)
+@pytest.mark.slow
 def test_expected_outputs_of_an_onnx_node_case(name: str, tmp_path: Path) -> None:
     _require(name)
     (tc,) = [t for t in onnx_backend.collect() if t.name == "test_relu"]
@@ -126,6 +128,7 @@ def test_expected_outputs_of_an_onnx_node_case(name: str, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("name", RUNTIMES)
+@pytest.mark.slow
 def test_model_family_on_a_user_model(name: str, tmp_path: Path) -> None:
     _require(name)
     path = tmp_path / "tiny.onnx"
@@ -167,6 +170,7 @@ def _has_its_own_floor_and_fp16_rows(rows: list[dict[str, Any]], name: str,
 
 
 @pytest.mark.parametrize("name", [n for n in RUNTIMES if n != "onnxruntime"])
+@pytest.mark.slow
 def test_model_family_without_onnxruntime(name: str, tmp_path: Path) -> None:
     _require(name)
     path = tmp_path / "tiny.onnx"
@@ -345,6 +349,7 @@ def test_tract_reads_outputs_in_their_own_element_type() -> None:
             assert y.dtype == x.dtype and np.array_equal(y, x)
 
 
+@pytest.mark.slow
 def test_tract_takes_the_inputs_shapes_where_it_cannot_analyse_symbolic_ones() -> None:
     backend = _require("tract")
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 12
@@ -460,6 +465,7 @@ def test_a_runtime_that_kills_its_worker_is_named_on_the_execution_row(
 
 
 @pytest.mark.parametrize("name", [n for n in RUNTIMES if n != "onnxruntime"])
+@pytest.mark.slow
 def test_replay_reruns_every_runtime_of_the_case(name: str, tmp_path: Path) -> None:
     _require(name)
     rows = _rows(_synthetic("Relu"), tmp_path, name)
@@ -481,6 +487,7 @@ def _pool_after_openvino_ran_here(data_root: str) -> list[str]:
     return [str(r["result"]) for r in rows if r["backend"] == "openvino"]
 
 
+@pytest.mark.slow
 def test_workers_start_fresh_once_openvino_ran_in_the_parent(tmp_path: Path) -> None:
     _require("openvino")
     results = _in_child(_pool_after_openvino_ran_here, str(tmp_path))

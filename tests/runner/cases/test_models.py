@@ -22,6 +22,7 @@ def test_shipped_models_reject_unknown_names(tmp_path: Path) -> None:
         execute(RunRequest(suite="models", ops=["lenet"], data_root=tmp_path))
 
 
+@pytest.mark.slow
 def test_batch_mixing_user_model_is_a_contract_issue(tmp_path: Path) -> None:
     good = classifier(tmp_path / "good.onnx")
     bad = classifier(tmp_path / "mixing.onnx", mixes_batch=True)
@@ -36,6 +37,7 @@ def test_batch_mixing_user_model_is_a_contract_issue(tmp_path: Path) -> None:
     assert all(r["result"] == "passed" for r in shadow)
 
 
+@pytest.mark.slow
 def test_int8_and_fp16_variants_pass_their_gates(tmp_path: Path) -> None:
     path = classifier(tmp_path / "small.onnx")
     record = execute(RunRequest(
@@ -76,6 +78,7 @@ def test_int8_and_fp16_variants_pass_their_gates(tmp_path: Path) -> None:
     assert cosine["need_row_cosine"] <= 0.99 and cosine["floor"]["samples"] == 17
 
 
+@pytest.mark.slow
 def test_output_kinds_apply_the_parity_metrics(tmp_path: Path) -> None:
     """R (3×3 rotations), t (3-vectors), keypoints (N, 4) and a confidence map."""
     nodes = [helper.make_node("Identity", ["r_in"], ["R"]),

@@ -56,6 +56,7 @@ def _allclose(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float
     return True
 
 
+@pytest.mark.slow
 def test_collects_the_whole_generated_suite(testcases: dict[str, Any],
                                             ops: dict[str, str]) -> None:
     assert len(testcases) > 1500  # ~1,900 at onnx 1.23, generated in memory

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gero_runner.cases.onnx_backend import RANDOM_SEED, collect, seeded
 from gero_runner.errors import error_text
 from gero_runner.run import RunRequest, execute
@@ -17,6 +19,7 @@ def test_unseeded_random_nodes_get_a_seed_and_seeded_ones_keep_theirs() -> None:
     assert seeded(cases["test_bernoulli_seed"].model) is cases["test_bernoulli_seed"].model
 
 
+@pytest.mark.slow
 def test_a_rerun_of_random_cases_finds_the_same_observations(tmp_path: Path) -> None:
     request = RunRequest(suite="onnx-backend", data_root=tmp_path,
                          ops=["Bernoulli", "RandomUniformLike", "RandomNormalLike"],

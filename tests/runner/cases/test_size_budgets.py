@@ -65,6 +65,7 @@ def test_a_tensor_over_the_budget_is_refused_before_anything_runs(tmp_path: Path
                              "(--max-tensor-mb); the case was not run")
 
 
+@pytest.mark.slow
 def test_an_output_whose_size_shows_at_run_time_is_not_compared(tmp_path: Path) -> None:
     # ConstantOfShape of an input's values: no inference can tell its size beforehand.
     model = _save(tmp_path / "dynamic.onnx", [h.make_node("ConstantOfShape", ["shape"], ["Y"])],
@@ -79,6 +80,7 @@ def test_an_output_whose_size_shows_at_run_time_is_not_compared(tmp_path: Path) 
                for r in runtime)
 
 
+@pytest.mark.slow
 def test_evidence_past_the_budget_is_kept_as_summaries(tmp_path: Path) -> None:
     root = tmp_path / "data"
     rows = run(root, tiled(tmp_path / "wide.onnx", 250), max_evidence_mb=2)  # 0.95 MiB each

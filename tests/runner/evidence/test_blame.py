@@ -78,6 +78,7 @@ def layernorm(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     return root, _ort_row(root, model, input_ranges=("X=29990,30010",))
 
 
+@pytest.mark.slow
 def test_layernorm_fusion_is_named_at_the_level_that_changes_the_output(
         layernorm: tuple[Path, dict[str, object]]) -> None:
     root, row = layernorm
@@ -112,6 +113,7 @@ def test_an_opset_without_layernorm_is_fused_at_extended(tmp_path: Path) -> None
     assert "`extended`" in blame.summary and "LayerNormFusion" in blame.summary
 
 
+@pytest.mark.slow
 def test_a_graph_no_level_changes_says_so(tmp_path: Path) -> None:
     row = _ort_row(tmp_path, relu_model(tmp_path / "relu.onnx"))
     blame, _ = blame_observation(tmp_path, row)

@@ -38,6 +38,7 @@ overflow = _run_of(fp16_overflow, variants=("fp16",), input_ranges=("X=1,2",))
 fused = _run_of(shifted_layernorm, input_ranges=("X=-0.1,0.1",))
 
 
+@pytest.mark.slow
 def test_a_cancellation_against_the_float64_shadow_names_the_sub(
         cancellation: Run, tmp_path: Path) -> None:
     root, rows = cancellation

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -43,6 +44,7 @@ def pairs(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
 
 @settings(max_examples=400, deadline=None)
 @given(pairs())
+@pytest.mark.slow
 def test_the_fast_figure_is_the_float64_figure(pair: tuple[np.ndarray, np.ndarray]) -> None:
     a, r = pair
     with np.errstate(all="ignore"):

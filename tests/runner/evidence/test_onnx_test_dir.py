@@ -28,6 +28,7 @@ def _load_pb(path: object) -> np.ndarray:
     return numpy_helper.to_array(tensor)
 
 
+@pytest.mark.slow
 def test_test_data_set_runs_in_onnxruntime(root: DataRoot) -> None:
     rows = pq.read_table(root.observation_files()[0]).to_pylist()
     from onnx.backend.test.loader import load_model_tests

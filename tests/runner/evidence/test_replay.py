@@ -40,6 +40,7 @@ def _copy(root: DataRoot, tmp_path: Path) -> Path:
     return target
 
 
+@pytest.mark.slow
 def test_fresh_run_reproduces_bit_exact(root: DataRoot) -> None:
     for directory in artifact_dirs(root):
         report = replay_artifact(directory)

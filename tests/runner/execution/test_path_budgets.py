@@ -15,6 +15,7 @@ from gero_runner.execution.plan import Activity
 from gero_runner.run import ModelOptions, RunRequest, execute
 
 
+@pytest.mark.slow
 def test_a_path_that_hangs_costs_only_its_own_budget(tmp_path: Path) -> None:
     model = reference_only_hang(tmp_path / "hang.onnx")
     seen: list[Activity] = []
@@ -52,6 +53,7 @@ def test_a_path_that_hangs_costs_only_its_own_budget(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("variants", [["fp16", "int8-dynamic"]])
+@pytest.mark.slow
 def test_ids_and_evidence_do_not_depend_on_the_number_of_workers(tmp_path: Path,
                                                                  variants: list[str]) -> None:
     model = classifier(tmp_path / "clf.onnx")

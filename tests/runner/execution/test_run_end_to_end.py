@@ -55,6 +55,7 @@ def test_small_run_writes_rows_artifacts_and_record(tmp_path: Path) -> None:
         assert (directory / "test_data_set_0" / "input_0.pb").is_file()
 
 
+@pytest.mark.slow
 def test_jobs_1_and_2_give_identical_observation_ids(tmp_path: Path) -> None:
     one = execute(_request(tmp_path / "a", jobs=1))
     two = execute(_request(tmp_path / "b", jobs=2))
@@ -95,6 +96,7 @@ _real_evaluate = evaluate.evaluate_case
 @pytest.mark.parametrize(("fake", "message"), [(_crash_on_relu, "SIGSEGV"),
                                                (_hang_on_relu, "timed out")])
 @pytest.mark.usefixtures("fork_workers")
+@pytest.mark.slow
 def test_crashing_or_hanging_case_becomes_execution_and_run_completes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: object, message: str) -> None:
     # Workers are forked, so they inherit the substituted evaluator.

@@ -45,6 +45,7 @@ def _hang_on_relu(case: CaseInstance, settings: RunSettings) -> CaseResult:
 @pytest.mark.parametrize(("fake", "message"), [(_crash_on_relu, "SIGSEGV"),
                                                (_hang_on_relu, "timed out")])
 @pytest.mark.usefixtures("fork_workers")
+@pytest.mark.slow
 def test_each_case_has_one_outcome_and_queued_cases_survive(
         monkeypatch: pytest.MonkeyPatch, jobs: int, fake: object, message: str) -> None:
     monkeypatch.setattr(evaluate, "evaluate_case", fake)

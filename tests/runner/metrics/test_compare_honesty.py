@@ -98,6 +98,7 @@ edge = st.sampled_from([0.0, 1.0, -2.5, np.nan, np.inf, -np.inf])
 @settings(max_examples=150, deadline=None)
 @given(pairs=st.lists(st.tuples(edge, edge), min_size=1, max_size=12),
        dtype=st.sampled_from(FLOATS))
+@pytest.mark.slow
 def test_property_non_finite_rules_are_symmetric(pairs: list[tuple[float, float]],
                                                 dtype: str) -> None:
     """Swapping the sides gives the same class and the mirrored description."""

@@ -9,6 +9,7 @@ import sys
 from unittest import mock
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,6 +42,7 @@ def scenes(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, int, list[int]]:
 
 @settings(max_examples=150, deadline=None)
 @given(scenes())
+@pytest.mark.slow
 def test_the_matcher_pairs_exactly_the_copies_within_the_radius(
         scene: tuple[np.ndarray, np.ndarray, int, list[int]]) -> None:
     reference, actual, near, _ = scene

@@ -46,6 +46,7 @@ def run(tmp: Path, path: str, **options: Any) -> list[dict[str, Any]]:
     return rows_of(tmp / "d", record.run_id)
 
 
+@pytest.mark.slow
 def test_a_path_as_close_to_exact_as_the_baseline_is_not_blamed(tmp_path: Path) -> None:
     model, feeds = chaotic_mlp(tmp_path)
     rows = run(tmp_path, model, inputs_file=feeds, variants=["int8-dynamic"])

@@ -58,6 +58,7 @@ def test_int8_dynamic_quantises_inside_if_branches(tmp_path: Path, outer: bool) 
     assert var.quantised_nodes(onnx.load_from_string(model).graph) == 0
 
 
+@pytest.mark.slow
 def test_a_static_quantizer_that_quantises_nothing_is_a_build_row(tmp_path: Path) -> None:
     path = branchy(tmp_path)
     feeds = tmp_path / "x.npz"

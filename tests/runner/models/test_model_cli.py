@@ -20,6 +20,7 @@ def _model(tmp: Path) -> str:
                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 3])])
 
 
+@pytest.mark.slow
 def test_input_flags_reach_the_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _model(tmp_path)
     data = tmp_path / "d"

@@ -24,6 +24,7 @@ def silero_vad() -> Path:
     return Path(str(dist.locate_file("silero_vad/data/silero_vad.onnx")))
 
 
+@pytest.mark.slow
 def test_silero_vads_int8_variants_are_int8_and_run_everywhere(tmp_path: Path) -> None:
     # Two chunks as the package's OnnxWrapper feeds them: 64 samples of context and 512 of
     # audio at 16 kHz (a 220 Hz tone in noise, and noise alone), the state it starts from.

@@ -136,6 +136,7 @@ def test_integer_ranges_are_inclusive_and_checked(tmp_path: Path) -> None:
         cases_for_request(request(path, input_ranges=["x=2,1"]))
 
 
+@pytest.mark.slow
 def test_real_arrays_from_an_npz_feed_the_model_and_its_batches(tmp_path: Path) -> None:
     path = unnamed_batch_model(tmp_path)
     rows = np.arange(12, dtype=np.float64).reshape(4, 3) - 5
@@ -194,6 +195,7 @@ def test_spatial_defaults_follow_the_graphs_downsampling(tmp_path: Path) -> None
     assert x["dims"]["x[2]"] == "64 (default: what the graph's downsampling needs)"
 
 
+@pytest.mark.slow
 def test_an_empty_intermediate_and_a_constant_output_are_warned_about(tmp_path: Path) -> None:
     """x[:, 5:] of a 4-wide input is empty, and its sum is a constant 0."""
     starts = numpy_helper.from_array(np.array([5], dtype=np.int64), "starts")

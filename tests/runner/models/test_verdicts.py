@@ -49,6 +49,7 @@ def _static_rows(tmp_path: Path, **options: Any) -> list[dict[str, Any]]:
             if r["check"] == "model:int8-static:vs-model"]
 
 
+@pytest.mark.slow
 def test_int8_static_is_calibrated_on_the_users_inputs(tmp_path: Path) -> None:
     inputs = tmp_path / "x.npz"
     np.savez(inputs, x=_wide_inputs())
@@ -59,6 +60,7 @@ def test_int8_static_is_calibrated_on_the_users_inputs(tmp_path: Path) -> None:
     assert json.loads(rows[0]["details"])["calibration"] == "the --inputs arrays of x.npz"
 
 
+@pytest.mark.slow
 def test_calibration_file_with_a_sample_axis(tmp_path: Path) -> None:
     x = _wide_inputs()
     feeds, calibration = tmp_path / "x.npz", tmp_path / "calib.npz"
@@ -235,6 +237,7 @@ def test_the_fp32_gate_takes_the_noise_floor_into_account() -> None:
     assert not ml.fp32_gate(outside, floor, False).passed
 
 
+@pytest.mark.slow
 def test_findings_and_summary_say_when_a_verdict_rests_on_seeded_inputs(
         tmp_path: Path) -> None:
     """A model whose float64 shadow cannot run (a finding whatever it is fed), fed gero's
@@ -279,6 +282,7 @@ def test_an_output_whose_declared_shape_is_wrong_is_flagged(tmp_path: Path) -> N
                for w in warnings), warnings
 
 
+@pytest.mark.slow
 def test_model_outputs_take_seed_002s_float32_bound(tmp_path: Path) -> None:
     """(x + 2000) − 2000 in float32 rounds x to 1.2e-4: ~2e-5 of the output's scale on every
     path against float64. Seed 002 bounds fp32 models at 1e-4 scaled (ONNX Runtime's own

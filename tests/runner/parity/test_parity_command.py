@@ -75,6 +75,7 @@ def set_initializer(model: onnx.ModelProto, name: str, value: np.ndarray) -> Non
 
 @pytest.mark.parametrize("factory,input_arg", [("make_mlp", "x=2x8"),
                                                ("make_convnet", "x=2x3x16x16")])
+@pytest.mark.slow
 def test_dense_modules_pass_with_evidence(workdir: Path, factory: str, input_arg: str,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     report = workdir / "report.md"
@@ -113,6 +114,7 @@ def test_dense_modules_pass_with_evidence(workdir: Path, factory: str, input_arg
     assert replay.reproduced and replay.counts()["bit_exact"] == 4
 
 
+@pytest.mark.slow
 def test_rotation_error_of_a_perturbed_export_is_the_hand_computed_angle(
         workdir: Path) -> None:
     model = export_model(workdir, "make_pose", "angle=4")
@@ -135,6 +137,7 @@ def test_rotation_error_of_a_perturbed_export_is_the_hand_computed_angle(
         assert row["result"] == "passed" and details(row)["translation_error_max"] == 0.0
 
 
+@pytest.mark.slow
 def test_unperturbed_pose_passes_with_near_zero_angle(workdir: Path) -> None:
     assert parity(workdir, "--module", "parity_modules:make_pose", "--input", "angle=3",
                   "--output-kind", "rotation=rotation",
@@ -143,6 +146,7 @@ def test_unperturbed_pose_passes_with_near_zero_angle(workdir: Path) -> None:
     assert all(details(r)["rotation_error_deg_max"] < 1e-3 for r in rotation)
 
 
+@pytest.mark.slow
 def test_perturbed_keypoints_lower_the_match_ratio(workdir: Path) -> None:
     model = export_model(workdir, "make_keypoints", "feats=1x12x5")
     shift = np.zeros((12, 4), dtype=np.float32)
@@ -164,6 +168,7 @@ def test_perturbed_keypoints_lower_the_match_ratio(workdir: Path) -> None:
     assert all(r["result"] == "passed" and r["atol"] == 1e-2 for r in conf)
 
 
+@pytest.mark.slow
 def test_export_divergence_is_reported(workdir: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     report = workdir / "gate.md"
@@ -177,6 +182,7 @@ def test_export_divergence_is_reported(workdir: Path,
     assert "FAIL (divergence)" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_export_failure_is_an_execution_observation(
         workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert parity(workdir, "--module", "parity_modules:make_unexportable", "--input",
@@ -191,6 +197,7 @@ def test_export_failure_is_an_execution_observation(
     assert has_member(workdir / "data" / row["artifact_path"], "outputs/pytorch/output_0.npy")
 
 
+@pytest.mark.slow
 def test_nan_outputs_are_contract_issues(workdir: Path) -> None:
     assert parity(workdir, "--module", "parity_modules:make_lognet", "--input", "x=2x5") == 1
     rows = stored_rows(workdir)
@@ -198,6 +205,7 @@ def test_nan_outputs_are_contract_issues(workdir: Path) -> None:
     assert all("NaN never passes" in r["reason"] and r["nan_reference"] > 0 for r in rows)
 
 
+@pytest.mark.slow
 def test_output_shape_mismatch_is_a_divergence(workdir: Path) -> None:
     wide = export_model(workdir, "make_wide_mlp", "x=2x8")
     onnx.save(wide, str(workdir / "wide.onnx"))
@@ -208,6 +216,7 @@ def test_output_shape_mismatch_is_a_divergence(workdir: Path) -> None:
     assert all("shape [2, 5] differs from PyTorch [2, 4]" in r["reason"] for r in rows)
 
 
+@pytest.mark.slow
 def test_checkpoint_and_samples(workdir: Path) -> None:
     import importlib
 
@@ -242,6 +251,7 @@ def test_checkpoint_and_samples(workdir: Path) -> None:
     (["--module", "parity_modules:make_mlp", "--input", "x=2x8", "--checkpoint", "nope.pt"],
      "no such file"),
 ])
+@pytest.mark.slow
 def test_bad_input_is_one_line_error(workdir: Path, capsys: pytest.CaptureFixture[str],
                                      args: list[str], message: str) -> None:
     assert parity(workdir, *args) == 2

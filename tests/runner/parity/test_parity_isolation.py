@@ -72,6 +72,7 @@ def _never_ending_loop(path: Path) -> None:
               str(path))
 
 
+@pytest.mark.slow
 def test_onnx_runtime_that_never_ends_is_stopped_by_the_timeout(workdir: Path) -> None:
     _never_ending_loop(workdir / "hang.onnx")
     start = time.monotonic()
@@ -90,6 +91,7 @@ def test_onnx_runtime_that_never_ends_is_stopped_by_the_timeout(workdir: Path) -
     assert "ERROR" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_module_that_crashes_is_an_execution_observation(workdir: Path) -> None:
     done = gero_parity(workdir, "--module", "parity_modules:make_crashing", "--input",
                        "x=2x8", "--max-pairs", "2")
@@ -109,6 +111,7 @@ def test_a_module_that_crashes_is_an_execution_observation(workdir: Path) -> Non
     assert json.loads(summary.stdout)["run"]["counts"]["execution"] == 2
 
 
+@pytest.mark.slow
 def test_a_factory_that_never_returns_is_bounded(workdir: Path) -> None:
     done = gero_parity(workdir, "--module", "parity_modules:make_hanging_factory", "--input",
                        "x=2x8", "--timeout", "2")

@@ -44,6 +44,7 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     other.join()
 
 
+@pytest.mark.slow
 def test_value_error_timeout_and_cancel(mode: str) -> None:
     assert call_isolated(_sleep, 0.0, timeout_s=60) != os.getpid()
     with pytest.raises(IsolatedFailure, match="ValueError: bad case"):
@@ -62,6 +63,7 @@ def _isolated_call_answers(conn: Any) -> None:
 
 @pytest.mark.filterwarnings(FORKING)
 @pytest.mark.forks
+@pytest.mark.slow
 def test_a_forked_child_of_a_caller_with_a_fork_server_starts_its_own() -> None:
     # This process's fork server is running; a child forked from it cannot use it (Python
     # answers ChildProcessError) and must not keep it alive.

@@ -80,6 +80,7 @@ def test_sightings_name_observations_by_key_and_each_is_stored_once(
                                                      "d.1", "e.1"))
 
 
+@pytest.mark.slow
 def test_compaction_leaves_every_answer_identical(tmp_path: Path, no_auto: None) -> None:
     _history(tmp_path)
     make_artifacts(tmp_path, ["a.2"])

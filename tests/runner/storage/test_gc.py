@@ -38,6 +38,7 @@ def _orphans(root: Path) -> list[Path]:
     return made
 
 
+@pytest.mark.slow
 def test_gc_is_a_dry_run_that_lists_only_unreferenced_evidence(
         root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     kept = sorted(p for p in (root / "artifacts").glob("*/*"))
@@ -54,6 +55,7 @@ def test_gc_is_a_dry_run_that_lists_only_unreferenced_evidence(
     assert kept  # the run's own evidence is referenced and stays
 
 
+@pytest.mark.slow
 def test_gc_removes_nothing_while_a_run_is_running(root: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     orphans = _orphans(root)
@@ -101,6 +103,7 @@ def test_retention_dry_run_lists_old_runs_and_bytes_and_changes_nothing(
     assert _files(tmp_path) == before
 
 
+@pytest.mark.slow
 def test_retention_keeps_every_artifact_and_row_of_kept_observations(tmp_path: Path) -> None:
     _history(tmp_path)
     kept = {r: run_rows(tmp_path, r) for r in NIGHTS[1:]}
@@ -138,6 +141,7 @@ def test_older_than_counts_from_each_run_start(tmp_path: Path) -> None:
         gc.Retention(keep_runs=0)
 
 
+@pytest.mark.slow
 def test_findings_kept_for_runs_that_are_gone_are_garbage(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _history(tmp_path)

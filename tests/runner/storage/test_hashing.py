@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -44,6 +45,7 @@ def test_npy_bytes_are_numpy_s_and_read_back(x: np.ndarray) -> None:
 
 
 @given(values=st.dictionaries(st.sampled_from(IDENTITY_COLUMNS), cells, min_size=1))
+@pytest.mark.slow
 def test_a_row_hash_ignores_order_and_container(values: dict[str, object]) -> None:
     columns = list(IDENTITY_COLUMNS)
     reordered = dict(reversed(list(values.items())))

@@ -79,6 +79,7 @@ HOSTILE: dict[str, tuple[str, Callable[[Path], object], str]] = {
 
 
 @pytest.mark.parametrize("name", list(HOSTILE))
+@pytest.mark.slow
 def test_every_command_names_the_file_it_skipped(name: str, base: Path, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "data"
@@ -125,6 +126,7 @@ def test_a_run_whose_observations_are_all_gone_is_an_error_not_a_clean_run(
         reader.open_run(root, OLD)
 
 
+@pytest.mark.slow
 def test_observations_stored_twice_are_read_once(base: Path, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "data"

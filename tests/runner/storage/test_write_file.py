@@ -59,6 +59,7 @@ def test_a_name_over_255_bytes_is_one_sentence(tmp_path: Path) -> None:
         atomic_write_bytes(tmp_path / ("x" * 300), b"")
 
 
+@pytest.mark.slow
 def test_run_files_and_evidence_follow_the_umask(tmp_path: Path, umask_022: object) -> None:
     assert main(["run", "--data-dir", str(tmp_path), "--ops", "Exp", "--dtypes", "float32",
                  "--repeats", "1", "--jobs", "1", "--no-contracts"]) == 0

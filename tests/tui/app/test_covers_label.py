@@ -3,6 +3,7 @@ short forms or a count when not, "all 4 levels" for ONNX Runtime's four levels."
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
@@ -23,6 +24,7 @@ def _value(pairs: list[tuple[str, str]]) -> str:
 
 @given(pairs=groups, width=st.integers(1, 60),
        column=st.sampled_from(["optimization", "dtype", "case"]))
+@pytest.mark.slow
 def test_the_cell_names_what_fits_else_counts(pairs: list[tuple[str, str]], width: int,
                                               column: str) -> None:
     text = covers_label(_value(pairs), width, column)

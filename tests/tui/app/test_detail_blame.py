@@ -28,6 +28,7 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @sync
+@pytest.mark.slow
 async def test_b_blames_stores_and_shows_again(real_run: Path) -> None:
     source = open_source(real_run)
     oid, rel = source.query("SELECT observation_id, artifact_path FROM obs WHERE "

@@ -75,6 +75,7 @@ def _read(fmt: str, path: Path) -> list[str]:
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet", "json", "md"])
 @sync
+@pytest.mark.slow
 async def test_select_two_rows_and_export(tmp_path: Path, fmt: str) -> None:
     async with _opened(tmp_path) as (app, pilot, _):
         screen = app.screen
@@ -98,6 +99,7 @@ async def test_select_two_rows_and_export(tmp_path: Path, fmt: str) -> None:
 
 
 @sync
+@pytest.mark.slow
 async def test_export_without_selection_writes_every_matching_row(tmp_path: Path) -> None:
     async with _opened(tmp_path, (80, 24), key="e") as (app, pilot, ids):
         out = tmp_path / "all.json"
@@ -107,6 +109,7 @@ async def test_export_without_selection_writes_every_matching_row(tmp_path: Path
 
 
 @sync
+@pytest.mark.slow
 async def test_export_bundle_of_current_evaluation(tmp_path: Path) -> None:
     async with _opened(tmp_path, (80, 24), key="b", detail="divergence") as (app, pilot, _):
         dialog = app.screen
@@ -120,6 +123,7 @@ async def test_export_bundle_of_current_evaluation(tmp_path: Path) -> None:
 
 
 @sync
+@pytest.mark.slow
 async def test_export_to_a_directory_is_a_clear_error(tmp_path: Path) -> None:
     async with _opened(tmp_path, (80, 24), key="e", detail="passed") as (app, pilot, _):
         await _export(pilot, "csv", tmp_path)
@@ -128,6 +132,7 @@ async def test_export_to_a_directory_is_a_clear_error(tmp_path: Path) -> None:
 
 
 @sync
+@pytest.mark.slow
 async def test_enter_on_the_format_chooses_it_and_enter_on_the_path_writes(
         tmp_path: Path) -> None:
     """Enter on the format radio wrote at once, in the format shown first (CSV)."""
@@ -153,6 +158,7 @@ async def test_enter_on_the_format_chooses_it_and_enter_on_the_path_writes(
 
 
 @sync
+@pytest.mark.slow
 async def test_a_second_export_to_the_same_file_asks_first(tmp_path: Path) -> None:
     async with _opened(tmp_path, key="e") as (app, pilot, _):
         out = tmp_path / "rows.json"
@@ -166,6 +172,7 @@ async def test_a_second_export_to_the_same_file_asks_first(tmp_path: Path) -> No
 
 
 @sync
+@pytest.mark.slow
 async def test_a_failed_export_says_so_briefly(tmp_path: Path) -> None:
     async with _opened(tmp_path, key="e") as (app, pilot, _):
         blocker = tmp_path / "file"
@@ -178,6 +185,7 @@ async def test_a_failed_export_says_so_briefly(tmp_path: Path) -> None:
 
 
 @sync
+@pytest.mark.slow
 async def test_rows_are_exported_in_the_table_order(tmp_path: Path) -> None:
     async with _opened(tmp_path) as (app, pilot, _):
         screen = app.screen

@@ -72,6 +72,7 @@ def test_an_input_element_pairs_with_the_output_element_by_broadcasting() -> Non
 
 
 @sync
+@pytest.mark.slow
 async def test_the_inputs_tab_shows_every_input_at_the_worst_element(tmp_path: Path) -> None:
     oid = _build(tmp_path, fed="X float16 [2,5,8]: uniform in [-3, 3] (--input-range)")
     app = Harness(tmp_path, "detail", oid)
@@ -109,6 +110,7 @@ async def test_the_inputs_tab_shows_every_input_at_the_worst_element(tmp_path: P
 
 
 @sync
+@pytest.mark.slow
 async def test_a_case_without_recorded_inputs_says_so(tmp_path: Path) -> None:
     from detail_data import build
 
@@ -124,6 +126,7 @@ async def test_a_case_without_recorded_inputs_says_so(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.slow
 def test_inputs_view_snapshot(snap_compare, tmp_path: Path,  # type: ignore[no-untyped-def]
                               size: tuple[int, int]) -> None:
     """The mask input at the worst element (`n o`)."""

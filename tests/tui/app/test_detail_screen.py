@@ -74,6 +74,7 @@ async def test_detail_fields_histogram_and_worst(data: tuple[Path, dict[str, str
 
 
 @sync
+@pytest.mark.slow
 async def test_slices_and_jump_to_worst(data: tuple[Path, dict[str, str]]) -> None:
     root, ids = data
     app = Harness(root, "detail", ids["divergence"])
@@ -155,6 +156,7 @@ async def test_execution_row_explains_missing_evidence(
 
 
 @sync
+@pytest.mark.slow
 async def test_replay_shows_verdict_in_place(real_run: Path) -> None:
     from gero.query.source import open_source
 
@@ -213,6 +215,7 @@ async def test_copy_case_id_and_replay_command(data: tuple[Path, dict[str, str]]
 
 
 @sync
+@pytest.mark.slow
 async def test_per_operation_histogram(data: tuple[Path, dict[str, str]]) -> None:
     root, ids = data
     app = Harness(root, "detail", ids["divergence"])

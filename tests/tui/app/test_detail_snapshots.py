@@ -31,6 +31,7 @@ def fixture_root(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize("view", list(VIEWS))
+@pytest.mark.slow
 def test_detail_view_snapshot(snap_compare, fixture_root: tuple[Path, dict[str, str]],  # type: ignore[no-untyped-def]
                               view: str, size: tuple[int, int]) -> None:
     root, ids = fixture_root

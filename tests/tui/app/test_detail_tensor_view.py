@@ -51,6 +51,7 @@ async def test_unusual_tensors_render(shape: tuple[int, ...], dtype: type[np.gen
     ((80, 24), 7, False),  # stacked, 3 rows a pane: as it is, as many columns as fit
 ])
 @sync
+@pytest.mark.slow
 async def test_plane_orientation_and_columns_follow_the_room(
         size: tuple[int, int], shown_cols: int, transposed: bool) -> None:
     rng = np.random.default_rng(0)

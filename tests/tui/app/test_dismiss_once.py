@@ -31,6 +31,7 @@ from gero_tui.app.screens.value_picker import ValuePickerScreen
 from gero_tui.app.screens.whatif_dialog import WhatIfDialog
 
 
+@pytest.mark.slow
 async def test_enter_enter_in_the_run_picker_opens_the_run_once(data_root: Path) -> None:
     """Both enters reach the picker's table before the first dismisses it: the second
     popped the overview (a blank screen), then raised ScreenStackError."""
@@ -52,6 +53,7 @@ async def test_enter_enter_in_the_run_picker_opens_the_run_once(data_root: Path)
     assert app.return_code in (0, None)
 
 
+@pytest.mark.slow
 async def test_enter_enter_on_the_overview_opens_one_table(data_root: Path) -> None:
     """The second enter reached the overview's bars after the first pushed the table, and
     set a filter on the table before it was composed (NoMatches)."""
@@ -67,6 +69,7 @@ async def test_enter_enter_on_the_overview_opens_one_table(data_root: Path) -> N
     assert app.return_code in (0, None)
 
 
+@pytest.mark.slow
 async def test_enter_enter_on_the_findings_opens_one_table(data_root: Path) -> None:
     app = GeroApp(data_root, screen="findings")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -102,6 +105,7 @@ def _dialogs(app: GeroApp) -> list[tuple[Screen[Any], Callable[[Any], None]]]:
     ]
 
 
+@pytest.mark.slow
 async def test_every_dismissing_screen_ignores_a_second_dismiss(data_root: Path) -> None:
     """Two dismissing events in one go (as two queued keys are): the screen below stays."""
     app = GeroApp(data_root)
@@ -121,6 +125,7 @@ async def test_every_dismissing_screen_ignores_a_second_dismiss(data_root: Path)
     assert app.return_code in (0, None)
 
 
+@pytest.mark.slow
 async def test_escape_twice_in_the_detail_view_goes_back_once(data_root: Path) -> None:
     app = GeroApp(data_root, screen="evaluations")
     async with app.run_test(size=(120, 40)) as pilot:

@@ -43,6 +43,7 @@ async def open_table(pilot: Any) -> EvaluationsScreen:
 
 @pytest.mark.parametrize(("key", "result"), [
     ("1", "passed"), ("2", "divergence"), ("3", "contract_issue"), ("4", "execution")])
+@pytest.mark.slow
 async def test_class_keys_toggle(data_root: Path, observations: Path, key: str, result: str
                                  ) -> None:
     app = GeroApp(data_root, screen="evaluations")
@@ -71,6 +72,7 @@ async def test_two_classes_and_clear(data_root: Path, observations: Path) -> Non
         assert shown(app) == expected(observations)
 
 
+@pytest.mark.slow
 async def test_free_text_filter(data_root: Path, observations: Path) -> None:
     app = GeroApp(data_root, screen="evaluations")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -87,6 +89,7 @@ async def test_free_text_filter(data_root: Path, observations: Path) -> None:
 @pytest.mark.parametrize(("key", "column", "value"), [
     ("o", "op_type", "Erf"), ("t", "dtype", "float16"), ("z", "optimization", "basic"),
     ("u", "suite", "onnx-backend"), ("c", "check", "analytic"), ("w", "blamed", "reference")])
+@pytest.mark.slow
 async def test_value_filters(data_root: Path, observations: Path, key: str, column: str,
                              value: str) -> None:
     app = GeroApp(data_root, screen="evaluations")
@@ -125,6 +128,7 @@ async def test_value_filters(data_root: Path, observations: Path, key: str, colu
 
 
 @pytest.mark.parametrize("column", ["max_abs_error", "case", "result"])
+@pytest.mark.slow
 async def test_sort_picker_and_reverse(data_root: Path, observations: Path, column: str
                                        ) -> None:
     # A failed path's NaN error sorts last either way, like a missing one; ties in run order.
@@ -156,6 +160,7 @@ async def test_sort_picker_and_reverse(data_root: Path, observations: Path, colu
             observations, order=f"ORDER BY {sql} {r} NULLS LAST, file_row_number")
 
 
+@pytest.mark.slow
 async def test_selection_space_and_all(data_root: Path, observations: Path) -> None:
     app = GeroApp(data_root, screen="evaluations")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -202,6 +207,7 @@ async def test_part_two_hooks_post_messages(data_root: Path,
         assert seen == [("open", second, rn), ("replay", second, rn)]
 
 
+@pytest.mark.slow
 async def test_escape_goes_back_and_q_quits(data_root: Path) -> None:
     app = GeroApp(data_root, screen="evaluations")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -228,6 +234,7 @@ async def test_run_id_prefix_and_picker(data_root: Path) -> None:
 
 
 @pytest.mark.parametrize("typed", ["erf", "e/r"])
+@pytest.mark.slow
 async def test_keys_in_one_burst_with_slash_reach_the_text_box(data_root: Path, typed: str
                                                                ) -> None:
     # A paste or SSH batching: every key is queued before the first is handled. `e` and `r`

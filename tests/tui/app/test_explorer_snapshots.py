@@ -14,11 +14,13 @@ SIZES = [(80, 24), (120, 40)]
 
 
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+@pytest.mark.slow
 def test_overview_snapshot(snap_compare: Any, data_root: Path, size: tuple[int, int]) -> None:
     assert snap_compare(GeroApp(data_root), terminal_size=size, run_before=settle)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=["80x24", "120x40"])
+@pytest.mark.slow
 def test_filtered_table_snapshot(snap_compare: Any, data_root: Path, size: tuple[int, int]
                                  ) -> None:
     async def filtered(pilot: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from conftest import RUN_ID, settle
 
 from gero_tui.app.app import GeroApp
@@ -66,6 +67,7 @@ async def test_escape_from_the_table_opened_first_shows_the_overview(data_root: 
         assert isinstance(app.screen, OverviewScreen)
 
 
+@pytest.mark.slow
 async def test_switching_runs_reaches_every_open_screen(data_root: Path) -> None:
     """The screens watch the app's reactive source: a run switch refreshes the table and the
     overview under it (before, the app called the screens it knew of by type)."""
@@ -93,6 +95,7 @@ async def test_switching_runs_reaches_every_open_screen(data_root: Path) -> None
         assert OLD_RUN_ID in str(overview.query_one("#title").render())
 
 
+@pytest.mark.slow
 async def test_findings_computed_ahead_are_the_ones_the_screens_show(data_root: Path) -> None:
     from gero.query.finding_status import report_for
     from gero_tui.app.screens.findings import FindingsScreen

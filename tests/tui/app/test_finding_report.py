@@ -32,6 +32,7 @@ def _cli_markdown(root: Path) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 async def test_e_writes_the_findings_report_and_bundle(run_with_findings: Path,
                                                         tmp_path: Path) -> None:
     app = GeroApp(run_with_findings, screen="findings")

@@ -33,6 +33,7 @@ def test_findings_snapshot(snap_compare: Any, data_root: Path, size: tuple[int, 
                         run_before=_settled_and_repainted)
 
 
+@pytest.mark.slow
 async def test_f_opens_findings_and_enter_shows_its_observations(data_root: Path) -> None:
     app = GeroApp(data_root)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -59,6 +60,7 @@ async def test_f_opens_findings_and_enter_shows_its_observations(data_root: Path
         assert app.screen is screen
 
 
+@pytest.mark.slow
 async def test_n_groups_the_overview_bars_by_finding(data_root: Path) -> None:
     from gero_tui.app.widgets.operation_bars import OperationBars
 

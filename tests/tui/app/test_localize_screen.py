@@ -39,6 +39,7 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @sync
+@pytest.mark.slow
 async def test_l_in_the_detail_view_localizes_and_enter_opens_the_origin(
         real_run: Path) -> None:
     source = open_source(real_run)

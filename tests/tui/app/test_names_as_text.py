@@ -52,6 +52,7 @@ def _lines(widget: Widget, count: int) -> str:
     return "\n".join("".join(s.text for s in widget.render_line(y)) for y in range(count))
 
 
+@pytest.mark.slow
 async def test_hostile_names_are_shown_literally_everywhere(hostile_root: Path) -> None:
     app = GeroApp(hostile_root)
     async with app.run_test(size=(220, 50)) as pilot:

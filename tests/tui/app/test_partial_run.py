@@ -29,6 +29,7 @@ def partial_root(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 async def test_counts_of_a_partly_readable_run_say_so(partial_root: Path) -> None:
     app = GeroApp(partial_root)
     async with app.run_test(size=(120, 40)) as pilot:

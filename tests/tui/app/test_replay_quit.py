@@ -68,6 +68,7 @@ def _replaying() -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+@pytest.mark.slow
 async def test_replay_then_quit_kills_the_replay_and_exits(hanging_root: Path) -> None:
     app = GeroApp(hanging_root, screen="evaluations")
     async with app.run_test(size=(120, 40)) as pilot:

@@ -32,6 +32,7 @@ def running_root(data_root: Path, tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 async def test_a_running_run_says_so_and_the_picker_shows_status_runtimes_command(
         running_root: Path) -> None:
     lock = RunLock(running_root / "runs" / RUN_ID)  # as the run's own process holds it
@@ -60,6 +61,7 @@ async def test_a_running_run_says_so_and_the_picker_shows_status_runtimes_comman
         assert "interrupted" in app.title_line() and "RUNNING" not in app.title_line()
 
 
+@pytest.mark.slow
 async def test_d_in_the_run_picker_diffs_that_run_with_the_open_one(data_root: Path) -> None:
     app = GeroApp(data_root)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -81,6 +83,7 @@ async def test_d_in_the_run_picker_diffs_that_run_with_the_open_one(data_root: P
         assert app.screen is not diff
 
 
+@pytest.mark.slow
 async def test_the_findings_baseline_can_be_chosen(data_root: Path, tmp_path: Path) -> None:
     root = tmp_path / "root"
     shutil.copytree(data_root, root)

@@ -45,6 +45,7 @@ def _finding(root: Path, outlier: str) -> str:
                 if f.outlier.startswith(outlier) and f.result == "divergence")
 
 
+@pytest.mark.slow
 def test_the_same_error_on_the_same_cases_is_said_once_for_each(two_runtimes: Path) -> None:
     source = open_source(two_runtimes)
     ort, ov = _finding(two_runtimes, "onnxruntime"), _finding(two_runtimes, "openvino")
@@ -55,6 +56,7 @@ def test_the_same_error_on_the_same_cases_is_said_once_for_each(two_runtimes: Pa
     assert [a.finding_id for a in agreeing(source, ov)] == [ort]
 
 
+@pytest.mark.slow
 async def test_the_findings_screen_says_so_and_d_diffs_the_runtimes(two_runtimes: Path) -> None:
     ort = _finding(two_runtimes, "onnxruntime")
     app = GeroApp(two_runtimes, screen="findings")

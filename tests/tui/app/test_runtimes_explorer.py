@@ -26,6 +26,7 @@ def two_runtimes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 async def test_bars_per_operation_and_runtime_open_their_rows(two_runtimes: Path) -> None:
     app = GeroApp(two_runtimes)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -46,6 +47,7 @@ async def test_bars_per_operation_and_runtime_open_their_rows(two_runtimes: Path
         assert not any(c in ("all", "disable_all") for c in cells)
 
 
+@pytest.mark.slow
 async def test_b_key_filters_by_runtime(two_runtimes: Path) -> None:
     app = GeroApp(two_runtimes, screen="evaluations")
     async with app.run_test(size=(120, 40)) as pilot:

@@ -29,6 +29,7 @@ def _corrupt_data_pages(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+@pytest.mark.slow
 async def test_long_paste_in_the_find_box_does_not_crash(data_root: Path) -> None:
     app = GeroApp(data_root)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -48,6 +49,7 @@ async def test_long_paste_in_the_find_box_does_not_crash(data_root: Path) -> Non
     assert app.return_code in (0, None)
 
 
+@pytest.mark.slow
 async def test_a_failed_query_is_shown_and_the_next_key_works(
         data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A query that fails (the opener skips files it cannot decode; a page can still fail

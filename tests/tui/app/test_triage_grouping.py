@@ -24,6 +24,7 @@ def rows(screen: EvaluationsScreen) -> list[dict[str, object]]:
     return out
 
 
+@pytest.mark.slow
 async def test_levels_then_dtypes_then_findings_then_none(data_root: Path,
                                                           observations: Path) -> None:
     app = GeroApp(data_root, screen="evaluations")
@@ -73,6 +74,7 @@ async def test_levels_then_dtypes_then_findings_then_none(data_root: Path,
         assert screen.matching_count == 4
 
 
+@pytest.mark.slow
 async def test_the_grouping_survives_the_overview_and_back(data_root: Path) -> None:
     app = GeroApp(data_root, screen="evaluations")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -88,6 +90,7 @@ async def test_the_grouping_survives_the_overview_and_back(data_root: Path) -> N
         assert screen.grouping == "levels" and screen.matching_count == 32
 
 
+@pytest.mark.slow
 async def test_frequency_of_the_column_under_the_cursor_and_enter_filters(
         data_root: Path, observations: Path) -> None:
     from gero_tui.app.screens.frequency import FrequencyScreen
@@ -122,6 +125,7 @@ async def test_frequency_of_the_column_under_the_cursor_and_enter_filters(
         assert len(screen.table_filter.cases) == 1
 
 
+@pytest.mark.slow
 async def test_grouping_rows_no_filter_matches_is_empty_not_an_error(data_root: Path) -> None:
     from gero_tui.app.widgets.filter_bar import FilterBar
 
@@ -135,6 +139,7 @@ async def test_grouping_rows_no_filter_matches_is_empty_not_an_error(data_root: 
         assert screen.query_one(FilterBar).problem == ""
 
 
+@pytest.mark.slow
 async def test_space_on_a_grouped_row_selects_its_group_and_export_writes_it(
         data_root: Path, observations: Path, tmp_path: Path) -> None:
     import csv
@@ -193,6 +198,7 @@ async def test_space_on_a_grouped_row_selects_its_group_and_export_writes_it(
         assert screen.selection.is_empty and screen.selected_count == 0
 
 
+@pytest.mark.slow
 async def test_a_group_selected_under_a_filter_holds_only_the_rows_it_matched(
         data_root: Path) -> None:
     app = GeroApp(data_root, screen="evaluations")
@@ -208,6 +214,7 @@ async def test_a_group_selected_under_a_filter_holds_only_the_rows_it_matched(
         assert screen.selected_count == 2
 
 
+@pytest.mark.slow
 async def test_grouping_again_under_the_same_filter_reuses_its_table(
         data_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gero.query.table import TableQuery

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import settle
 from test_evaluations_keys import expected, open_table, shown
 
@@ -11,6 +12,7 @@ from gero_tui.app.app import GeroApp
 from gero_tui.app.screens.evaluations import EvaluationsScreen
 
 
+@pytest.mark.slow
 async def test_keys_typed_before_the_picker_has_its_values_go_to_the_picker(
         data_root: Path, observations: Path) -> None:
     app = GeroApp(data_root, screen="evaluations")
@@ -24,6 +26,7 @@ async def test_keys_typed_before_the_picker_has_its_values_go_to_the_picker(
         assert shown(app) == expected(observations, "dtype = 'float16'")
 
 
+@pytest.mark.slow
 async def test_slash_on_the_overview_opens_the_find_box_and_takes_the_keys(
         data_root: Path, observations: Path) -> None:
     app = GeroApp(data_root)
@@ -38,6 +41,7 @@ async def test_slash_on_the_overview_opens_the_find_box_and_takes_the_keys(
         assert shown(app) == expected(observations, "contains(lower(reason), 'not_impl')")
 
 
+@pytest.mark.slow
 async def test_escape_in_the_find_box_stays_on_the_table(data_root: Path) -> None:
     app = GeroApp(data_root, screen="evaluations")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -49,6 +53,7 @@ async def test_escape_in_the_find_box_stays_on_the_table(data_root: Path) -> Non
         assert screen.table_filter.text == "erf"
 
 
+@pytest.mark.slow
 async def test_the_sort_survives_the_overview_and_back(data_root: Path) -> None:
     app = GeroApp(data_root, screen="evaluations")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -70,6 +75,7 @@ async def test_the_sort_survives_the_overview_and_back(data_root: Path) -> None:
         assert table.sort.column == "max_abs_error" and table.sort.descending
 
 
+@pytest.mark.slow
 async def test_a_new_filter_drops_the_selection_and_says_so(data_root: Path) -> None:
     app = GeroApp(data_root, screen="evaluations")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -99,6 +105,7 @@ async def test_the_why_line_shows_the_full_reason_under_the_cursor(data_root: Pa
 
 
 
+@pytest.mark.slow
 async def test_at_80_columns_the_key_bar_keeps_the_app_keys_and_one_key_means_one_thing(
         data_root: Path) -> None:
     """Findings is `i` everywhere, help `?`, quit `q`; `F` on the table is the frequency view

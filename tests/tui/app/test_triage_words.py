@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import duckdb
+import pytest
 from conftest import settle
 from test_evaluations_keys import open_table
 
@@ -15,6 +16,7 @@ from gero_tui.app.screens.value_picker import ValuePickerScreen
 from gero_tui.app.widgets.tensor_view import window_text
 
 
+@pytest.mark.slow
 async def test_picker_counts_respect_the_other_filters_and_type_ahead_jumps(
         data_root: Path, observations: Path) -> None:
     app = GeroApp(data_root, screen="evaluations")

@@ -24,6 +24,7 @@ def _text(app: GeroApp) -> str:
     return static_text(app, "#whatif-result")
 
 
+@pytest.mark.slow
 async def test_typing_tolerances_regrades_live(real_run: Path) -> None:
     app = GeroApp(real_run, screen="findings")
     async with app.run_test(size=(120, 40)) as pilot:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import fixture_rows, settle
 from textual.widgets import Static
 
@@ -62,6 +63,7 @@ async def test_space_selects_without_moving(data_root: Path) -> None:
         assert screen.selected_count == 2  # Space Down Space: two neighbouring rows
 
 
+@pytest.mark.slow
 async def test_blame_on_a_row_that_is_not_ort_says_what_blame_is_for(data_root: Path) -> None:
     app = GeroApp(data_root, screen="evaluations")
     async with app.run_test(size=(120, 40)) as pilot:

@@ -640,6 +640,12 @@ class EvaluationsScreen(Screen[None]):
         if self.focused is box:  # (has_focus waits for the Focus event)
             box.display = bool(box.value)
             self.set_focus(self.table)  # now: the next key is a table key
+        elif box.value or self.table_filter.text:
+            # `/ text enter`, then escape: the find goes, the table stays (it left for the
+            # overview); the next escape goes back.
+            box.value = ""
+            box.display = False
+            self.table_filter = replace(self.table_filter, text="")
         elif len(self.app.screen_stack) > 2:
             self.app.pop_screen()
         else:

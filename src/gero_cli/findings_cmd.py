@@ -86,7 +86,8 @@ def main(args: argparse.Namespace) -> int:
         return code
     data_flag = "" if args.data_dir is None else f" --data-dir {for_shell(root)}"
     lines = (markdown(report, Path(root), data_flag) if args.format == "md"
-             else text(report))
+             else text(report, lambda f: run.replay_command(f.representative.observation_id,
+                                                            f.representative.artifact_path)))
     if whatif is not None:
         extra = whatif_text(whatif, report.findings)
         lines += ["", *([for_markdown(line) for line in extra] if args.format == "md" else extra)]

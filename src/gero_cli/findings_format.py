@@ -3,21 +3,29 @@ its names escaped for where it goes (a terminal, Markdown)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from pathlib import Path
 
-from gero.query.finding_report import finding_section, status_line
+from gero.query.finding_report import finding_section, number, status_line
 from gero.query.findings import Finding, FindingsReport
 from gero.query.whatif import WhatIf
 from gero_runner.escape import for_markdown, for_terminal
 
+REASON_CHARS = 110
+"""Characters of the representative's reason a text line quotes (the JSON has it whole)."""
 
-def text(report: FindingsReport) -> list[str]:
+
+def text(report: FindingsReport, replay: Callable[[Finding], str]) -> list[str]:
+    """A line per finding, then its worst observation's figure and the command that
+    replays it (``replay``: the finding's replay command)."""
     lines = [status_line(report), ""]
     header = f"{'id':<13}{'class':<15}{'obs':>6}{'cases':>6}  {'status':<7}title"
     lines += [header, "-" * len(header)]
     for f in report.findings:
         lines.append(f"{f.finding_id:<13}{f.result:<15}{f.observations:>6}{f.cases:>6}  "
                      f"{f.status or '-':<7}{f.title}")
+        lines += [f"{'':<13}worst   {worst_figure(f)}", f"{'':<13}replay  {replay(f)}"]
     for label, items in (("gone (their cases ran again and no longer show them)", report.gone),
                          ("unresolved (absent here, but not every case that showed them ran "
                           "again: not assessed)", report.unresolved)):
@@ -25,6 +33,20 @@ def text(report: FindingsReport) -> list[str]:
             lines += ["", f"{label}:"]
             lines += [f"  {f.finding_id:<13}{f.observations:>6} obs  {f.title}" for f in items]
     return [for_terminal(line) for line in lines]
+
+
+def worst_figure(f: Finding) -> str:
+    """The representative in one line: its max |a−r|, its path and check, and the sentence
+    that says what its gate measured (the figure a model gate or a contract decides on)."""
+    r = f.representative
+    reason = " ".join(r.reason.split())
+    if len(reason) > REASON_CHARS:
+        reason = reason[:REASON_CHARS - 1] + "…"
+    path = f"{r.backend} {r.optimization}" if r.optimization != "-" else r.backend
+    error = r.max_abs_error
+    measured = (f"max |a−r| {number(error)} " if error is not None and math.isfinite(error)
+                else "")  # nothing compared (a path failed): no figure
+    return f"{measured}on {path} against {r.reference} ({r.check}, {r.dtype}): {reason}"
 
 
 def markdown(report: FindingsReport, root: Path, data_flag: str) -> list[str]:

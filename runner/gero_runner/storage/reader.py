@@ -62,6 +62,16 @@ def quoted_list(paths: list[Path] | tuple[Path, ...]) -> str:
     return "[" + ", ".join(quote_path(p) for p in paths) + "]"
 
 
+class RunGone(StoreError):
+    """The open run was removed from its data root underneath its reader (``gero gc
+    --apply``, or by hand): there is nothing of it left to read."""
+
+    def __init__(self, data_root: Path, run_id: str) -> None:
+        super().__init__(f"run {run_id} is gone: it was removed from {data_root} while it was "
+                         "open (gero gc --apply, or by hand)")
+        self.run_id = run_id
+
+
 @dataclass
 class OpenRun:
     """An open DuckDB database with an ``obs`` view over one run's observations."""
@@ -86,6 +96,9 @@ class OpenRun:
     ``observation_id`` (runs of a gero before keys, observations stored without one)."""
     extra_views: Callable[[OpenRun], None] | None = field(default=None, repr=False)
     """Makes the caller's own views over ``obs`` again (the explorer's) after a reopen."""
+    on_gone: Callable[[RunGone], None] | None = field(default=None, repr=False)
+    """Told (from whichever thread asked for a cursor) when the run itself was removed
+    underneath, before ``RunGone`` is raised: the explorer then leaves the run."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
@@ -101,6 +114,11 @@ class OpenRun:
         paths = [*self.files, *([self.sightings] if self.sightings is not None else [])]
         if all(p.exists() for p in paths):
             return
+        if self.run_id not in run_ids(Path(self.data_root)):
+            gone = RunGone(Path(self.data_root), self.run_id)
+            if self.on_gone is not None:
+                self.on_gone(gone)
+            raise gone
         fresh = open_run(self.data_root, self.run_id, self.connection)
         for name in ("problems", "files", "sightings", "direct", "duplicates", "keyed",
                      "sighted_by"):

@@ -20,6 +20,7 @@ from textual import work
 from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widget import AwaitMount
 from textual.worker import Worker
@@ -29,6 +30,7 @@ from gero.query.table import Page, TableFilter, TableSort
 from gero_runner.errors import GeroError, StoreError
 from gero_runner.escape import for_terminal
 from gero_runner.storage.layout import run_ids
+from gero_runner.storage.reader import RunGone
 from gero_runner.storage.runs import RunInfo, list_runs, read_info, resolve_run
 from gero_tui.app.base import ExplorerApp
 from gero_tui.app.prefetch import Opened, Prefetch
@@ -98,6 +100,13 @@ class GeroApp(ExplorerApp):
             self.error = error
             super().__init__()
 
+    class RunWentAway(Message):
+        """The open run was removed underneath (posted from any thread)."""
+
+        def __init__(self, gone: RunGone) -> None:
+            self.gone = gone
+            super().__init__()
+
     def __init__(self, data_root: Path, run: str | None = None, screen: str = "overview",
                  prefetch: Prefetch | None = None) -> None:
         super().__init__()
@@ -121,6 +130,9 @@ class GeroApp(ExplorerApp):
         self._figures_shown = False
         self.crash_line: str | None = None
         """The one line printed when an unexpected exception ended the app."""
+        self._gone: dict[str, str] = {}
+        """Runs removed underneath while open, whose leaving is done (run_gone), and the
+        sentence that said so."""
 
     # -- run and source ----------------------------------------------------------------
 
@@ -241,6 +253,7 @@ class GeroApp(ExplorerApp):
 
     def on_gero_app_source_opened(self, message: SourceOpened) -> None:
         old = self.source
+        message.source.on_gone = self._post_gone
         self.run_id = message.source.run_id
         self._info = read_info(self.data_root, self.run_id)
         for problem in message.source.problems:
@@ -251,6 +264,63 @@ class GeroApp(ExplorerApp):
 
     def on_gero_app_source_failed(self, message: SourceFailed) -> None:
         self.notify(message.error, title="Cannot open the run", severity="error", timeout=15)
+
+    def _post_gone(self, gone: RunGone) -> None:
+        # Thread-safe: a query in a worker may be the one that finds the run gone.
+        self.post_message(self.RunWentAway(gone))
+
+    def on_gero_app_run_went_away(self, message: RunWentAway) -> None:
+        self.run_gone(message.gone)
+
+    def run_gone(self, gone: RunGone) -> None:
+        """The open run was removed underneath (``gero gc --apply``): one line says so, the
+        screens of that run close, and the newest run left opens with the run picker over it
+        to choose another (escape keeps the newest); a root left without runs says how to
+        make one. Once per run, however many screens and workers found it gone."""
+        if gone.run_id in self._gone or gone.run_id != self.run_id:
+            return
+        self._gone[gone.run_id] = str(gone)
+        self.clear_notifications()  # a screen's own failure that said it first
+        # Not closed here: a worker may still be reading from it (it then fails on its own,
+        # and its error is this one); DuckDB closes it once nothing holds it.
+        self.source = None
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        runs = run_ids(self.data_root)
+        if not runs:
+            from gero_tui.app.screens.empty import EmptyScreen
+
+            self.run_id, self._info = None, None
+            super().notify(f"{gone}; no run is left", title="Run gone", severity="error",
+                           timeout=30)
+            self.push_screen(EmptyScreen(self.data_root))
+            return
+        from gero_tui.app.screens.overview import OverviewScreen
+
+        newest = resolve_run(self.data_root, None, runs)
+        super().notify(f"{gone}; showing {newest} (p: another run)", title="Run gone",
+                       severity="error", timeout=30)
+        self.switch_run(newest)
+        self.push_screen(OverviewScreen())
+        self.action_pick_run()
+
+    def notify(self, message: str, *, title: str = "",
+               severity: SeverityLevel = "information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """A toast, but not a screen's own failure over a run gone underneath: run_gone
+        says that once."""
+        if any(said in message for said in self._gone.values()):
+            return
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def _handle_exception(self, error: Exception) -> None:
+        """The open run gone under a screen that was reading it is no crash: leave the run
+        (``run_gone``); any other error ends the app (Textual's handling)."""
+        gone = _run_gone_in(error)
+        if gone is None:
+            super()._handle_exception(error)
+            return
+        self.post_message(self.RunWentAway(gone))
 
     # -- navigation --------------------------------------------------------------------
 
@@ -415,6 +485,19 @@ class GeroApp(ExplorerApp):
         self._close_messages_no_wait()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """A worker that raised: say so; the explorer goes on."""
+        """A worker that raised: say so; the explorer goes on (a run gone underneath is
+        said once, by run_gone)."""
+        if _run_gone_in(event.worker.error) is not None:
+            return
         if (error := worker_failure(event)) is not None:
             self.notify(error, title="Worker failed", severity="error", timeout=15)
+
+
+def _run_gone_in(error: BaseException | None) -> RunGone | None:
+    """``error`` or the error it was raised from, when that is the open run gone."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, RunGone):
+            return error
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None

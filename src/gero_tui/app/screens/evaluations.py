@@ -41,6 +41,7 @@ from gero.query.table import (
     split_covers,
 )
 from gero_runner.escape import for_terminal
+from gero_runner.storage.reader import RunGone
 from gero_tui.app.widgets.evaluations_table import PAGE_SIZE, EvaluationsTable
 from gero_tui.app.widgets.filter_bar import FilterBar
 from gero_tui.app.widgets.key_bar import KeyBar
@@ -303,7 +304,10 @@ class EvaluationsScreen(Screen[None]):
             self.post_message(self.RowsLoaded(self._generation, first[1], first[0], first[1]))
             return
         # The cursor is made here so that a newer filter can interrupt its query at once.
-        self._rows_query = TableQuery(source)
+        try:
+            self._rows_query = TableQuery(source)
+        except RunGone:  # removed underneath: the app leaves the run (OpenRun.on_gone)
+            return
         self.query_one(FilterBar).busy = True
         counted = (self.table_filter, self.grouping)
         known = self.matching_count if self._counted == counted else None

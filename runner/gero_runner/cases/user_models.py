@@ -99,7 +99,7 @@ def calibration_for(request: RunRequest, options: model_inputs.InputOptions,
     none (seeded noise, said in the verdict)."""
     path = request.model_options.calibration_file
     if path:
-        arrays = model_inputs.load_arrays(path, "--calibration")
+        arrays = model_inputs.load_arrays(path, "--calibration", options.max_bytes)
         return calibration_from_arrays(arrays, inputs, f"--calibration {Path(path).name}")
     given = [k for k in options.arrays if k in inputs]
     if given:
@@ -364,8 +364,8 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
 
 
 def cases_for_request(request: RunRequest) -> list[CaseInstance]:
-    options = dataclasses.replace(model_inputs.parse_options(request.model_options),
-                                  max_bytes=int(request.max_tensor_mb * 2**20))
+    options = model_inputs.parse_options(request.model_options,
+                                         int(request.max_tensor_mb * 2**20))
     models = {p: signature.load_model(p) for p in request.models}
     specs = {p: signature.input_specs(tensor_outputs_only(m)[0], f"--model {p}")
              for p, m in models.items()}

@@ -10,17 +10,15 @@ these choices (``CaseInstance.input_choices``) and every row of the case shows t
 from __future__ import annotations
 
 import math
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 
 from gero_runner.errors import GeroError
-from gero_runner.models import signature
+from gero_runner.models import npz, signature
 from gero_runner.models.signature import InputSpec
 from gero_runner.request import ModelOptions
 from gero_runner.storage.budget import mib
@@ -99,27 +97,17 @@ def parse_value(item: str) -> tuple[str, float]:
     return name, _number(text, "--input-value", item, expect)
 
 
-def load_arrays(path: str, flag: str = "--inputs") -> dict[str, np.ndarray]:
-    """Every array of an ``.npz`` file by name (no pickles)."""
-    p = Path(path)
-    if not p.is_file():
-        raise GeroError(f"{flag} {path}: no such file")
-    try:
-        data = np.load(p, allow_pickle=False)
-        if not isinstance(data, np.lib.npyio.NpzFile):
-            raise GeroError(f"{flag} {path}: a single array, not an .npz archive of "
-                            "arrays named by input")
-        with data:
-            return {name: np.asarray(data[name]) for name in data.files}
-    except GeroError:
-        raise
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as e:
-        raise GeroError(f"{flag} {path}: not a readable .npz without pickles "
-                        f"({type(e).__name__}: {str(e)[:200]})") from e
+def load_arrays(path: str, flag: str = "--inputs",
+                max_bytes: int = 1 << 30) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` file by name, each at most ``max_bytes``
+    (``--max-tensor-mb``), sizes checked from the headers before anything is read (no
+    pickles; see ``models.npz``)."""
+    return npz.read_arrays(path, flag, max_bytes)
 
 
-def parse_options(opts: ModelOptions) -> InputOptions:
-    """The ``model_options`` of a request as InputOptions (each flag's syntax checked)."""
+def parse_options(opts: ModelOptions, max_bytes: int = 1 << 30) -> InputOptions:
+    """The ``model_options`` of a request as InputOptions (each flag's syntax checked);
+    ``max_bytes`` bounds each tensor (``--max-tensor-mb``), the ``--inputs`` arrays too."""
     shapes = dict(parse_shape(i) for i in opts.input_shapes)
     ranges = dict(parse_range(i) for i in opts.input_ranges)
     values = dict(parse_value(i) for i in opts.input_values)
@@ -128,13 +116,13 @@ def parse_options(opts: ModelOptions) -> InputOptions:
         raise GeroError(f"input {', '.join(both)} has both --input-range and --input-value; "
                         "give one")
     arrays_file = opts.inputs_file or ""
-    arrays = load_arrays(arrays_file) if arrays_file else {}
+    arrays = load_arrays(arrays_file, "--inputs", max_bytes) if arrays_file else {}
     clash = sorted(set(arrays) & ({*shapes, *ranges, *values}))
     if clash:
         raise GeroError(f"input {', '.join(clash)} comes from --inputs {arrays_file}; it "
                         "cannot also take --input, --input-range or --input-value")
     return InputOptions(shapes, ranges, values, arrays, arrays_file,
-                        signature.parse_dims(opts.dims))
+                        signature.parse_dims(opts.dims), max_bytes)
 
 
 def check_names(options: InputOptions, specs_by_model: Mapping[str, list[InputSpec]]) -> None:

@@ -317,10 +317,15 @@ class WorkerPool:
                                for part in plan.ready())
         parts_done = 0
         workers = self.workers
-        # A split case keeps every worker busy: as many as its parts may use.
-        wanted = min(self.jobs, max(1, len(cases) if not plans else self.jobs))
-        while len(workers) < wanted:
-            workers.append(_Worker(ctx, task, settings, workers))
+
+        def grow() -> None:
+            """A worker is started when a unit waits and none is idle, up to ``jobs``: no
+            more processes than units that can run at once (--jobs 1000 on one model case
+            started 1,000 processes, 4.3 GB, for 9 paths)."""
+            idle = sum(not w.queue for w in workers)
+            while len(workers) < self.jobs and len(pending) > idle:
+                workers.append(_Worker(ctx, task, settings, workers))
+                idle += 1
 
         def fill(worker: _Worker) -> None:
             while pending and worker.process.is_alive():
@@ -373,6 +378,7 @@ class WorkerPool:
                 parts_done, sum(p.planned for p in plans)))
 
         try:
+            grow()
             for w in workers:
                 fill(w)
             while pending or any(w.queue for w in workers):
@@ -383,6 +389,7 @@ class WorkerPool:
                         fill(w)
                 busy = [w for w in workers if w.queue]
                 if not busy:
+                    grow()
                     for w in workers:
                         fill(w)
                     continue
@@ -446,7 +453,8 @@ class WorkerPool:
                             on_done(outcome)
                         yield outcome
                     fill(w)
-                for w in workers:  # a part's end may have queued parts for idle workers
+                grow()  # a part's end may have queued parts: for idle or new workers
+                for w in workers:
                     fill(w)
         finally:
             # Busy workers (a stop mid-run) run cases nobody awaits: killed, and replaced

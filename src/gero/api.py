@@ -430,11 +430,15 @@ def _root(data_dir: PathLike | None) -> Path:
 
 
 _RESUME_TAKES = frozenset(("resume", "data_dir", "jobs", "executor", "scheduler",
-                           "command_line", "progress", "warn"))
+                           "command_line", "progress", "activity", "warn"))
 """What a resumed run takes from the call; every other option is the run's own."""
 _FLAGS = {"models": "--model", "contracts": "--no-contracts", "input_shapes": "--input",
           "inputs_file": "--inputs", "output_kinds": "--output-kind", "dims": "--dim",
-          "input_ranges": "--input-range", "input_values": "--input-value"}
+          "input_ranges": "--input-range", "input_values": "--input-value",
+          "calibration_file": "--calibration", "decision_axes": "--decision-axis",
+          "skip_paths": "--skip-path"}
+"""The ``gero run`` flag of each parameter whose name is not the flag's (tests check every
+parameter's flag against the parser)."""
 
 
 def _unchanged(value: Any, default: Any) -> bool:

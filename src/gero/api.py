@@ -316,7 +316,7 @@ def replay(path: PathLike, data_dir: PathLike | None = None,
     """What ``gero replay`` does: verify an evidence directory or bundle against its
     manifest, re-run its paths and say per observation whether it reproduced. A relative
     ``artifact_path`` as exported (``runs/…/artifacts/…``) is found under ``data_dir``;
-    ``observations`` restricts it to those full ids."""
+    ``observations`` restricts it to those ids (or unique prefixes of them)."""
     from gero_runner.evidence.bundle import opened
     from gero_runner.evidence.replay import replay_artifact
     from gero_runner.request import check_timeout

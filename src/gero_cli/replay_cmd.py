@@ -18,13 +18,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "recorded session settings, re-run, and report per observation whether it "
         "reproduced bit-exact, within the stored tolerance, or not (with the max abs "
         "difference), and whether the result class is the same. Exit code 0 only when "
-        "everything reproduced, 1 when something did not, 2 on bad input or tampering.")
+        "everything re-run reproduced, 1 when something did not (or nothing could be re-run), "
+        "2 on bad input or tampering. Rows replay does not re-run (model-level verdicts, a "
+        "runtime not installed here) are listed as not replayed.")
     p.add_argument("path", type=Path, metavar="ARTIFACT_DIR|BUNDLE.tar.gz",
                    help="an evidence directory or a bundle; a relative artifact_path as "
                    "exported (runs/…/artifacts/…) is found under --data-dir")
     add_data_dir(p)
     p.add_argument("--observation", default="", metavar="ID,...",
-                   help="replay only these observation ids (full ids, comma-separated)")
+                   help="replay only these observations: ids or unique prefixes of them (the "
+                        "short ids gero prints), comma-separated")
     add_format(p, "text", "json", what="verdict per observation")
     p.add_argument("--timeout", type=float, default=120.0,
                    help="seconds the re-run may take (default: %(default)g)")
@@ -56,8 +59,8 @@ def main(args: argparse.Namespace) -> int:
         echo(f"  note: installed version differs from the recorded one — {change}")
     for o in report.observations:
         path = path_label(o.backend, o.optimization)
-        same = "same result" if o.result_matches else (
-            f"RESULT CHANGED {o.stored_result} → {o.replayed_result}")
+        same = "stored result" if not o.replayed else "same result" if o.result_matches \
+            else f"RESULT CHANGED {o.stored_result} → {o.replayed_result}"
         diff = "" if o.max_abs_difference is None or o.status == "bit_exact" else \
             f", max |Δ| {_fmt(o.max_abs_difference)}"
         echo(f"  {o.observation_id[:12]}  {o.check:<22} {path:<26} {o.output_name:<8} "
@@ -67,6 +70,8 @@ def main(args: argparse.Namespace) -> int:
     counts = report.counts()
     summary = ", ".join(f"{n} {STATUS_LABELS[s]}" for s, n in counts.items()
                         if s in STATUS_LABELS and n)
-    echo(f"{'reproduced' if report.reproduced else 'NOT reproduced'}: {summary}; "
-         f"{counts['result_changed']} result class change(s)")
+    replayed = len(report.observations) - counts["not_replayed"]
+    verdict = "reproduced" if report.reproduced else "NOT reproduced" if replayed else \
+        "nothing re-run"
+    echo(f"{verdict}: {summary}; {counts['result_changed']} result class change(s)")
     return 0 if report.reproduced else 1

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from gero_runner import backends
+from gero_runner.case import MODEL_SUITES
 from gero_runner.classify import classify
 from gero_runner.errors import ArtifactError, GeroError
 from gero_runner.evidence.rebuild import load_artifact_case
@@ -31,8 +32,9 @@ from gero_runner.evidence.rows import (
     rows_for_artifact,
 )
 from gero_runner.metrics.compare import compare
+from gero_runner.metrics.model_level import MODEL_REL_FLOOR
 from gero_runner.request import DEFAULT_TIMEOUT_S
-from gero_runner.result_classes import COMPARISON_CHECKS
+from gero_runner.result_classes import COMPARISON_CHECKS, MODEL_PREFIX
 from gero_runner.schema import Observation
 from gero_runner.storage.artifacts import has_member, load_array, summary_of, verify_manifest
 from gero_runner.tolerances import FLOAT_DTYPES, Tolerances
@@ -43,7 +45,8 @@ SAME_OUTCOME = "same_outcome"
 """The observation has no output (a path failed): it reproduced if it failed the same way."""
 NOT_REPRODUCED = "not_reproduced"
 NOT_REPLAYED = "not_replayed"
-"""The re-run made no matching observation (e.g. a check family that is not installed)."""
+"""The re-run made no matching observation (a model-level verdict, a runtime that is not
+installed): neither reproduced nor failed, and said as such."""
 STATUSES = (BIT_EXACT, WITHIN_TOLERANCE, SAME_OUTCOME, NOT_REPRODUCED, NOT_REPLAYED)
 STATUS_LABELS = {
     BIT_EXACT: "reproduced bit-exact",
@@ -77,6 +80,10 @@ class ObservationReplay:
     message: str
 
     @property
+    def replayed(self) -> bool:
+        return self.status != NOT_REPLAYED
+
+    @property
     def result_matches(self) -> bool:
         return self.replayed_result == self.stored_result
 
@@ -101,13 +108,17 @@ class ReplayReport:
 
     @property
     def reproduced(self) -> bool:
-        return bool(self.observations) and all(o.reproduced for o in self.observations)
+        """Something was re-run, and everything re-run reproduced (rows not re-run are
+        neither: ``counts()['not_replayed']`` says how many)."""
+        replayed = [o for o in self.observations if o.replayed]
+        return bool(replayed) and all(o.reproduced for o in replayed)
 
     def counts(self) -> dict[str, int]:
         counts = dict.fromkeys(STATUSES, 0)
         for o in self.observations:
             counts[o.status] += 1
-        counts["result_changed"] = sum(not o.result_matches for o in self.observations)
+        counts["result_changed"] = sum(o.replayed and not o.result_matches
+                                       for o in self.observations)
         return counts
 
     def to_dict(self) -> dict[str, Any]:
@@ -115,6 +126,7 @@ class ReplayReport:
         data["reproduced"] = self.reproduced
         data["counts"] = self.counts()
         for item, obs in zip(data["observations"], self.observations, strict=True):
+            item["replayed"] = obs.replayed
             item["result_matches"] = obs.result_matches
             item["reproduced"] = obs.reproduced
         return data
@@ -177,12 +189,7 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
     if rows is None:
         rows, source = stored_rows(directory, note)
     if observation_ids is not None:
-        wanted = set(observation_ids)
-        rows = [r for r in rows if r.observation_id in wanted]
-        missing = wanted - {r.observation_id for r in rows}
-        if missing:
-            raise ArtifactError(
-                f"observation(s) {', '.join(sorted(missing))} do not belong to {directory}")
+        rows = select_rows(rows, observation_ids, directory)
     if not rows:
         raise ArtifactError(f"{directory}: no stored observations point to this directory")
 
@@ -220,6 +227,26 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
                       if o.installed_version and o.installed_version != o.recorded_version})
     return ReplayReport(str(directory), art.case.case_id, source, len(files), results,
                         tuple(changes), tuple(problems), time.perf_counter() - start)
+
+
+def select_rows(rows: list[Observation], given: Iterable[str], directory: Path
+                ) -> list[Observation]:
+    """The rows ``given`` names: each a full observation id or a unique prefix of one (the
+    short ids gero prints); one that names none, or several, is an ArtifactError."""
+    chosen: set[str] = set()
+    for text in dict.fromkeys(g.strip() for g in given if g.strip()):
+        matches = [r for r in rows if str(r.observation_id).startswith(text)]
+        exact = [r for r in matches if r.observation_id == text]
+        if not matches:
+            raise ArtifactError(f"observation {text} does not belong to {directory}: none of "
+                                f"its {len(rows)} observations has an id starting so")
+        if len(matches) > 1 and not exact:
+            shown = ", ".join(str(r.observation_id)[:16] for r in matches[:3])
+            raise ArtifactError(f"observation {text} is ambiguous in {directory}: "
+                                f"{len(matches)} ids start so ({shown}"
+                                f"{', …' if len(matches) > 3 else ''}); give more of it")
+        chosen.update(str(r.observation_id) for r in exact or matches)
+    return [r for r in rows if str(r.observation_id) in chosen]
 
 
 def _key(row: Observation) -> tuple[str, ...]:
@@ -291,15 +318,22 @@ def _replay_row(directory: Path, fresh_dir: Path, stored: Observation,
                      stored_result=stored.result, recorded_version=stored.backend_version)
     new = _pick(stored, candidates)
     if new is None:
+        why = ("a model-level verdict over the whole case's paths, which replay does not "
+               "judge again (the paths and comparisons it rests on are re-run)"
+               if str(stored.check).startswith(MODEL_PREFIX) else
+               "the re-run made no observation for this check/path")
         return replay(status=NOT_REPLAYED, replayed_result=None, max_abs_difference=None,
-                      installed_version=None,
-                      message="the re-run made no observation for this check/path")
+                      installed_version=None, message=why)
     installed = new.backend_version
     result, reason = new.result, new.reason
     new_a, new_r = _load(fresh_dir, new.actual_file), _load(fresh_dir, new.reference_file)
     if stored.check in COMPARISON_CHECKS and new_a is not None and new_r is not None:
-        # The class under the stored row's own tolerance (rows of other runs may differ).
-        result, reason = classify(compare(new_a, new_r, rtol, atol), rtol, atol)
+        # The class under the stored row's own tolerance (rows of other runs may differ),
+        # on the scale the run compared at: a model's outputs at their largest magnitude
+        # (without it a localize repro's bit-exact rows read as changed results).
+        floor = MODEL_REL_FLOOR if stored.suite in MODEL_SUITES else 0.0
+        result, reason = classify(compare(new_a, new_r, rtol, atol, rel_floor=floor),
+                                  rtol, atol)
     if not stored.actual_hash:
         same = result == stored.result and not new.actual_hash
         return replay(status=SAME_OUTCOME if same else NOT_REPRODUCED, replayed_result=result,

@@ -573,9 +573,11 @@ def verdict_text(report: ReplayReport, observation_id: str) -> Text:
                     style="bold red")
     o = match[0]
     good = o.reproduced
-    text = Text("✓ " if good else "✗ ", style="bold green" if good else "bold red")
-    text.append(STATUS_LABELS.get(o.status, o.status),
-                style="bold green" if good else "bold red")
+    # A row replay does not re-run is neither reproduced nor failed.
+    mark, style = ("✓ ", "bold green") if good else ("✗ ", "bold red") if o.replayed else (
+        "– ", "bold yellow")
+    text = Text(mark, style=style)
+    text.append(STATUS_LABELS.get(o.status, o.status), style=style)
     if o.max_abs_difference is not None:
         text.append(f"; max |replayed − stored| = {o.max_abs_difference:.3g}")
     text.append(f"; result {o.stored_result} → {o.replayed_result or '-'}")

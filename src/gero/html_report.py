@@ -23,7 +23,7 @@ from gero.query.report import (
     Segment,
 )
 from gero.query.tensors import ElementAnalysis
-from gero.query.verdicts import FILES, SAFE, Verdict, arbiter_words
+from gero.query.verdicts import FILES, SAFE, Verdict, arbiter_words, causes
 from gero_runner.backends import title as backend_title
 from gero_runner.escape import for_terminal
 from gero_runner.result_classes import (
@@ -329,23 +329,36 @@ def _verdict_card(model: str, card: list[Verdict]) -> Html:
                      rt=runtime_name(rt), setting=setting,
                      cells=join(cell(by_cell.get((rt, setting, f))) for f in files))
                 for rt, setting in settings)
-    bad = [v for v in card if v.verdict != SAFE]
+    groups = causes(card)  # a line per cause, said by its worst verdict
     notes = join(fill("<li><strong>$where</strong>: $what</li>",
-                      where=f"{runtime_name(v.runtime)} {v.setting}, {v.file}",
-                      what=_verdict_note(v)) for v in bad)
+                      where=_settings_of(group, settings), what=_verdict_note(group))
+                 for group in groups)
     return fill("""<div class="scroll"><table class="verdict">
 <caption>$model: $safe safe, $off off, $cannot cannot run</caption>
 <thead><tr><th scope="col">Runtime</th><th scope="col">Setting</th>$heads</tr></thead>
 <tbody>$rows</tbody></table></div>$notes""", model=model, safe=str(counts["safe"]),
                 off=str(counts["off"]), cannot=str(counts["cannot-run"]),
                 heads=join(fill('<th scope="col">$f</th>', f=f) for f in files), rows=rows,
-                notes=fill('<ul class="plain">$items</ul>', items=notes) if bad else Html(""))
+                notes=fill('<ul class="plain">$items</ul>', items=notes) if groups
+                else Html(""))
 
 
-def _verdict_note(v: Verdict) -> Html:
+def _settings_of(group: list[Verdict], settings: list[tuple[str, str]]) -> str:
+    """'ONNX Runtime basic, all · int8-dynamic', or every setting."""
+    mine = [rs for rs in settings if any((v.runtime, v.setting) == rs for v in group)]
+    files = " ".join(dict.fromkeys(v.file for v in group))
+    if len(mine) == len(settings) > 1:
+        return f"every runtime setting · {files}"
+    runtimes = dict.fromkeys(r for r, _ in mine)
+    return "; ".join(f"{runtime_name(r)} " + ", ".join(s for q, s in mine if q == r)
+                     for r in runtimes) + f" · {files}"
+
+
+def _verdict_note(group: list[Verdict]) -> Html:
+    v = group[0]
     if v.verdict == "off":
-        inherited = (f" (its runtime's baseline judges the {v.file} file)" if v.inherited
-                     else "")
+        inherited = (f" (its runtime's baseline judges the {v.file} file)"
+                     if all(w.inherited for w in group) else "")
         return fill("off, $figure against $arbiter$inherited "
                     '<span class="check">$check · output $output · observation $oid</span>',
                     figure=v.figure_text(), arbiter=arbiter_words(v.arbiter),

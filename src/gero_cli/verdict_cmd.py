@@ -64,7 +64,7 @@ _CELL = {"safe": "safe", "off": "OFF", "cannot-run": "cannot run"}
 
 def card_lines(card: Sequence[Verdict], run_id: str) -> list[str]:
     """The card as text: per model a line per runtime setting, then what is not safe."""
-    from gero.query.verdicts import FILES, SAFE, arbiter_words
+    from gero.query.verdicts import FILES, causes
 
     lines: list[str] = []
     cases = list(dict.fromkeys((v.model, v.case_id) for v in card))
@@ -90,22 +90,38 @@ def card_lines(card: Sequence[Verdict], run_id: str) -> list[str]:
             cells = "".join(f"{_cell(by_cell.get((runtime, setting, f))):<{widths[f]}}"
                             for f in files)
             lines.append("  " + f"{runtime:<{rt}}{setting:<{st}}" + cells.rstrip())
-        bad = [v for v in mine if v.verdict != SAFE]
-        if bad:
+        groups = causes(mine)
+        if groups:
             lines.append("  not safe:")
-        for v in bad:
-            where = f"{v.runtime} {v.setting}, {v.file}"
-            if v.verdict == "off":
-                against = arbiter_words(v.arbiter)
-                if v.inherited:
-                    against += f" (its runtime's baseline judges the {v.file} file)"
-                lines.append(f"    {where}: off, {v.figure_text()} against {against} "
-                             f"[{v.check}, output {v.output}, observation "
-                             f"{v.observation_id[:12]}]")
-            else:
-                ref = f" [observation {v.observation_id[:12]}]" if v.observation_id else ""
-                lines.append(f"    {where}: cannot run, {_short(v.reason)}{ref}")
+        for group in groups:
+            lines.append(f"    {_where(group, settings)}: {_what(group)}")
     return lines
+
+
+def _where(group: list[Verdict], settings: list[tuple[str, str]]) -> str:
+    """Which settings, on which file: 'onnxruntime basic, all · int8-dynamic'."""
+    mine = [rs for rs in settings if any((v.runtime, v.setting) == rs for v in group)]
+    files = " ".join(dict.fromkeys(v.file for v in group))
+    if len(mine) == len(settings) > 1:
+        return f"every runtime setting · {files}"
+    runtimes = dict.fromkeys(r for r, _ in mine)
+    named = "; ".join(f"{r} " + ", ".join(s for q, s in mine if q == r) for r in runtimes)
+    return f"{named} · {files}"
+
+
+def _what(group: list[Verdict]) -> str:
+    """The group's cause, said by its worst (own, where there is one) verdict."""
+    from gero.query.verdicts import arbiter_words
+
+    v = group[0]
+    if v.verdict == "off":
+        against = arbiter_words(v.arbiter)
+        if all(w.inherited for w in group):
+            against += f" (its runtime's baseline judges the {v.file} file)"
+        return (f"off, {v.figure_text()} against {against} [{v.check}, output {v.output}, "
+                f"observation {v.observation_id[:12]}]")
+    ref = f" [observation {v.observation_id[:12]}]" if v.observation_id else ""
+    return f"cannot run, {_short(v.reason)}{ref}"
 
 
 def _cell(v: Verdict | None) -> str:

@@ -16,6 +16,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from shared_helpers import save
 
+from gero.query.verdicts import Verdict
+from gero_cli.verdict_cmd import card_lines
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -94,8 +97,10 @@ def test_a_ruined_int8_file_is_off_on_every_setting_and_exit_1(root: Path) -> No
         assert int8["arbiter"] == "fp32:onnxruntime:all"
         assert int8["inherited"] is (level != "all")
     text = _gero("verdict", "--run", "ruined", "--data-dir", str(root)).stdout
-    assert ("onnxruntime all, int8-dynamic: off, row cosine" in text
-            and "< 0.990000 against the fp32 model on onnxruntime all" in text)
+    # one line for the one cause: the file its runtime's baseline judges off
+    (line,) = [line for line in text.splitlines() if "off, row cosine" in line]
+    assert line.startswith("    every runtime setting · int8-dynamic: off, row cosine")
+    assert "< 0.990000 against the fp32 model on onnxruntime all [" in line
 
 
 def test_the_summary_shows_the_card_and_lists_the_verdicts(root: Path) -> None:
@@ -127,3 +132,34 @@ def test_one_model_by_its_file(root: Path) -> None:
     out = _gero("verdict", "--run", "safe", "--model", str(root / "elsewhere" / "safe.onnx"),
                 "--data-dir", str(root))
     assert out.returncode == 0 and out.stdout.startswith("model safe, run safe")
+
+
+def _v(runtime: str, setting: str, file: str, verdict: str, oid: str, figure: float = 0.5,
+       inherited: bool = False) -> Verdict:
+    return Verdict(model="m", case_id="c", runtime=runtime, setting=setting, file=file,
+                   verdict=verdict, measure="row cosine" if verdict == "off" else "",
+                   figure=figure if verdict == "off" else None,
+                   gate=0.99 if verdict == "off" else None,
+                   direction=">=" if verdict == "off" else "", check="model:x",
+                   output="y", arbiter="fp32:onnxruntime:all", arbiters=(),
+                   reason=f"why {oid}", observation_id=oid, observations=1, not_passed=1,
+                   inherited=inherited)
+
+
+def test_one_line_per_cause() -> None:
+    card = [_v("onnxruntime", "basic", "int8-dynamic", "off", "a", inherited=True),
+            _v("onnxruntime", "all", "int8-dynamic", "off", "a"),
+            _v("tract", "optimized", "int8-dynamic", "off", "b", 0.8),
+            _v("tract", "unoptimized", "int8-dynamic", "off", "c", 0.3),
+            _v("onnxruntime", "all", "fp16", "safe", "d"),
+            _v("onnxruntime", "basic", "fp16", "safe", "e"),
+            _v("tract", "optimized", "fp16", "cannot-run", "f"),
+            _v("tract", "unoptimized", "fp16", "cannot-run", "g")]
+    lines = card_lines(card, "r")
+    assert lines[lines.index("  not safe:") + 1:] == [
+        "    onnxruntime basic, all · int8-dynamic: off, row cosine 0.500000 < 0.990000 "
+        "against the fp32 model on onnxruntime all [model:x, output y, observation a]",
+        # the worst of the runtime's settings speaks for them
+        "    tract optimized, unoptimized · int8-dynamic: off, row cosine 0.300000 < 0.990000 "
+        "against the fp32 model on onnxruntime all [model:x, output y, observation c]",
+        "    tract optimized, unoptimized · fp16: cannot run, why f [observation f]"]

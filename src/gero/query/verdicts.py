@@ -25,6 +25,8 @@ back, whatever the size of the run.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import PurePath
 from typing import Any, Final
@@ -98,8 +100,10 @@ class Verdict:
     """Gated rows behind the verdict."""
     not_passed: int
     inherited: bool
-    """Whether the deciding row is the runtime baseline's judgement of the file (a setting
-    compared only with the run's baseline on an int8 file)."""
+    """Whether the deciding row is not this setting's own on this file: its runtime
+    baseline's judgement of the file (a setting compared only with the run's baseline on an
+    int8 file), or the row that stopped the whole file (its build, the run's baseline on it)
+    or the setting on another file."""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -386,7 +390,17 @@ def _verdict(row: tuple[Any, ...]) -> Verdict:
         reason = "not judged on this file: no observation of it"
     return Verdict(**common, verdict=CANNOT_RUN, measure="", figure=None, gate=None,
                    direction="", check="", output="", arbiter="", arbiters=(), reason=reason,
-                   observation_id=failed_id, observations=0, not_passed=0, inherited=False)
+                   observation_id=failed_id, observations=0, not_passed=0,
+                   inherited=why_rank in (1, 2))
+
+
+def shortfall(v: Verdict) -> float:
+    """How far past its gate a verdict's figure is (larger is worse; inf without one)."""
+    if v.figure is None or v.gate is None or not math.isfinite(v.figure):
+        return math.inf
+    if v.direction == "<=":
+        return v.figure / v.gate if v.gate else math.inf
+    return (1 - v.figure) / (1 - v.gate) if v.gate < 1 else math.inf
 
 
 def _float(value: Any) -> float | None:
@@ -398,6 +412,22 @@ def _order(v: Verdict) -> tuple[Any, ...]:
     runtime = runtimes.index(v.runtime) if v.runtime in runtimes else len(runtimes)
     setting = (ORT_LEVELS.index(v.setting) if v.setting in ORT_LEVELS else len(ORT_LEVELS))
     return (v.model, v.case_id, runtime, v.runtime, setting, v.setting, FILES.index(v.file))
+
+
+def causes(card: Sequence[Verdict]) -> list[list[Verdict]]:
+    """The verdicts that are not safe, grouped so that one line says each cause: the
+    settings one row decides (a file that could not be built, a file its runtime's
+    baseline judges off), then a runtime's settings on one file under one check; worst
+    first within a group."""
+    bad = [v for v in card if v.verdict != SAFE]
+    groups: dict[tuple[str, ...], list[Verdict]] = {}
+    seen = Counter(v.observation_id for v in bad if v.observation_id)
+    shared = {oid for oid, n in seen.items() if n > 1}
+    for v in bad:
+        key = ((v.observation_id,) if v.observation_id in shared
+               else (v.runtime, v.file, v.verdict, v.check))
+        groups.setdefault(key, []).append(v)
+    return [sorted(g, key=lambda v: (v.inherited, -shortfall(v))) for g in groups.values()]
 
 
 def all_safe(card: list[Verdict]) -> bool:

@@ -29,6 +29,7 @@ from gero_runner.request import (
     RunRequest,
 )
 from gero_runner.schema import PASSED, RESULT_CLASSES
+from gero_runner.storage.outputs import refuse_inside_root, write_output
 from gero_runner.storage.reader import OpenRun
 from gero_runner.storage.reader import open_run as _open_reader
 from gero_runner.storage.runs import resolve_run
@@ -251,6 +252,8 @@ def localize(observation: str, data_dir: PathLike | None = None,
     from gero_runner.storage.reader import resolve_observation
 
     root = Path(data_dir) if data_dir is not None else default_data_dir()
+    if output is not None:
+        refuse_inside_root(output, root)
     row = resolve_observation(root, observation, problems)
     loc, stored = localize_observation(root, row, Path(output) if output is not None else None)
     return {**loc.as_dict(), "stored": str(stored)}
@@ -306,6 +309,7 @@ def bundle(observation: str, output: PathLike, data_dir: PathLike | None = None,
         # The bundle is a gzipped tar whatever the name says: a .zip would not open as one.
         stem = out.name.split(".")[0] or "bundle"
         raise GeroError(f"-o {out}: a bundle is a .tar.gz; name it {stem}.tar.gz")
+    refuse_inside_root(out, _root(data_dir))
     row = find_observation(observation, data_dir, problems)
     return Bundled(row, create_bundle(DataRoot(_root(data_dir)), row, out))
 
@@ -353,6 +357,7 @@ def export(output: PathLike, run: str | None = None, where: str | None = None,
         raise GeroError(f"cannot tell the format from {out.name!r}; give --format "
                         f"{'|'.join(FORMATS)}")
     flt = parse_filter(where)  # checked before the data root is touched
+    refuse_inside_root(out, _root(data_dir))
     view = _open_reader(_root(data_dir), run)
     if problems is not None:
         problems += view.problems
@@ -590,6 +595,7 @@ class Run:
         from gero.html_report import render
         from gero.query.report import gather
 
+        refuse_inside_root(path, self.data_dir)
         findings = self.findings_report(baseline)
 
         def commands(f: Finding) -> tuple[str, str]:
@@ -603,12 +609,7 @@ class Run:
         except metadata.PackageNotFoundError:
             version = "?"
         text = render(replace(data, generated_with={"gero": version}))
-        target = Path(path)
-        try:
-            target.write_text(text, encoding="utf-8")
-        except OSError as e:
-            raise GeroError(f"{target}: cannot write the report ({e.strerror or e})") from e
-        return target
+        return write_output(path, text)
 
     # Evidence ---------------------------------------------------------------------------
     def artifact_paths(self, observation_ids: Iterable[str]) -> dict[str, str]:

@@ -100,15 +100,22 @@ def add_output(parser: argparse.ArgumentParser) -> None:
                              "for CI)")
 
 
-def write_report(args: argparse.Namespace, text: str, what: str) -> None:
-    """The report on stdout, or in ``--output FILE`` (then one line says where it went)."""
-    from gero_runner.errors import GeroError
+def check_output(args: argparse.Namespace) -> None:
+    """Refuse ``--output FILE`` inside the data root before any work (storage.outputs)."""
+    if args.output is not None:
+        from gero_runner.storage.outputs import refuse_inside_root
 
+        refuse_inside_root(args.output, data_dir(args))
+
+
+def write_report(args: argparse.Namespace, text: str, what: str) -> None:
+    """The report on stdout, or in ``--output FILE``, written whole or not at all (then one
+    line says where it went)."""
     if args.output is None:
         sys.stdout.write(text)  # escaped by its format (text, Markdown, JSON, XML)
         return
-    try:
-        Path(args.output).write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise GeroError(f"--output {args.output}: cannot write ({e.strerror or e})") from e
+    from gero_runner.storage.outputs import write_output
+
+    check_output(args)
+    write_output(args.output, text)
     echo(f"wrote {what} to {args.output}")

@@ -13,6 +13,7 @@ from gero_cli.common import (
     add_data_dir,
     add_format,
     add_output,
+    check_output,
     data_dir,
     warn,
     write_report,
@@ -50,6 +51,7 @@ def main(args: argparse.Namespace) -> int:
     from gero_cli.findings_format import markdown, text, whatif_text
 
     overrides = parse_whatif(args.rtol, args.atol)
+    check_output(args)
     root = data_dir(args)
     with gero.open_run(args.run, root) as run:
         report = run.findings_report(args.baseline)

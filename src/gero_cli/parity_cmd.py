@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from gero_cli.common import EXIT_CLEAN, EXIT_FOUND, add_data_dir, data_dir, echo, warn
-from gero_runner.errors import GeroError
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,7 +65,10 @@ def main(args: argparse.Namespace) -> int:
     from gero.api import parity
     from gero_runner.parity.report import VERDICTS, markdown_report
     from gero_runner.schema import RESULT_CLASSES, RESULT_LABELS
+    from gero_runner.storage.outputs import refuse_inside_root, write_output
 
+    if args.output_file is not None:  # before the run: it may take minutes
+        refuse_inside_root(args.output_file, data_dir(args), "--output-file")
     result = parity(
         args.module, args.input, checkpoint=args.checkpoint, onnx=args.onnx,
         output_kinds=args.output_kind, rtol=args.rtol, atol=args.atol,
@@ -85,9 +87,7 @@ def main(args: argparse.Namespace) -> int:
     for result_class in RESULT_CLASSES:
         echo(f"  {RESULT_LABELS[result_class]:<24} {record.counts[result_class]:>7}")
     if args.output_file is not None:
-        try:
-            args.output_file.write_text(markdown_report(record, rows, args.module))
-        except OSError as e:
-            raise GeroError(f"--output-file {args.output_file}: cannot write ({e})") from e
+        write_output(args.output_file, markdown_report(record, rows, args.module),
+                     "--output-file")
         echo(f"report written to {args.output_file}")
     return EXIT_CLEAN if all(r["result"] == "passed" for r in rows) else EXIT_FOUND

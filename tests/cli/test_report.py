@@ -135,12 +135,13 @@ def test_report_of_a_run_with_every_runtime(tmp_path: Path) -> None:
     if missing:
         pytest.skip(f"{', '.join(sorted(missing))} not installed (the openvino and tract "
                     "extras)")
+    root = tmp_path / "data"  # the report goes beside it: never inside the data root
     gero.run(ops=["Add", "LayerNormalization"], dtypes=["float64"], repeats=1,
-             jobs=1, data_dir=tmp_path, backends=["onnxruntime", "openvino", "tract"])
+             jobs=1, data_dir=root, backends=["onnxruntime", "openvino", "tract"])
     page = tmp_path / "every.html"
-    text = _report(tmp_path, page)
+    text = _report(root, page)
     _static_checks(text)
-    with gero.open_run(None, tmp_path) as run, Browser(CHROMIUM) as b:
+    with gero.open_run(None, root) as run, Browser(CHROMIUM) as b:
         b.open(page)
         _check_rendered(b, run, tmp_path / "every.png")
         (comparison,) = b.nodes("#comparison")
@@ -258,10 +259,11 @@ def test_report_errors_are_one_sentence(root: Path, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", "--data-dir", str(root), "--run", "nope", "-o",
                  str(tmp_path / "x.html")]) == 2
+    (tmp_path / "a-file").write_text("")
     assert main(["report", "--data-dir", str(root), "-o",
-                 str(tmp_path / "missing" / "x.html")]) == 2
+                 str(tmp_path / "a-file" / "x.html")]) == 2
     err = capsys.readouterr().err
-    assert "gero: error: " in err and "cannot write the report" in err
+    assert "gero: error: " in err and "cannot write it" in err and "not a directory" in err
     assert "Traceback" not in err
     with pytest.raises(SystemExit) as exit_:
         main(["report", "--data-dir", str(root)])  # -o is required
@@ -284,7 +286,7 @@ def test_tolerance_overrides_are_marked_and_nothing_else(root: Path, tmp_path: P
 
 def test_a_clean_run_says_so(tmp_path: Path) -> None:
     run = gero.run(ops=["Exp"], dtypes=["float32"], contracts=False, repeats=1, jobs=1,
-                   data_dir=tmp_path, backends=["onnxruntime"])
+                   data_dir=tmp_path / "data", backends=["onnxruntime"])
     assert run.passed
     text = run.report(tmp_path / "clean.html").read_text(encoding="utf-8")
     run.close()

@@ -48,6 +48,7 @@ from gero_runner.storage.artifacts import (
     safe_member,
     verify_manifest,
 )
+from gero_runner.storage.outputs import check_writable, store_beside_evidence
 
 BLAME_DIR = DERIVED_DIR
 LEVELS = ort.LEVEL_NAMES
@@ -332,11 +333,12 @@ def blame_path(directory: Path, observation_id: str) -> Path:
     return directory / BLAME_DIR / f"{observation_id}.json"
 
 
-def store_blame(directory: Path, blame: Blame) -> Path:
-    """Keep the result beside the evidence (not in the manifest: it is derived from it)."""
+def store_blame(directory: Path, blame: Blame, data_root: Path) -> Path:
+    """Keep the result beside the evidence (not in the manifest: it is derived from it),
+    whole or not at all (a full disk or a read-only root is one sentence)."""
     path = blame_path(directory, blame.observation_id)
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(json.dumps(blame.as_dict(), indent=2, default=float))
+    store_beside_evidence(path, json.dumps(blame.as_dict(), indent=2, default=float).encode(),
+                          data_root)
     return path
 
 
@@ -348,5 +350,6 @@ def read_blame(directory: Path, observation_id: str) -> dict[str, Any] | None:
 def blame_observation(data_root: Path, row: dict[str, Any]) -> tuple[Blame, Path]:
     """Blame the observation ``row`` (a full row) and store the result; (blame, file)."""
     directory = evidence_directory(data_root, row)
+    check_writable(data_root, directory)  # the result is stored there: refused before work
     blame = blame_case(directory, row)
-    return blame, store_blame(directory, blame)
+    return blame, store_blame(directory, blame, data_root)

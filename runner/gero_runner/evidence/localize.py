@@ -32,6 +32,7 @@ tensors of its origins and amplifiers (``localize/OBSERVATION_ID.npz``) for the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import tempfile
@@ -59,6 +60,12 @@ from gero_runner.storage.artifacts import (
     row_json,
     safe_member,
     verify_manifest,
+)
+from gero_runner.storage.outputs import (
+    check_writable,
+    output_error,
+    refuse_unusable_directory,
+    store_beside_evidence,
 )
 
 SHADOW = "float64-shadow"
@@ -922,16 +929,29 @@ def localize_path(directory: Path, observation_id: str) -> Path:
     return directory / LOCALIZE_DIR / f"{observation_id}.json"
 
 
-def store_localization(directory: Path, loc: Localization,
-                       kept: dict[str, np.ndarray]) -> Path:
-    """Keep the result (and its nodes' tensors) beside the evidence, outside the manifest."""
+def store_localization(directory: Path, loc: Localization, kept: dict[str, np.ndarray],
+                       data_root: Path) -> Path:
+    """Keep the result (and its nodes' tensors) beside the evidence, outside the manifest,
+    each file whole or not at all (a full disk or a read-only root is one sentence)."""
     path = localize_path(directory, loc.observation_id)
-    path.parent.mkdir(exist_ok=True)
-    if kept:
-        with open(path.with_suffix(".npz"), "wb") as f:
+    tensors = path.with_suffix(".npz")
+
+    def save_tensors(name: str) -> None:
+        with open(name, "wb") as f:
             save: Any = np.savez  # numpy's stubs type its keyword arrays as flags
             save(f, **{k.replace("/", "|"): v for k, v in kept.items()})
-    path.write_text(json.dumps(loc.as_dict(), indent=2, default=_json_default))
+
+    if kept:
+        store_beside_evidence(tensors, save_tensors, data_root)
+    try:
+        store_beside_evidence(path, json.dumps(loc.as_dict(), indent=2,
+                                               default=_json_default).encode(), data_root)
+    except GeroError:
+        if kept and not path.exists():  # no result to go with the tensors just written
+            tensors.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()
+        raise
     return path
 
 
@@ -1017,9 +1037,10 @@ def localize_observation(data_root: Path, row: dict[str, Any], output: Path | No
     crash on a cut graph), store the result, and with ``output`` write the first origin as
     a repro directory; (localization, stored file)."""
     directory = evidence_directory(data_root, row)
-    if output is not None and output.exists() and any(output.iterdir()):
-        raise GeroError(f"-o {output}: the directory exists and is not empty")
+    if output is not None:
+        refuse_unusable_directory(output)
     verify_manifest(directory)  # here too: bad evidence is one sentence, before any child
+    check_writable(data_root, directory)  # the result is stored there: refused before work
     sides(directory, row, read_case_record(directory))
     loc, kept, repro, peak = _localize_isolated(directory, row, timeout_s, cancelled)
     loc = Localization(**{**loc.__dict__, "notes": [*loc.notes]})
@@ -1034,6 +1055,9 @@ def localize_observation(data_root: Path, row: dict[str, Any], output: Path | No
                  if k.startswith("repro/in/")}
         expected = {k.removeprefix("repro/out/"): v for k, v in kept.items()
                     if k.startswith("repro/out/")}
-        write_repro(output, repro, feeds, expected, loc, row, timeout_s)
+        try:
+            write_repro(output, repro, feeds, expected, loc, row, timeout_s)
+        except OSError as e:
+            raise output_error(output, e) from None
         loc = Localization(**{**loc.__dict__, "repro": str(output)})
-    return loc, store_localization(directory, loc, kept)
+    return loc, store_localization(directory, loc, kept, data_root)

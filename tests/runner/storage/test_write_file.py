@@ -61,10 +61,11 @@ def test_a_name_over_255_bytes_is_one_sentence(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_run_files_and_evidence_follow_the_umask(tmp_path: Path, umask_022: object) -> None:
-    assert main(["run", "--data-dir", str(tmp_path), "--ops", "Exp", "--dtypes", "float32",
+    root = tmp_path / "data"  # the export goes beside it: never inside the data root
+    assert main(["run", "--data-dir", str(root), "--ops", "Exp", "--dtypes", "float32",
                  "--repeats", "1", "--jobs", "1", "--no-contracts"]) == 0
     out = tmp_path / "export.csv"
-    assert main(["export", "--data-dir", str(tmp_path), "-o", str(out)]) == 0
+    assert main(["export", "--data-dir", str(root), "-o", str(out)]) == 0
     modes = {p.relative_to(tmp_path).as_posix(): stat.S_IMODE(p.stat().st_mode)
              for p in tmp_path.rglob("*") if not p.name.startswith(".")}
     files = {k: m for k, m in modes.items() if (tmp_path / k).is_file()}

@@ -201,3 +201,16 @@ async def test_rows_are_exported_in_the_table_order(tmp_path: Path) -> None:
         out = tmp_path / "sorted.json"
         await _export(pilot, "json", out)
         assert _read("json", out) == shown
+
+
+@sync
+async def test_an_export_into_the_data_root_is_refused(tmp_path: Path) -> None:
+    """A file written over the store's own would lose the run's observations (issue 45)."""
+    async with _opened(tmp_path, key="e") as (app, pilot, _):
+        (target,) = (tmp_path / "data" / "runs").glob("*/observations.parquet")
+        before = target.read_bytes()
+        await _export(pilot, "parquet", target)
+        await pilot.press("enter")  # past "already there: enter again to overwrite"
+        await _settle(pilot)
+        assert "inside the data root" in _status(app)
+        assert target.read_bytes() == before

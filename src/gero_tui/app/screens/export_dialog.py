@@ -81,8 +81,10 @@ def export_scope(source: Any, scope: ExportScope, fmt: str, path: Path) -> tuple
     """Write the scope's rows; returns the absolute path and the row count (blocking)."""
     from gero.query.export import export_rows
     from gero.query.filters import Filter
+    from gero_runner.storage.outputs import refuse_inside_root
     from gero_runner.storage.reader import OpenRun
 
+    refuse_inside_root(path, data_root_of(source), "the path")
     cursor = source.cursor()
     view = OpenRun(data_root_of(source), source.run_id, cursor,
                    list(getattr(source, "problems", [])))
@@ -110,8 +112,10 @@ def export_bundle(source: Any, observation_id: str, path: Path) -> tuple[Path, s
     """Bundle one observation's evidence; returns the archive path and its replay command."""
     from gero.query.detail import fetch_observation
     from gero_runner.evidence.bundle import create_bundle
+    from gero_runner.storage.outputs import refuse_inside_root
     from gero_runner.storage.store import DataRoot
 
+    refuse_inside_root(path, data_root_of(source), "the path")
     row = fetch_observation(source.cursor(), observation_id).fields
     result = create_bundle(DataRoot(data_root_of(source)), row, path)
     return result.path.resolve(), result.replay_command

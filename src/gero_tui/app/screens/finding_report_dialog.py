@@ -111,13 +111,15 @@ class FindingReportDialog(Dialog[None]):
 
     @work(thread=True, exclusive=True, group="finding-report", exit_on_error=False)
     def _write(self, path: Path, bundle: Path) -> None:
+        from gero_runner.storage.outputs import refuse_inside_root, write_output
+
         root = data_root_of(self.source)
         flag = f" --data-dir {for_shell(root.resolve())}"
         lines = finding_report(self.report, self.finding, root.resolve(), flag)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("\n".join(lines) + "\n")
-        except OSError as e:
+            refuse_inside_root(path, root, "the path")
+            write_output(path, "\n".join(lines) + "\n", "the path")
+        except GeroError as e:
             self.app.call_from_thread(self._status, Text(f"✗ {short_error(e)}",
                                                          style="bold red"))
             return

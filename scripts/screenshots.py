@@ -135,6 +135,48 @@ async def _narrow(data_dir: Path, out: Path) -> list[Path]:
     return s.written
 
 
+async def tutorial(data_dir: Path, out: Path, run_id: str | None, observation: str,
+                   model_run: str | None = None) -> list[Path]:
+    """The tutorial's steps (docs/tutorial.md) on its own run and finding, at 120×40: the
+    overview, the Findings screen, the evaluation's histogram, side by side and inputs, its
+    replay, and the error through the graph (``L``). ``observation`` is the finding's
+    representative; ``model_run``, the tutorial's model run (its overview and findings)."""
+    out.mkdir(parents=True, exist_ok=True)
+    app = GeroApp(data_dir, run=run_id)
+    async with app.run_test(size=WIDE) as pilot:
+        s = _Shooter(app, pilot, out)
+        await _settle(pilot)
+        with gero.open_run(run_id, data_dir) as run:  # the finding's row, highlighted
+            row = next(i for i, f in enumerate(run.findings())
+                       if f.representative.observation_id.startswith(observation))
+        s.shoot("tutorial-overview")
+        await s.keys("i", *["down"] * row)
+        s.shoot("tutorial-findings")
+        source = app.require_source()
+        found = source.query("SELECT observation_id FROM obs WHERE observation_id LIKE ?",
+                             [observation + "%"])
+        app.push_screen(DetailScreen(source, str(found[0][0])))
+        await _settle(pilot)
+        for name, key in (("tutorial-histogram", "h"), ("tutorial-side-by-side", "t"),
+                          ("tutorial-inputs", "n")):
+            await s.keys(key)
+            s.shoot(name)
+        await s.keys("f", "r")
+        s.shoot("tutorial-replay")
+        await s.keys("L")
+        s.shoot("tutorial-localize")
+    if model_run is not None:  # the tutorial's real model: its overview and findings
+        app = GeroApp(data_dir, run=model_run)
+        async with app.run_test(size=WIDE) as pilot:
+            m = _Shooter(app, pilot, out)
+            await _settle(pilot)
+            m.shoot("tutorial-model-overview")
+            await m.keys("i")
+            m.shoot("tutorial-model-findings")
+        s.written += m.written
+    return s.written
+
+
 async def shoot(data_dir: Path, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     return [*await _wide(data_dir, out), *await _narrow(data_dir, out)]
@@ -245,11 +287,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--out", type=Path, default=Path("screenshots"))
-    parser.add_argument("--only", choices=("explorer", "report"), default=None)
+    parser.add_argument("--only", choices=("explorer", "report", "tutorial"), default=None)
+    parser.add_argument("--observation", default=None,
+                        help="--only tutorial: the finding's representative observation")
+    parser.add_argument("--model-run", default=None,
+                        help="--only tutorial: the run of the tutorial's real model")
     parser.add_argument("--run", default=None, help="the report's run (default: the newest)")
     parser.add_argument("--baseline", default=None, metavar="RUN",
                         help="the report's baseline (default: the previous run of its suite)")
     args = parser.parse_args()
+    if args.only == "tutorial":
+        for svg in asyncio.run(tutorial(args.data_dir, args.out, args.run, args.observation,
+                                       args.model_run)):
+            print(svg, to_png(svg) or "(no PNG: install rsvg-convert)")
+        return
     if args.only != "report":
         for svg in asyncio.run(shoot(args.data_dir, args.out)):
             png = to_png(svg)

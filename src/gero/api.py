@@ -587,12 +587,14 @@ class Run:
 
     def report(self, path: PathLike, baseline: str | Run | None = None) -> Path:
         """Write the run's report, one self-contained HTML page a browser opens offline (what
-        ``gero report -o FILE.html`` writes), and return its path. ``baseline`` is the run the
-        findings are marked new, still or gone against (default: the previous run of the same
-        suite)."""
+        ``gero report -o FILE.html`` writes), and return its path; each finding's
+        evidence (graph, inputs, manifest) goes to the folder ``FILE-evidence`` beside it.
+        ``baseline`` is the run the findings are marked new, still or gone against (default:
+        the previous run of the same suite)."""
         from importlib import metadata
 
         from gero.html_report import render
+        from gero.query.evidence_files import plan_evidence, with_downloads
         from gero.query.report import gather
 
         refuse_inside_root(path, self.data_dir)
@@ -604,12 +606,17 @@ class Run:
                     self.bundle_command(rep.observation_id, f"finding-{f.finding_id}.tar.gz"))
 
         data = gather(self.reader, findings, commands, problems=self.warnings)
+        # the representatives' graph, inputs and manifest, in a folder beside the page
+        evidence = plan_evidence(self.data_dir, findings.findings, Path(path))
+        data = with_downloads(data, evidence.downloads, evidence.folder.name)
         try:
             version = metadata.version("gero")
         except metadata.PackageNotFoundError:
             version = "?"
         text = render(replace(data, generated_with={"gero": version}))
-        return write_output(path, text)
+        written = write_output(path, text)
+        evidence.write()  # after the page: a page that cannot be written leaves no folder
+        return written
 
     # Evidence ---------------------------------------------------------------------------
     def artifact_paths(self, observation_ids: Iterable[str]) -> dict[str, str]:
@@ -631,13 +638,15 @@ class Run:
                 raise GeroError(f"observation {observation_id!r} is not in run {self.id}")
         if not artifact_path:  # a timeout or a failure before any tensor was kept
             return NO_EVIDENCE
-        return shlex.join(["gero", "replay", str(self.data_dir / artifact_path),
+        # absolute: the command works from any folder (a report opened elsewhere)
+        return shlex.join(["gero", "replay", str(self.data_dir.absolute() / artifact_path),
                            "--observation", observation_id])
 
     def bundle_command(self, observation_id: str, output: str | None = None) -> str:
         """The command that packs one observation's evidence into a .tar.gz to share."""
         return shlex.join(["gero", "bundle", observation_id[:16], "--data-dir",
-                           str(self.data_dir), "-o", output or f"{observation_id[:12]}.tar.gz"])
+                           str(self.data_dir.absolute()), "-o",
+                           output or f"{observation_id[:12]}.tar.gz"])
 
     # Lifetime ---------------------------------------------------------------------------
     def close(self) -> None:

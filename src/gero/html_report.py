@@ -14,10 +14,14 @@ import math
 import string
 from collections.abc import Iterable
 
+from gero.query.assessable import LABELS as APART_LABELS
+from gero.query.assessable import SHORT_LABELS as APART_SHORT
 from gero.query.findings import Finding, path_name
 from gero.query.report import (
+    DownloadFile,
     EvaluationRow,
     FindingEvidence,
+    LandingRow,
     OperationBar,
     RunReport,
     Segment,
@@ -58,6 +62,9 @@ MAX_DETAILS = 200
 """Characters of a row's reason shown in a table cell (the explorer has the whole text)."""
 MAX_BARS = 16
 """Decades a histogram draws; those below are one bar."""
+LABEL_CHAR = 6.6
+"""Width of a character of a histogram label (11 px sans-serif), for the choice between a
+label under its bar and one slanted to its bar's centre."""
 
 
 class Html(str):
@@ -164,23 +171,24 @@ def _header(r: RunReport) -> Html:
     rec = r.record
     meta = [f"suite {rec.get('suite', '?')}", str(rec.get("status", "?")),
             f"{count(int(rec.get('case_count') or 0))} cases",
-            f"{count(r.observations)} observations"]
-    when = f"{rec.get('started_at', '?')} → {rec.get('finished_at', '?')}"
+            f"{count(r.observations)} observations",
+            f"{rec.get('started_at', '?')} → {rec.get('finished_at', '?')}"]
     models = rec.get("models") or []
     model_line = fill('<p class="meta">model$s: $names</p>', s="s" if len(models) > 1 else "",
                       names=", ".join(map(str, models))) if models else Html("")
     nav = join(fill('<li><a href="#$id">$label</a></li>', id=i, label=label) for i, label in (
-        ("comparison", "The comparison"), ("counts", "Counts by class"),
-        ("findings", "Findings"), ("operations", "Precision across operations"),
-        ("timing", "Inference time"), ("scope", "Scope")))
+        ("counts", "Counts by class"), ("comparison", "The comparison"),
+        ("evaluations", "Evaluations"), ("operations", "Precision across operations"),
+        ("timing", "Inference time"), ("criteria", "Criteria"),
+        ("findings", "Findings and evidence"), ("compared", "Runtimes and versions"),
+        ("scope", "Scope")))
     return fill("""<header class="hero">
 <p class="kicker">Precision is a property. Test it.</p>
 <h1>Run report <code>$run</code></h1>
-<p class="lede">Inspect the contract. Compare the outputs. Reproduce the result.</p>
-<p class="meta">$meta</p><p class="meta">$when</p>$models
-<p class="meta">command: <code>$command</code></p>
+<p class="meta">$meta</p>$models
+<p class="meta command">command: <code>$command</code></p>
 <nav aria-label="sections"><ul>$nav</ul></nav>
-</header>""", run=r.run_id, meta=" · ".join(meta), when=when, models=model_line,
+</header>""", run=r.run_id, meta=" · ".join(meta), models=model_line,
                 command=rec.get("command_line") or "—", nav=nav)
 
 
@@ -194,7 +202,7 @@ def _few(values: tuple[str, ...], limit: int = 8) -> str:
 
 
 def _comparison(r: RunReport) -> Html:
-    rec = r.record
+    """The seed's comparison box: the runtimes under test, the inequality, the references."""
     tested = [p for p in r.paths if p.backend != "onnx-reference"]
     runtimes = list(dict.fromkeys((p.backend, p.version) for p in tested))
     actual = join((fill("<li><strong>$name</strong> $version</li>", name=runtime_name(b),
@@ -205,15 +213,36 @@ def _comparison(r: RunReport) -> Html:
                      "</li>", name=runtime_name(x.reference), version=x.version,
                      note=arbiters[x.reference])
                 for x in r.references if x.reference in arbiters)
+    return fill("""<section id="comparison" aria-labelledby="comparison-h">
+<h2 id="comparison-h"><span class="num">02</span> The comparison</h2>
+<div class="compare">
+<div><p class="tag">Actual</p><ul class="plain">$actual</ul></div>
+<div class="formula"><code>|actual − reference| ≤ atol + rtol · |reference|</code></div>
+<div><p class="tag">Reference</p><ul class="plain">$refs</ul></div>
+</div>
+<p class="small">Each runtime's settings, versions and the machine:
+<a href="#compared">Runtimes and versions</a>; tolerances: <a href="#criteria">the
+criteria</a>.</p>
+</section>""", actual=actual or Html("<li>—</li>"), refs=refs or Html("<li>—</li>"))
+
+
+def _compared(r: RunReport) -> Html:
+    """What ran: one row per runtime (its settings, the session settings they share, those
+    that differ between its paths), the references, the versions and the machine."""
+    rec = r.record
     ref_rows = join(fill("<tr><td><code>$ref</code></td><td>$version</td><td>$note</td>"
                          "<td class=\"n\">$n</td></tr>", ref=x.reference, version=x.version,
                          note=REFERENCE_NOTES.get(x.reference, ""), n=count(x.observations))
                     for x in r.references)
-    path_rows = join(fill("<tr><td>$name</td><td>$version</td><td><code>$setting</code></td>"
-                          "<td>$settings</td><td class=\"n\">$n</td></tr>",
-                          name=runtime_name(p.backend), version=p.version, setting=p.setting,
-                          settings=_settings_text(p.session_settings),
-                          n=count(p.observations)) for p in r.paths)
+    path_rows = join(fill("<tr><td>$name</td><td>$version</td><td>$settings</td>"
+                          "<td>$shared</td><td>$varying</td><td class=\"n\">$n</td></tr>",
+                          name=runtime_name(x.backend), version=", ".join(x.versions),
+                          settings=join((fill("<code>$s</code>", s=s) for s in x.settings),
+                                        ", "),
+                          shared=_settings_text(x.shared),
+                          varying=join((fill('<span class="kv">$k: $v</span>', k=k,
+                                             v=" | ".join(v)) for k, v in x.varying), " ")
+                          or "—", n=count(x.observations)) for x in r.runtimes)
     env = [("onnx", rec.get("onnx_version")), ("ONNX Runtime", rec.get("onnxruntime_version")),
            ("NumPy", rec.get("numpy_version")), ("Python", rec.get("python_version")),
            ("CPU", rec.get("cpu_model")), ("intra-op threads", rec.get("threads")),
@@ -222,6 +251,24 @@ def _comparison(r: RunReport) -> Html:
             if b not in ("onnxruntime", "onnx-reference")]
     env_rows = join(fill("<div><dt>$k</dt><dd>$v</dd></div>", k=k, v="—" if v is None else v)
                     for k, v in env)
+    return fill("""<section id="compared" aria-labelledby="compared-h">
+<h2 id="compared-h"><span class="num">08</span> Runtimes and versions</h2>
+<div class="scroll"><table><thead><tr><th scope="col">Runtime</th><th scope="col">Version</th>
+<th scope="col">Settings</th><th scope="col">Session settings (every setting)</th>
+<th scope="col">Differs between its paths</th>
+<th scope="col" class="n">Observations</th></tr></thead><tbody>$paths</tbody></table></div>
+<h3>References compared against</h3>
+<div class="scroll"><table><thead><tr><th scope="col">Reference</th><th scope="col">Version</th>
+<th scope="col">What it is</th><th scope="col" class="n">Observations</th></tr></thead>
+<tbody>$ref_rows</tbody></table></div>
+<p class="small">Contracts compare a path with itself under a law (full batch against its parts,
+a repeated run, a masked row against zero); those rows are counted by check, not here.</p>
+<h3>Versions and machine</h3><dl class="env">$env</dl>
+</section>""", paths=path_rows, ref_rows=ref_rows, env=env_rows)
+
+
+def _criteria(r: RunReport) -> Html:
+    """The criteria: the comparison's inequality and the tolerance each dtype stored."""
     tol_rows = join(fill(
         "<tr$cls><td>$dtype</td><td class=\"n\">$rtol</td><td class=\"n\">$atol</td>"
         "<td class=\"n\">$drtol</td><td class=\"n\">$datol</td><td>$state</td>"
@@ -236,25 +283,12 @@ def _comparison(r: RunReport) -> Html:
         n=count(t.observations)) for t in r.tolerances)
     if not r.tolerances:
         tol_rows = Html('<tr><td colspan="7">no comparison rows stored a tolerance</td></tr>')
-    return fill("""<section id="comparison" aria-labelledby="comparison-h">
-<h2 id="comparison-h"><span class="num">01</span> The comparison</h2>
-<div class="compare">
-<div><p class="tag">Actual</p><ul class="plain">$actual</ul></div>
-<div class="formula"><code>|actual − reference| ≤ atol + rtol · |reference|</code></div>
-<div><p class="tag">Reference</p><ul class="plain">$refs</ul></div>
-</div>
-<h3>Runtimes and settings</h3>
-<div class="scroll"><table><thead><tr><th scope="col">Runtime</th><th scope="col">Version</th>
-<th scope="col">Setting</th><th scope="col">Session settings</th>
-<th scope="col" class="n">Observations</th></tr></thead><tbody>$paths</tbody></table></div>
-<h3>References compared against</h3>
-<div class="scroll"><table><thead><tr><th scope="col">Reference</th><th scope="col">Version</th>
-<th scope="col">What it is</th><th scope="col" class="n">Observations</th></tr></thead>
-<tbody>$ref_rows</tbody></table></div>
-<p class="small">Contracts compare a path with itself under a law (full batch against its parts,
-a repeated run, a masked row against zero); those rows are counted by check, not here.</p>
-<h3>Versions and machine</h3><dl class="env">$env</dl>
-<h3 id="criteria">Comparison tolerances</h3>
+    return fill("""<section id="criteria" aria-labelledby="criteria-h">
+<h2 id="criteria-h"><span class="num">06</span> The criteria</h2>
+<p>A comparison passes where every element holds
+<code>|actual − reference| ≤ atol + rtol · |reference|</code>; NaN never matches (NaN == NaN is
+never a passing result), equal infinities do.</p>
+<h3>Comparison tolerances</h3>
 <div class="scroll"><table><thead><tr><th scope="col">Dtype</th><th scope="col" class="n">rtol</th>
 <th scope="col" class="n">atol</th><th scope="col" class="n">default rtol</th>
 <th scope="col" class="n">default atol</th>
@@ -263,29 +297,52 @@ a repeated run, a masked row against zero); those rows are counted by check, not
 <p class="small">As stored by the agreement, analytic, expected and levels rows. Each
 observation stores its actual tolerance, including CLI overrides; laws have tolerances of
 their own.</p>
-</section>""", actual=actual or Html("<li>—</li>"), refs=refs or Html("<li>—</li>"),
-                paths=path_rows, ref_rows=ref_rows, env=env_rows, tols=tol_rows)
+</section>""", tols=tol_rows)
+
+
+APART = "apart"
+"""The style of what cannot be assessed by construction (grey, dotted): not a class."""
 
 
 def _counts(r: RunReport) -> Html:
+    """The counts of the first screen: the issues tiles count what a user acts on; what
+    cannot be assessed by construction (NaN in, NaN out; an operator a runtime does not
+    implement) is a tile of its own, and the four classes as stored are said below."""
     c = r.counts
-    issues = c[CONTRACT_ISSUE] + c[EXECUTION]
+    act = dict(r.split.assessable) if r.split is not None else dict(c)
+    apart = r.split.not_assessable if r.split is not None else {}
+    issues = act.get(CONTRACT_ISSUE, 0) + act.get(EXECUTION, 0)
     tiles = [
         ("Evaluations", count(r.observations), Html("Observations stored for this run"), ""),
         ("Within contract", count(c[PASSED]), Html("Agreement + invariant checks"), PASSED),
-        ("Backend divergences", count(c[DIVERGENCE]), Html("Candidates for investigation"),
-         DIVERGENCE),
+        ("Backend divergences", count(act.get(DIVERGENCE, 0)),
+         Html("Candidates for investigation"), DIVERGENCE),
         ("Contract / execution issues", count(issues), fill(
             "Baseline not assessed: $ci contract issue, $ex execution / unsupported",
-            ci=count(c[CONTRACT_ISSUE]), ex=count(c[EXECUTION])), CONTRACT_ISSUE),
+            ci=count(act.get(CONTRACT_ISSUE, 0)), ex=count(act.get(EXECUTION, 0))),
+         CONTRACT_ISSUE),
     ]
-    body = join(fill('<div class="tile"><p class="tile-label">$sw$label</p>'
-                     '<p class="tile-n">$n</p><p class="tile-note">$note</p></div>',
-                     sw=swatch(k) if k else Html(""), label=label, n=n, note=note)
+    if apart:
+        tiles.append(("Cannot be assessed", count(sum(sum(by.values())
+                                                      for by in apart.values())),
+                      fill("By construction, counted apart: $parts", parts=", ".join(
+                          f"{count(sum(by.values()))} {APART_SHORT[why]}"
+                          for why, by in apart.items())), APART))
+    body = join(fill('<div class="tile tile-$k" id="tile-$id"><p class="tile-label">$sw$label'
+                     '</p><p class="tile-n">$n</p><p class="tile-note">$note</p></div>',
+                     k=k or "all", id=k or "all", sw=swatch(k) if k else Html(""),
+                     label=label, n=n, note=note)
                 for label, n, note, k in tiles)
+    stored = " · ".join(f"{count(c[k])} {CLASS_NAMES[k].lower()}" for k in RESULT_CLASSES)
+    said = fill("<p class=\"small\">By class, as stored: $stored.$apart</p>", stored=stored,
+                apart=fill(" Counted apart, and listed last among the findings: $parts.",
+                           parts="; ".join(
+                               f"{count(sum(by.values()))} {APART_LABELS[why]} ("
+                               + ", ".join(CLASS_NAMES[k].lower() for k in by) + ")"
+                               for why, by in apart.items())) if apart else Html(""))
     return fill("""<section id="counts" aria-labelledby="counts-h">
-<h2 id="counts-h"><span class="num">02</span> Counts by class</h2>
-<div class="tiles">$tiles</div></section>""", tiles=body)
+<h2 id="counts-h"><span class="num">01</span> Counts by class</h2>
+<div class="tiles">$tiles</div>$said</section>""", tiles=body, said=said)
 
 
 VERDICT_WORDS = {"safe": "safe", "off": "OFF", "cannot-run": "cannot run"}
@@ -369,6 +426,58 @@ def _verdict_note(group: list[Verdict]) -> Html:
     return fill("cannot run: $reason$oid", reason=v.reason, oid=oid)
 
 
+def _landing(r: RunReport) -> Html:
+    """The seed's evaluations table, one row per operation: its worst row that can be
+    assessed, operations with something to act on first."""
+    if not r.landing:
+        return Html("")
+    bar_of = {b.op_type: i for i, b in enumerate(r.bars, 1)}
+    card_of = {e.finding.finding_id: i for i, e in enumerate(r.findings, 1)}
+    rows: list[Html] = []
+    divided = False
+    for item in r.landing:
+        if not item.actionable and not divided:
+            divided = True
+            rows.append(Html('<tr class="divider"><th colspan="6" scope="rowgroup">Nothing to '
+                             'act on: what failed cannot be assessed by construction, or '
+                             'every row passed</th></tr>'))
+        rows.append(_landing_row(item, bar_of.get(item.op_type), card_of))
+    return fill("""<section id="evaluations" aria-labelledby="evaluations-h">
+<h2 id="evaluations-h"><span class="num">03</span> Evaluations: the worst of each operation</h2>
+<p>Per operation, the row to look at first: its worst that can be assessed (contract issue,
+divergence, failure, then the largest max abs. error), or its largest difference where every
+row passed. Every row of an operation: its bar under
+<a href="#operations">Precision across operations</a>.</p>
+<div class="scroll"><table class="landing"><thead><tr>
+<th scope="col">Operation / test case</th><th scope="col">Input</th>
+<th scope="col">Optimization</th><th scope="col" class="n">Max abs. error</th>
+<th scope="col">Result</th><th scope="col">Details</th></tr></thead>
+<tbody>$rows</tbody></table></div></section>""", rows=join(rows))
+
+
+def _landing_row(item: LandingRow, bar: int | None, card_of: dict[str, int]) -> Html:
+    row = item.row
+    op = fill('<a href="#op-$i">$op</a>', i=str(bar), op=item.op_type) if bar is not None \
+        else esc(item.op_type)
+    case = fill('<br><span class="small">$c</span>', c=row.case) \
+        if row.case != item.op_type else Html("")
+    card = card_of.get(item.finding_id)
+    finding = fill(' <a class="small" href="#finding-$k">finding #$k</a>', k=str(card)) \
+        if card is not None else Html("")
+    details = row.details if len(row.details) <= MAX_DETAILS \
+        else row.details[:MAX_DETAILS - 1] + "…"
+    apart = f", {count(item.not_assessable)} cannot be assessed" if item.not_assessable else ""
+    tally = (f"{count(item.not_passed)} of {count(item.observations)} not passed{apart}"
+             if item.not_passed else f"all {count(item.observations)} passed")
+    return fill("<tr$cls><td>$op$case</td><td>$input</td><td><code>$opt</code></td>"
+                "<td class=\"n\">$err</td><td>$result$finding</td><td><span class=\"check\">"
+                "$check</span> $details<br><span class=\"small\">$tally</span></td></tr>",
+                cls=Html("") if item.actionable else Html(' class="apart"'), op=op, case=case,
+                input=f"{row.dtype} {row.input_shapes}", opt=row.optimization,
+                err=num(row.max_abs_error), result=class_label(row.result), finding=finding,
+                check=row.check, details=details, tally=tally)
+
+
 _NOTE = """<aside class="note" id="what-a-divergence-is" aria-label="what a divergence is">
 <p class="i" aria-hidden="true">i</p><div>
 <p><strong>A difference is a starting point.</strong> A backend disagreement does not identify
@@ -394,25 +503,37 @@ def _histogram_svg(a: ElementAnalysis, label: str) -> Html:
     bars = ([("= 0", a.zero_error, False)] if a.zero_error else []) + bins
     if not bars:
         return Html('<p class="small">no finite pair of elements to draw</p>')
-    width, height, left, bottom, top = 640, 190, 46, 46, 22
+    # Rows from the top: the tolerance's label alone (16 px), the counts above the bars,
+    # the bars, the axis, then each bar's label under it (level when it fits its slot,
+    # else slanted up to its bar's centre): no text on a bar or on another text.
+    width, left, legend, top = 640, 46, 16, 34
     slot = (width - left - 10) / len(bars)
+    level = all(len(t) * LABEL_CHAR + 6 <= slot for t, _, _ in bars)
+    bottom = 24 if level else 12 + int(max(len(t) for t, _, _ in bars) * LABEL_CHAR * 0.64)
+    height = top + 124 + bottom
     peak = max(n for _, n, _ in bars) or 1
     parts: list[Html] = []
     line_x: float | None = None
+    axis_y = height - bottom
     for i, (text, n, outside) in enumerate(bars):
         x = left + i * slot
-        h = (height - top - bottom) * n / peak
-        y = height - bottom - h
+        h = (axis_y - top) * n / peak
+        y = axis_y - h
         if outside and line_x is None:
             line_x = x
+        cx = x + slot / 2
+        label = (fill('<text x="$cx" y="$ly" class="svg-n">$label</text>', cx=f"{cx:.1f}",
+                      ly=f"{axis_y + 15:.1f}", label=text) if level else
+                 fill('<text x="$cx" y="$ly" class="svg-l svg-slant" '
+                      'transform="rotate(-40 $cx $ly)">$label</text>', cx=f"{cx:.1f}",
+                      ly=f"{axis_y + 11:.1f}", label=text))
         parts.append(fill(
             '<rect x="$x" y="$y" width="$w" height="$h" fill="url(#fill-$f)" stroke="#222" '
             'stroke-width="0.6"><title>$tip</title></rect>'
-            '<text x="$cx" y="$ny" class="svg-n">$n</text>'
-            '<text x="$cx" y="$ly" class="svg-l" transform="rotate(35 $cx $ly)">$label</text>',
+            '<text x="$cx" y="$ny" class="svg-n">$n</text>$label',
             x=f"{x + 2:.1f}", y=f"{y:.1f}", w=f"{max(slot - 4, 1):.1f}", h=f"{max(h, 0.5):.1f}",
-            f="outside" if outside else "passed", cx=f"{x + slot / 2:.1f}",
-            ny=f"{y - 4:.1f}", ly=f"{height - bottom + 14:.1f}", n=count(n), label=text,
+            f="outside" if outside else "passed", cx=f"{cx:.1f}",
+            ny=f"{y - 5:.1f}", n=count(n), label=label,
             tip=f"{text}: {count(n)} element(s)" + (" beyond the tolerance line" if outside
                                                     else "")))
     if line_x is None and a.abs_bins and math.isfinite(a.tolerance_log10) \
@@ -421,12 +542,12 @@ def _histogram_svg(a: ElementAnalysis, label: str) -> Html:
     if line_x is not None:
         parts.append(fill('<line x1="$x" x2="$x" y1="$t" y2="$b" class="tol-line"/>'
                           '<text x="$tx" y="$ty" class="svg-l">tolerance ≈ $tol</text>',
-                          x=f"{line_x:.1f}", t=str(top - 6), b=str(height - bottom),
-                          tx=f"{min(line_x + 3, width - 110):.1f}", ty=str(top - 9),
+                          x=f"{line_x:.1f}", t=str(legend + 2), b=f"{axis_y:.1f}",
+                          tx=f"{min(line_x + 3, width - 110):.1f}", ty=str(legend - 4),
                           tol=num(10.0 ** a.tolerance_log10, 3)))
     axis = fill('<line x1="$l" x2="$r" y1="$y" y2="$y" stroke="#222"/>'
                 '<text x="4" y="$ay" class="svg-l">count</text>',
-                l=str(left), r=str(width - 8), y=str(height - bottom), ay=str(top + 8))
+                l=str(left), r=str(width - 8), y=f"{axis_y:.1f}", ay=str(top + 8))
     return fill('<svg class="hist" viewBox="0 0 $w $h" role="img" aria-label="$label">'
                 '<title>$label</title>$axis$bars</svg>', w=str(width), h=str(height),
                 label=label, axis=axis, bars=join(parts))
@@ -510,12 +631,44 @@ def _finding_card(i: int, e: FindingEvidence, baseline: bool) -> Html:
 </details>
 <h4>Localized origin</h4>$origin
 <h4>Error histogram</h4>$picture
+<h4>Evidence</h4>$downloads
 <h4>Reproduce</h4>
+<p class="small">From any folder: the data root's path is absolute. The bundle is the whole
+case (every path's outputs too) for a machine without the data root:
+<code>gero replay FILE.tar.gz</code>.</p>
 <pre><code>$replay
 $bundle</code></pre>
 </article>""", i=str(i), cls=class_label(f.result), status=status, title=f.title, facts=dl,
                 rep=rep_dl, origin=origin, picture=picture, replay=e.replay_command,
-                bundle=e.bundle_command)
+                bundle=e.bundle_command, downloads=_downloads(e.downloads))
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n:,} B"
+    return f"{n / 1024:.1f} KiB" if n < 1024 ** 2 else f"{n / 1024 ** 2:.1f} MiB"
+
+
+_MANIFEST_WORDS = {True: "as the manifest records it", False: "differs from the manifest",
+                   None: "the manifest records its members"}
+
+
+def _downloads(files: tuple[DownloadFile, ...]) -> Html:
+    """The representative's graph, inputs and manifest beside the report, each with its
+    SHA-256 (``sha256sum FILE`` prints the same)."""
+    if not files:
+        return Html('<p class="small">No evidence to download: this observation kept no '
+                    'evidence directory, or the report was rendered without writing it.</p>')
+    rows = join(fill('<tr><td><a href="$href" download>$name</a></td><td>$label</td>'
+                     '<td class="n">$size</td><td><code class="sha">$sha</code></td>'
+                     '<td class="small">$manifest</td></tr>', href=f.href, name=f.name,
+                     label=f.label, size=_size(f.size), sha=f.sha256,
+                     manifest="" if f.label == "manifest" else _MANIFEST_WORDS[f.manifest])
+                for f in files)
+    return fill('<div class="scroll"><table class="files"><thead><tr><th scope="col">File</th>'
+                '<th scope="col">What</th><th scope="col" class="n">Size</th>'
+                '<th scope="col">SHA-256</th><th scope="col">Manifest</th></tr></thead>'
+                '<tbody>$rows</tbody></table></div>', rows=rows)
 
 
 def _finding_list(items: Iterable[Finding], label: str) -> Html:
@@ -555,23 +708,38 @@ def _findings(r: RunReport) -> Html:
     if not r.findings:
         body = Html("<p>No findings: every observation of this run is within contract.</p>")
     else:
-        index = join(fill("<tr><td class=\"n\">$i</td><td>$cls</td><td><a href=\"#finding-$i\">"
-                          "$title</a></td><td class=\"n\">$n</td><td class=\"n\">$cases</td>"
-                          "<td>$status</td></tr>", i=str(i), cls=class_label(e.finding.result),
-                          title=e.finding.title, n=count(e.finding.observations),
-                          cases=count(e.finding.cases), status=e.finding.status or "—")
-                     for i, e in enumerate(r.findings, 1))
+        rows: list[Html] = []
+        for i, e in enumerate(r.findings, 1):
+            if not e.finding.assessable and (i == 1 or r.findings[i - 2].finding.assessable):
+                rows.append(Html('<tr class="divider" id="apart"><th colspan="6" '
+                                 'scope="rowgroup">Counted apart: cannot be assessed by '
+                                 'construction (no runtime is judged on these rows)</th></tr>'))
+            why = APART_LABELS.get(e.finding.cannot_assess, "")
+            rows.append(fill(
+                "<tr$cls><td class=\"n\">$i</td><td>$label</td><td><a href=\"#finding-$i\">"
+                "$title</a>$why</td><td class=\"n\">$n</td><td class=\"n\">$cases</td>"
+                "<td>$status</td></tr>", i=str(i), label=class_label(e.finding.result),
+                cls=Html(' class="apart"') if why else Html(""), title=e.finding.title,
+                why=fill('<br><span class="small">$w</span>', w=why) if why else Html(""),
+                n=count(e.finding.observations), cases=count(e.finding.cases),
+                status=e.finding.status or "—"))
+        index = join(rows)
         cards = join(_finding_card(i, e, baseline) for i, e in enumerate(r.findings, 1))
         body = fill('<div class="scroll"><table class="index"><thead><tr><th scope="col">#</th>'
                     '<th scope="col">Class</th><th scope="col">Finding</th>'
                     '<th scope="col" class="n">Observations</th><th scope="col" class="n">'
                     'Cases</th><th scope="col">Status</th></tr></thead><tbody>$index</tbody>'
                     '</table></div>$cards', index=index, cards=cards)
-    lead = (f"{count(r.non_passed)} non-passed observation(s) in {len(r.findings)} finding(s), "
-            "worst first. A finding is a cause, not a row: every non-passed observation belongs "
-            "to exactly one.")
+    apart = sum(not e.finding.assessable for e in r.findings)
+    lead = (f"{count(r.non_passed)} non-passed observation(s) in {len(r.findings)} finding(s): "
+            "what a user acts on first, worst first"
+            + (f", then, counted apart, the {apart} that cannot be assessed by construction"
+               if apart else "")
+            + ". A finding is a cause, not a row: every non-passed observation belongs "
+            "to exactly one. Each representative's graph, inputs and manifest are downloads "
+            "beside this page.")
     return fill("""<section id="findings" aria-labelledby="findings-h">
-<h2 id="findings-h"><span class="num">03</span> Evidence workspace: find the signal</h2>
+<h2 id="findings-h"><span class="num">07</span> Evidence workspace: find the signal</h2>
 <p>$lead</p>$body$baseline</section>""", lead=lead, body=body, baseline=_baseline(r))
 
 
@@ -727,10 +895,10 @@ _CSS = """
 body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
 color:var(--ink);background:#fff;-webkit-print-color-adjust:exact;print-color-adjust:exact}
 main,header{max-width:1180px;margin:0 auto;padding:0 24px}
-.hero{padding-top:28px;padding-bottom:12px;border-bottom:1px solid var(--line)}
+.hero{padding-top:18px;padding-bottom:4px;border-bottom:1px solid var(--line)}
 .kicker{letter-spacing:.12em;text-transform:uppercase;font-weight:700;color:var(--accent);margin:0}
 h1{font-size:28px;margin:.2em 0}h1 code{font-size:22px}
-h2{font-size:22px;margin:1.6em 0 .4em;border-bottom:2px solid var(--ink);padding-bottom:4px}
+h2{font-size:22px;margin:1.3em 0 .4em;border-bottom:2px solid var(--ink);padding-bottom:4px}
 h3{font-size:17px;margin:1.3em 0 .4em}h4{font-size:14px;margin:1em 0 .3em;color:var(--muted);
 text-transform:uppercase;letter-spacing:.06em}
 .num{color:var(--muted);font-weight:400;margin-right:.4em}
@@ -794,6 +962,13 @@ figcaption,.small{font-size:12.5px;color:var(--muted)}
 .check{font-family:ui-monospace,monospace;font-size:12px;color:var(--muted)}
 details summary{cursor:pointer;font-weight:600;margin:.4em 0}
 .segment{margin-top:10px}
+.hero .meta.command code{word-break:break-all}
+.tiles{grid-template-columns:repeat(auto-fit,minmax(170px,1fr))}
+.tile-apart{background:var(--soft)}.tile-apart .tile-n{color:var(--muted)}
+.sw-apart{background:radial-gradient(circle,#8a8a8a 0 1px,#f0f0f0 1.2px) 0 0/4px 4px}
+tr.apart td{color:var(--muted)}tr.divider th{background:#eef1f4;font-weight:600}
+table.files code.sha{font-size:11.5px;word-break:break-all}
+.svg-slant{text-anchor:end}
 .principles{display:grid;grid-template-columns:repeat(3,1fr);gap:14px}
 .principles>div{border:1px solid var(--line);padding:4px 14px}.principles h3{margin-top:.6em}
 footer{max-width:1180px;margin:30px auto;padding:12px 24px;border-top:1px solid var(--line);
@@ -820,18 +995,22 @@ def render(report: RunReport) -> str:
 $header
 <main>
 $verdicts
-$comparison
 $counts
-$note
-$findings
+$comparison
+$landing
 $operations
 $timing
+$criteria
+$note
+$findings
+$compared
 $scope
 </main>
 <footer>Written by $versions from the data root <code>$root</code>. One self-contained file:
 no script, no network resource.</footer>
 </body></html>
-""", csp=CONTENT_SECURITY_POLICY, run=report.run_id, css=Html(_CSS), patterns=Html(_PATTERNS),
+""", landing=_landing(report), criteria=_criteria(report), compared=_compared(report),
+        csp=CONTENT_SECURITY_POLICY, run=report.run_id, css=Html(_CSS), patterns=Html(_PATTERNS),
         header=_header(report), verdicts=_verdicts(report), comparison=_comparison(report),
         counts=_counts(report), note=Html(_NOTE), findings=_findings(report),
         operations=_operations(report), timing=_timing(report), scope=_scope(report),

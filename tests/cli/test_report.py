@@ -27,6 +27,8 @@ needs_chromium = pytest.mark.skipif(
                              "installs it)")
 # Anything that names a resource: a URL with a scheme or a protocol-relative one, or an
 # attribute that loads (src, srcset, url(), @import). The page links only to #fragments.
+EVIDENCE = re.compile(r"[\w.-]+-evidence/finding-[0-9a-f]{12}/[\w.-]+")
+"""A download beside the report: NAME-evidence/finding-ID/FILE (gero.query.evidence_files)."""
 EXTERNAL = re.compile(r"(?i)\b(?:https?|ftp|wss?):|=\s*[\"']?//|\bsrc(?:set)?\s*=|"
                       r"url\(\s*[\"']?(?!#)|@import|<script|<link|<iframe|<object|<embed")
 
@@ -53,9 +55,10 @@ def _static_checks(text: str) -> None:
     found = EXTERNAL.findall(text)
     assert not found, f"the page names a resource: {found[:5]}"
     hrefs = re.findall(r'href="([^"]*)"', text)
-    assert hrefs and all(h.startswith("#") for h in hrefs)
+    # fragments of the page, and the evidence downloads in the folder beside it
+    assert hrefs and all(h.startswith("#") or EVIDENCE.fullmatch(h) for h in hrefs)
     ids = set(re.findall(r' id="([^"]*)"', text))
-    assert {h[1:] for h in hrefs} <= ids, "a link points at nothing"
+    assert {h[1:] for h in hrefs if h.startswith("#")} <= ids, "a link points at nothing"
     assert "A difference is a starting point." in text
 
 

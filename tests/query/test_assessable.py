@@ -102,7 +102,7 @@ _OUTSIDE = "3 of 8 elements outside atol=1e-06 + rtol=1e-05·|r|; max |a−r| = 
 def _mixed_run(root: Path) -> None:
     """Many NaN-fed rows and many missing kernels (the larger causes), one small divergence
     of ONNX Runtime and one small law it breaks."""
-    nan = {"nan_actual": 4, "nan_reference": 4, "mismatch_count": 4}
+    nan: dict[str, Any] = {"nan_actual": 4, "nan_reference": 4, "mismatch_count": 4}
     rows = [_row(c, check, "onnxruntime", level, "contract_issue", _NAN_REASON, "Max", **nan)
             for c in ("a", "b", "c") for check in ("analytic", "contract:partition")
             for level in _LEVELS]
@@ -154,7 +154,7 @@ def test_a_runtimes_wrong_numbers_list_first_and_the_rest_is_counted_apart(
 def test_a_finding_with_one_assessable_row_is_assessable(tmp_path: Path) -> None:
     """NaN on both sides in two cases, and in a third NaN on both sides with a finite value
     where float64 is NaN elsewhere on one level: that level's row is the runtime's own."""
-    nan = {"nan_actual": 4, "nan_reference": 4, "mismatch_count": 4}
+    nan: dict[str, Any] = {"nan_actual": 4, "nan_reference": 4, "mismatch_count": 4}
     rows = [_row(c, "analytic", "onnxruntime", level, "contract_issue", _NAN_REASON, **nan)
             for c in ("a", "b") for level in _LEVELS]
     rows.append(_row("c", "analytic", "onnxruntime", "all", "contract_issue", _NAN_REASON,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gero.query.assessable import Split, split_counts, unassessable_sql
 from gero.query.findings import MEMBERS_TABLE, Finding, FindingsReport, ensure_members
 from gero.query.runtimes import RuntimeTiming, timings
 from gero.query.stored_localization import StoredOrigin, parse_localization
@@ -26,7 +27,7 @@ from gero.query.tensors import ElementAnalysis, analyse, load_evidence
 from gero.query.verdicts import Verdict, verdicts
 from gero_runner.backends import REFERENCE
 from gero_runner.errors import GeroError
-from gero_runner.result_classes import COMPARISON_CHECKS, RESULT_CLASSES
+from gero_runner.result_classes import COMPARISON_CHECKS, RESULT_CLASSES, SEVERITY, severity_sql
 from gero_runner.storage.artifacts import (
     DERIVED_DIR,
     LOCALIZE_DIR,
@@ -55,6 +56,45 @@ class PathSetting:
     """The setting as the evaluations table names it: an ORT level, ``reference``, ov:f32."""
     session_settings: tuple[tuple[str, str], ...]
     observations: int
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    """One runtime's paths in one row: its settings, the session settings they all share
+    (said once) and those that differ between its paths (each key with its values)."""
+
+    backend: str
+    versions: tuple[str, ...]
+    settings: tuple[str, ...]
+    """The settings that ran, in the evaluations table's order."""
+    shared: tuple[tuple[str, str], ...]
+    varying: tuple[tuple[str, tuple[str, ...]], ...]
+    """(key, its values): a key some path lacks counts ``—`` among its values."""
+    observations: int
+
+
+def compact_paths(paths: Iterable[PathSetting]) -> tuple[RuntimeSettings, ...]:
+    """The paths one row a runtime (``paths`` in their order): a runtime whose settings
+    differ between cases (ONNX Runtime's threads law runs each level at 1 and at the
+    machine's threads) was one row per distinct session string, 9 to 29 rows of full
+    strings above the counts."""
+    by_backend: dict[str, list[PathSetting]] = {}
+    for p in paths:
+        by_backend.setdefault(p.backend, []).append(p)
+    out = []
+    for backend, group in by_backend.items():
+        pairs = [dict(p.session_settings) for p in group]
+        keys = sorted({k for d in pairs for k in d})
+        shared = tuple((k, pairs[0][k]) for k in keys
+                       if all(k in d and d[k] == pairs[0][k] for d in pairs))
+        common = {k for k, _ in shared}
+        varying = tuple((k, tuple(dict.fromkeys(d.get(k, "—") for d in pairs)))
+                        for k in keys if k not in common)
+        out.append(RuntimeSettings(
+            backend, tuple(dict.fromkeys(p.version for p in group)),
+            tuple(dict.fromkeys(p.setting for p in group)), shared, varying,
+            sum(p.observations for p in group)))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -111,6 +151,27 @@ class EvaluationRow:
 
 
 @dataclass(frozen=True)
+class LandingRow:
+    """One operation in the landing table: the row a user looks at first (the worst that
+    can be assessed: class by severity, then the largest max abs. error; a passed row when
+    nothing failed), with the operation's counts."""
+
+    op_type: str
+    row: EvaluationRow
+    observations: int
+    not_passed: int
+    not_assessable: int
+    """Of ``not_passed``: what cannot be assessed by construction (counted apart)."""
+    finding_id: str = ""
+    """The finding that holds ``row`` (none for a passed row)."""
+
+    @property
+    def actionable(self) -> bool:
+        """Whether the operation has a non-passed row that can be assessed."""
+        return self.not_passed > self.not_assessable
+
+
+@dataclass(frozen=True)
 class Segment:
     """One result class of one operation: its count and its worst rows."""
 
@@ -147,6 +208,24 @@ class Localization:
 
 
 @dataclass(frozen=True)
+class DownloadFile:
+    """A file of a representative's evidence, copied beside the report for download."""
+
+    label: str
+    """What it is: graph, inputs, manifest, case."""
+    name: str
+    """Its name in the evidence directory (``model.onnx``), or what it was made from."""
+    href: str
+    """Relative to the report's folder, URL-quoted (a file shared by findings is written
+    once: the others link to it)."""
+    size: int
+    sha256: str
+    manifest: bool | None
+    """Whether the case's manifest records this digest (None: it records no digest of the
+    file as a whole, e.g. inputs.npz gathered from the packed members)."""
+
+
+@dataclass(frozen=True)
 class FindingEvidence:
     """A finding with what the report shows of it beyond its figures."""
 
@@ -158,6 +237,9 @@ class FindingEvidence:
     localized: tuple[Localization, ...]
     replay_command: str
     bundle_command: str
+    downloads: tuple[DownloadFile, ...] = ()
+    """The representative's graph, inputs and manifest beside the report (``gero report``
+    writes them; none when its evidence is missing)."""
 
 
 @dataclass(frozen=True)
@@ -182,9 +264,19 @@ class RunReport:
     problems: tuple[str, ...] = ()
     rows_per_segment: int = ROWS_PER_SEGMENT
     non_passed: int = 0
+    split: Split | None = None
+    """The non-passed counts split: to act on, and what cannot be assessed (apart)."""
+    landing: tuple[LandingRow, ...] = ()
+    """One row per operation, what can be assessed and fails first."""
+    evidence_folder: str = ""
+    """The folder beside the report that holds the representatives' downloads."""
     generated_with: dict[str, str] = field(default_factory=dict)
     verdicts: tuple[Verdict, ...] = ()
     """The verdict card of each model case (none for the operator suites)."""
+
+    @property
+    def runtimes(self) -> tuple[RuntimeSettings, ...]:
+        return compact_paths(self.paths)
 
     @property
     def observations(self) -> int:
@@ -203,8 +295,10 @@ def gather(source: OpenRun, findings: FindingsReport, commands: Commands,
     localized = _localizations(source, findings.findings)
     record = source.record()
     evidence = _evidence_rows(source, findings.findings)
+    # absolute: the commands the page prints work from wherever it is opened
+    root = Path(source.data_root).resolve()
     return RunReport(
-        run_id=source.run_id, data_root=Path(source.data_root), record=record,
+        run_id=source.run_id, data_root=root, record=record,
         counts={c: int(counts.get(c, 0)) for c in RESULT_CLASSES},
         paths=_paths(source), references=_references(source),
         tolerances=_tolerances(source, record),
@@ -212,7 +306,8 @@ def gather(source: OpenRun, findings: FindingsReport, commands: Commands,
                                  localized.get(f.finding_id, ()), commands)
                        for f in findings.findings),
         operations=tuple(operations(source)),
-        bars=_bars(source, rows_per_segment),
+        bars=_bars(source, rows_per_segment, root),
+        split=split_counts(source), landing=landing(source, bool(findings.findings)),
         runtime_medians=runtime_medians(source), timings=tuple(timings(source)),
         baseline_run_id=findings.baseline_run_id, baseline_problem=findings.baseline_problem,
         gone=tuple(findings.gone), unresolved=tuple(findings.unresolved),
@@ -273,7 +368,7 @@ def _tolerances(source: OpenRun, record: dict[str, Any]) -> tuple[ToleranceUse, 
 # Findings -------------------------------------------------------------------------------
 
 _EVIDENCE_COLUMNS = ("observation_id", "artifact_path", "actual_file", "reference_file",
-                     "rtol", "atol")
+                     "rtol", "atol", "check", "reference")
 
 
 def _evidence_rows(source: OpenRun, findings: list[Finding]) -> dict[str, dict[str, Any]]:
@@ -401,7 +496,7 @@ def _shell_word(text: str) -> str:
     return f'"{text}"'
 
 
-def _bars(source: OpenRun, per_segment: int) -> tuple[OperationBar, ...]:
+def _bars(source: OpenRun, per_segment: int, root: Path) -> tuple[OperationBar, ...]:
     # Two steps, as the explorer's table pages: the top rows of each segment from narrow
     # columns (max_by keeps n per group without sorting the run; ties go to the larger id,
     # so a report is the same every time), then their wide columns by id. [x][1] hides
@@ -427,10 +522,62 @@ def _bars(source: OpenRun, per_segment: int) -> tuple[OperationBar, ...]:
                                        str(setting), str(check), error, str(res),
                                        str(arbiter), str(reason or "")))
         by_op.setdefault(str(op), {})[str(result)] = (int(n), worst)
-    root = Path(source.data_root)
     return tuple(
         OperationBar(op, tuple(
             Segment(c, classes.get(c, (0, []))[0], tuple(classes.get(c, (0, []))[1]),
                     export_command(root, source.run_id, op, c))
             for c in RESULT_CLASSES))
         for op, classes in sorted(by_op.items()))
+
+
+# The landing table ----------------------------------------------------------------------
+
+def _evaluation_rows(source: OpenRun, ids: list[str]) -> dict[str, EvaluationRow]:
+    """The evaluations table's cells of these observations, by id."""
+    rows = source.query(f"""
+        SELECT observation_id, {CASE_SQL}, dtype, input_shapes, {PATH_SQL}, "check",
+               [max_abs_error][1], result, coalesce(arbiter, '-'), reason
+        FROM obs WHERE observation_id IN (SELECT unnest(?::VARCHAR[]))""", [ids])
+    out = {}
+    for oid, case, dtype, shapes, setting, check, x, res, arbiter, reason in rows:
+        error = None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+        out[str(oid)] = EvaluationRow(str(oid), str(case), str(dtype), str(shapes),
+                                      str(setting), str(check), error, str(res),
+                                      str(arbiter), str(reason or ""))
+    return out
+
+
+def landing(source: OpenRun, with_findings: bool = True) -> tuple[LandingRow, ...]:
+    """One row per operation: its worst row that can be assessed (``SEVERITY``, then the
+    largest max abs. error; a row that cannot be assessed only when nothing else failed; a
+    passed row when nothing failed). Operations with something to act on first, worst
+    first, then those whose failures cannot be assessed, then those that passed."""
+    tops = source.query(f"""
+        SELECT op_type, count(*), count(*) FILTER (WHERE result <> 'passed'),
+               count(*) FILTER (WHERE why <> ''),
+               max_by(observation_id, {{'act': result <> 'passed' AND why = '',
+                                        'severity': severity, 'x': x, 'id': observation_id}})
+        FROM (SELECT op_type, observation_id, result, {severity_sql()} AS severity,
+                     {unassessable_sql()} AS why,
+                     -- [x][1] hides Parquet statistics, which would fold isnan() (_bars)
+                     CASE WHEN [max_abs_error][1] IS NULL OR isnan([max_abs_error][1])
+                          THEN -1.0 ELSE [max_abs_error][1] END AS x
+              FROM obs)
+        GROUP BY op_type""")
+    rows = _evaluation_rows(source, [str(t[4]) for t in tops])
+    owners: dict[str, str] = {}
+    if with_findings and any(t[2] for t in tops):
+        ensure_members(source)
+        owners = {str(o): str(f) for o, f in source.query(
+            f"SELECT observation_id, finding_id FROM {MEMBERS_TABLE} "
+            "WHERE observation_id IN (SELECT unnest(?::VARCHAR[]))", [list(rows)])}
+    out = [LandingRow(str(op), rows[str(oid)], int(n), int(bad), int(apart),
+                      owners.get(str(oid), ""))
+           for op, n, bad, apart, oid in tops]
+
+    def order(r: LandingRow) -> tuple[int, int, float, str]:
+        group = 0 if r.actionable else 1 if r.not_passed else 2
+        severity = -SEVERITY.get(r.row.result, 0) if group < 2 else 0
+        return (group, severity, -(r.row.max_abs_error or 0.0), r.op_type)
+
+    return tuple(sorted(out, key=order))

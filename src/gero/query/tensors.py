@@ -135,11 +135,7 @@ def load_evidence(data_root: Path, row: dict[str, Any]) -> Evidence:
     actual_file = row.get("actual_file") or ""
     reference_file = row.get("reference_file") or ""
     if not artifact or not actual_file or not reference_file:
-        raise ArtifactError(
-            "this observation kept no tensors (a path failed before producing output): "
-            f"artifact_path={artifact!r}, actual_file={actual_file!r}, "
-            f"reference_file={reference_file!r}"
-        )
+        raise ArtifactError(_no_pair(row, artifact, actual_file, reference_file))
     directory = resolve_artifact(data_root, artifact)
     if not directory.is_dir():
         raise ArtifactError(f"evidence directory {directory} is missing")
@@ -148,6 +144,20 @@ def load_evidence(data_root: Path, row: dict[str, Any]) -> Evidence:
     return Evidence(directory, actual, reference, _exact(directory, actual_file, actual),
                     actual_file, reference_file, _number(row.get("rtol")),
                     _number(row.get("atol")))
+
+
+def _no_pair(row: dict[str, Any], artifact: str, actual_file: str, reference_file: str) -> str:
+    """Why a row has no two tensors to take differences of, from what it kept: one output
+    (a law over repeated runs, which compares output hashes: nothing failed), or none (a
+    path failed, or ran out of time, before producing output)."""
+    files = (f"artifact_path={artifact!r}, actual_file={actual_file!r}, "
+             f"reference_file={reference_file!r}")
+    if artifact and actual_file:
+        check = row.get("check") or "its check"
+        against = f" against {row['reference']}" if row.get("reference") else ""
+        return (f"this observation keeps one output, not a pair: {check}{against} compares "
+                f"output hashes, not elements, so there is no difference to draw ({files})")
+    return f"this observation kept no tensors (a path failed before producing output): {files}"
 
 
 def _exact(directory: Path, actual_file: str, actual: np.ndarray) -> np.ndarray | None:

@@ -41,11 +41,12 @@ MODEL_TOLERANCES: Mapping[str, Tolerance] = {
     "float32": Tolerance(1e-4, 1e-6),
 }
 """A model's outputs (``--model``, ``--suite models``), where each comparison takes the rtol
-term at the output's largest magnitude (the scaled error): seed 002's fp32 bound of 1e-4
+term at the output's largest magnitude (the scaled error): the fp32 bound of 1e-4
 relative to the output's scale (``metrics.model_level.FP32_SCALED_LIMIT``, the model
 gate). ONNX Runtime's own levels differ by up to ~2e-5 scaled on real CNNs (a 736×992
-text-detection map), so seed 000's operator table (1e-5) would blame every path for
-float32 reordering. float16 keeps its 5e-3, already above seed 002's 4e-3 fp16 gate."""
+text-detection map), so the operator table (1e-5) would blame every path for
+float32 reordering. float16 keeps its 5e-3, already above the 4e-3 fp16 gate
+(docs/explanation/tolerances.md)."""
 
 
 def check_value(kind: str, dtype: str, value: object, item: str = "") -> float:

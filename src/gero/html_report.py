@@ -1,6 +1,6 @@
 """A run report as one self-contained HTML page: inline CSS and SVG, no script, nothing fetched.
 
-The page follows the product's landing page (seed 000): the comparison, counts by class,
+The page follows the product's landing page: the comparison, counts by class,
 the evidence (findings worst first), precision across operations (a bar per operation whose
 segments link to the rows behind them), inference time with context. Every value that comes
 from a run (graph and case names, run ids, messages) is hostile input: the small template
@@ -43,7 +43,7 @@ CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-sr
 
 CLASS_NAMES = {PASSED: "Passed", DIVERGENCE: "Divergence", CONTRACT_ISSUE: "Contract issue",
                EXECUTION: "Execution / unsupported"}
-"""The legend's words (seed 000)."""
+"""The legend's words (the four result classes of docs/explanation/observations.md)."""
 PATTERN_NAMES = {PASSED: "solid", DIVERGENCE: "diagonal stripes", CONTRACT_ISSUE: "cross-hatch",
                  EXECUTION: "dots"}
 REFERENCE_NOTES = {

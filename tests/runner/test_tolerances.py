@@ -71,8 +71,8 @@ def test_a_bad_item_is_one_sentence(rtol: list[str], message: str) -> None:
 
 
 @pytest.mark.parametrize(("tolerances", "dtype", "model", "expected"), [
-    (Tolerances(), "float32", True, Tolerance(1e-4, 1e-6)),   # seed 002's fp32 bound
-    (Tolerances(), "float32", False, Tolerance(1e-5, 1e-6)),  # seed 000's operator table
+    (Tolerances(), "float32", True, Tolerance(1e-4, 1e-6)),   # the fp32 model bound
+    (Tolerances(), "float32", False, Tolerance(1e-5, 1e-6)),  # the operator table
     (Tolerances(), "float16", True, Tolerance(5e-3, 5e-4)),
     (Tolerances(), "int64", True, Tolerance(0.0, 0.0)),
     (Tolerances.parse(rtol=["float32=3e-5"]), "float32", True, Tolerance(3e-5, 1e-6)),

@@ -23,7 +23,7 @@ Each selected runtime has a baseline setting (``Backend.model_baseline``: ONNX R
   judged here.
 - ``model:VARIANT:cosine`` / ``:decision`` (int8) and ``model:fp16:scaled`` /
   ``model:fp16:vs-fp32``: every other path on the variant against the run's baseline on it,
-  gated as seed 002 says.
+  gated as docs/explanation/tolerances.md says.
 - ``model:outputs``: one execution row per output that is not a tensor (a ZipMap's
   sequence of maps), naming it and its type.
 - ``parity:KIND``: each runtime's baseline and the ReferenceEvaluator against the arbiter
@@ -603,9 +603,10 @@ class _Checker:
                    others: list[PathResult], fp32: PathResult,
                    floors: dict[int, tuple[ml.Floor, list[dict[str, Any]]]],
                    b: Baseline) -> None:
-        """Every other path on the int8 file against the run's baseline on it (seed 002's
-        cosine and decisions, above the floor); where one disagrees, the file computed
-        exactly says whether it is off or merely as far from exact as the baseline."""
+        """Every other path on the int8 file against the run's baseline on it (the model-level
+        cosine and decisions, above the floor: docs/explanation/tolerances.md); where one
+        disagrees, the file computed exactly says whether it is off or merely as far from
+        exact as the baseline."""
         assert base.outputs is not None
         ref_label = f"{name}:{b.label}"
         exact: list[np.ndarray] | str | None = None  # asked for at the first failed gate
@@ -670,7 +671,7 @@ class _Checker:
         """Every path on the fp16 file against honest yardsticks, not against one runtime:
         ``model:fp16:scaled`` against the float64 shadow of the file rounded to float16 at
         each node (the exact shadow for a path that computes the file in float32), and
-        ``model:fp16:vs-fp32`` against the fp32 model, within the seed's 4e-3 or 1.5× the
+        ``model:fp16:vs-fp32`` against the fp32 model, within the 4e-3 gate or 1.5× the
         correct fp16 computation's own error, whichever is larger."""
         assert base.outputs is not None and fp32.outputs is not None
         rounded: list[np.ndarray] | None

@@ -9,7 +9,8 @@ some tensors (ONNX Runtime's optimised graph, OpenVINO's executed graph): only t
 that survive on both sides are compared, since marking a fused-away tensor as an output
 would undo the fusion being localized.
 
-Each tensor's figures are seed 002's scaled error ``max|a−r| / max|r|`` and its floor: the
+Each tensor's figures are its scaled error ``max|a−r| / max|r|`` and its floor (see
+docs/explanation/observations.md, localize): the
 reference side's own sensitivity at that tensor (a run with 1e-7 relative noise on the float
 inputs), against which a tensor diverges when its error is over ``FLOOR_FACTOR`` × the
 floor and over ``ROUNDINGS`` roundings of the path's own dtype.

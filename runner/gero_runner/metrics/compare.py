@@ -223,7 +223,8 @@ def compare(actual: np.ndarray, reference: np.ndarray, rtol: float, atol: float,
             unit: np.dtype[Any] | str | None = None, rel_floor: float = 0.0) -> Comparison:
     """Compare ``actual`` with ``reference`` under ``|a - r| <= atol + rtol * |r|``, or with
     ``rel_floor`` under ``atol + rtol * max(|r|, rel_floor * max|r|)`` (a model output's
-    small elements are differences of large terms: seed 002's floored metric).
+    small elements are differences of large terms: the floored metric,
+    docs/explanation/tolerances.md).
 
     The two dtypes must be the same, unless ``unit`` is given: then the reference may be a
     wider exact value (e.g. float64 sums of a float16 output) and ULPs count in ``unit``.

@@ -1,4 +1,6 @@
-"""Model-level metrics (seed 002): figures over a whole output tensor, and the gates built on them.
+"""Model-level metrics: figures over a whole output tensor, and the gates built on them.
+
+Why these figures and gates: docs/explanation/tolerances.md.
 
 Element-wise tolerances say little about a model output whose small elements are
 differences of large terms. These metrics look at the output's scale and its structure:
@@ -34,18 +36,19 @@ FP16_RATIO_LIMIT = 1.5
 FP16_SPREAD_CAP = 5e-2
 """The largest distance between an fp16 file's two correct computations (rounded at each
 node, exact) that widens the fp16 yardstick's gate; beyond it float16 itself breaks the
-model and the seed's 4e-3 stands."""
+model and the 4e-3 gate stands."""
 FP32_SCALED_LIMIT = 1e-4
-"""fp32: a 1e-4 bound is meaningful against the output's scale (seed 002), not per element."""
+"""fp32: a 1e-4 bound is meaningful against the output's scale, not per element
+(docs/explanation/tolerances.md)."""
 MODEL_REL_FLOOR = 1.0
 """Element-wise comparisons of a model's outputs take the rtol term at the output's largest
-magnitude, ``|a−r| ≤ atol + rtol·max|r|``: the scaled error, seed 002's fp32 metric (its
+magnitude, ``|a−r| ≤ atol + rtol·max|r|``: the scaled error, the fp32 metric (its
 other choice, a floor of at least 1e-2 of the maximum, still fails ONNX Runtime against its
 own levels: they differ by 1e-4 to 3e-3 relative at a 1e-3 floor, because a model's small
 elements are differences of large terms)."""
 ROUNDINGS = 8
 """A narrower output is allowed this many of its own roundings (half an ulp each) of
-scaled error: for float16, 8 × 2^-11 ≈ 3.9e-3, seed 002's 4e-3 fp16 gate."""
+scaled error: for float16, 8 × 2^-11 ≈ 3.9e-3, the 4e-3 fp16 gate."""
 
 
 def scaled_limit(dtype: Any) -> float:
@@ -333,10 +336,11 @@ def fp16_reference_gate(scaled: float, widened: bool, spread: float = math.nan) 
     """A path on the fp16 file against a correct computation of it: the float64 shadow
     rounded to float16 at each node, or (``widened``: a path that computes the file in
     float32) the exact shadow; scaled error ≤ 4e-3 (two correct engines that round in
-    different places differ by that much, seed 002), or ≤ 1.5× ``spread`` when that is
-    larger: how far the two correct computations (rounded at each node and exact) are
-    apart on this file, which an engine that rounds elsewhere (a BatchNormalization folded
-    into float16 weights) may be too (PicoDet's layout file: 9e-3)."""
+    different places differ by that much: docs/explanation/tolerances.md), or ≤ 1.5×
+    ``spread`` when that is larger: how far the two correct computations (rounded at each
+    node and exact) are apart on this file, which an engine that rounds elsewhere (a
+    BatchNormalization folded into float16 weights) may be too (PicoDet's layout file:
+    9e-3)."""
     what = ("the fp16 file computed exactly (this path computes it in float32)" if widened
             else "the fp16 file's float64 shadow rounded to float16 at each node")
     limit = FP16_SCALED_LIMIT
@@ -356,7 +360,7 @@ def fp16_reference_gate(scaled: float, widened: bool, spread: float = math.nan) 
 
 
 def fp16_vs_fp32_gate(scaled: float, honest: float, floor: float = math.nan) -> Gate:
-    """A path's fp16 output against the fp32 model: scaled error ≤ 4e-3 (the seed's gate),
+    """A path's fp16 output against the fp32 model: scaled error ≤ 4e-3 (the fp16 gate),
     or ≤ 1.5× a correct fp16 computation's own error when that is larger (a deep model
     loses more than 4e-3 to float16 rounding on every correct engine), or within the
     model's own noise floor (``floor``: the scaled error 1e-7 input noise makes on the fp32
@@ -447,11 +451,12 @@ def variant_scaled_limit(variant: str) -> float:
 def variant_gate(stats: OutputStats, floor: Floor, decision: bool,
                  single_limit: float | None = None) -> Gate:
     """A variant (int8, fp16) against the fp32 model it replaces, on the same inputs: the
-    seed-002 metric (row cosine, and mean-pooled cosine at rank ≥ 3, at least min(0.99,
+    model-level metric (row cosine, and mean-pooled cosine at rank ≥ 3, at least min(0.99,
     floor); with a decision task, argmax agreement as :func:`decision_gate`), the floor
     being ONNX Runtime's own sensitivity on the variant. Scaled and floored relative error
-    are reported, not gated (seed 002), except for outputs whose rows hold one element
-    (``single_limit``: a regressor's [N, 1]), where the scaled error is the gate."""
+    are reported, not gated (docs/explanation/tolerances.md), except for outputs whose rows
+    hold one element (``single_limit``: a regressor's [N, 1]), where the scaled error is
+    the gate."""
     cosine = int8_cosine_gate(stats, floor)
     figures = {**cosine.figures, "floored_rel_error": stats.floored_rel_error,
                "decisions_agree": stats.decisions_agree, "decisions": stats.decisions}

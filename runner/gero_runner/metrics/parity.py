@@ -42,7 +42,8 @@ _KD_CHUNK = 1024
 
 @dataclass(frozen=True)
 class ParityTolerances:
-    """The stated tolerances of a parity check (defaults from the seed's parity scripts)."""
+    """The stated tolerances of a parity check (``gero parity``'s defaults unless its
+    --rtol, --atol, --coord-tol or --conf-tol say otherwise)."""
 
     rtol: float = 1e-3
     atol: float = 1e-4
@@ -240,7 +241,7 @@ def translation_metrics(reference: Any, actual: Any) -> PoseMetrics:
 class KeypointMetrics:
     """Correspondence of two point sets within a radius.
 
-    ``count_ratio`` is the seed's ``min(N_ref, N_act) / max(N_ref, N_act)``; ``match_ratio``
+    ``count_ratio`` is ``min(N_ref, N_act) / max(N_ref, N_act)``; ``match_ratio``
     is the stricter ``matched / max(N_ref, N_act)``: it is 1 only when every point has a
     one-to-one partner within ``coord_tol``, so a shifted point lowers it even when counts agree.
     """

@@ -1,4 +1,5 @@
-"""Model-level metrics (seed 002) against hand-computed values, and their gates."""
+"""Model-level metrics (docs/explanation/tolerances.md) against hand-computed values, and
+their gates."""
 
 from __future__ import annotations
 
@@ -136,7 +137,7 @@ def test_decision_gate(agree: int, total: int, floor_agree: int, passed: bool) -
 
 
 @pytest.mark.parametrize(("scaled", "honest", "passed"), [
-    (4e-3, math.nan, True), (4.1e-3, math.nan, False),  # the seed's gate
+    (4e-3, math.nan, True), (4.1e-3, math.nan, False),  # the fp16 gate
     (1.4e-2, 1e-2, True), (1.6e-2, 1e-2, False),  # 1.5× a correct fp16 engine's own error
     (3e-3, 1e-4, True),  # never below 4e-3
 ])
@@ -173,7 +174,7 @@ def test_the_fp16_gate_takes_the_models_own_noise_floor(scaled: float, honest: f
 
 @pytest.mark.parametrize(("scaled", "spread", "passed", "limit"), [
     (9.67e-3, 9e-3, True, 1.35e-2),     # PicoDet: ORT's fp16 BatchNormalization fold
-    (9.67e-3, 1e-3, False, 4e-3),       # yardsticks close together: the seed's 4e-3
+    (9.67e-3, 1e-3, False, 4e-3),       # yardsticks close together: the 4e-3 gate
     (9.67e-3, math.nan, False, 4e-3),   # no exact yardstick
     (3e-3, math.inf, True, 4e-3),       # an overflowing yardstick widens nothing
     (5.3e-2, 9e-3, False, 1.35e-2),     # OpenVINO's bf16 on the same file

@@ -54,7 +54,7 @@ def test_compare_law_non_finite(value: float) -> None:
 
 @pytest.mark.parametrize("law", ["partition", "permutation", "duplication", "threads"])
 def test_matching_nan_fails_a_law_and_is_counted(law: str) -> None:
-    """Seed 000: matching NaN outputs fail, contracts included."""
+    """Matching NaN outputs fail, contracts included (docs/explanation/observations.md)."""
     full = np.array([1.0, np.nan, 2.0, np.nan], dtype=np.float32)
     res = laws.compare_law(law, full.copy(), full, 1e-5, 1e-6)
     assert res.result == CONTRACT_ISSUE

@@ -7,6 +7,7 @@ interrupted) that posts the row count and first page back; the UI thread never w
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -44,6 +45,7 @@ from gero_runner.escape import for_terminal
 from gero_runner.storage.reader import RunGone
 from gero_tui.app.widgets.evaluations_table import PAGE_SIZE, EvaluationsTable
 from gero_tui.app.widgets.filter_bar import FilterBar
+from gero_tui.app.widgets.find_box import FIND_MAX, FindBox
 from gero_tui.app.widgets.key_bar import KeyBar
 from gero_tui.app.widgets.palette import CLASS_COLORS
 
@@ -51,6 +53,9 @@ if TYPE_CHECKING:
     from gero_tui.app.base import ExplorerApp
 
 T = TypeVar("T")
+FIND_PAUSE_S = 0.15
+"""How long the find box waits for the next change before its text is queried: a burst of
+keys (typing, a paste without bracketed paste) is one query, of the text typed last."""
 GROUP_CACHE = 4
 """Grouped tables kept (a few MB each on a million rows): the two groupings of the last
 two filters."""
@@ -207,8 +212,8 @@ class EvaluationsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="title")
         yield FilterBar(id="filter-bar")
-        box = Input(placeholder=f"find in {TEXT_SEARCHED} (enter: done)",
-                    id="text-filter", value=self.table_filter.text)
+        box = FindBox(placeholder=f"find in {TEXT_SEARCHED} (at most {FIND_MAX} characters; "
+                      "enter: done)", id="text-filter", value=self.table_filter.text)
         box.display = bool(self.table_filter.text)
         yield box
         yield EvaluationsTable(id="table")
@@ -529,14 +534,33 @@ class EvaluationsScreen(Screen[None]):
 
     @on(Input.Changed, "#text-filter")
     def _text_changed(self, event: Input.Changed) -> None:
-        from dataclasses import replace
+        self._find_after_pause(event.value)
 
-        if event.value != self.table_filter.text:
-            self.table_filter = replace(self.table_filter, text=event.value)
+    @work(exclusive=True, group="find", exit_on_error=False)
+    async def _find_after_pause(self, text: str) -> None:
+        """Query ``text`` unless the box changes again within ``FIND_PAUSE_S`` (exclusive:
+        the next change cancels this one), so only the last text of a burst is queried."""
+        await asyncio.sleep(FIND_PAUSE_S)
+        self._set_find(text)
+
+    def _find_now(self, text: str) -> None:
+        """The filter takes ``text`` at once (enter, escape): no pause left to wait."""
+        self.workers.cancel_group(self, "find")
+        self._set_find(text)
+
+    def _set_find(self, text: str) -> None:
+        if text != self.table_filter.text:
+            self.table_filter = replace(self.table_filter, text=text)
+
+    @on(FindBox.Capped)
+    def _find_capped(self) -> None:
+        self.notify(f"the find box keeps {FIND_MAX} characters: the rest of what was typed "
+                    "or pasted is left out", timeout=6)
 
     @on(Input.Submitted, "#text-filter")
     def _text_done(self) -> None:
         box = self.query_one("#text-filter", Input)
+        self._find_now(box.value)
         box.display = bool(box.value)
         self.set_focus(self.table)  # now: the next key is a table key
 
@@ -642,6 +666,7 @@ class EvaluationsScreen(Screen[None]):
             return
         box = self.query_one("#text-filter", Input)
         if self.focused is box:  # (has_focus waits for the Focus event)
+            self._find_now(box.value)
             box.display = bool(box.value)
             self.set_focus(self.table)  # now: the next key is a table key
         elif box.value or self.table_filter.text:

@@ -84,7 +84,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--run-id", default=None,
                    help="id of the new run (default: date, time and a random suffix)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                   help="parallel worker processes (default: CPU count)")
+                   help="parallel worker processes at most (default: CPU count); one is "
+                        "started only for a case or path that waits, so a small run starts "
+                        "fewer")
     p.add_argument("--executor", choices=EXECUTORS, default="local",
                    help="where cases run: local (--jobs worker processes here, the default) "
                    "or dask (a Dask distributed cluster; pip install 'gero[dask]')")

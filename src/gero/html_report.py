@@ -522,7 +522,7 @@ def _histogram_svg(a: ElementAnalysis, label: str) -> Html:
         if outside and line_x is None:
             line_x = x
         cx = x + slot / 2
-        label = (fill('<text x="$cx" y="$ly" class="svg-n">$label</text>', cx=f"{cx:.1f}",
+        under = (fill('<text x="$cx" y="$ly" class="svg-n">$label</text>', cx=f"{cx:.1f}",
                       ly=f"{axis_y + 15:.1f}", label=text) if level else
                  fill('<text x="$cx" y="$ly" class="svg-l svg-slant" '
                       'transform="rotate(-40 $cx $ly)">$label</text>', cx=f"{cx:.1f}",
@@ -530,10 +530,10 @@ def _histogram_svg(a: ElementAnalysis, label: str) -> Html:
         parts.append(fill(
             '<rect x="$x" y="$y" width="$w" height="$h" fill="url(#fill-$f)" stroke="#222" '
             'stroke-width="0.6"><title>$tip</title></rect>'
-            '<text x="$cx" y="$ny" class="svg-n">$n</text>$label',
+            '<text x="$cx" y="$ny" class="svg-n">$n</text>$under',
             x=f"{x + 2:.1f}", y=f"{y:.1f}", w=f"{max(slot - 4, 1):.1f}", h=f"{max(h, 0.5):.1f}",
             f="outside" if outside else "passed", cx=f"{cx:.1f}",
-            ny=f"{y - 5:.1f}", n=count(n), label=label,
+            ny=f"{y - 5:.1f}", n=count(n), under=under,
             tip=f"{text}: {count(n)} element(s)" + (" beyond the tolerance line" if outside
                                                     else "")))
     if line_x is None and a.abs_bins and math.isfinite(a.tolerance_log10) \
@@ -969,6 +969,9 @@ details summary{cursor:pointer;font-weight:600;margin:.4em 0}
 tr.apart td{color:var(--muted)}tr.divider th{background:#eef1f4;font-weight:600}
 table.files code.sha{font-size:11.5px;word-break:break-all}
 .svg-slant{text-anchor:end}
+nav ul{gap:2px 14px;font-size:14px;margin:.3em 0}.hero h1{margin:.1em 0}
+.tile{padding:8px 12px}.tile-n{font-size:26px;line-height:1.25}
+.tile-note{font-size:13px;line-height:1.35}#counts h2{margin-top:.7em}
 .principles{display:grid;grid-template-columns:repeat(3,1fr);gap:14px}
 .principles>div{border:1px solid var(--line);padding:4px 14px}.principles h3{margin-top:.6em}
 footer{max-width:1180px;margin:30px auto;padding:12px 24px;border-top:1px solid var(--line);

@@ -31,6 +31,7 @@ from gero.query.table import (
     RESULT_CLASSES,
     TEXT_SEARCHED,
     VALUE_FILTERS,
+    ColumnContent,
     GroupedRows,
     Grouping,
     Page,
@@ -289,6 +290,7 @@ class EvaluationsScreen(Screen[None]):
         self._groups = None
         self._group_cache.clear()  # tables of the run shown before
         self._counted = None  # the count was the other run's
+        self.table.set_run_content(None)  # the other run's
         self.refresh_rows()
 
     def refresh_rows(self) -> None:
@@ -403,10 +405,24 @@ class EvaluationsScreen(Screen[None]):
         if message.total is not None:
             self.total_count = message.total
         self.table.reset(message.count, message.page)
+        if self.table.run_content is None:
+            self._load_content(self.app.source)
         bar = self.query_one(FilterBar)
         bar.busy = False
         bar.problem = ""
         self._sync_bar()
+
+    @work(thread=True, exclusive=True, group="widths", exit_on_error=False)
+    def _load_content(self, source: Any) -> None:
+        """The run's longest names, which the table sizes its columns from (after the first
+        page: it waits for no scan of the run)."""
+        content = self._query(lambda q: q.content())
+        if content is not None and source is self.app.source:
+            self.app.call_from_thread(self._content_loaded, source, content)
+
+    def _content_loaded(self, source: Any, content: ColumnContent) -> None:
+        if source is self.app.source:
+            self.table.set_run_content(content)
 
     def on_evaluations_screen_page_loaded(self, message: PageLoaded) -> None:
         if message.generation == self._generation:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from rich.cells import cell_len, set_cell_size
@@ -26,6 +27,7 @@ from gero.query.table import (
     COLUMNS,
     LEVEL_NAMES,
     RUNTIME_SHORT,
+    ColumnContent,
     Page,
     TableRow,
     TableSort,
@@ -38,21 +40,31 @@ PAGE_SIZE = 128
 KEEP_ROWS = 8 * PAGE_SIZE
 """Rows kept in the cache; pages far from the view are dropped beyond this."""
 
-# Widths of the fixed columns: as wide as their longest common value (and header), the
-# check and the case name first, since they are what triage reads. "case" and "details"
-# share what is left: the case up to CASE_MAX, then the details. A column not named here
+# Column widths come from the run's values (``content``: the longest of each of
+# ``WIDTH_COLUMNS``, from ``TableQuery.content_widths`` and the rows loaded), so that the
+# names that tell rows apart (case, path, check, blamed) are not cut where they fit: at 120
+# columns "model:fp16:vs-fp32" and "model:fp16:vs-model" were both "model:fp16:v…". The
+# Details column takes what is left (the line under the table shows the whole reason). The
+# other columns' values are short and known: their widths are fixed. A column named nowhere
 # is as wide as its header (``column_width``).
 FLEXIBLE = ("case", "details")
-WIDTHS = {"input": 9, "runtime": 7, "optimization": 12, "check": 22, "dtype": 7,
-          "max_abs_error": 9, "result": 10, "blamed": 12}
-DEFAULT_MIN_WIDTH = 6
-NARROW = {"runtime": 5, "check": 13, "dtype": 7, "result": 8, "blamed": 9}
-"""Widths where even the fewest columns do not fit at full width (80 columns): short forms
-(f16 for float16, ref for reference) rather than fewer columns."""
-NARROW_LABELS = {"max_abs_error": "Max error", "runtime": "Rt"}
-# Richest first: the first whose columns leave CASE_FIT + DETAILS_MIN cells is used, else
-# the last. Input goes first (synthetic case names carry the shape), then the details
-# (the line under the table shows the reason of the row under the cursor in full).
+WIDTHS = {"runtime": 7, "max_abs_error": 9, "result": 10}
+NARROW = {"runtime": 5, "max_abs_error": 8, "result": 6, "dtype": 5}
+"""Widths where the columns do not fit at full width: short forms (f16 for float16, ref for
+reference, div for divergence) rather than fewer columns."""
+UNKNOWN_CONTENT = {"case": 30, "input": 9, "optimization": 12, "check": 22, "dtype": 7,
+                   "blamed": 12}
+"""Widths while the run's values are not known yet (its first rows have not arrived)."""
+CONTENT_MAX = {"case": 40, "input": 24, "optimization": 30, "check": 32, "blamed": 30,
+               "dtype": 16}
+"""No wider than this however long a value: the rest goes to the details."""
+FLOORS = {"case": 16, "check": 10, "optimization": 9, "blamed": 9, "input": 5}
+"""How narrow a content column may be cut where even the fewest columns do not fit
+(80 columns), widest first."""
+NARROW_LABELS = {"max_abs_error": "|a−r|", "runtime": "Rt", "case": "Case"}
+# Richest first: the first whose columns fit with DETAILS_MIN cells of details is used, else
+# the last. Input goes first (synthetic case names carry the shape), then the details (the
+# line under the table shows the reason of the row under the cursor in full).
 CONFIGS: tuple[tuple[frozenset[str], bool], ...] = (
     (frozenset(), False),
     (frozenset({"input"}), False),
@@ -60,7 +72,6 @@ CONFIGS: tuple[tuple[frozenset[str], bool], ...] = (
     (frozenset({"input", "runtime"}), True),  # the Path column names other runtimes
     (frozenset({"input", "runtime", "details"}), True),
 )
-CASE_MIN, CASE_FIT, CASE_MAX = 20, 30, 40
 DETAILS_MIN = 10
 MARK_WIDTH = 2
 NARROW_VALUES = {
@@ -70,42 +81,76 @@ NARROW_VALUES = {
 }
 DTYPE_SHORT = NARROW_VALUES["dtype"] | {"int64": "i64", "int32": "i32", "int8": "i8",
                                         "uint8": "u8"}
+ARROW_DTYPE = 7
+"""A narrow dtype column holding an input → output pair ("f32→i64")."""
+CUT_APART = ("optimization", "check", "blamed")
+"""Columns with few values, cut (where they must be) around an ellipsis placed so that no two
+of the run's values read the same: "tract:u…ized" and "tract:o…ized", where the middle
+("tract:…mized") or the end ("tract:unop…", "tract:opti…" at 11) would not always do."""
 SHAPE_TAIL = re.compile(r" (\d+(?:x\d+)*|\[[\d,; \[\]]*\])$")
 """A case name's trailing shape ("… 3x4x10"): kept when the name is cut."""
 
 
-def column_width(key: str, narrow: bool = False) -> int:
-    """A fixed column's width: its own (narrowed where asked), else its header's."""
+def column_width(key: str, narrow: bool = False,
+                 content: Mapping[str, int] | None = None) -> int:
+    """A column's width: from the run's values (``content``) for a content column, its fixed
+    width (narrowed where asked) otherwise, else its header's."""
+    label = next(c.label for c in COLUMNS if c.key == key)
+    if key in UNKNOWN_CONTENT:
+        longest = (content or UNKNOWN_CONTENT).get(key, UNKNOWN_CONTENT[key])
+        if key == "dtype" and narrow:
+            # f16, bf16, i64: five cells with the header; an input → output pair seven
+            return ARROW_DTYPE if longest > len("bfloat16") else min(longest, NARROW["dtype"])
+        header = len(NARROW_LABELS.get(key, label))
+        return max(header, min(longest, CONTENT_MAX[key]), 1)
     if narrow and key in NARROW:
         return NARROW[key]
     if key in WIDTHS:
         return WIDTHS[key]
-    label = next(c.label for c in COLUMNS if c.key == key)
     return max(DEFAULT_MIN_WIDTH, cell_len(label))
 
 
-def _config(width: int) -> tuple[list[str], dict[str, int], bool]:
+DEFAULT_MIN_WIDTH = 6
+
+
+def _config(width: int, content: Mapping[str, int] | None
+            ) -> tuple[list[str], dict[str, int]]:
+    """The columns shown and their widths (details aside): the richest configuration whose
+    columns fit, else the last one's."""
     keys = [c.key for c in COLUMNS]
+    shown: list[str] = []
+    widths: dict[str, int] = {}
     for dropped, narrow in CONFIGS:
         shown = [k for k in keys if k not in dropped]
-        widths = {k: column_width(k, narrow) for k in keys if k not in FLEXIBLE}
-        fixed = sum(widths[k] for k in shown if k in widths)
+        widths = {k: column_width(k, narrow, content) for k in shown if k != "details"}
         details = DETAILS_MIN if "details" in shown else 0
-        if MARK_WIDTH + fixed + len(shown) - 1 + CASE_FIT + details <= width:
+        if MARK_WIDTH + sum(widths.values()) + len(shown) - 1 + details <= width:
             break
-    return shown, widths, narrow
+    return shown, widths
 
 
-def layout(width: int) -> list[tuple[int, int]]:
-    """(column index, width) of the columns that fit ``width`` cells."""
+def layout(width: int, content: Mapping[str, int] | None = None) -> list[tuple[int, int]]:
+    """(column index, width) of the columns that fit ``width`` cells, sized from the run's
+    values (``content``; None: not known yet)."""
     keys = [c.key for c in COLUMNS]
-    shown, widths, _ = _config(width)
-    rest = width - MARK_WIDTH - sum(widths[k] for k in shown if k in widths) - (len(shown) - 1)
-    if "details" not in shown:
-        return [(keys.index(k), rest if k == "case" else widths[k]) for k in shown]
-    case = max(CASE_MIN, min(CASE_MAX, rest - DETAILS_MIN))
-    widths = {**widths, "case": case, "details": max(rest - case, 4)}
+    shown, widths = _config(width, content)
+    rest = width - MARK_WIDTH - sum(widths.values()) - (len(shown) - 1)
+    if "details" in shown:
+        widths["details"] = max(rest, 4)
+    elif rest < 0:
+        _shrink(widths, -rest)
     return [(keys.index(k), widths[k]) for k in shown]
+
+
+def _shrink(widths: dict[str, int], excess: int) -> None:
+    """Take ``excess`` cells from the widest content columns, down to their floors."""
+    while excess > 0:
+        cuttable = [k for k in FLOORS if k in widths and widths[k] > FLOORS[k]]
+        if not cuttable:
+            return
+        widest = max(cuttable, key=lambda k: widths[k])
+        widths[widest] -= 1
+        excess -= 1
 
 
 def header_label(key: str, width: int) -> str:
@@ -115,8 +160,10 @@ def header_label(key: str, width: int) -> str:
     return short if short is not None and cell_len(label) > width else label
 
 
-def format_value(key: str, value: Any, width: int | None = None) -> str:
-    """A cell's text: errors in short scientific notation, short forms where narrow."""
+def format_value(key: str, value: Any, width: int | None = None,
+                 cuts: Mapping[str, str] | None = None) -> str:
+    """A cell's text: errors in short scientific notation, short forms where narrow;
+    ``cuts``: how a value of ``CUT_APART`` too long for ``width`` reads (``cut_apart``)."""
     if value is None:
         return "-"
     if key == "max_abs_error":
@@ -136,6 +183,9 @@ def format_value(key: str, value: Any, width: int | None = None) -> str:
             return "→".join(DTYPE_SHORT.get(part, part) for part in text.split("→"))
         if key == "case":
             return cut_keeping_shape(text, width)
+        if key in CUT_APART:
+            cut = (cuts or {}).get(str(value))
+            return cut if cut is not None else cut_around(text, width, width // 2)
     return text
 
 
@@ -149,6 +199,72 @@ def cut_keeping_shape(text: str, width: int) -> str:
     return set_cell_size(head, room) + "…" + tail.group()
 
 
+def cut_around(text: str, width: int, head: int) -> str:
+    """``text`` in ``width`` cells: its first ``head`` cells, an ellipsis, then its end."""
+    if cell_len(text) <= width or width < 3:
+        return text
+    head = max(0, min(head, width - 1))
+    return set_cell_size(text, head) + "…" + _last_cells(text, width - 1 - head)
+
+
+def cut_apart(values: Sequence[str], width: int) -> dict[str, str]:
+    """How each of ``values`` reads in ``width`` cells: whole where it fits, else cut around
+    one ellipsis at the split (the same for all) nearest the middle that keeps most of them
+    apart; values that would still read the same are each shown around where they differ
+    ("…nt8-dynami…", "…nt8-static…": no split of 12 cells tells those two apart)."""
+    shown = {v: v for v in values if cell_len(v) <= width}
+    long = sorted({v for v in values if cell_len(v) > width})
+    if not long or width < 5:
+        return shown | {v: cut_around(v, width, width // 2) for v in long}
+    splits = sorted(range(width), key=lambda h: (abs(h - width // 2), -h))
+    head = max(splits, key=lambda h: len({cut_around(v, width, h) for v in long}))
+    texts = {v: cut_around(v, width, head) for v in long}
+    groups: dict[str, list[str]] = {}
+    for v, text in texts.items():
+        groups.setdefault(text, []).append(v)
+    taken = {*shown.values(), *(text for text, group in groups.items() if len(group) == 1)}
+    for group in (g for g in groups.values() if len(g) > 1):
+        differ = _shared_start(group)
+        for v in group:
+            text = _window(v, width, differ)
+            if text in taken:  # (a third value): the first split no other reads as
+                text = next((t for h in splits if (t := cut_around(v, width, h)) not in taken),
+                            text)
+            texts[v] = text
+            taken.add(text)
+    return shown | texts
+
+
+def _shared_start(values: Sequence[str]) -> int:
+    """How many first characters all of ``values`` share."""
+    n = 0
+    while all(len(v) > n and v[n] == values[0][n] for v in values):
+        n += 1
+    return n
+
+
+def _window(text: str, width: int, at: int) -> str:
+    """``text`` in ``width`` cells around its character ``at``, an ellipsis on each side it
+    is cut."""
+    room = width - 2
+    start = max(1, at - room // 3)
+    if start + room + 1 >= len(text):  # the end is in reach: one ellipsis, before it
+        return "…" + _last_cells(text, width - 1)
+    return "…" + set_cell_size(text[start:], room) + "…"
+
+
+def _last_cells(text: str, cells: int) -> str:
+    """The end of ``text`` that fits ``cells`` cells."""
+    out = ""
+    for char in reversed(text):
+        if cell_len(char + out) > cells:
+            break
+        out = char + out
+    return out
+
+
+GROUPED_MIN = len("all 4 levels")
+"""The grouped column's width at least: what a group covers, in words."""
 COVERED_NOUN = {"optimization": "settings", "dtype": "dtypes"}
 """What a group's covered values are called when their names do not fit ("2 settings")."""
 
@@ -254,6 +370,16 @@ class EvaluationsTable(Widget, can_focus=True):
         self.loaded = False
         self.grouped_column: str | None = None
         """The column that lists what each (grouped) row covers; None: rows are not grouped."""
+        self.run_content: ColumnContent | None = None
+        """The run's longest values and its few-valued columns' values
+        (``TableQuery.content``); None until the screen has read them."""
+        self._seen_widths: dict[str, int] = {}
+        """The longest value of each content column among the rows loaded so far."""
+        self._layout: tuple[tuple[int, int, str | None], list[tuple[int, int]],
+                            dict[str, dict[str, str]]] | None = None
+        """The last layout and how it cuts each ``CUT_APART`` column (``cut_apart``), by
+        (width, ``_widths_version``, ``grouped_column``): every line drawn asks for it."""
+        self._widths_version = 0
 
     # -- data --------------------------------------------------------------------------
 
@@ -273,6 +399,7 @@ class EvaluationsTable(Widget, can_focus=True):
         """Rows of a page that arrived; far-away pages are dropped to bound memory."""
         for i, row in enumerate(page.rows, start=page.offset):
             self._rows[i] = row
+            self._measure(row)
         self._numbers.update(enumerate(page.numbers, start=page.offset))
         self._group_keys.update(enumerate(page.groups, start=page.offset))
         self._pending.discard(page.offset)
@@ -284,6 +411,54 @@ class EvaluationsTable(Widget, can_focus=True):
         self.refresh()
         if page.offset <= self.cursor < page.offset + len(page.rows):
             self._announce_cursor()
+
+    def _measure(self, row: TableRow) -> None:
+        """Widen the content columns to a loaded row's values (until the run's are known;
+        a grouped column holds what its group covers, not a value)."""
+        for key in UNKNOWN_CONTENT:
+            value = row.cells.get(key)
+            if value is not None and key != self.grouped_column:
+                width = cell_len(format_value(key, value))
+                if width > self._seen_widths.get(key, 0):
+                    self._seen_widths[key] = width
+                    self._widths_version += 1
+
+    def set_run_content(self, content: ColumnContent | None) -> None:
+        """The run's longest values (None: another run, not known yet)."""
+        self.run_content = content
+        self._widths_version += 1
+        if content is None:
+            self._seen_widths.clear()
+            for row in self._rows.values():
+                self._measure(row)
+        self.refresh()
+
+    @property
+    def content(self) -> dict[str, int] | None:
+        """What the columns are sized from: the run's longest values, or the rows' so far."""
+        run = self.run_content.widths if self.run_content is not None else {}
+        if not self._seen_widths and not run:
+            return None
+        content = {k: max(self._seen_widths.get(k, 0), run.get(k, 0)) for k in UNKNOWN_CONTENT}
+        if self.grouped_column in content:  # it says what each group covers
+            content[self.grouped_column] = max(content[self.grouped_column], GROUPED_MIN)
+        return content
+
+    def columns_for(self, width: int) -> list[tuple[int, int]]:
+        """The columns shown in ``width`` cells, and their widths."""
+        return self._laid_out(width)[0]
+
+    def _laid_out(self, width: int
+                  ) -> tuple[list[tuple[int, int]], dict[str, dict[str, str]]]:
+        """``columns_for``, and how each ``CUT_APART`` column's values read (``cut_apart``)."""
+        key = (width, self._widths_version, self.grouped_column)
+        if self._layout is None or self._layout[0] != key:
+            columns = layout(width, self.content)
+            values = self.run_content.values if self.run_content is not None else {}
+            cuts = {COLUMNS[i].key: cut_apart(values.get(COLUMNS[i].key, []), w)
+                    for i, w in columns if COLUMNS[i].key in CUT_APART}
+            self._layout = (key, columns, cuts)
+        return self._layout[1], self._layout[2]
 
     def row(self, index: int) -> TableRow | None:
         """A loaded row (its cells by column key)."""
@@ -366,7 +541,7 @@ class EvaluationsTable(Widget, can_focus=True):
 
     def action_column(self, step: int) -> None:
         """Move the column cursor to the next shown column left or right."""
-        shown = [index for index, _ in layout(self.size.width - 1)]
+        shown = [index for index, _ in self.columns_for(self.size.width - 1)]
         here = shown.index(self.column) if self.column in shown else 0
         self.column = shown[max(0, min(len(shown) - 1, here + step))]
         self.refresh()
@@ -395,7 +570,7 @@ class EvaluationsTable(Widget, can_focus=True):
     def on_click(self, event: events.Click) -> None:
         if event.y == 0:
             x = MARK_WIDTH
-            for index, width in layout(self.size.width - 1):
+            for index, width in self.columns_for(self.size.width - 1):
                 if x <= event.x < x + width + 1:
                     self.post_message(self.SortRequested(COLUMNS[index].key))
                     return
@@ -408,7 +583,7 @@ class EvaluationsTable(Widget, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         scrollbar = self.row_count > self.visible_rows
-        columns = layout(width - (1 if scrollbar else 0))
+        columns = self.columns_for(width - (1 if scrollbar else 0))
         base = self.rich_style
         if y == 0:
             strip = self._header(columns, width)
@@ -421,7 +596,8 @@ class EvaluationsTable(Widget, can_focus=True):
                     return Strip([Segment(_fit("  " + for_terminal(text), width), style)],
                                  width)
                 return Strip.blank(width, base)
-            strip = self._row(index, columns, width - (1 if scrollbar else 0))
+            strip = self._row(index, columns, width - (1 if scrollbar else 0),
+                              self._laid_out(width - (1 if scrollbar else 0))[1])
             if scrollbar:
                 strip = Strip([*strip, self._thumb(y - 1)], width)
         return strip
@@ -446,7 +622,8 @@ class EvaluationsTable(Widget, can_focus=True):
             segments.append(Segment(_fit(label, w, right=column.numeric), style))
         return Strip(segments).adjust_cell_length(width, header)
 
-    def _row(self, index: int, columns: list[tuple[int, int]], width: int) -> Strip:
+    def _row(self, index: int, columns: list[tuple[int, int]], width: int,
+             cuts: dict[str, dict[str, str]]) -> Strip:
         row = self._rows.get(index)
         base = self.rich_style
         if row is None:
@@ -467,7 +644,8 @@ class EvaluationsTable(Widget, can_focus=True):
             value = row.cells.get(column.key)
             if column.key == self.grouped_column:
                 value = covers_label(str(value), w, column.key)
-            text = _fit(format_value(column.key, value, w), w, right=column.numeric)
+            text = _fit(format_value(column.key, value, w, cuts.get(column.key)), w,
+                        right=column.numeric)
             style = line_style
             if column.key == "result":
                 style = line_style + self.get_component_rich_style(

@@ -78,3 +78,40 @@ def test_a_forked_child_of_a_caller_with_a_fork_server_starts_its_own() -> None:
     finally:
         child.join(10)
     assert child.exitcode == 0
+
+
+def _gero_error() -> None:
+    from gero_runner.errors import ArtifactError
+
+    raise ArtifactError("a tampered file")
+
+
+def _abort() -> None:
+    os.abort()
+
+
+def _killed() -> None:
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_how_a_call_failed_is_data(mode: str) -> None:
+    """What the caller tells apart (gero localize: bad input is exit 2, a crash 1)."""
+    from gero_runner.process import isolate
+
+    for fn, kind, said in [(_fail, isolate.RAISED, "ValueError: bad case"),
+                           (_gero_error, isolate.RAISED_GERO_ERROR,
+                            "ArtifactError: a tampered file"),
+                           (_abort, isolate.CRASHED, "crashed with SIGABRT"),
+                           (_killed, isolate.KILLED, "was killed (SIGKILL")]:
+        with pytest.raises(IsolatedFailure) as caught:
+            call_isolated(fn, timeout_s=60)
+        assert (caught.value.kind, str(caught.value)[:len(said)]) == (kind, said), mode
+    with pytest.raises(IsolatedFailure) as caught:
+        call_isolated(_sleep, 600.0, timeout_s=0.2)
+    assert caught.value.kind == isolate.TIMED_OUT
+    with pytest.raises(IsolatedFailure) as caught:
+        call_isolated(_sleep, 600.0, timeout_s=600, cancelled=lambda: True)
+    assert caught.value.kind == isolate.CANCELLED

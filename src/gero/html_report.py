@@ -202,7 +202,8 @@ def _few(values: tuple[str, ...], limit: int = 8) -> str:
 
 
 def _comparison(r: RunReport) -> Html:
-    """The seed's comparison box: the runtimes under test, the inequality, the references."""
+    """The landing page's comparison box: the runtimes under test, the inequality, the
+    references."""
     tested = [p for p in r.paths if p.backend != "onnx-reference"]
     runtimes = list(dict.fromkeys((p.backend, p.version) for p in tested))
     actual = join((fill("<li><strong>$name</strong> $version</li>", name=runtime_name(b),
@@ -427,7 +428,7 @@ def _verdict_note(group: list[Verdict]) -> Html:
 
 
 def _landing(r: RunReport) -> Html:
-    """The seed's evaluations table, one row per operation: its worst row that can be
+    """The landing page's evaluations table, one row per operation: its worst row that can be
     assessed, operations with something to act on first."""
     if not r.landing:
         return Html("")

@@ -82,7 +82,8 @@ def parse_output_kinds(items: Iterable[str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class DenseMetrics:
-    """The seed's dense figures, over finite pairs; NaN counts kept apart."""
+    """The dense figures (MAE, max diff, relative error %), over finite pairs; NaN counts kept
+    apart."""
 
     element_count: int
     mae: float

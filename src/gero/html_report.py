@@ -64,7 +64,7 @@ MAX_BARS = 16
 """Decades a histogram draws; those below are one bar."""
 LABEL_CHAR = 6.6
 """Width of a character of a histogram label (11 px sans-serif), for the choice between a
-label under its bar and one slanted to its bar's centre."""
+label under its bar and one turned upright along its bar's centre line."""
 
 
 class Html(str):
@@ -505,12 +505,13 @@ def _histogram_svg(a: ElementAnalysis, label: str) -> Html:
     if not bars:
         return Html('<p class="small">no finite pair of elements to draw</p>')
     # Rows from the top: the tolerance's label alone (16 px), the counts above the bars,
-    # the bars, the axis, then each bar's label under it (level when it fits its slot,
-    # else slanted up to its bar's centre): no text on a bar or on another text.
+    # the bars, the axis, then each bar's label under it (level when every label fits its
+    # slot, else upright, reading upwards, one line's height wide): no text on a bar or on
+    # another text.
     width, left, legend, top = 640, 46, 16, 34
     slot = (width - left - 10) / len(bars)
     level = all(len(t) * LABEL_CHAR + 6 <= slot for t, _, _ in bars)
-    bottom = 24 if level else 12 + int(max(len(t) for t, _, _ in bars) * LABEL_CHAR * 0.64)
+    bottom = 24 if level else 14 + int(max(len(t) for t, _, _ in bars) * LABEL_CHAR)
     height = top + 124 + bottom
     peak = max(n for _, n, _ in bars) or 1
     parts: list[Html] = []
@@ -526,8 +527,8 @@ def _histogram_svg(a: ElementAnalysis, label: str) -> Html:
         under = (fill('<text x="$cx" y="$ly" class="svg-n">$label</text>', cx=f"{cx:.1f}",
                       ly=f"{axis_y + 15:.1f}", label=text) if level else
                  fill('<text x="$cx" y="$ly" class="svg-l svg-slant" '
-                      'transform="rotate(-40 $cx $ly)">$label</text>', cx=f"{cx:.1f}",
-                      ly=f"{axis_y + 11:.1f}", label=text))
+                      'transform="rotate(-90 $cx $ly)">$label</text>', cx=f"{cx + 4:.1f}",
+                      ly=f"{axis_y + 6:.1f}", label=text))
         parts.append(fill(
             '<rect x="$x" y="$y" width="$w" height="$h" fill="url(#fill-$f)" stroke="#222" '
             'stroke-width="0.6"><title>$tip</title></rect>'

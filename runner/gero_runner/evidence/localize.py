@@ -1019,7 +1019,7 @@ def _localize_isolated(directory: Path, row: dict[str, Any], timeout_s: float,
                 isolate.call_isolated(_child, str(directory), row, str(work),
                                       timeout_s=timeout_s, cancelled=cancelled)
         except isolate.IsolatedFailure as e:
-            if e.kind == isolate.RAISED_GERO_ERROR:  # bad evidence the child found
+            if e.raised is not None and issubclass(e.raised, GeroError):  # bad evidence
                 text = str(e).removeprefix("GeroError: ").removeprefix("ArtifactError: ")
                 raise GeroError(f"localizing {oid}: {text}") from None
             # crashed with SIGABRT, was killed (SIGKILL: ...), timed out after N s

@@ -27,22 +27,26 @@ from gero_runner.process.lifetime import exit_with_parent
 T = TypeVar("T")
 
 
-RAISED, RAISED_GERO_ERROR, CRASHED, KILLED, TIMED_OUT, CANCELLED = (
-    "raised", "raised-gero-error", "crashed", "killed", "timed-out", "cancelled")
-"""How an isolated call failed (``IsolatedFailure.kind``): it raised (a GeroError: bad input
-the call found; another exception), its process crashed on a signal or ended without an
-answer, was killed (SIGKILL: the kernel's out-of-memory killer, or a person), ran out of its
-time, or its caller cancelled it."""
+RAISED, CRASHED, KILLED, TIMED_OUT, CANCELLED = (
+    "raised", "crashed", "killed", "timed-out", "cancelled")
+"""How an isolated call failed (``IsolatedFailure.kind``): it raised (``raised`` holds the
+exception's class), its process crashed on a signal or ended without an answer, was killed
+(SIGKILL: the kernel's out-of-memory killer, or a person), ran out of its time, or its
+caller cancelled it."""
 
 
 class IsolatedFailure(Exception):
     """The isolated call raised, crashed or ran out of time (the message says which, and
     ``kind`` as data)."""
 
-    def __init__(self, message: str, timed_out: bool = False, kind: str = RAISED) -> None:
+    def __init__(self, message: str, timed_out: bool = False, kind: str = RAISED,
+                 raised: type[BaseException] | None = None) -> None:
         super().__init__(message)
         self.timed_out = timed_out
         self.kind = TIMED_OUT if timed_out else kind
+        self.raised = raised
+        """The class of the exception the call raised (None: another kind, or a class that
+        cannot travel back), for the caller to tell bad input from a failure."""
 
 
 def _child(conn: Connection, parent: int, fn: Callable[..., Any], args: tuple[Any, ...],
@@ -59,7 +63,7 @@ def _child(conn: Connection, parent: int, fn: Callable[..., Any], args: tuple[An
         payload = pickle.dumps((True, value), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException as e:  # reported to the parent, which decides
         payload = pickle.dumps((False, f"{type(e).__name__}: {str(e)[:500]}"
-                                if str(e) else traceback.format_exc(limit=4), _kind_of(e)))
+                                if str(e) else traceback.format_exc(limit=4), _class_of(e)))
     conn.send_bytes(payload)
     conn.close()
 
@@ -94,14 +98,14 @@ def call_isolated(fn: Callable[..., T], *args: Any, timeout_s: float,
             ready = wait([reader, process.sentinel], timeout=min(left, 0.2))
             if reader in ready:
                 try:
-                    ok, value, *kind = pickle.loads(reader.recv_bytes())
+                    ok, value, *raised = pickle.loads(reader.recv_bytes())
                 except (EOFError, OSError):
-                    ok, value, kind = None, None, []
+                    ok, value, raised = None, None, []
                 if ok is None:
                     process.join(timeout=5)
                     raise _ended(process.exitcode)
                 if not ok:
-                    raise IsolatedFailure(str(value), kind=kind[0] if kind else RAISED)
+                    raise IsolatedFailure(str(value), raised=raised[0] if raised else None)
                 result: T = value
                 return result
             if process.sentinel in ready:
@@ -120,10 +124,14 @@ STARTUP_S = 120.0
 """How long a new interpreter may take to start, beyond the call's own time."""
 
 
-def _kind_of(e: BaseException) -> str:
-    from gero_runner.errors import GeroError
-
-    return RAISED_GERO_ERROR if isinstance(e, GeroError) else RAISED
+def _class_of(e: BaseException) -> type[BaseException] | None:
+    """The exception's class, where it can be pickled (by reference: a class of a module
+    the caller can import too)."""
+    try:
+        pickle.dumps(type(e))
+    except Exception:  # a class defined where the caller cannot find it
+        return None
+    return type(e)
 
 
 def _ended(exitcode: int | None) -> IsolatedFailure:
@@ -191,8 +199,7 @@ def _call_in_interpreter(fn: Callable[..., T], args: tuple[Any, ...], timeout_s:
         if answer is None:
             raise _ended(child.returncode)
         if not answer[0]:
-            raise IsolatedFailure(str(answer[1]),
-                                  kind=answer[2] if len(answer) > 2 else RAISED)
+            raise IsolatedFailure(str(answer[1]), raised=answer[2] if len(answer) > 2 else None)
         result: T = answer[1]
         return result
     finally:
@@ -211,7 +218,7 @@ def _interpreter_main() -> None:
     try:
         payload = pickle.dumps((True, fn(*args)), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException as e:  # reported to the parent, which decides
-        payload = pickle.dumps((False, f"{type(e).__name__}: {str(e)[:500]}", _kind_of(e)))
+        payload = pickle.dumps((False, f"{type(e).__name__}: {str(e)[:500]}", _class_of(e)))
     sys.stdout.buffer.write(payload)
     sys.stdout.buffer.flush()
 

@@ -98,17 +98,21 @@ def _killed() -> None:
 
 @pytest.mark.slow
 def test_how_a_call_failed_is_data(mode: str) -> None:
-    """What the caller tells apart (gero localize: bad input is exit 2, a crash 1)."""
+    """What the caller tells apart (gero localize: a GeroError is bad input, exit 2; a crash
+    is exit 1)."""
+    from gero_runner.errors import ArtifactError
     from gero_runner.process import isolate
 
-    for fn, kind, said in [(_fail, isolate.RAISED, "ValueError: bad case"),
-                           (_gero_error, isolate.RAISED_GERO_ERROR,
-                            "ArtifactError: a tampered file"),
-                           (_abort, isolate.CRASHED, "crashed with SIGABRT"),
-                           (_killed, isolate.KILLED, "was killed (SIGKILL")]:
+    for fn, kind, raised, said in [
+            (_fail, isolate.RAISED, ValueError, "ValueError: bad case"),
+            (_gero_error, isolate.RAISED, ArtifactError, "ArtifactError: a tampered file"),
+            (_abort, isolate.CRASHED, None, "crashed with SIGABRT"),
+            (_killed, isolate.KILLED, None, "was killed (SIGKILL")]:
         with pytest.raises(IsolatedFailure) as caught:
             call_isolated(fn, timeout_s=60)
-        assert (caught.value.kind, str(caught.value)[:len(said)]) == (kind, said), mode
+        failure = caught.value
+        assert (failure.kind, failure.raised, str(failure)[:len(said)]) == (kind, raised,
+                                                                          said), mode
     with pytest.raises(IsolatedFailure) as caught:
         call_isolated(_sleep, 600.0, timeout_s=0.2)
     assert caught.value.kind == isolate.TIMED_OUT

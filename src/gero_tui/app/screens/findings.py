@@ -19,6 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import ColumnKey
 
 from gero.query.table import TableFilter
 from gero_runner.errors import GeroError
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from gero_tui.app.base import ExplorerApp
 
 STATUS_STYLE = {"new": "bold #f4005f", "still": "dim", "gone": "#98e024"}
+TITLE_MIN = 20
+"""The finding column's width at least (a narrower terminal scrolls it sideways)."""
 
 
 def _origin_line(source: Any, f: Finding) -> list[Text | str | tuple[str, str]]:
@@ -131,11 +134,9 @@ class FindingsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_column("class", key="class", width=8)
-        table.add_column("obs", key="obs", width=6)
-        table.add_column("cases", key="cases", width=5)
-        table.add_column("status", key="status", width=6)
-        table.add_column("finding", key="title")
+        for key, label in (("class", "class"), ("obs", "obs"), ("cases", "cases"),
+                           ("status", "status"), ("title", "finding")):
+            table.add_column(label, key=key, width=len(label))
         table.focus()
         self.source_changed()
         self.watch(self.app, "source", self.source_changed, init=False)
@@ -175,16 +176,51 @@ class FindingsScreen(Screen[None]):
         self.report = message.report
         self.query_one("#summary", Static).update(summary_line(message.report,
                                                                message.readable))
+        self._paint()
+        self._show_detail()
+
+    def _paint(self, cursor: int = 0) -> None:
+        """The findings in the table: the figures as wide as theirs, the title in the rest
+        of the width, wrapped rather than cut (two titles cut at 80 columns read the same:
+        "Softmax (float64) breaks the probability_ext")."""
         table = self.query_one(DataTable)
+        findings = self.report.findings if self.report is not None else []
+        widths = {
+            "class": max([5, *(len(RESULT_ABBREVIATIONS.get(f.result, f.result))
+                               for f in findings)]),
+            "obs": max([3, *(len(f"{f.observations:,}") for f in findings)]),
+            "cases": max([5, *(len(f"{f.cases:,}") for f in findings)]),
+            "status": max([6, *(len(f.status or "—") for f in findings)]),
+        }
+        padding = 2 * table.cell_padding
+        # The vertical scrollbar's room kept: rows that wrap may need it once painted.
+        room = (table.size.width - table.styles.scrollbar_size_vertical
+                - sum(w + padding for w in widths.values()) - padding)
+        widths["title"] = max(TITLE_MIN, room)
+        for key, width in widths.items():
+            column = table.columns[ColumnKey(key)]
+            column.width, column.auto_width = width, False
+        self._painted_width = table.size.width
         table.clear()
-        for f in message.report.findings:
+        for f in findings:
             color = CLASS_COLORS.get(f.result, "")
+            title = Text(for_terminal(f.title))
             table.add_row(Text(RESULT_ABBREVIATIONS.get(f.result, f.result), style=color),
                           Text(f"{f.observations:,}", justify="right"),
                           Text(f"{f.cases:,}", justify="right"),
                           Text(f.status or "—", style=STATUS_STYLE.get(f.status, "dim")),
-                          Text(for_terminal(f.title)), key=f.finding_id)
-        self._show_detail()
+                          title, key=f.finding_id,
+                          height=None if title.cell_len > widths["title"] else 1)
+        if findings:
+            table.move_cursor(row=min(cursor, len(findings) - 1))
+
+    _painted_width = 0
+    """The table's width when the findings were painted: another (a resize) paints again."""
+
+    def on_resize(self) -> None:
+        table = self.query_one(DataTable)
+        if self.report is not None and table.size.width != self._painted_width:
+            self._paint(table.cursor_row)
 
     def on_findings_screen_failed(self, message: Failed) -> None:
         self.query_one("#summary", Static).update(

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import pyarrow as pa
 
+from gero_runner.distribution import DISTRIBUTION_COLUMNS
 from gero_runner.result_classes import (
     CONTRACT_ISSUE,
     DIVERGENCE,
@@ -23,7 +24,9 @@ from gero_runner.result_classes import (
     RESULT_LABELS,
 )
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+"""2 added the error distribution (``gero_runner.distribution``): files written before lack
+those columns, and every reader reads them as NULL."""
 
 # The result classes live in a module of their own (no pyarrow); re-exported here.
 __all__ = ["CONTRACT_ISSUE", "DIVERGENCE", "EXECUTION", "PASSED", "RESULT_CLASSES",
@@ -72,6 +75,7 @@ OBSERVATION_COLUMNS: Final[tuple[Column, ...]] = (
     _C("max_ulp", pa.float64(), "max distance in units in the last place of the dtype"),
     _C("scaled_error", pa.float64(), "max|a - r| / max|r|"),
     _C("floored_rel_error", pa.float64(), "max |a - r| / max(|r|, 1e-3 max|r|)"),
+    *(_C(name, pa.float64(), doc) for name, doc in DISTRIBUTION_COLUMNS),
     _C("mismatch_count", pa.int64(), "elements outside tolerance (non-finite mismatches included)"),
     _C("element_count", pa.int64(), "elements compared"),
     _C("nan_actual", pa.int64(), "NaN elements in the actual output"),
@@ -142,6 +146,14 @@ class Observation:
     max_ulp: float = math.nan
     scaled_error: float = math.nan
     floored_rel_error: float = math.nan
+    mean_abs_error: float = math.nan
+    median_abs_error: float = math.nan
+    p90_abs_error: float = math.nan
+    p99_abs_error: float = math.nan
+    mean_scaled_error: float = math.nan
+    median_scaled_error: float = math.nan
+    p90_scaled_error: float = math.nan
+    p99_scaled_error: float = math.nan
     mismatch_count: int = 0
     element_count: int = 0
     nan_actual: int = 0

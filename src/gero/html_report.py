@@ -590,7 +590,11 @@ def _finding_card(i: int, e: FindingEvidence, baseline: bool) -> Html:
     rep = [("case", r.case_id), ("check", r.check), ("input", f"{r.dtype} {r.input_shapes}"),
            ("path", f"{runtime_name(r.backend)} {r.optimization} against {r.reference}"),
            ("result", CLASS_NAMES.get(r.result, r.result)), ("reason", r.reason),
-           ("max |a − r|", figure(r.max_abs_error)), ("max ULP", figure(r.max_ulp)),
+           ("max |a − r|", figure(r.max_abs_error)),
+           # one bad element, or a bad tensor (— for rows of a gero before percentiles)
+           ("|a − r| p99 / median", f"{figure(r.p99_abs_error)} / "
+                                    f"{figure(r.median_abs_error)}"),
+           ("max ULP", figure(r.max_ulp)),
            ("rtol / atol", f"{figure(r.rtol)} / {figure(r.atol)}"),
            ("observation", r.observation_id)]
     dl = join(fill("<div><dt>$k</dt><dd>$v</dd></div>", k=k, v=v) for k, v in facts)

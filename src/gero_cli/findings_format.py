@@ -46,6 +46,9 @@ def worst_figure(f: Finding) -> str:
     error = r.max_abs_error
     measured = (f"max |a−r| {number(error)} " if error is not None and math.isfinite(error)
                 else "")  # nothing compared (a path failed): no figure
+    if measured and r.p99_abs_error is not None and math.isfinite(r.p99_abs_error):
+        # one bad element, or a bad tensor? (absent for rows of a gero before them)
+        measured += (f"(p99 {number(r.p99_abs_error)}, median {number(r.median_abs_error)}) ")
     return f"{measured}on {path} against {r.reference} ({r.check}, {r.dtype}): {reason}"
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from gero_runner.distribution import DISTRIBUTION_NAMES
 from gero_runner.errors import StoreError
 from gero_runner.storage.index import (
     KEY_COLUMN,
@@ -339,6 +340,17 @@ def observation_files(data_root: Path, con: duckdb.DuckDBPyConnection,
             if check_file(con, path, problems, verified=verified[path]) is not None]
 
 
+def absent_columns(present: Iterable[str]) -> str:
+    """SQL select items that add, as NULL, the columns files of an older gero lack (the
+    error distribution, schema version 2): ``', NULL::DOUBLE AS "p99_abs_error"'``, or ''
+    (also when ``present`` is empty: columns not known, none is added twice)."""
+    have = set(present)
+    if not have:
+        return ""
+    return "".join(f', NULL::DOUBLE AS "{name}"' for name in DISTRIBUTION_NAMES
+                   if name not in have)
+
+
 def _empty_columns() -> str:
     """Every observation column as a typed NULL (a view with no rows but the full schema)."""
     # Deferred: the schema imports pyarrow (~0.15 s); only a run without observations needs it.
@@ -384,8 +396,8 @@ def open_run(data_root: str | os.PathLike[str], run: str | None = None,
         # The run's own file holds only observations it sighted; as many rows as sightings
         # means all of them, each with this run's timings.
         columns = "* EXCLUDE (observation_key)" if KEY_COLUMN in file_columns(own) else "*"
-        con.execute(f"CREATE OR REPLACE VIEW obs AS SELECT {columns} "
-                    f"FROM read_parquet({quote_path(own)})")
+        con.execute(f"CREATE OR REPLACE VIEW obs AS SELECT {columns}"
+                    f"{absent_columns(file_columns(own))} FROM read_parquet({quote_path(own)})")
         return OpenRun(root, run_id, con, problems, files=(own,), direct=True)
     before = list(problems)
     files = [path for path in observation_files(root, con, problems, index, runs)
@@ -400,6 +412,10 @@ def open_run(data_root: str | os.PathLike[str], run: str | None = None,
         ).fetchone() == (True,):
             by.append("observation_id")
         stored = f"read_parquet({quoted_list(files)}, union_by_name = true)"
+        known = [file_columns(p) for p in files]
+        absent = absent_columns(set().union(*known)) if all(known) else ""
+        if absent:  # every file is of an older gero: its rows lack the newer columns
+            stored = f"(SELECT *{absent} FROM {stored})"
         twice = con.execute(f"SELECT count(*) - count(DISTINCT observation_id) FROM {stored}"
                             ).fetchone()
         duplicates = int(twice[0]) if twice else 0

@@ -14,6 +14,7 @@ import duckdb
 
 from gero.query.source import NUMBERED_RELATION
 from gero_runner.checks.gates import non_elementwise_gate
+from gero_runner.distribution import DISTRIBUTION_NAMES
 from gero_runner.errors import GeroError
 from gero_runner.schema import COLUMN_NAMES
 
@@ -27,6 +28,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Error", ("max_abs_error", "max_rel_error", "max_ulp", "scaled_error",
                "floored_rel_error", "mismatch_count", "element_count", "bit_exact",
                "nan_actual", "inf_actual", "nan_reference", "inf_reference")),
+    ("Error distribution", DISTRIBUTION_NAMES),
     ("Timing", ("actual_median_ms", "reference_median_ms", "repeats")),
     ("Evidence", ("artifact_path", "actual_file", "reference_file", "seed", "actual_hash",
                   "reference_hash", "graph_hash", "input_hash")),
@@ -146,7 +148,9 @@ def explained_value(column: str, fields: dict[str, Any]) -> str:
     gate = non_elementwise_gate(str(fields.get("check", "")))
     if gate and column in _ELEMENTWISE_FIGURES and not absent:
         return f"{shown} (context only: this row's gate is {gate}, see its reason)"
-    if column in ERROR_FIGURES and absent:
+    if column in DISTRIBUTION_NAMES and value is None:
+        return "- (recorded by a gero before error percentiles: run the case again)"
+    if column in (*ERROR_FIGURES, *DISTRIBUTION_NAMES) and absent:
         if result == "execution":
             return "- (no output to compare: a path failed)"
         return "- (no finite pair of elements to compare)"

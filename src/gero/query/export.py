@@ -82,8 +82,9 @@ def select_rows(view: OpenRun, where: str | Filter | None = None,
     con = cursor or view.connection
     table = arrow_table(con, f"{sql} ORDER BY {_ORDER}" if order is None
                         else f"{sql} {order.order_by}", params)
-    if table.column_names == list(COLUMN_NAMES):
-        table = table.cast(OBSERVATION_SCHEMA)
+    if sorted(table.column_names) == sorted(COLUMN_NAMES):
+        # a run of an older gero reads its newer columns (NULL) last: the schema's order
+        table = table.select(list(COLUMN_NAMES)).cast(OBSERVATION_SCHEMA)
     return table
 
 

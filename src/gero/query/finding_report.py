@@ -66,6 +66,8 @@ def figures_line(r: Representative) -> str:
     """The representative's error figures; its tolerance only where that decides it."""
     gate = non_elementwise_gate(r.check)
     head = f"- max |a−r| = {number(r.max_abs_error)}"
+    if r.p99_abs_error is not None:
+        head += f" (p99 {number(r.p99_abs_error)}, median {number(r.median_abs_error)})"
     if gate:
         return f"{head}; gated by {gate} (see the result line), not by rtol/atol"
     return (f"{head}, max ULP = {number(r.max_ulp)}, rtol = {number(r.rtol)}, "

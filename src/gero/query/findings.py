@@ -117,6 +117,10 @@ class Representative:
     rtol: float | None
     atol: float | None
     artifact_path: str
+    median_abs_error: float | None = None
+    """Its |a − r| distribution beside the maximum (None: recorded by a gero before error
+    percentiles, or a listing cached by one)."""
+    p99_abs_error: float | None = None
 
 
 @dataclass(frozen=True)
@@ -527,7 +531,8 @@ class _FindingRow(NamedTuple):
 
 _REPRESENTATIVE_COLUMNS = ("observation_id", "case_id", "check", "dtype", "input_shapes",
                            "backend", "optimization", "reference", "result", "reason",
-                           "max_abs_error", "max_ulp", "rtol", "atol", "artifact_path")
+                           "max_abs_error", "max_ulp", "rtol", "atol", "artifact_path",
+                           "median_abs_error", "p99_abs_error")
 
 
 def _representatives(source: Queryable, ids: list[str]) -> dict[str, Representative]:

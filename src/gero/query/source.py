@@ -17,7 +17,13 @@ from pathlib import Path
 import duckdb
 
 from gero_runner.storage.index import KEY_COLUMN
-from gero_runner.storage.reader import OpenRun, file_columns, open_run, quote_path
+from gero_runner.storage.reader import (
+    OpenRun,
+    absent_columns,
+    file_columns,
+    open_run,
+    quote_path,
+)
 
 RunSource = OpenRun
 """The explorer's name for an open run (kept for its screens' annotations)."""
@@ -60,12 +66,14 @@ def _table_views(source: OpenRun) -> None:
                     f"{table_columns} FROM read_parquet({quote_path(own)}, "
                     "file_row_number = true)")
         con.execute(f"CREATE OR REPLACE VIEW {NUMBERED_RELATION} AS SELECT file_row_number AS rn, "
-                    f"* EXCLUDE (file_row_number{key}) FROM read_parquet({quote_path(own)}, "
-                    "file_row_number = true)")
+                    f"* EXCLUDE (file_row_number{key}){absent_columns(file_columns(own))} "
+                    f"FROM read_parquet({quote_path(own)}, file_row_number = true)")
     elif source.sightings is not None:
+        known = [file_columns(p) for p in source.files]
+        absent = absent_columns(set().union(*known)) if all(known) else ""
         numbered = " UNION ALL BY NAME ".join(
-            f"SELECT (file_row_number + {i << FILE_BITS}) AS rn, * EXCLUDE (file_row_number) "
-            f"FROM read_parquet({quote_path(path)}, file_row_number = true)"
+            f"SELECT (file_row_number + {i << FILE_BITS}) AS rn, * EXCLUDE (file_row_number)"
+            f"{absent} FROM read_parquet({quote_path(path)}, file_row_number = true)"
             for i, path in enumerate(source.files))
         if source.duplicates:  # read each observation once, as ``obs`` does
             numbered = (f"SELECT * FROM ({numbered}) QUALIFY row_number() OVER "

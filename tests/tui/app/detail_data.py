@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from gero_runner.classify import classify
+from gero_runner.distribution import DISTRIBUTION_NAMES
 from gero_runner.metrics.compare import compare
 from gero_runner.schema import IDENTITY_COLUMNS, RunRecord
 from gero_runner.storage.artifacts import EvidenceWriter
@@ -54,7 +55,8 @@ def _metrics(a: np.ndarray, r: np.ndarray, rtol: float, atol: float) -> dict[str
             "inf_actual": c.inf_actual, "nan_reference": c.nan_reference,
             "inf_reference": c.inf_reference, "min_atol": c.min_atol, "min_rtol": c.min_rtol,
             "bit_exact": c.bit_exact, "result": result, "reason": reason,
-            "actual_hash": tensor_hash(a), "reference_hash": tensor_hash(r)}
+            "actual_hash": tensor_hash(a), "reference_hash": tensor_hash(r),
+            **{name: getattr(c, name) for name in DISTRIBUTION_NAMES}}
 
 
 def softmax_tensors() -> tuple[np.ndarray, np.ndarray, np.ndarray]:

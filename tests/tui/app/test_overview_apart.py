@@ -61,6 +61,7 @@ async def test_the_issues_card_counts_what_can_be_assessed(root: Path,
     else:  # one line a card: its title and its figure
         for line, title, figure in zip(lines, titles, figures, strict=True):
             assert re.match(rf"{re.escape(title)} {figure}\b", line), lines
-    assert f"{apart['nan']:,} NaN inputs · {apart['not-implemented']:,} not implemented" \
-        in " ".join(lines)
+    shown = " ".join(lines)  # the fourth card's breakdown may wrap after "not"
+    assert f"{apart['nan']:,} NaN inputs · {apart['not-implemented']:,} not" in shown
+    assert "implemented" in shown
     assert "the last 2 cannot be assessed" in findings

@@ -24,7 +24,7 @@ CARDS = (
 )
 
 
-APART = ("Cannot be assessed", "by construction, counted apart", "#8a8a8a")
+APART = ("Cannot be assessed", "#8a8a8a")
 """The card of what no runtime could be judged on: grey, not a class's colour."""
 
 NARROW = 100
@@ -40,9 +40,11 @@ class ClassCounts(Static):
 
     counts: reactive[dict[str, int] | None] = reactive(None, always_update=True)
     """Observations per result class; None until known."""
-    split: reactive[Split | None] = reactive(None, always_update=True)
+    split: reactive[Split | None] = reactive(None, always_update=True, layout=True)
     """The non-passed counts split (assessable.split_counts); None until known. When known,
-    a non-passed card counts what can be assessed, and a fourth card the rest."""
+    a non-passed card counts what can be assessed, and a fourth card the rest. A layout
+    change: the cards' text wraps anew (4 cards at 120 columns put the issues card's
+    breakdown on two lines)."""
 
     def render(self) -> Table:
         counts, split = self.counts, self.split
@@ -74,21 +76,22 @@ class ClassCounts(Static):
             # (At 80 columns "keys 3,4": "key 3 or 4" was cut to "key 3 or…".)
             both = (f"keys {keys.replace(' ', ',')}" if narrow
                     else f"key {keys.replace(' ', ' or ')}")
-            sub.append(f"  {both}" if len(classes) > 1 else f"  key {keys}", style="dim")
+            hint = both if len(classes) > 1 else f"key {keys}"
             if narrow:
-                grid.add_row(heading, figure, sub)
+                grid.add_row(heading, figure, sub.append(f"  {hint}", style="dim"))
+            elif apart:  # four cards share the width: the key on a line of its own
+                cells.append(Group(heading, figure, sub, Text(hint, style="dim")))
             else:
-                cells.append(Group(heading, figure, sub))
+                cells.append(Group(heading, figure, sub.append(f"  {hint}", style="dim")))
         if split is not None and apart:
-            title, caption, color = APART
+            title, color = APART
             figure = Text(f"{split.not_assessable_total:,}", style=f"bold {color}")
             sub = Text(" · ".join(f"{sum(by.values()):,} {SHORT_LABELS[why]}"
                                   for why, by in split.not_assessable.items()), style="dim")
             if narrow:
                 grid.add_row(Text(title, style="bold"), figure, sub)
             else:
-                cells.append(Group(Text(title, style="bold"), figure,
-                                   Text(caption, style="dim"), sub))
+                cells.append(Group(Text(title, style="bold"), figure, sub))
         if cells:
             grid.add_row(*cells)
         return grid

@@ -45,7 +45,10 @@ async def test_the_issues_card_counts_what_can_be_assessed(root: Path,
     app = GeroApp(root)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
-        lines = _lines(app.screen.query_one(ClassCounts))
+        widget = app.screen.query_one(ClassCounts)
+        lines = _lines(widget)
+        # every line of the cards on screen: their height follows their text
+        assert widget.size.height >= len([line for line in lines if line]), lines
         findings = " ".join(str(app.screen.query_one("#findings-count").render()).split())
     counts = summary["counts"]
     # the issues figure: contract issues and failures a user acts on, not the NaN-fed rows

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -1013,20 +1014,27 @@ def _localize_isolated(directory: Path, row: dict[str, Any], timeout_s: float,
 
     oid = str(row.get("observation_id"))[:12]
     scratch.sweep(REPRO_SCRATCH)  # what a killed `gero localize -o` left
-    with scratch.directory(SCRATCH_PREFIX) as work:
-        try:
-            got: tuple[Localization, dict[str, np.ndarray], bytes | None, float] = \
-                isolate.call_isolated(_child, str(directory), row, str(work),
-                                      timeout_s=timeout_s, cancelled=cancelled)
-        except isolate.IsolatedFailure as e:
-            if e.raised is not None and issubclass(e.raised, GeroError):  # bad evidence
-                text = str(e).removeprefix("GeroError: ").removeprefix("ArtifactError: ")
-                raise GeroError(f"localizing {oid}: {text}") from None
-            # crashed with SIGABRT, was killed (SIGKILL: ...), timed out after N s
-            what = {isolate.RAISED: f"failed ({e})",
-                    isolate.CANCELLED: "was cancelled"}.get(e.kind, str(e))
-            raise LocalizeFailed(f"localizing {oid}: the child process that runs the paths "
-                                 f"again {what}; nothing was stored") from None
+    try:
+        work = scratch.make(SCRATCH_PREFIX)
+    except OSError as e:
+        raise GeroError(f"localizing {oid}: no scratch folder can be made in "
+                        f"{tempfile.gettempdir()} ({e.strerror or e}); set TMPDIR to a "
+                        "writable folder") from None
+    try:
+        got: tuple[Localization, dict[str, np.ndarray], bytes | None, float] = \
+            isolate.call_isolated(_child, str(directory), row, str(work),
+                                  timeout_s=timeout_s, cancelled=cancelled)
+    except isolate.IsolatedFailure as e:
+        if e.raised is not None and issubclass(e.raised, GeroError):  # bad evidence
+            text = str(e).removeprefix(f"{e.raised.__name__}: ")
+            raise GeroError(f"localizing {oid}: {text}") from None
+        # crashed with SIGABRT, was killed (SIGKILL: ...), timed out after N s
+        what = {isolate.RAISED: f"failed ({e})",
+                isolate.CANCELLED: "was cancelled"}.get(e.kind, str(e))
+        raise LocalizeFailed(f"localizing {oid}: the child process that runs the paths "
+                             f"again {what}; nothing was stored") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return got
 
 

@@ -19,7 +19,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "bar per operation whose segments link to their worst rows) and inference time with "
         "context; against a baseline, which findings are new, still there or gone. Inline CSS "
         "and SVG only: no script, nothing fetched. It summarises (a million observations "
-        "make a small page); every row stays in the data root.")
+        "make a small page); every row stays in the data root. Each finding's evidence "
+        "(graph, inputs, SHA-256 manifest) is copied to the folder NAME-evidence beside "
+        "FILE.html, which the page links to; its commands name the data root by its absolute "
+        "path, so they work from any folder.")
     add_data_dir(p)
     p.add_argument("--run", default=None, help="run id or unique prefix (default: newest)")
     p.add_argument("--baseline", default=None, metavar="RUN",

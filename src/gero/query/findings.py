@@ -550,7 +550,8 @@ def _levels(values: list[str]) -> tuple[str, ...]:
 
 
 def read_findings(source: Queryable, table: str = MEMBERS_TABLE) -> list[Finding]:
-    """The findings of a members table already built, worst first."""
+    """The findings of a members table already built, in ``finding_order``: what can be
+    assessed first, worst first, then what cannot be assessed by construction."""
     rows = [_FindingRow(*r) for r in source.query(_FINDINGS_SQL.format(table=table))]
     reps = _representatives(source, [str(r.representative_id) for r in rows])
     severity_class = {v: k for k, v in SEVERITY.items()}

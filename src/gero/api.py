@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from gero.query.diff import DiffReport
     from gero.query.export import ExportResult
     from gero.query.findings import Finding, FindingsReport
+    from gero.query.verdicts import Verdict
     from gero_runner.evidence.blame import Blame
     from gero_runner.evidence.bundle import BundleResult
     from gero_runner.evidence.replay import ReplayReport
@@ -257,6 +258,14 @@ def localize(observation: str, data_dir: PathLike | None = None,
     row = resolve_observation(root, observation, problems)
     loc, stored = localize_observation(root, row, Path(output) if output is not None else None)
     return {**loc.as_dict(), "stored": str(stored)}
+
+
+def verdicts_of(reader: OpenRun, model: str | None = None) -> list[Verdict]:
+    """The verdict card of an open run (:meth:`Run.verdicts`; the explorer holds its run
+    open as a reader)."""
+    from gero.query.verdicts import verdicts
+
+    return verdicts(reader, model)
 
 
 def find_observation(observation: str, data_dir: PathLike | None = None,
@@ -575,6 +584,13 @@ class Run:
         from gero.query.summary import summary_dict
 
         return summary_dict(self.reader)
+
+    def verdicts(self, model: str | None = None) -> list[Verdict]:
+        """What ``gero verdict`` prints: for each model case, runtime setting and file
+        (fp32 and each variant built) whether it is ``safe``, ``off`` (the figure, the gate
+        and the arbiter) or ``cannot-run`` (why); ``model`` (a name or a file) keeps one
+        model's. Empty for a run that tested no model."""
+        return verdicts_of(self.reader, model)
 
     def diff(self, baseline: str | Run, factor: float | None = None) -> DiffReport:
         """Regressions and fixes against ``baseline`` (a run or an id prefix), like

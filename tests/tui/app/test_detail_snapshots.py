@@ -14,7 +14,7 @@ SIZES = [(80, 24), (120, 40)]
 VIEWS = {
     "fields": ("detail", "divergence", ("f",)),
     "histogram": ("detail", "divergence", ()),  # where the detail opens
-    "tensors": ("detail", "divergence", ("t",)),  # 80x24: stacked; 120x40: side by side
+    "tensors": ("detail", "divergence", ("t",)),  # side by side at both sizes
     "tensors_layout": ("detail", "divergence", ("t", "l")),  # the next layout
 
     "contract": ("detail", "contract", ("t",)),

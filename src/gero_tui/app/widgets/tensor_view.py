@@ -101,6 +101,13 @@ SLICE_BINDINGS: list[BindingType] = [
 
 STACKED_ROWS = 2
 """Rows each stacked pane needs at least: the cursor's row and one more."""
+SIDE_COLUMNS = 2
+"""Columns each of three panes side by side shows at least (or the plane's all); fewer,
+and the difference pane gives way to the other two (its |a−r| is on the status line, the
+cells outside tolerance are marked in both)."""
+SIDE_MIN_WIDTH = 40
+"""Cells from which two panes side by side are the default (80 columns are: one pane at a
+time, or three stacked rows apiece, showed little of the plane)."""
 PANE_GAP = 2
 """Cells between two panes side by side."""
 
@@ -241,14 +248,14 @@ class TensorView(Widget, can_focus=True):
             return Text(f"empty tensors (shape {list(ev.actual.shape)}): no elements to show")
         dtype, ref_dtype = ev.actual.dtype, ev.reference.dtype
         layout = self.current_layout()
-        panes = _PANES[layout]
+        width = self.size.width - 2  # the padding
+        panes = self._side_panes(ev, cur, width) if layout == "side" else _PANES[layout]
         status_lines = 2
         if layout == "stacked":
             # Each pane: its title, the column header, then its rows.
             height = max(1, (self.size.height - status_lines) // len(panes) - 2)
         else:
             height = max(1, self.size.height - status_lines - 3)
-        width = self.size.width - 2  # the padding
         if self.auto_axes:
             self._orient(ev, cur, panes, layout, height, width)
         a = cur.plane(ev.actual)
@@ -313,7 +320,19 @@ class TensorView(Widget, can_focus=True):
         else:
             body = Group(*rendered)
         window = window_text(r0, r1, n_rows, c0, c1, n_cols)
-        return Group(body, self._status(ev, an, cur, layout, window))
+        return Group(body, self._status(ev, an, cur, layout, window, len(panes)))
+
+    def _side_panes(self, ev: Evidence, cur: TensorCursor, width: int) -> tuple[str, ...]:
+        """Side by side: the three panes where each shows ``SIDE_COLUMNS`` columns (or the
+        plane's all), else actual and reference, two panes."""
+        a, r_plane = cur.plane(ev.actual), cur.plane(ev.reference)
+        n_rows, n_cols = a.shape
+        sample = (slice(0, min(n_rows, 16)), slice(0, min(n_cols, 16)))
+        value_width, diff_width = _cell_widths(a[sample], r_plane[sample], ev)
+        label_width = len(str(n_rows - 1)) + 1
+        fit = _columns_that_fit([value_width, value_width, diff_width], label_width, width,
+                                "side")
+        return _PANES["side"] if fit >= min(n_cols, SIDE_COLUMNS) else ("actual", "reference")
 
     def _orient(self, ev: Evidence, cur: TensorCursor, panes: tuple[str, ...], layout: str,
                 height: int, width: int) -> None:
@@ -341,20 +360,19 @@ class TensorView(Widget, can_focus=True):
             cur.swap_axes()
 
     def current_layout(self) -> str:
-        """The chosen layout, or by the room: side by side where three panes hold at least
-        four columns each (about 110 columns), else stacked where each pane keeps
-        ``STACKED_ROWS`` rows (80×24 does, under a key bar of two lines), else one pane
-        (actual) at a time."""
+        """The chosen layout, or by the room: side by side (three panes, or two at 80
+        columns: ``_side_panes``), else stacked where each pane keeps ``STACKED_ROWS`` rows,
+        else one pane (actual) at a time."""
         if self.layout_mode is not None:
             return self.layout_mode
-        if self.size.width >= 110:
+        if self.size.width >= SIDE_MIN_WIDTH:
             return "side"
         if (self.size.height - 2) // 3 - 2 >= STACKED_ROWS:
             return "stacked"
         return "actual"
 
     def _status(self, ev: Evidence, an: ElementAnalysis, cur: TensorCursor,
-                layout: str, window: Text | None = None) -> Text:
+                layout: str, window: Text | None = None, panes: int = 3) -> Text:
         index = cur.original_index
         flat_a = ev.actual[index] if index else ev.actual[()]
         flat_r = ev.reference[index] if index else ev.reference[()]
@@ -363,7 +381,10 @@ class TensorView(Widget, can_focus=True):
         if window is not None:
             text.append("  ")
             text.append(window)
-        text.append(f"  [l] {LAYOUT_NAMES[layout]}\n", style="dim")
+        name = LAYOUT_NAMES[layout]
+        if layout == "side" and panes == 2:
+            name += " (|a−r| below)"
+        text.append(f"  [l] {name}\n", style="dim")
         # The verdict first: at 80 columns the end of this line may be cut.
         d, bad, _ = element_status(np.asarray(flat_a), np.asarray(flat_r), ev.atol, ev.rtol)
         diff, mism = float(d), bool(bad)

@@ -76,7 +76,7 @@ class DetailScreen(Screen[None]):
         Binding("g", "op_histogram", "per-op"),
         Binding("B", "blame", "blame",
                 tooltip="Which ORT optimisation level and graph rewrite changed the output"),
-        Binding("L", "localize", "localize", show=False,
+        Binding("L", "localize", "localize",
                 tooltip="Error through the graph: the node where this output's error enters"),
     ]
 

@@ -98,3 +98,12 @@ async def test_cut_names_still_differ_at_80_columns(root: Path) -> None:
         assert any("…" in text for text in seen["check"].values()), "80 columns cut some"
         for key, shown in seen.items():
             assert len(set(shown.values())) == len(shown), (key, shown)
+
+
+def test_an_error_with_a_three_digit_exponent_keeps_its_exponent() -> None:
+    """float64 overflow rows (4.49e+307) read "4.49e+3…" in the narrow error column."""
+    from gero_tui.app.widgets.evaluations_table import format_value
+
+    assert format_value("max_abs_error", 4.49e307, 8) == "4.5e+307"
+    assert format_value("max_abs_error", 4.49e307, 9) == "4.49e+307"
+    assert format_value("max_abs_error", 1.19e-7, 8) == "1.19e-07"

@@ -170,7 +170,9 @@ def format_value(key: str, value: Any, width: int | None = None,
         v = float(value)
         if math.isnan(v):
             return "-"
-        return "0" if v == 0 else f"{v:.2e}"
+        text = "0" if v == 0 else f"{v:.2e}"
+        # a three-digit exponent (4.49e+307) in 8 cells: one digit less, not cut
+        return f"{v:.1e}" if width is not None and len(text) > width else text
     # A name or reason from the run: its control characters shown, not sent to the terminal.
     text = for_terminal(str(value).replace("\n", " "))
     if key == "result":

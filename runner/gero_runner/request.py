@@ -1,19 +1,26 @@
 """What a run is asked to do, checked when it is made: a leaf every layer may import.
 
-The CLI builds a ``RunRequest`` from its flags; a script builds one directly. Either way a
-bad value is refused here with one sentence naming it, so ``threads=0`` from Python is
-the same error as ``--threads 0``.
+``RunKeywords`` declares each option once: the keyword ``gero.run`` takes, its type, the
+``gero run`` flag that sets it, how its value is read and where it goes. The CLI's argument
+groups add and read their flags by keyword, ``gero.run`` and ``gero.request`` take the
+keywords, and ``request_from_keywords`` makes the ``RunRequest`` (a script may build one
+directly). Either way a bad value is refused here with one sentence naming it, so
+``threads=0`` from Python is the same error as ``--threads 0``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Annotated, Any, TypedDict, get_type_hints
 
 from gero_runner.errors import GeroError
-from gero_runner.tolerances import DEFAULTS, FLOAT_DTYPES, Tolerances
+from gero_runner.tolerances import DEFAULTS, FLOAT_DTYPES, Tolerances, parse_items
 
 DEFAULT_TIMEOUT_S = 120.0
 MAX_SEED = 2**32 - 1
@@ -182,3 +189,228 @@ class RunRequest:
         if given and not self.models:
             raise GeroError(f"{', '.join(given)} set the inputs of --model PATH; no --model "
                             "given")
+
+
+# The keywords of `gero.run` -----------------------------------------------------------------
+
+PathLike = str | os.PathLike[str]
+
+
+def _as_given(keyword: str, value: Any) -> Any:
+    return value  # a number or a flag: RunRequest checks it
+
+
+def _text(keyword: str, value: Any) -> Any:
+    if value is not None and not isinstance(value, str):
+        raise GeroError(f"{keyword} must be a string, got {value!r}")
+    return value
+
+
+def _names(keyword: str, value: Any) -> tuple[str, ...]:
+    """A list of names, never a string read as a list of its characters."""
+    if isinstance(value, str):
+        raise GeroError(f"{keyword} must be a list of names, not the string {value!r}: "
+                        f"give [{value!r}]")
+    if not isinstance(value, Iterable) or not all(isinstance(v, str) for v in value):
+        raise GeroError(f"{keyword} must be a list of names (strings), got {value!r}")
+    return tuple(value)
+
+
+def _name_list(keyword: str, value: Any) -> list[str]:
+    return list(_names(keyword, value))
+
+
+def _runtimes(keyword: str, value: Any) -> tuple[str, ...] | None:
+    return None if value is None else _names(keyword, value)
+
+
+def _models(keyword: str, value: Any) -> list[str]:
+    items = [value] if isinstance(value, str | os.PathLike) else value
+    if not isinstance(items, Iterable) or not all(isinstance(m, str | os.PathLike)
+                                                  for m in items):
+        raise GeroError(f"{keyword} must be paths of ONNX files, got {value!r}")
+    return [str(m) for m in items]
+
+
+def _path(keyword: str, value: Any) -> str | None:
+    if value is not None and not isinstance(value, str | os.PathLike):
+        raise GeroError(f"{keyword} must be a path, got {value!r}")
+    return None if value is None else str(value)
+
+
+def default_data_root() -> Path:
+    """``$GERO_DATA_DIR``, else ``./data``: the data root every command uses by default."""
+    return Path(os.environ.get("GERO_DATA_DIR") or "data")
+
+
+def _data_root(keyword: str, value: Any) -> Path:
+    path = _path(keyword, value)
+    return default_data_root() if path is None else Path(path)
+
+
+def _pairs(keyword: str, value: Any) -> tuple[str, ...]:
+    """``{"batch": 4}`` or ``["batch=4"]`` as the CLI's ``NAME=VALUE`` strings (each item's
+    syntax is checked against the model by ``models.inputs``)."""
+    if isinstance(value, Mapping):
+        return tuple(f"{k}={v}" for k, v in value.items())
+    items = (value,) if isinstance(value, str) else tuple(value)
+    bad = [v for v in items if not isinstance(v, str) or "=" not in v]
+    if bad or isinstance(value, str):
+        raise GeroError(f"{keyword}: expected NAME=VALUE items or a mapping, got "
+                        f"{(bad or [value])[0]!r}")
+    return items
+
+
+def _tolerance(keyword: str, value: Any) -> Mapping[str, object] | None:
+    """``{"float16": 1e-2}`` or the CLI's ``["float16=1e-2"]``."""
+    if value is None or isinstance(value, Mapping):
+        return value
+    return parse_items(keyword, _names(keyword, value))
+
+
+def _workers(keyword: str, value: Any) -> Any:
+    return (os.cpu_count() or 1) if value is None else value
+
+
+def _checks(keyword: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, bool):
+        raise GeroError(f"{keyword} must be True or False, got {value!r}")
+    return ("contracts", "variants") if value else ()
+
+
+_FIELD_DEFAULT: Any = object()
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one keyword of ``gero.run`` reaches the ``RunRequest``."""
+
+    flag: str | None
+    """The ``gero run`` flag that sets it (None: the command fills it itself)."""
+    read: Callable[[str, Any], Any] = _as_given
+    """(keyword, value) -> the field's value, or one sentence naming the keyword."""
+    into: str | None = None
+    """The field it fills when its name is not the keyword's. A keyword named as a
+    ``ModelOptions`` field fills that field; ``rtol`` and ``atol`` fill ``tolerances``."""
+    default: Any = _FIELD_DEFAULT
+    """The keyword's default, read like a value given, where it is not the field's."""
+    on_resume: bool = False
+    """A resumed run takes it too (where the run is and how it runs); every other option
+    is the run's own, and ``resume`` refuses it."""
+
+
+class RunKeywords(TypedDict, total=False):
+    """The keywords of :func:`gero.run` (and :func:`gero.api.request`): each is the
+    ``gero run`` flag its annotation names, and defaults to that flag's default."""
+
+    suite: Annotated[str, Option("--suite", _text)]
+    """synthetic (gero's operator suite, the default), onnx-backend, models or all; with
+    ``models`` and the default suite, only the models run."""
+    models: Annotated[Sequence[PathLike] | PathLike, Option("--model", _models)]
+    """ONNX models to test."""
+    ops: Annotated[Sequence[str], Option("--ops", _name_list)]
+    """Operators or entry names."""
+    dtypes: Annotated[Sequence[str], Option("--dtypes", _name_list)]
+    """From float16, float32, float64."""
+    data_dir: Annotated[PathLike | None,
+                        Option("--data-dir", _data_root, into="data_root", default=None,
+                               on_resume=True)]
+    """The data root (default: ``$GERO_DATA_DIR`` or ``./data``)."""
+    run_id: Annotated[str | None, Option("--run-id", _text)]
+    """The new run's id (default: date, time and a random suffix)."""
+    jobs: Annotated[int | None, Option("--jobs", _workers, default=None, on_resume=True)]
+    """Worker processes at most (default: the CPU count)."""
+    threads: Annotated[int, Option("--threads")]
+    """ONNX Runtime intra-op threads."""
+    repeats: Annotated[int, Option("--repeats")]
+    """Timed runs per path."""
+    seed: Annotated[int, Option("--seed")]
+    """Seed of the input generators."""
+    rtol: Annotated[Mapping[str, float] | Iterable[str] | None, Option("--rtol", _tolerance)]
+    """Relative tolerance by dtype, ``{"float16": 1e-2}`` or ``["float16=1e-2"]``."""
+    atol: Annotated[Mapping[str, float] | Iterable[str] | None, Option("--atol", _tolerance)]
+    """Absolute tolerance by dtype, like ``rtol``."""
+    dims: Annotated[Mapping[str, int] | Iterable[str], Option("--dim", _pairs)]
+    """Dynamic dimensions of the models' inputs by dim_param or ``INPUT[AXIS]``: a mapping
+    or the CLI's ``NAME=VALUE`` strings (so are the other name-to-value options)."""
+    input_shapes: Annotated[Mapping[str, str] | Iterable[str], Option("--input", _pairs)]
+    """Whole shape of an input, ``"1,3,48,192"`` (``""``: a scalar)."""
+    input_ranges: Annotated[Mapping[str, str] | Iterable[str],
+                            Option("--input-range", _pairs)]
+    """Uniform draws in ``"LO,HI"`` for an input."""
+    input_values: Annotated[Mapping[str, float] | Iterable[str],
+                            Option("--input-value", _pairs)]
+    """A constant for an input."""
+    inputs_file: Annotated[PathLike | None, Option("--inputs", _path)]
+    """An ``.npz`` of real input arrays by input name."""
+    task: Annotated[str | None, Option("--task", _text)]
+    """The model's task, e.g. classifier (adds the decision metric)."""
+    variants: Annotated[Sequence[str], Option("--variants", _names)]
+    """Variants to build and gate: int8-dynamic, int8-static, fp16."""
+    output_kinds: Annotated[Mapping[str, str] | Iterable[str],
+                            Option("--output-kind", _pairs)]
+    """Kind of an output: dense, confidence, rotation, translation or keypoints."""
+    calibration_file: Annotated[PathLike | None, Option("--calibration", _path)]
+    """An ``.npz`` of calibration arrays for int8-static, by input name."""
+    decision_axes: Annotated[Mapping[str, int] | Iterable[str],
+                             Option("--decision-axis", _pairs)]
+    """Class axis of an output for its cosine and decisions (default: the last)."""
+    backends: Annotated[Sequence[str] | None, Option("--backends", _runtimes, default=None)]
+    """Runtimes under test (default None: every installed one)."""
+    timeout: Annotated[float, Option("--timeout", into="timeout_s")]
+    """Seconds per operator case, and for judging a model case once its paths ran."""
+    limit: Annotated[int | None, Option("--limit")]
+    """Run only the first N cases."""
+    contracts: Annotated[bool, Option("--no-contracts", _checks, into="checks")]
+    """False skips the contracts and the variants."""
+    command_line: Annotated[str, Option(None, _text, on_resume=True)]
+    """What the run record says started it (default: this call)."""
+    executor: Annotated[str, Option("--executor", _text, on_resume=True)]
+    """local (``jobs`` worker processes here) or dask (a Dask distributed cluster; needs
+    ``pip install 'gero[dask]'``)."""
+    scheduler: Annotated[str | None, Option("--scheduler", _text, on_resume=True)]
+    """The Dask scheduler, ``tcp://HOST:PORT`` (default: ``$GERO_DASK_SCHEDULER``)."""
+    max_tensor_mb: Annotated[float, Option("--max-tensor-mb")]
+    """Largest tensor a case may make, MiB."""
+    max_evidence_mb: Annotated[float, Option("--max-evidence-mb")]
+    """Tensors one case keeps on disk, MiB."""
+    path_budget: Annotated[float, Option("--path-budget", into="path_budget_s")]
+    """Seconds each path of a model case may take."""
+    skip_paths: Annotated[Sequence[str], Option("--skip-path", _names)]
+    """Runtime settings not to run, ``"tract:unoptimized"``."""
+
+
+@functools.cache
+def run_options() -> dict[str, Option]:
+    """Each keyword of ``RunKeywords`` and its ``Option``, in their declared order."""
+    hints = get_type_hints(RunKeywords, include_extras=True)
+    return {name: next(m for m in hint.__metadata__ if isinstance(m, Option))
+            for name, hint in hints.items()}
+
+
+def request_from_keywords(keywords: Mapping[str, Any]) -> RunRequest:
+    """The request that ``gero.run``'s keywords ask for: each read once by its ``Option``
+    (a value of the wrong kind is one sentence naming the keyword), then checked once as
+    the ``RunRequest`` is made."""
+    options = run_options()
+    unknown = [k for k in keywords if k not in options]
+    if unknown:
+        raise GeroError(f"unknown option {unknown[0]!r}; the options are "
+                        f"{', '.join(options)}")
+    model_fields = {f.name for f in fields(ModelOptions)}
+    values: dict[str, Any] = {}
+    model: dict[str, Any] = {}
+    tolerances: dict[str, Any] = {}
+    given = {**{k: o.default for k, o in options.items() if o.default is not _FIELD_DEFAULT},
+             **keywords}
+    for keyword, value in given.items():
+        option = options[keyword]
+        value = option.read(keyword, value)
+        if keyword in model_fields:
+            model[keyword] = value
+        elif keyword in ("rtol", "atol"):
+            tolerances[keyword] = value
+        else:
+            values[option.into or keyword] = value
+    return RunRequest(**values, model_options=ModelOptions(**model),
+                      tolerances=Tolerances.with_overrides(**tolerances))

@@ -13,21 +13,22 @@ from __future__ import annotations
 import errno
 import os
 import shlex
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from gero_runner.errors import GeroError
 from gero_runner.request import (
-    DEFAULT_MAX_EVIDENCE_MB,
-    DEFAULT_MAX_TENSOR_MB,
-    DEFAULT_PATH_BUDGET_S,
     DEFAULT_TIMEOUT_S,
-    ModelOptions,
+    RunKeywords,
     RunRequest,
+    default_data_root,
+    request_from_keywords,
+    run_options,
 )
+from gero_runner.request import PathLike as PathLike  # re-exported: gero.testing uses it
 from gero_runner.schema import PASSED, RESULT_CLASSES
 from gero_runner.storage.outputs import refuse_inside_root, write_output
 from gero_runner.storage.reader import OpenRun
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
     from gero_runner.storage.compact import Compaction
     from gero_runner.storage.gc import GcPlan
 
-PathLike = str | os.PathLike[str]
-
 
 NO_EVIDENCE = "no evidence kept: nothing to replay"
 """What replay_command says for an observation that kept no tensors (a timeout): naming the
@@ -60,127 +59,25 @@ data root as the evidence folder would replay nothing."""
 
 def default_data_dir() -> Path:
     """``$GERO_DATA_DIR``, else ``./data``: the data root every command uses by default."""
-    return Path(os.environ.get("GERO_DATA_DIR") or "data")
+    return default_data_root()
 
 
-def _pairs(option: str, values: Mapping[str, Any] | Iterable[str]) -> tuple[str, ...]:
-    """``{"batch": 4}`` or ``["batch=4"]`` as the CLI's ``NAME=VALUE`` strings."""
-    if isinstance(values, Mapping):
-        return tuple(f"{k}={v}" for k, v in values.items())
-    items = tuple(values)
-    bad = [v for v in items if not isinstance(v, str) or "=" not in v]
-    if bad:
-        raise GeroError(f"{option}: expected NAME=VALUE items or a mapping, got {bad[0]!r}")
-    return items
-
-
-def request(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
-            ops: Sequence[str] = (), dtypes: Sequence[str] = (),
-            data_dir: PathLike | None = None, run_id: str | None = None,
-            jobs: int | None = None, threads: int = 1, repeats: int = 5, seed: int = 0,
-            rtol: Mapping[str, float] | None = None, atol: Mapping[str, float] | None = None,
-            dims: Mapping[str, int] | Iterable[str] = (),
-            input_shapes: Mapping[str, str] | Iterable[str] = (),
-            input_ranges: Mapping[str, str] | Iterable[str] = (),
-            input_values: Mapping[str, float] | Iterable[str] = (),
-            inputs_file: PathLike | None = None, task: str | None = None,
-            variants: Sequence[str] = (), output_kinds: Mapping[str, str] | Iterable[str] = (),
-            calibration_file: PathLike | None = None,
-            decision_axes: Mapping[str, int] | Iterable[str] = (),
-            backends: Sequence[str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-            limit: int | None = None, contracts: bool = True,
-            command_line: str = "", executor: str = "local",
-            scheduler: str | None = None, max_tensor_mb: float = DEFAULT_MAX_TENSOR_MB,
-            max_evidence_mb: float = DEFAULT_MAX_EVIDENCE_MB,
-            path_budget: float = DEFAULT_PATH_BUDGET_S,
-            skip_paths: Sequence[str] = ()) -> RunRequest:
+def request(**keywords: Unpack[RunKeywords]) -> RunRequest:
     """The checked :class:`~gero_runner.request.RunRequest` for :func:`run`'s options.
 
     Bad values raise :class:`GeroError` with the same sentence ``gero run`` prints.
     """
-    from gero_runner.tolerances import Tolerances
-
-    if isinstance(models, str | os.PathLike):
-        models = [models]
-    _check_types(ops=ops, dtypes=dtypes, variants=variants, backends=backends,
-                 skip_paths=skip_paths, models=models, data_dir=data_dir, run_id=run_id,
-                 inputs_file=inputs_file, calibration_file=calibration_file, task=task,
-                 executor=executor, scheduler=scheduler, suite=suite)
-    tolerances = Tolerances.with_overrides(rtol, atol)
-    return RunRequest(
-        suite=suite, data_root=Path(data_dir) if data_dir is not None else default_data_dir(),
-        ops=list(ops), dtypes=list(dtypes), models=[str(m) for m in models],
-        model_options=ModelOptions(
-            dims=_pairs("dims", dims), task=task, variants=tuple(variants),
-            output_kinds=_pairs("output_kinds", output_kinds),
-            input_shapes=_pairs("input_shapes", input_shapes),
-            input_ranges=_pairs("input_ranges", input_ranges),
-            input_values=_pairs("input_values", input_values),
-            inputs_file=None if inputs_file is None else str(inputs_file),
-            calibration_file=None if calibration_file is None else str(calibration_file),
-            decision_axes=_pairs("decision_axes", decision_axes)),
-        run_id=run_id, jobs=(os.cpu_count() or 1) if jobs is None else jobs, threads=threads,
-        repeats=repeats, seed=seed, tolerances=tolerances, timeout_s=timeout,
-        checks=("contracts", "variants") if contracts else (),
-        backends=None if backends is None else tuple(backends),
-        command_line=command_line, limit=limit, executor=executor, scheduler=scheduler,
-        max_tensor_mb=max_tensor_mb, max_evidence_mb=max_evidence_mb,
-        path_budget_s=path_budget, skip_paths=tuple(skip_paths))
+    return request_from_keywords(keywords)
 
 
-_NAME_LISTS = ("ops", "dtypes", "variants", "backends", "skip_paths")
-
-
-def _check_types(**given: Any) -> None:
-    """A value of the wrong type is a GeroError naming the parameter (not a TypeError from
-    deep inside, and never a string read as a list of its characters)."""
-    for name in _NAME_LISTS:
-        value = given[name]
-        if value is None and name == "backends":
-            continue
-        if isinstance(value, str):
-            raise GeroError(f"{name} must be a list of names, not the string {value!r}: "
-                            f"give [{value!r}]")
-        if not isinstance(value, Iterable) or not all(isinstance(v, str) for v in value):
-            raise GeroError(f"{name} must be a list of names (strings), got {value!r}")
-    if not isinstance(given["models"], Iterable) or not all(
-            isinstance(m, str | os.PathLike) for m in given["models"]):
-        raise GeroError(f"models must be paths of ONNX files, got {given['models']!r}")
-    for name in ("data_dir", "inputs_file", "calibration_file"):
-        if given[name] is not None and not isinstance(given[name], str | os.PathLike):
-            raise GeroError(f"{name} must be a path, got {given[name]!r}")
-    for name in ("run_id", "task", "scheduler", "executor", "suite"):
-        if given[name] is not None and not isinstance(given[name], str):
-            raise GeroError(f"{name} must be a string, got {given[name]!r}")
-
-
-def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
-        ops: Sequence[str] = (), dtypes: Sequence[str] = (),
-        data_dir: PathLike | None = None, run_id: str | None = None,
-        jobs: int | None = None, threads: int = 1, repeats: int = 5, seed: int = 0,
-        rtol: Mapping[str, float] | None = None, atol: Mapping[str, float] | None = None,
-        dims: Mapping[str, int] | Iterable[str] = (),
-        input_shapes: Mapping[str, str] | Iterable[str] = (),
-        input_ranges: Mapping[str, str] | Iterable[str] = (),
-        input_values: Mapping[str, float] | Iterable[str] = (),
-        inputs_file: PathLike | None = None, task: str | None = None,
-        variants: Sequence[str] = (), output_kinds: Mapping[str, str] | Iterable[str] = (),
-        calibration_file: PathLike | None = None,
-        decision_axes: Mapping[str, int] | Iterable[str] = (),
-        backends: Sequence[str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-        limit: int | None = None, contracts: bool = True,
-        command_line: str = "", resume: str | None = None,
-        executor: str = "local", scheduler: str | None = None,
-        max_tensor_mb: float = DEFAULT_MAX_TENSOR_MB,
-        max_evidence_mb: float = DEFAULT_MAX_EVIDENCE_MB,
-        path_budget: float = DEFAULT_PATH_BUDGET_S, skip_paths: Sequence[str] = (),
-        progress: Callable[[int, int], None] | None = None,
+def run(*, resume: str | None = None, progress: Callable[[int, int], None] | None = None,
         activity: Callable[[Activity], None] | None = None,
-        warn: Callable[[str], None] | None = None) -> Run:
+        warn: Callable[[str], None] | None = None, **keywords: Unpack[RunKeywords]) -> Run:
     """Run a suite or models into the data root, like ``gero run``, and return the run.
 
-    Every option is the ``gero run`` flag of the same name (``models`` is ``--model``,
-    ``contracts=False`` is ``--no-contracts``, ``input_shapes`` ``--input``,
+    Every option is the ``gero run`` flag of the same name
+    (:class:`~gero_runner.request.RunKeywords` lists them, each with its flag): ``models``
+    is ``--model``, ``contracts=False`` is ``--no-contracts``, ``input_shapes`` ``--input``,
     ``max_tensor_mb`` and ``max_evidence_mb`` ``--max-tensor-mb`` and ``--max-evidence-mb``,
     ``inputs_file`` ``--inputs``, ``calibration_file`` ``--calibration``, ``decision_axes``
     ``--decision-axis``; ``rtol``/``atol`` map a dtype to a value; ``dims``,
@@ -198,37 +95,17 @@ def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
     ``$GERO_DASK_SCHEDULER``); it needs ``pip install 'gero[dask]'``.
     A Ctrl-C keeps the finished cases: the run's :attr:`Run.status` is then
     ``interrupted``, and ``resume=RUN_ID`` (``--resume``) finishes it without redoing them
-    (the other options are then those stored with the run). A full disk raises
-    ``gero_runner.run.DiskFull`` (a :class:`GeroError`) after keeping what was saved.
+    (the other options are then those stored with the run: only ``data_dir``, ``jobs``,
+    ``executor``, ``scheduler`` and ``command_line`` may be given with it). A full disk
+    raises ``gero_runner.run.DiskFull`` (a :class:`GeroError`) after keeping what was saved.
     """
     from gero_runner.run import execute
 
     if resume is not None:
-        from gero_runner.run import check_resume_name
-
-        check_resume_name(resume)
-        _refuse_options_of_resume(resume, dict(locals()))
-    _check_types(ops=ops, dtypes=dtypes, variants=variants, backends=backends,
-                 skip_paths=skip_paths, models=[models] if isinstance(
-                     models, str | os.PathLike) else models, data_dir=data_dir,
-                 run_id=run_id, inputs_file=inputs_file, calibration_file=calibration_file,
-                 task=task, executor=executor, scheduler=scheduler, suite=suite)
-    if not command_line:
-        command_line = "gero.run(" + ", ".join(
-            f"{k}={v!r}" for k, v in (("suite", suite), ("models", [str(m) for m in models]),
-                                      ("ops", list(ops)), ("dtypes", list(dtypes)),
-                                      ("variants", list(variants))) if v) + ")"
-    req = request(suite=suite, models=models, ops=ops, dtypes=dtypes, data_dir=data_dir,
-                  run_id=run_id, jobs=jobs, threads=threads, repeats=repeats, seed=seed,
-                  rtol=rtol, atol=atol, dims=dims, input_shapes=input_shapes,
-                  input_ranges=input_ranges, input_values=input_values,
-                  inputs_file=inputs_file, task=task, variants=variants, backends=backends,
-                  calibration_file=calibration_file, decision_axes=decision_axes,
-                  output_kinds=output_kinds, timeout=timeout, limit=limit,
-                  contracts=contracts, command_line=command_line, executor=executor,
-                  scheduler=scheduler, max_tensor_mb=max_tensor_mb,
-                  max_evidence_mb=max_evidence_mb, path_budget=path_budget,
-                  skip_paths=skip_paths)
+        _refuse_options_of_resume(resume, keywords)
+    if not keywords.get("command_line"):
+        keywords["command_line"] = _call_line(keywords)
+    req = request(**keywords)
     warnings: list[str] = []
 
     def collect(message: str) -> None:
@@ -238,6 +115,32 @@ def run(*, suite: str = "synthetic", models: Sequence[PathLike] = (),
 
     record = execute(req, progress, collect, resume, activity)
     return Run(req.data_root, record.run_id, warnings=warnings)
+
+
+def _call_line(keywords: RunKeywords) -> str:
+    """What the run record says started a run from Python: ``gero.run(suite=..., ...)``."""
+    shown: dict[str, object] = {"suite": keywords.get("suite", "synthetic")}
+    for name in ("models", "ops", "dtypes", "variants"):
+        value = keywords.get(name)
+        if isinstance(value, str | os.PathLike):
+            value = [value]
+        if isinstance(value, Iterable):
+            value = [str(v) for v in value]
+        if value:
+            shown[name] = value
+    return "gero.run(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
+
+
+def _refuse_options_of_resume(resume: str, keywords: RunKeywords) -> None:
+    """``resume`` finishes a run with the options it was started with: any other option
+    given would be silently ignored, so it is refused (each keyword's ``Option`` says
+    whether a resumed run takes it)."""
+    changed = [f"{name} ({option.flag})" for name, option in run_options().items()
+               if name in keywords and not option.on_resume]
+    if changed:
+        raise GeroError(f"resume finishes run {resume} with the options it was started "
+                        f"with; {', '.join(changed)} would be ignored: drop "
+                        f"{'it' if len(changed) == 1 else 'them'}, or start a new run")
 
 
 def localize(observation: str, data_dir: PathLike | None = None,
@@ -441,39 +344,6 @@ def parity(module: str, inputs: Sequence[str] = (), *, checkpoint: PathLike | No
 
 def _root(data_dir: PathLike | None) -> Path:
     return Path(data_dir) if data_dir is not None else default_data_dir()
-
-
-_RESUME_TAKES = frozenset(("resume", "data_dir", "jobs", "executor", "scheduler",
-                           "command_line", "progress", "activity", "warn"))
-"""What a resumed run takes from the call; every other option is the run's own."""
-_FLAGS = {"models": "--model", "contracts": "--no-contracts", "input_shapes": "--input",
-          "inputs_file": "--inputs", "output_kinds": "--output-kind", "dims": "--dim",
-          "input_ranges": "--input-range", "input_values": "--input-value",
-          "calibration_file": "--calibration", "decision_axes": "--decision-axis",
-          "skip_paths": "--skip-path"}
-"""The ``gero run`` flag of each parameter whose name is not the flag's (tests check every
-parameter's flag against the parser)."""
-
-
-def _unchanged(value: Any, default: Any) -> bool:
-    if value is default or value == default:
-        return True
-    # The command line passes [] and {} where the function's defaults are () and None.
-    return isinstance(value, list | tuple | dict) and not value and not default
-
-
-def _refuse_options_of_resume(resume: Any, given: dict[str, Any]) -> None:
-    """``resume`` finishes a run with the options it was started with: any other option
-    given would be silently ignored, so it is refused."""
-    import inspect
-
-    changed = [f"{name} ({_FLAGS.get(name, '--' + name.replace('_', '-'))})"
-               for name, parameter in inspect.signature(run).parameters.items()
-               if name not in _RESUME_TAKES and not _unchanged(given[name], parameter.default)]
-    if changed:
-        raise GeroError(f"resume finishes run {resume} with the options it was started "
-                        f"with; {', '.join(changed)} would be ignored: drop "
-                        f"{'it' if len(changed) == 1 else 'them'}, or start a new run")
 
 
 def open_run(run: str | None = None, data_dir: PathLike | None = None) -> Run:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import inspect
 import io
 import os
 import pty
@@ -34,8 +33,8 @@ from onnx import TensorProto, helper
 from shared_helpers import save
 from test_fault_injection import ENV, WAIT_S
 
-import gero
 from gero_cli import build_parser
+from gero_runner.request import run_options
 
 REPO = Path(__file__).parents[2]
 COUNTING_GERO = Path(__file__).with_name("counting_gero.py")
@@ -244,12 +243,12 @@ def test_the_resume_refusal_names_flags_that_exist(tmp_path: Path) -> None:
     named = re.findall(r"\((--[a-z-]+)\)", line)
     assert named == ["--calibration", "--decision-axis", "--skip-path"], line
     assert set(named) <= _run_flags()
-    # Every option the refusal may name is a flag of `gero run`.
-    from gero.api import _FLAGS, _RESUME_TAKES
-
-    flags = {_FLAGS.get(name, "--" + name.replace("_", "-"))
-             for name in inspect.signature(gero.run).parameters if name not in _RESUME_TAKES}
-    assert flags <= _run_flags(), flags - _run_flags()
+    # The refusal and the parser read one table: every keyword's flag is a flag of
+    # `gero run`, and every flag of `gero run` but --resume and the common ones is a
+    # keyword's.
+    flags = {o.flag for o in run_options().values() if o.flag is not None}
+    expected = _run_flags() - {"-h", "--help", "-q", "--quiet", "--resume"}
+    assert flags == expected, flags ^ expected
 
 
 def test_resume_in_a_terminal_is_not_refused_for_its_progress_bars(tmp_path: Path) -> None:

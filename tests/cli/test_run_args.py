@@ -8,8 +8,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from run_keywords import every_keyword
 
 from gero.api import request
 from gero_cli import build_parser, main
@@ -22,38 +22,29 @@ def _options(*argv: str) -> dict[str, Any]:
     return {k: v for group in GROUPS for k, v in group.read(args).items()}
 
 
-def _files(tmp_path: Path) -> tuple[Path, Path]:
-    model, arrays = tmp_path / "m.onnx", tmp_path / "x.npz"
-    model.write_bytes(b"")  # only its existence is checked when the request is made
-    np.savez(arrays, x=np.zeros(2, np.float32))
-    return model, arrays
+def _argv(values: dict[str, Any]) -> list[str]:
+    """The ``gero run`` command line that gives ``values``, from the groups' declarations."""
+    argv: list[str] = []
+    for group in GROUPS:
+        for a in group.args:
+            value, action = values[a.keyword], a.settings.get("action")
+            if action == "append":
+                argv += [token for item in value for token in (a.flag, item)]
+            elif action == "store_false":
+                argv += [a.flag] if value is False else []
+            else:
+                argv += [a.flag, ",".join(value) if isinstance(value, list) else str(value)]
+    return argv
 
 
 def test_every_flag_reaches_the_request_its_keyword_does(tmp_path: Path) -> None:
-    model, arrays = _files(tmp_path)
-    options = _options(
-        "--suite", "all", "--model", str(model), "--dim", "batch=4", "--input", "x=1,3",
-        "--input-range", "x=-1,1", "--input-value", "y=0.5", "--inputs", str(arrays),
-        "--task", "classifier", "--variants", "fp16,int8-dynamic", "--calibration",
-        str(arrays), "--decision-axis", "y=1", "--output-kind", "y=dense", "--ops", "Exp,Abs",
-        "--dtypes", "float16", "--backends", "onnxruntime", "--run-id", "r1", "--jobs", "3",
-        "--executor", "dask", "--scheduler", "tcp://h:1", "--threads", "2", "--repeats", "4",
-        "--seed", "7", "--rtol", "float16=1e-2", "--atol", "float32=1e-3", "--timeout", "9",
-        "--path-budget", "5", "--skip-path", "tract:unoptimized,ov:f32", "--limit", "2",
-        "--max-tensor-mb", "8", "--max-evidence-mb", "2", "--no-contracts")
-    # Every keyword but the two the command fills itself is a flag of a group.
+    given = every_keyword(tmp_path)
+    options = _options(*_argv(given))
+    # Every keyword but the two the command fills itself is a flag of one group.
     assert set(options) | {"data_dir", "command_line"} == set(run_options())
-    by_api = request(
-        suite="all", models=[model], dims={"batch": 4}, input_shapes={"x": "1,3"},
-        input_ranges={"x": "-1,1"}, input_values={"y": 0.5}, inputs_file=arrays,
-        task="classifier", variants=["fp16", "int8-dynamic"], calibration_file=arrays,
-        decision_axes={"y": 1}, output_kinds={"y": "dense"}, ops=["Exp", "Abs"],
-        dtypes=["float16"], backends=["onnxruntime"], run_id="r1", jobs=3, executor="dask",
-        scheduler="tcp://h:1", threads=2, repeats=4, seed=7, rtol={"float16": 1e-2},
-        atol={"float32": 1e-3}, timeout=9.0, path_budget=5.0,
-        skip_paths=["tract:unoptimized", "ov:f32"], limit=2, max_tensor_mb=8.0,
-        max_evidence_mb=2.0, contracts=False, data_dir=tmp_path)
-    assert request(**options, data_dir=tmp_path) == by_api
+    by_cli = request(**options, data_dir=given["data_dir"],
+                     command_line=given["command_line"])
+    assert by_cli == request(**given)
 
 
 def test_only_the_flags_typed_are_passed() -> None:

@@ -8,8 +8,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from run_keywords import every_keyword
 
 from gero_runner.errors import GeroError
 from gero_runner.request import (
@@ -22,24 +22,6 @@ from gero_runner.request import (
 from gero_runner.tolerances import Tolerances
 
 
-def _given(tmp_path: Path) -> dict[str, Any]:
-    """A value other than the default for every keyword."""
-    model = tmp_path / "m.onnx"
-    model.write_bytes(b"")  # only its existence is checked when the request is made
-    arrays = tmp_path / "x.npz"
-    np.savez(arrays, x=np.zeros(2, np.float32))
-    return dict(
-        suite="all", models=[model], ops=["Exp"], dtypes=["float16"], data_dir=tmp_path / "d",
-        run_id="r1", jobs=3, threads=2, repeats=4, seed=7, rtol={"float16": 1e-2},
-        atol=["float32=1e-3"], dims={"batch": 4}, input_shapes=["x=1,3"],
-        input_ranges={"x": "-1,1"}, input_values=["y=0.5"], inputs_file=arrays,
-        task="classifier", variants=["fp16"], output_kinds=["y=dense"],
-        calibration_file=str(arrays), decision_axes={"y": 1}, backends=["onnxruntime"],
-        timeout=9.0, limit=2, contracts=False, command_line="gero run ...",
-        executor="dask", scheduler="tcp://h:1", max_tensor_mb=8.0, max_evidence_mb=2.0,
-        path_budget=5.0, skip_paths=["tract:unoptimized"])
-
-
 def _changed(request: RunRequest, base: RunRequest) -> set[str]:
     top = {f.name for f in fields(RunRequest)
            if f.name != "model_options" and getattr(request, f.name) != getattr(base, f.name)}
@@ -49,7 +31,7 @@ def _changed(request: RunRequest, base: RunRequest) -> set[str]:
 
 
 def test_every_keyword_fills_its_own_field(tmp_path: Path) -> None:
-    given = _given(tmp_path)
+    given = every_keyword(tmp_path)
     assert set(given) == set(RunKeywords.__annotations__) == set(run_options())
     model_fields = {f.name for f in fields(ModelOptions)}
     for keyword, value in given.items():
@@ -67,15 +49,21 @@ def test_every_keyword_fills_its_own_field(tmp_path: Path) -> None:
         assert _changed(request, base) == {field}, keyword
 
 
-def test_the_keywords_make_the_request_their_fields_say(tmp_path: Path) -> None:
-    request = request_from_keywords(_given(tmp_path))
-    assert request.models == [str(tmp_path / "m.onnx")] and request.data_root == tmp_path / "d"
+def test_mappings_are_read_like_the_flags_items(tmp_path: Path) -> None:
+    given = every_keyword(tmp_path)
+    as_mappings = {**given, "rtol": {"float16": 1e-2}, "atol": {"float32": 1e-3},
+                   "dims": {"batch": 4}, "input_shapes": {"x": "1,3"},
+                   "input_ranges": {"x": "-1,1"}, "input_values": {"y": 0.5},
+                   "output_kinds": {"y": "dense"}, "decision_axes": {"y": 1},
+                   "models": Path(given["models"][0]), "data_dir": Path(given["data_dir"]),
+                   "ops": ("Exp", "Abs")}
+    request = request_from_keywords(as_mappings)
+    assert request == request_from_keywords(given)
+    assert request.models == given["models"] and request.data_root == tmp_path / "d"
     assert request.checks == () and request.timeout_s == 9.0 and request.path_budget_s == 5.0
     assert request.tolerances == Tolerances.with_overrides({"float16": 1e-2},
                                                            {"float32": 1e-3})
-    assert request.model_options.dims == ("batch=4",)
     assert request.model_options.decision_axes == ("y=1",)
-    assert request.backends == ("onnxruntime",) and request.skip_paths == ("tract:unoptimized",)
 
 
 def test_a_keyword_left_out_takes_the_flags_default(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,18 +1,33 @@
 """Execution paths, one module per runtime, all behind ``base.Backend``.
 
 Adding a runtime is one module here with a ``RUNTIME`` instance, its line in ``RUNTIMES``,
-its names' line in ``names.NAMES`` and its optional extra in pyproject.toml. Every view
-names a backend and a path through the functions here, which read ``names`` alone.
+its names' line in ``names.NAMES`` and its optional extra in pyproject.toml. What the
+evidence tools need of it (localize, blame, the fork policy, the precision checks, the
+version line) it declares on its ``Backend`` (see ``base``): nothing above this package
+tests a runtime's name. A runtime outside gero's tree registers itself (``register``) from
+a module named in ``$GERO_RUNTIME_MODULES``. Every view names a backend and a path through
+the functions here, which read ``names`` alone.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from gero_runner.backends.names import NAMES, NOT_APPLICABLE, ORT_LEVELS, Names
+from gero_runner.backends.names import (
+    CORRECTED,
+    NAMES,
+    NOT_APPLICABLE,
+    ORT_LEVELS,
+    Names,
+    label_template,
+)
+from gero_runner.backends.names import path_label as path_label  # re-exported
+from gero_runner.backends.names import short_name as short_name
+from gero_runner.backends.names import title as title
 from gero_runner.errors import GeroError
 
 if TYPE_CHECKING:  # a backend's module (NumPy, its runtime) loads only when asked for
@@ -27,52 +42,69 @@ RUNTIMES: dict[str, str] = {
 REFERENCE = "onnx-reference"
 """The ReferenceEvaluator: run for every case, whatever runtimes are selected."""
 _MODULES = {**RUNTIMES, REFERENCE: "gero_runner.backends.reference"}
+_EVALUATORS = {REFERENCE: "RUNTIME", CORRECTED: "CORRECTED_RUNTIME"}
+"""The ReferenceEvaluator and its corrected twin (the reference of some comparisons and the
+float64 shadow's evaluator), both in ``backends.reference``, by their ``RUNTIME`` names."""
+
+MODULES_ENV = "GERO_RUNTIME_MODULES"
+"""Comma-separated modules of runtimes outside gero's tree (importable by every gero
+process, its workers included: on ``PYTHONPATH``), each calling ``register`` at its top."""
 
 
 @functools.cache
 def get(name: str) -> Backend:
     """The backend of that name (its module is imported, its runtime is not)."""
-    try:
-        module = _MODULES[name]
-    except KeyError as e:
-        raise GeroError(f"unknown backend {name!r}; known: {', '.join(_MODULES)}") from e
-    backend: Backend = importlib.import_module(module).RUNTIME
+    if name in _EVALUATORS:
+        module, attribute = _MODULES[REFERENCE], _EVALUATORS[name]
+    else:
+        try:
+            module, attribute = _MODULES[name], "RUNTIME"
+        except KeyError as e:
+            raise GeroError(f"unknown backend {name!r}; known: {', '.join(_MODULES)}") from e
+    backend: Backend = getattr(importlib.import_module(module), attribute)
     return backend
+
+
+def find(name: str) -> Backend | None:
+    """The backend of that name, or None for a name this process does not know (a row of
+    a runtime registered elsewhere, a path that is not a backend: 'float64-shadow')."""
+    return get(name) if name in _MODULES or name in _EVALUATORS else None
+
+
+def is_reference(name: str) -> bool:
+    """The ReferenceEvaluator, stock or corrected: the path runtimes are compared with."""
+    return name in _EVALUATORS
+
+
+def levels(backend: str) -> tuple[str, ...]:
+    """A backend's rewrite levels, base first (``Backend.levels``), from its names' line
+    alone: empty for one that has none or that gero does not know."""
+    known = NAMES.get(backend)
+    return known.levels if known else ()
+
+
+def with_levels() -> tuple[str, ...]:
+    """The runtimes that have rewrite levels (the ones ``gero blame`` compares)."""
+    return tuple(name for name in RUNTIMES if levels(name))
+
+
+def register(line: Names, module: str) -> None:
+    """A runtime outside gero's tree: its names' line and the module that holds its
+    ``RUNTIME`` (a ``base.Backend``), added to ``NAMES`` and ``RUNTIMES``. Its module calls
+    this at its top, before its Backend class (which takes its names from the line), and
+    is named in ``$GERO_RUNTIME_MODULES`` so that every gero process loads it."""
+    if NAMES.get(line.name, line) != line or _MODULES.get(line.name, module) != module:
+        raise GeroError(f"runtime {line.name!r} ({module}) is registered already")
+    NAMES[line.name] = line
+    RUNTIMES[line.name] = _MODULES[line.name] = module
+    path_label_sql.cache_clear()
+    path_name_sql.cache_clear()
 
 
 def ort_levels() -> tuple[str, ...]:
     """ONNX Runtime's optimisation levels in their natural order, the order every view sorts
     paths by (``names.ORT_LEVELS``: the query layer imports no backend module)."""
     return ORT_LEVELS
-
-
-def title(backend: str) -> str:
-    """How a sentence names a backend ("ONNX Runtime", "the ReferenceEvaluator"); a name
-    gero does not know as itself."""
-    known = NAMES.get(backend)
-    return known.label() if known else backend
-
-
-def short_name(backend: str) -> str:
-    """A backend's name where room is short ("ort", "ov"); a name gero does not know as
-    itself."""
-    known = NAMES.get(backend)
-    return known.short_name() if known else backend
-
-
-def _label_template(known: Names) -> str:
-    return known.path_label.replace("{short}", known.short_name())
-
-
-def path_label(backend: str, optimization: str) -> str:
-    """How every table and list names a path (``Names.path_label``): ONNX Runtime's
-    levels alone ("all"), "reference", another runtime's setting after its short name
-    ("ov:f32", "tract:optimized"). A backend gero does not know: its name, with its
-    setting when it has one."""
-    known = NAMES.get(backend)
-    if known is None:
-        return backend if optimization == NOT_APPLICABLE else f"{backend}:{optimization}"
-    return _label_template(known).replace("{setting}", optimization)
 
 
 def _sql_text(template: str, optimization: str) -> str:
@@ -86,7 +118,7 @@ def _sql_text(template: str, optimization: str) -> str:
 @functools.cache
 def path_label_sql(backend: str = "backend", optimization: str = "optimization") -> str:
     """``path_label`` as a SQL expression over the two columns (the same templates)."""
-    arms = " ".join(f"WHEN '{b.name}' THEN {_sql_text(_label_template(b), optimization)}"
+    arms = " ".join(f"WHEN '{b.name}' THEN {_sql_text(label_template(b), optimization)}"
                     for b in NAMES.values())
     return (f"CASE {backend} {arms} ELSE (CASE WHEN {optimization} = "
             f"'{NOT_APPLICABLE}' THEN {backend} ELSE {backend} || ':' || {optimization} END) END")
@@ -129,3 +161,16 @@ def select(names: Iterable[str] | None) -> tuple[str, ...]:
     if not chosen:
         raise GeroError(f"no runtime selected; choose from {', '.join(RUNTIMES)}")
     return tuple(chosen)
+
+
+def _load_registered() -> None:
+    """Import the modules ``$GERO_RUNTIME_MODULES`` names (each registers its runtime)."""
+    for module in filter(None, (m.strip() for m in os.environ.get(MODULES_ENV, "").split(","))):
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise GeroError(f"{MODULES_ENV} names {module!r}, which cannot be imported "
+                            f"({e}): put its folder on PYTHONPATH") from None
+
+
+_load_registered()  # last: a registered module imports this package

@@ -3,8 +3,16 @@
 A runtime is a ``Backend``: it lists its paths (one per setting: ONNX Runtime's optimisation
 levels, OpenVINO's inference precisions, tract with and without its optimiser), builds a
 session from model bytes and a path's recorded settings, runs it, releases it, reports its
-version, and says in one line when it cannot take a case. Everything above this package
-(execution, contracts, variants, models, replay, timing) talks to runtimes only through it.
+version, and says in one line when it cannot take a case. It also declares what the evidence
+tools need of it (its capabilities): a session that gives back named intermediates
+(localize), its optimised graph and the tensors that survive it (localize, blame), its
+rewrite levels and how to turn one rewrite off (blame), whether it survives a fork
+(``process.start_method``), the float type a setting computes in and whether it inserts
+precision casts (the fp16 checks), its distributions (the version line). Each default is
+that it lacks the capability, but for intermediates: any runtime that runs the ONNX graph it
+is given gives them back when they are marked as outputs.
+Everything above this package (execution, contracts, variants, models, localize, blame,
+replay, timing, the version line) talks to runtimes only through it, never by name.
 
 Runtimes are imported inside the methods: the parent of the worker pool forks its workers
 and must not hold a runtime's thread pools, and the explorer must not pay their import.
@@ -14,20 +22,25 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import re
+import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from gero_runner.backends.names import NAMES
 from gero_runner.backends.names import NOT_APPLICABLE as NOT_APPLICABLE  # re-exported
+from gero_runner.process import start_method
 
 if TYPE_CHECKING:
-    from gero_runner.case import Arrays, CaseInstance
+    import onnx
 
+    from gero_runner.case import Arrays, CaseInstance
 
 
 @dataclass(frozen=True)
@@ -67,6 +80,35 @@ class Backend(ABC):
     setting (its ``optimization``): "ov:f32". Rendered by ``backends.path_label`` in Python
     and ``backends.path_label_sql`` in SQL, the one rule every view uses."""
 
+    # Its capabilities (see the module docstring), each default the safe one.
+    keeps_intermediates: ClassVar[bool] = True
+    """Whether ``intermediates`` can give back a graph's inner tensors (localize compares
+    them); the default marks them as graph outputs, which any runtime that runs the ONNX
+    graph it is given does."""
+    levels: ClassVar[tuple[str, ...]] = ()
+    """Its settings that rewrite the graph more and more, from the unoptimised base (the
+    first) to the most rewritten, as its paths' ``optimization`` (taken from its names'
+    line, ``names.Names.levels``); empty: it has none, and blame cannot compare any."""
+    level_setting: ClassVar[str] = ""
+    """The key of its settings that holds its level ("graph_optimization_level")."""
+    keeps_optimized_graph: ClassVar[bool] = False
+    """Whether ``build_keeping_graph`` can write the graph it runs after its own rewrites
+    as ONNX (ONNX Runtime's ``optimized_model_filepath``)."""
+    disable_option: ClassVar[str] = ""
+    """The setting that turns rewrites off by name ("disabled_optimizers"); empty: it
+    cannot turn one off (blame then cannot confirm a rewrite that way)."""
+    rewrite_names: ClassVar[str] = ""
+    """A regular expression for the rewrites a node of its optimised graph is named after
+    (ONNX Runtime names a fused node after its transformer, '/LayerNormFusion/'); empty:
+    its node names name none."""
+    inserts_precision_casts: ClassVar[bool] = False
+    """Whether its graph at its base setting (``optimized_graph``) holds the Casts it
+    inserts to compute a float16 model's nodes in float32 (ONNX Runtime's CPU kernels that
+    lack float16), read by the fp16 precision check (``models.fp16_reference``)."""
+    survives_fork: ClassVar[bool] = True
+    """Whether a process that has loaded it may fork a child that runs it (OpenVINO's
+    thread pool does not survive a fork: the child hangs on its first inference)."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # A backend gero names (backends.names) takes its names from that table, their one
         # owner; a backend made elsewhere (a test's) keeps what its class says.
@@ -74,7 +116,11 @@ class Backend(ABC):
         known = NAMES.get(cls.__dict__.get("name", ""))
         if known is not None:
             cls.prefix, cls.title, cls.short = known.prefix, known.title, known.short
-            cls.path_label = known.path_label
+            cls.path_label, cls.levels = known.path_label, known.levels
+        if not cls.survives_fork and "module" in cls.__dict__:
+            # The fork policy sits below this package: it learns the module to watch here,
+            # before anything of this class can load it.
+            start_method.no_fork_once_loaded(cls.module)
 
     def installed(self) -> bool:
         return importlib.util.find_spec(self.module) is not None
@@ -127,6 +173,89 @@ class Backend(ABC):
         return PathSpec(self.name, f"{self.prefix}-{optimization}", optimization, threads,
                         settings)
 
+    def distributions(self) -> tuple[str, ...]:
+        """The distributions ``gero --version`` names for it (its own by default)."""
+        return (self.distribution,)
+
+    # ---------------------------------------------------------------- evidence capabilities
+    def intermediates(self, model: onnx.ModelProto, settings: Mapping[str, Any],
+                      names: list[str], feeds_list: list[Arrays]
+                      ) -> list[dict[str, np.ndarray]]:
+        """``names`` (tensors of ``model``) as a session with these settings computes them,
+        for each of ``feeds_list``, from one session (a compile can cost more than a run).
+        By default the names become graph outputs (a runtime that rewrites the graph keeps
+        a tensor it must output: ``surviving_tensors`` says which to ask for)."""
+        marked = with_outputs(model, names)
+        session = self.build(marked.SerializeToString(), settings)
+        order = [o.name for o in marked.graph.output]
+        results = []
+        try:
+            for feeds in feeds_list:
+                got = dict(zip(order, self.run(session, feeds), strict=False))
+                results.append({n: got[n] for n in names})
+        finally:
+            self.release(session)
+            del session
+        return results
+
+    def level_of(self, settings: Mapping[str, Any]) -> str | None:
+        """The level these settings run at (``levels``), or None when they name none."""
+        value = settings.get(self.level_setting) if self.level_setting else None
+        return None if value is None else str(value)
+
+    def build_keeping_graph(self, model: bytes, settings: Mapping[str, Any],
+                            graph: Path) -> Any:
+        """A session as ``build`` makes, which also writes the graph it runs after its own
+        rewrites to ``graph`` as ONNX (only where ``keeps_optimized_graph``)."""
+        raise NotImplementedError(f"{self.label()} keeps no optimised graph")
+
+    def optimized_graph(self, model: bytes, settings: Mapping[str, Any]
+                        ) -> onnx.ModelProto | None:
+        """The graph a session with these settings runs after its own rewrites, or None
+        when it keeps none as ONNX (``keeps_optimized_graph``)."""
+        if not self.keeps_optimized_graph:
+            return None
+        import onnx
+
+        with tempfile.TemporaryDirectory(prefix="gero-graph-") as tmp:
+            saved = Path(tmp) / "optimized.onnx"
+            self.release(self.build_keeping_graph(model, settings, saved))
+            return onnx.load(str(saved), load_external_data=False)
+
+    def surviving_tensors(self, model: onnx.ModelProto, settings: Mapping[str, Any]
+                          ) -> dict[str, str] | None:
+        """The model's tensors a session with these settings still computes after its own
+        rewrites (a tensor a fusion removed cannot be read back without undoing the
+        fusion), each with the node of its graph that makes it ("OpType 'name'", "" when
+        it cannot say); None: every tensor. By default its optimised graph's, none at its
+        unoptimised base level."""
+        if self.levels and self.level_of(settings) in (None, self.levels[0]):
+            return None
+        graph = self.optimized_graph(model.SerializeToString(), settings)
+        if graph is None:
+            return None
+        made = {i.name: "" for i in graph.graph.input}
+        made.update({o: f"{n.op_type} {n.name!r}" for n in graph.graph.node for o in n.output})
+        return made
+
+    def rewrites_named(self, node: str) -> list[str]:
+        """The rewrites a node of its optimised graph is named after (``rewrite_names``)."""
+        return sorted(set(re.findall(self.rewrite_names, node))) if self.rewrite_names else []
+
+    def rewrite_aliases(self, rewrite: str) -> list[str]:
+        """The names its ``disable_option`` may know a rewrite by, the node's first."""
+        return [rewrite]
+
+    def without_rewrite(self, settings: Mapping[str, Any], name: str) -> dict[str, Any]:
+        """The settings with the rewrite of that name turned off (``disable_option``)."""
+        return {**settings, self.disable_option: [name]}
+
+    def float_precision(self, settings: Mapping[str, Any]) -> str | None:
+        """The float type these settings compute every float tensor in, whatever the model
+        declares ("f32", "bf16", "f16": OpenVINO's inference precision), or None when each
+        is computed as declared (the default)."""
+        return None
+
 
 @functools.cache  # reading package metadata costs ~1 ms; rows ask per output
 def _version(distribution: str) -> str:
@@ -134,6 +263,21 @@ def _version(distribution: str) -> str:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+def with_outputs(model: onnx.ModelProto, names: Iterable[str]) -> onnx.ModelProto:
+    """A copy of the model whose graph outputs are its own followed by ``names`` (untyped:
+    every runtime gero drives infers their types)."""
+    import onnx
+
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    have = {o.name for o in out.graph.output}
+    for name in names:
+        if name not in have:
+            out.graph.output.append(onnx.ValueInfoProto(name=name))
+            have.add(name)
+    return out
 
 
 def input_dtypes(case: CaseInstance) -> set[str]:

@@ -1,5 +1,6 @@
-"""How every view names each backend and its paths: one table, importable without NumPy or
-any runtime (the explorer's first frame and every query name paths through it).
+"""How every view names each backend and its paths, and which have rewrite levels: one
+table, importable without NumPy or any runtime (the explorer's first frame and every query
+name paths through it).
 
 A backend module's class takes its names from here (``Backend.__init_subclass__``); adding
 a runtime adds its line here beside its module and its registry line.
@@ -23,6 +24,11 @@ class Names(NamedTuple):
     path_label: str = "{short}:{setting}"
     """How tables and lists name one of its paths, a template over ``short`` and the path's
     setting (its ``optimization``): "ov:f32"."""
+    levels: tuple[str, ...] = ()
+    """Its settings that rewrite the graph more and more, from the unoptimised base to the
+    most rewritten (ONNX Runtime's levels), as its paths' ``optimization``; empty when it
+    has none (``gero blame`` compares a runtime's levels). Here, not only on its
+    ``Backend``, so that a view offers blame without loading a backend's module."""
 
     def label(self) -> str:
         return self.title or self.name
@@ -42,7 +48,7 @@ CORRECTED = "onnx-reference-corrected"
 
 NAMES: dict[str, Names] = {n.name: n for n in (
     # ONNX Runtime's levels alone: most rows are its own, and a level names no other runtime.
-    Names("onnxruntime", "ort", "ONNX Runtime", "ort", "{setting}"),
+    Names("onnxruntime", "ort", "ONNX Runtime", "ort", "{setting}", ORT_LEVELS),
     Names("openvino", "openvino", "OpenVINO", "ov"),
     Names("tract", "tract", "", ""),
     Names("onnx-reference", "onnx-reference", "the ReferenceEvaluator", "ref",
@@ -51,3 +57,35 @@ NAMES: dict[str, Names] = {n.name: n for n in (
 )}
 """Every backend rows can name: the registry's and the corrected ReferenceEvaluator (the
 reference of some comparisons and the float64 shadow's evaluator)."""
+
+
+# How views name a backend and a path, from the table alone: the explorer imports this
+# module and no other of the runner's backends.
+def title(backend: str) -> str:
+    """How a sentence names a backend ("ONNX Runtime", "the ReferenceEvaluator"); a name
+    gero does not know as itself."""
+    known = NAMES.get(backend)
+    return known.label() if known else backend
+
+
+def short_name(backend: str) -> str:
+    """A backend's name where room is short ("ort", "ov"); a name gero does not know as
+    itself."""
+    known = NAMES.get(backend)
+    return known.short_name() if known else backend
+
+
+def label_template(known: Names) -> str:
+    """``Names.path_label`` with the short name filled in: "ov:{setting}"."""
+    return known.path_label.replace("{short}", known.short_name())
+
+
+def path_label(backend: str, optimization: str) -> str:
+    """How every table and list names a path (``Names.path_label``): ONNX Runtime's
+    levels alone ("all"), "reference", another runtime's setting after its short name
+    ("ov:f32", "tract:optimized"). A backend gero does not know: its name, with its
+    setting when it has one."""
+    known = NAMES.get(backend)
+    if known is None:
+        return backend if optimization == NOT_APPLICABLE else f"{backend}:{optimization}"
+    return label_template(known).replace("{setting}", optimization)

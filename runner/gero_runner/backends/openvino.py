@@ -38,12 +38,15 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gero_runner.backends.base import Backend, PathSpec
 from gero_runner.case import Arrays, CaseInstance
+
+if TYPE_CHECKING:
+    import onnx
 
 BACKEND = "openvino"
 F32 = "f32"
@@ -127,6 +130,7 @@ class OpenVino(Backend):
     distribution = "openvino"
     module = "openvino"
     extra = "openvino"
+    survives_fork = False  # a forked child of a process that ran it hangs on inference
 
     def paths(self, threads: int) -> list[PathSpec]:
         default = default_precision()
@@ -171,6 +175,20 @@ class OpenVino(Backend):
             config["CACHE_DIR"] = folder
         compiled = core.compile_model(read, "CPU", config)
         return compiled, compiled.create_infer_request()
+
+    def surviving_tensors(self, model: onnx.ModelProto, settings: Mapping[str, Any]
+                          ) -> dict[str, str] | None:
+        # Its executed graph (not ONNX): an executed node is named after the ONNX node it
+        # ends (or its output tensor).
+        compiled, _ = self.build(model.SerializeToString(), settings)
+        kept = {op.get_friendly_name() for op in compiled.get_runtime_model().get_ordered_ops()}
+        del compiled
+        by_node = {o for n in model.graph.node if n.name in kept for o in n.output if o}
+        return dict.fromkeys(kept | by_node, "")
+
+    def float_precision(self, settings: Mapping[str, Any]) -> str | None:
+        precision = settings.get("inference_precision")
+        return str(precision) if precision else None
 
     def run(self, session: Any, inputs: Arrays) -> list[np.ndarray]:
         compiled, request = session

@@ -7,6 +7,7 @@ thread pools, which the explorer and the parent of the worker pool should not pa
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,13 @@ class OnnxRuntime(Backend):
     name = BACKEND
     distribution = "onnxruntime"
     module = "onnxruntime"
+    level_setting = "graph_optimization_level"
+    keeps_optimized_graph = True
+    disable_option = "disabled_optimizers"
+    # ORT names a fused node after its transformer (/LayerNormFusion/).
+    rewrite_names = (r"[A-Z][A-Za-z0-9]*(?:Fusion|Fuse|Elimination|Folding|Transformer|"
+                     r"Optimizer|Rewriter|Reorder)")
+    inserts_precision_casts = True
 
     def paths(self, threads: int) -> list[PathSpec]:
         return [self.level(level, threads) for level in LEVEL_NAMES]
@@ -35,6 +43,16 @@ class OnnxRuntime(Backend):
 
     def build(self, model: bytes, settings: Mapping[str, Any]) -> Any:
         return make_session(model, settings)
+
+    def build_keeping_graph(self, model: bytes, settings: Mapping[str, Any],
+                            graph: Path) -> Any:
+        return make_session(model, settings, graph)
+
+    def rewrite_aliases(self, rewrite: str) -> list[str]:
+        # 1.32 registers LayerNorm fusion as LayerNormFusionL1 at basic and
+        # LayerNormFusionL2 at extended; none is named LayerNormFusion, although the fused
+        # node is /LayerNormFusion/.
+        return [rewrite, f"{rewrite}L1", f"{rewrite}L2"]
 
     def run(self, session: Any, inputs: Arrays) -> list[np.ndarray]:
         return run(session, inputs)
@@ -64,7 +82,10 @@ def session_settings(level: str, threads: int) -> dict[str, Any]:
     }
 
 
-def make_session(model: bytes, settings: Mapping[str, Any]) -> Any:
+def make_session(model: bytes, settings: Mapping[str, Any], keep_graph: Path | None = None
+                 ) -> Any:
+    """A session with the path's settings (and ``disabled_optimizers`` when blame turns a
+    rewrite off); with ``keep_graph``, its optimised graph is written there."""
     import onnxruntime as ort  # deferred: see module docstring
 
     levels = {
@@ -83,7 +104,11 @@ def make_session(model: bytes, settings: Mapping[str, Any]) -> Any:
         # Idle pool threads sleep instead of spinning: parallel workers then do not steal
         # each other's cores. Scheduling only; the kernels and their results are the same.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(model, options, providers=[settings["provider"]])
+    if keep_graph is not None:
+        options.optimized_model_filepath = str(keep_graph)
+    disabled = settings.get("disabled_optimizers")
+    kwargs = {"disabled_optimizers": list(disabled)} if disabled else {}
+    return ort.InferenceSession(model, options, providers=[settings["provider"]], **kwargs)
 
 
 def run(session: Any, inputs: Arrays) -> list[np.ndarray]:

@@ -6,14 +6,21 @@ It is the path every runtime is compared with (``agreement``), not an oracle.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gero_runner.backends import names
 from gero_runner.backends.base import NOT_APPLICABLE, Backend, PathSpec, as_array
-from gero_runner.backends.reference_evaluator import make_evaluator, run_releasing
+from gero_runner.backends.reference_evaluator import (
+    make_evaluator,
+    run_releasing,
+    stock_evaluator,
+)
 from gero_runner.case import Arrays
+
+if TYPE_CHECKING:
+    import onnx
 
 BACKEND = "onnx-reference"
 CORRECTED = names.CORRECTED
@@ -41,6 +48,24 @@ class OnnxReference(Backend):
         if missing:
             raise RuntimeError(f"the evaluator computed no output {', '.join(missing)}")
         return [as_array(outputs[n]) for n in session.output_names]
+
+    def evaluator(self, model: onnx.ModelProto) -> Any:
+        return stock_evaluator(model)
+
+    def intermediates(self, model: onnx.ModelProto, settings: Mapping[str, Any],
+                      names: list[str], feeds_list: list[Arrays]
+                      ) -> list[dict[str, np.ndarray]]:
+        # The evaluator computes any tensor it is asked for: no outputs to mark.
+        evaluator = self.evaluator(model)
+        out = []
+        for feeds in feeds_list:
+            with np.errstate(all="ignore"):
+                values = run_releasing(evaluator, feeds, wanted=names)
+            missing = [n for n in names if n not in values]
+            if missing:
+                raise RuntimeError(f"the evaluator computed no value for {', '.join(missing)}")
+            out.append({n: np.asarray(values[n]) for n in names})
+        return out
 
 
 RUNTIME = OnnxReference()
@@ -70,9 +95,12 @@ class CorrectedReference(OnnxReference):
     def build(self, model: bytes, settings: Mapping[str, Any]) -> Any:
         import onnx
 
+        return self.evaluator(onnx.load_from_string(model))
+
+    def evaluator(self, model: onnx.ModelProto) -> Any:
         from gero_runner.backends.reference_defects import corrected_evaluator
 
-        return corrected_evaluator(onnx.load_from_string(model))
+        return corrected_evaluator(model)
 
 
 CORRECTED_RUNTIME = CorrectedReference()

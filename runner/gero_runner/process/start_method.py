@@ -44,12 +44,22 @@ PRELOAD = ("onnxruntime", "onnx.reference.ops", "numpy.random",
 happens in each child, on its first case)."""
 
 
+_NO_FORK_ONCE_LOADED: set[str] = set()
+"""Modules of runtimes whose threads do not survive a fork (``Backend.survives_fork``)."""
+
+
+def no_fork_once_loaded(module: str) -> None:
+    """A runtime says (as its backend class is made) that once ``module`` is loaded in a
+    process, that process's children must not be forked (this layer imports no backend)."""
+    _NO_FORK_ONCE_LOADED.add(module)
+
+
 def context() -> Any:
-    """Fork when the caller said its process is fresh, unless OpenVINO has been loaded
-    since: its thread pool does not survive a fork (a child of a process that has run it
-    hangs on its first inference). Otherwise a fork server that has imported the
-    evaluation once."""
-    if START_METHOD == "fork" and "openvino" not in sys.modules:
+    """Fork when the caller said its process is fresh, unless a runtime whose threads do
+    not survive a fork has been loaded since (``no_fork_once_loaded``: OpenVINO's thread
+    pool, whose forked child hangs on its first inference). Otherwise a fork server that
+    has imported the evaluation once."""
+    if START_METHOD == "fork" and not any(m in sys.modules for m in _NO_FORK_ONCE_LOADED):
         return mp.get_context("fork")
     return fork_server()
 

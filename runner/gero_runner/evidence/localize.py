@@ -116,13 +116,14 @@ def sides(directory: Path, row: dict[str, Any], record: dict[str, Any]) -> tuple
     settings = row_json(row, "session_settings")
     backend = str(row.get("backend") or "")
     a_graph = _actual_graph(directory, row, settings)
-    if backend == backends.REFERENCE or backend.startswith("onnx-reference"):
+    if backends.is_reference(backend):
         a_kind = REFERENCE
     elif backends.is_backend(backend):
         a_kind = RUNTIME
     else:
         raise GeroError(f"observation {str(row.get('observation_id'))[:12]}: its path "
                         f"{backend!r} is not one gero can run again")
+    _traceable(backend)
     optimization = str(row.get("optimization") or "-")
     a_label = backend if a_kind == REFERENCE else f"{backend}:{optimization}"
     variant = settings.get("variant")
@@ -138,7 +139,7 @@ def sides(directory: Path, row: dict[str, Any], record: dict[str, Any]) -> tuple
         exact = f"outputs/{ref}-exact/output_{j}.npy"
         stored = exact if has_member(directory, exact) else (files[j] if j < len(files) else "")
         return a, Side(ref, SHADOW_KIND, SHADOW, {}, a_graph, stored)
-    if ref in (backends.REFERENCE, "onnx-reference-corrected"):
+    if backends.is_reference(ref):
         return a, Side(ref, REFERENCE, ref, {}, a_graph, str(row.get("reference_file") or ""))
     parts = ref.split(":")
     graph = a_graph
@@ -160,12 +161,22 @@ def sides(directory: Path, row: dict[str, Any], record: dict[str, Any]) -> tuple
             if not has_member(directory, graph):
                 raise ArtifactError(f"{graph}: the reference's graph is missing from "
                                     f"{directory}")
+            _traceable(name)
             return a, Side(ref, RUNTIME, name, b_settings, graph,
                            str(row.get("reference_file") or ""))
     raise GeroError(f"observation {str(row.get('observation_id'))[:12]} compares "
                     f"{a.label} with {ref!r}, which is not a path gero can run again (a "
                     "contract's law, a noise floor or stored expected outputs): there is "
                     "no second graph to localize in")
+
+
+def _traceable(backend: str) -> None:
+    """A sentence (GeroError) when the backend cannot give back a graph's inner tensors."""
+    runtime = backends.get(backend)
+    if not runtime.keeps_intermediates:
+        raise GeroError(f"{runtime.label()} cannot be localized: it does not give back the "
+                        "tensors inside a graph (Backend.keeps_intermediates), so there is "
+                        "nothing between the inputs and the output to compare")
 
 
 # ----------------------------------------------------------------------------- running
@@ -188,19 +199,14 @@ def run_side_each(side: Side, model: onnx.ModelProto, feeds_list: list[dict[str,
     more than a run, and its memory is not all given back)."""
     wanted = list(dict.fromkeys(names))
     all_feeds = [_runtime_feeds(model, f) for f in feeds_list]
-    if side.kind in (SHADOW_KIND, REFERENCE):
+    if side.kind == SHADOW_KIND:
         from gero_runner.backends.reference_defects import corrected_evaluator
-        from gero_runner.backends.reference_evaluator import run_releasing, stock_evaluator
+        from gero_runner.backends.reference_evaluator import run_releasing
         from gero_runner.models.shadow import widen, widen_inputs
 
-        if side.kind == SHADOW_KIND:
-            evaluator: Any = corrected_evaluator(widen(model))
-            all_feeds = [widen_inputs(f) for f in all_feeds]
-        else:
-            evaluator = (corrected_evaluator(model) if side.backend.endswith("corrected")
-                         else stock_evaluator(model))
+        evaluator: Any = corrected_evaluator(widen(model))
         out = []
-        for feeds in all_feeds:
+        for feeds in (widen_inputs(f) for f in all_feeds):
             with np.errstate(all="ignore"):
                 values = run_releasing(evaluator, feeds, wanted=wanted)
             missing = [n for n in wanted if n not in values]
@@ -208,69 +214,16 @@ def run_side_each(side: Side, model: onnx.ModelProto, feeds_list: list[dict[str,
                 raise RuntimeError(f"the evaluator computed no value for {', '.join(missing)}")
             out.append({n: np.asarray(values[n]) for n in wanted})
         return out
-    marked = sg.with_outputs(model, wanted)
-    backend = backends.get(side.backend)
-    session = backend.build(marked.SerializeToString(), side.settings)
-    order = [o.name for o in marked.graph.output]
-    results = []
-    try:
-        for feeds in all_feeds:
-            got = dict(zip(order, backend.run(session, feeds), strict=False))
-            results.append({n: got[n] for n in wanted})
-    finally:
-        backend.release(session)
-        del session
-    return results
+    return backends.get(side.backend).intermediates(model, side.settings, wanted, all_feeds)
 
 
-def survivors(side: Side, model: onnx.ModelProto, work: Path) -> set[str] | None:
-    """The tensors ``side`` keeps after its own rewrites (None: every tensor): ONNX
-    Runtime's optimised graph, OpenVINO's executed graph."""
-    if side.kind != RUNTIME:
+def survivors(side: Side, model: onnx.ModelProto) -> dict[str, str] | None:
+    """The tensors ``side`` keeps after its own rewrites, each with the node of its graph
+    that makes it (``Backend.surviving_tensors``: ONNX Runtime's optimised graph,
+    OpenVINO's executed graph); None: every tensor."""
+    if side.kind == SHADOW_KIND:
         return None
-    if side.backend == "onnxruntime" and side.settings.get("graph_optimization_level") not in (
-            None, "disable_all"):
-        import onnxruntime as rt  # deferred: ~0.3 s
-
-        saved = _saved(work, side)
-        opts = rt.SessionOptions()
-        level = side.settings["graph_optimization_level"]
-        opts.graph_optimization_level = {
-            "basic": rt.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-            "extended": rt.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-            "all": rt.GraphOptimizationLevel.ORT_ENABLE_ALL}[level]
-        opts.intra_op_num_threads = int(side.settings.get("intra_op_num_threads", 1))
-        opts.log_severity_level = 4
-        opts.optimized_model_filepath = str(saved)
-        rt.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-        graph = onnx.load(str(saved), load_external_data=False).graph
-        return {o for n in graph.node for o in n.output} | {i.name for i in graph.input}
-    if side.backend == "openvino":
-        compiled, _ = backends.get("openvino").build(model.SerializeToString(), side.settings)
-        kept = {op.get_friendly_name() for op in compiled.get_runtime_model().get_ordered_ops()}
-        del compiled
-        # An executed node is named after the ONNX node it ends (or its output tensor).
-        by_node = {o for n in model.graph.node if n.name in kept for o in n.output if o}
-        return kept | by_node
-    return None
-
-
-def _saved(work: Path, side: Side) -> Path:
-    """Where a side's optimised graph is kept while localizing."""
-    return work / f"optimized-{side.label.replace(':', '-')}.onnx"
-
-
-def _fused_as(side: Side, model: onnx.ModelProto, tensor: str, work: Path) -> str:
-    """The node of ``side``'s optimised graph that makes ``tensor`` (ONNX Runtime only)."""
-    if side.kind != RUNTIME or side.backend != "onnxruntime":
-        return ""
-    saved = _saved(work, side)
-    if saved.is_file():
-        graph = onnx.load(str(saved), load_external_data=False).graph
-        for n in graph.node:
-            if tensor in n.output:
-                return f"{n.op_type} {n.name!r}"
-    return ""
+    return backends.get(side.backend).surviving_tensors(model, side.settings)
 
 
 # ----------------------------------------------------------------------------- figures
@@ -288,16 +241,17 @@ _PRECISIONS = {"f16": 2.0 ** -10, "bf16": 2.0 ** -7}
 
 def side_rounding(side: Side, model: onnx.ModelProto) -> float:
     """``ROUNDINGS`` roundings of the narrowest float type the side computes in: a float16
-    graph's (its tensors may be cast back to float32 at the end), OpenVINO's inference
-    precision; 0 when that is the tensors' own type."""
+    graph's (its tensors may be cast back to float32 at the end), its settings' precision
+    (``Backend.float_precision``: OpenVINO's); 0 when that is the tensors' own type."""
     eps = [_EPS[t.data_type] for t in model.graph.initializer if t.data_type in _EPS]
     eps += [_EPS[v.type.tensor_type.elem_type] for v in
             [*model.graph.value_info, *model.graph.input, *model.graph.output]
             if v.type.tensor_type.elem_type in _EPS]
     eps += [_EPS[a.i] for n in model.graph.node for a in n.attribute
             if n.op_type == "Cast" and a.name == "to" and a.i in _EPS]
-    precision = str(side.settings.get("inference_precision") or "")
-    if side.kind == RUNTIME and precision in _PRECISIONS:
+    precision = (backends.get(side.backend).float_precision(side.settings) or ""
+                 if side.kind == RUNTIME else "")
+    if precision in _PRECISIONS:
         eps.append(_PRECISIONS[precision])
     return ROUNDINGS * max(eps) / 2 if eps else 0.0
 
@@ -342,8 +296,8 @@ def figure(a: np.ndarray, r: np.ndarray) -> tuple[float, int]:
 # ----------------------------------------------------------------------------- the search
 class _Search:
     def __init__(self, directory: Path, row: dict[str, Any], a: Side, b: Side,
-                 inputs: dict[str, np.ndarray], work: Path) -> None:
-        self.directory, self.row, self.a, self.b, self.work = directory, row, a, b, work
+                 inputs: dict[str, np.ndarray]) -> None:
+        self.directory, self.row, self.a, self.b = directory, row, a, b
         self.inputs = inputs
         self.model_a = _load_graph(directory, a.graph)
         self.model_b = self.model_a if b.graph == a.graph else _load_graph(directory, b.graph)
@@ -362,8 +316,10 @@ class _Search:
         self.ops_a = {o: n for n in self.model_a.graph.node for o in n.output}
         made_b = {o for n in self.model_b.graph.node for o in n.output}
         started = time.perf_counter()
-        surv_a = survivors(a, self.model_a, work)
-        surv_b = survivors(b, self.model_b, work)
+        surv_a = survivors(a, self.model_a)
+        surv_b = survivors(b, self.model_b)
+        # Each side's node (of its own rewritten graph) that makes a tensor.
+        self.made_by = (surv_a or {}, surv_b or {})
         self.phases: dict[str, float] = {"survivors_s": time.perf_counter() - started}
         shared_inputs = ({i.name for i in self.model_a.graph.input}
                          & {i.name for i in self.model_b.graph.input})
@@ -629,16 +585,15 @@ def localize_case(directory: Path, row: dict[str, Any]) -> tuple[Localization,
     except (KeyError, AttributeError) as e:
         raise ArtifactError(f"{directory / 'case.json'}: no inputs recorded ({e})") from e
     a, b = sides(directory, row, record)
-    with tempfile.TemporaryDirectory(prefix="gero-localize-") as tmp:
-        s = _Search(directory, row, a, b, inputs, Path(tmp))
-        window = s.window()
-        if window:
-            extra = [n for t in window for n in s.region_inputs(t) if n not in window]
-            s.trace(window, list(dict.fromkeys(extra)), keep=True)
-        started = time.perf_counter()
-        origins, amplifiers, kept, repro = _judge(s, window)
-        s.phases["alone_and_shares_s"] = time.perf_counter() - started
-        s.passes.append({k: round(v, 3) for k, v in s.phases.items()})
+    s = _Search(directory, row, a, b, inputs)
+    window = s.window()
+    if window:
+        extra = [n for t in window for n in s.region_inputs(t) if n not in window]
+        s.trace(window, list(dict.fromkeys(extra)), keep=True)
+    started = time.perf_counter()
+    origins, amplifiers, kept, repro = _judge(s, window)
+    s.phases["alone_and_shares_s"] = time.perf_counter() - started
+    s.passes.append({k: round(v, 3) for k, v in s.phases.items()})
     fig = s.figures.get(s.output)
     final = fig.scaled_error if fig is not None else math.nan
     instrumented = _instrumented(directory, s)
@@ -692,7 +647,7 @@ def _judge(s: _Search, window: list[str]
         name, op = (node.name or t, node.op_type) if node is not None else (t, "")
         fused = ""
         if len(ra) > 1:
-            fused = _fused_as(s.a, s.model_a, t, s.work) or _fused_as(s.b, s.model_b, t, s.work)
+            fused = s.made_by[0].get(t, "") or s.made_by[1].get(t, "")
             if fused:
                 op, _, quoted = fused.partition(" ")
                 name = quoted.strip("'") or name

@@ -1,6 +1,7 @@
-"""Graph surgery for localization: intermediate tensors as outputs, the nodes that make one
-tensor from tensors both paths have (its region), a region as a model of its own, a prefix
-of a graph, and a graph with one tensor fed from outside.
+"""Graph surgery for localization: the nodes that make one tensor from tensors both paths
+have (its region), a region as a model of its own, a prefix of a graph, and a graph with one
+tensor fed from outside (a runtime marks intermediates as outputs itself:
+``Backend.intermediates``).
 
 Every function takes and returns ``onnx.ModelProto`` copies; the model a caller passes is
 never changed. Names are the graph's own tensor names: two graphs (a model and its int8 or
@@ -39,18 +40,6 @@ def node_reads(node: onnx.NodeProto) -> list[str]:
 def producers(graph: onnx.GraphProto) -> dict[str, int]:
     """Tensor name -> index of the node that makes it."""
     return {o: i for i, n in enumerate(graph.node) for o in n.output if o}
-
-
-def with_outputs(model: onnx.ModelProto, names: Iterable[str]) -> onnx.ModelProto:
-    """The model whose graph outputs are its own followed by ``names`` (untyped: every
-    runtime gero drives infers their types)."""
-    out = copy(model)
-    have = {o.name for o in out.graph.output}
-    for name in names:
-        if name not in have:
-            out.graph.output.append(onnx.ValueInfoProto(name=name))
-            have.add(name)
-    return out
 
 
 def prefix(model: onnx.ModelProto, names: Iterable[str]) -> onnx.ModelProto:

@@ -38,19 +38,24 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps({**blame.as_dict(), "stored": str(stored)}, indent=2, default=float))
         return EXIT_CLEAN
     echo(f"{row['case_id']} {row['check']} {row['backend']} {row['optimization']}: "
-         f"{row['result']} (graph {blame.graph}, onnxruntime {blame.onnxruntime_version})")
+         f"{row['result']} (graph {blame.graph}, {blame.backend} {blame.onnxruntime_version})")
+    base = blame.levels[0].level if blame.levels else ""  # the unoptimised level
     for o in blame.levels:
         state = (f"failed: {o.error}" if o.error else "bit-exact" if o.bit_exact_vs_disable_all
                  else f"max |Δ| = {o.max_abs_vs_disable_all:.3g}")
-        echo(f"  {o.level:<12} {o.node_count:>4} nodes  vs disable_all: {state}")
+        echo(f"  {o.level:<12} {o.node_count:>4} nodes  vs {base}: {state}")
     if blame.first_level is not None:
+        from gero_runner import backends
+
+        runtime = backends.find(blame.backend)  # how it turns a rewrite off, by name
+        option = runtime.disable_option if runtime and runtime.disable_option else "turned off"
         echo(f"first level that changes the output: {blame.first_level} "
              f"(against {blame.previous_level})")
         if blame.removed or blame.added:
             echo(f"  nodes removed: {_ops(blame.removed)}; added: {_ops(blame.added)}")
         for r in blame.rewrites:
             echo(f"  rewrite {r.transformer}: {', '.join(r.nodes)}")
-            echo(f"    disabled_optimizers: {r.disabled}: {r.note}")
+            echo(f"    {option}: {r.disabled}: {r.note}")
         if not blame.rewrites:
             echo("  no node names a transformer: the rewrite cannot be named or confirmed by "
                  "disabling it")

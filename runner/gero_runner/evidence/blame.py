@@ -1,15 +1,19 @@
-"""Blame for an optimisation level: which ORT level first changes an output, and which graph
-rewrites did it.
+"""Blame for an optimisation level: which level of the observation's runtime first changes an
+output, and which graph rewrites did it. ONNX Runtime's levels are the ones gero knows; a
+runtime takes part by what it declares (``Backend.levels``, ``keeps_optimized_graph``,
+``rewrite_names``, ``disable_option``), and one without levels or an optimised graph is one
+sentence ("… cannot be blamed …").
 
 From an observation's evidence (its graph, or its variant's, and its inputs) each level runs
-with ``SessionOptions.optimized_model_filepath``, so the optimised graph of every level is
-kept. The first level whose outputs differ from the level before it is the one to blame; the
-node lists of the two optimised graphs say what changed (ORT names a fused node after its
-transformer, e.g. ``/LayerNormFusion/``). Two confirmations follow, each stated plainly:
+keeping its optimised graph (ONNX Runtime's ``SessionOptions.optimized_model_filepath``), so
+the optimised graph of every level is kept. The first level whose outputs differ from the
+level before it is the one to blame; the node lists of the two optimised graphs say what
+changed (ORT names a fused node after its transformer, e.g. ``/LayerNormFusion/``). Two
+confirmations follow, each stated plainly:
 
-- by running: the optimised graph of each of the two levels, run with every optimisation
-  disabled, gives that level's output again (the difference is in the graph, not in how
-  the session ran it);
+- by running: the optimised graph of each of the two levels, run at the base level (every
+  optimisation disabled), gives that level's output again (the difference is in the graph,
+  not in how the session ran it);
 - by disabling: the level runs again with ``disabled_optimizers=[TRANSFORMER]``; when the
   output is then the earlier level's, the rewrite is confirmed. The name a fused node
   carries is not always the name ORT registers its transformer under: 1.32 registers
@@ -36,8 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from gero_runner.backends import ort
-from gero_runner.errors import ArtifactError
+from gero_runner import backends
+from gero_runner.backends.base import Backend
+from gero_runner.errors import ArtifactError, GeroError
 from gero_runner.evidence.rebuild import load_model_bytes, read_case_record
 from gero_runner.storage.artifacts import (
     DERIVED_DIR,
@@ -51,14 +56,12 @@ from gero_runner.storage.artifacts import (
 from gero_runner.storage.outputs import check_writable, store_beside_evidence
 
 BLAME_DIR = DERIVED_DIR
-LEVELS = ort.LEVEL_NAMES
-_TRANSFORMER = re.compile(r"[A-Z][A-Za-z0-9]*(?:Fusion|Fuse|Elimination|Folding|Transformer|"
-                          r"Optimizer|Rewriter|Reorder)")
 
 
 @dataclass(frozen=True)
 class LevelOutcome:
-    """One level's run: how far its outputs are from ``disable_all``'s, and its graph."""
+    """One level's run: how far its outputs are from the base level's (``disable_all``
+    for ONNX Runtime; the fields are named after it), and its graph."""
 
     level: str
     max_abs_vs_disable_all: float
@@ -76,10 +79,11 @@ class Rewrite:
     nodes: list[str]
     """The nodes it made: ``OpType 'name'``."""
     disabled: str
-    """confirmed | ignored | partial | error: what ``disabled_optimizers`` did."""
+    """confirmed | ignored | partial | error: what turning it off (ONNX Runtime's
+    ``disabled_optimizers``) did; ignored too where the runtime cannot turn one off."""
     note: str
     registered: str = ""
-    """The name ``disabled_optimizers`` knows it by (e.g. ``LayerNormFusionL1``), if found."""
+    """The name turning it off knows it by (e.g. ``LayerNormFusionL1``), if found."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,7 @@ class Blame:
     graph: str
     """The graph that ran, relative to the artifact directory."""
     onnxruntime_version: str
+    """The blamed runtime's version (named when ONNX Runtime's were the only levels)."""
     levels: list[LevelOutcome]
     first_level: str | None
     """The first level whose outputs differ from the level before it; None when none does."""
@@ -103,34 +108,55 @@ class Blame:
     confirmed_by_running: bool | None = None
     running_note: str = ""
     summary: str = ""
+    backend: str = ""
+    """The runtime whose levels ran (absent from a result stored before it: ONNX Runtime)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _session(model: bytes | str, level: str, threads: int, save_to: Path | None = None,
-             disabled: list[str] | None = None) -> Any:
-    import onnxruntime as rt  # deferred: ~0.3 s, only blame needs it here
+@dataclass(frozen=True)
+class _Levels:
+    """The observation's runtime at each of its levels, on one thread count."""
 
-    options = rt.SessionOptions()
-    options.graph_optimization_level = {
-        "disable_all": rt.GraphOptimizationLevel.ORT_DISABLE_ALL,
-        "basic": rt.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-        "extended": rt.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-        "all": rt.GraphOptimizationLevel.ORT_ENABLE_ALL}[level]
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = rt.ExecutionMode.ORT_SEQUENTIAL
-    options.log_severity_level = 4
-    if save_to is not None:
-        options.optimized_model_filepath = str(save_to)
-    kwargs = {"disabled_optimizers": disabled} if disabled else {}
-    return rt.InferenceSession(model, options, providers=["CPUExecutionProvider"], **kwargs)
+    runtime: Backend
+    threads: int
+
+    def settings(self, level: str) -> dict[str, Any]:
+        found = next((p for p in self.runtime.paths(self.threads) if p.optimization == level),
+                     None)
+        if found is None:
+            raise GeroError(f"{self.runtime.label()} declares the level {level!r} but has no "
+                            "path at it (Backend.levels and Backend.paths disagree)")
+        return dict(found.settings)
+
+    def run(self, model: bytes, settings: dict[str, Any], inputs: dict[str, np.ndarray],
+            save_to: Path | None = None) -> list[np.ndarray]:
+        session = (self.runtime.build(model, settings) if save_to is None
+                   else self.runtime.build_keeping_graph(model, settings, save_to))
+        try:
+            return self.runtime.run(session, inputs)
+        finally:
+            self.runtime.release(session)
 
 
-def _run(model: bytes | str, level: str, threads: int, inputs: dict[str, np.ndarray],
-         save_to: Path | None = None, disabled: list[str] | None = None) -> list[np.ndarray]:
-    return ort.run(_session(model, level, threads, save_to, disabled), inputs)
+def blamed_runtime(row: dict[str, Any]) -> Backend:
+    """The observation's runtime, which blame runs at each of its levels; a sentence
+    (GeroError) when it has no levels or keeps no optimised graph to compare."""
+    name = str(row.get("backend") or "-")
+    runtime = backends.find(name)
+    with_levels = " or ".join(backends.title(b) for b in backends.with_levels())
+    if runtime is None:
+        raise GeroError(f"{name!r} cannot be blamed: it is not a runtime gero can run here "
+                        f"(blame runs a runtime's optimisation levels: {with_levels})")
+    if not runtime.levels:
+        raise GeroError(f"{runtime.label()} cannot be blamed: it has no optimisation levels "
+                        f"to run the graph at (blame compares a runtime's levels: "
+                        f"{with_levels})")
+    if not runtime.keeps_optimized_graph:
+        raise GeroError(f"{runtime.label()} cannot be blamed: it keeps no optimised graph to "
+                        "compare between its levels (Backend.keeps_optimized_graph)")
+    return runtime
 
 
 def _nodes(path: Path) -> list[tuple[str, str]]:
@@ -179,7 +205,7 @@ def _inputs(directory: Path) -> dict[str, np.ndarray]:
         raise ArtifactError(f"{directory / 'case.json'}: no inputs recorded ({e})") from e
 
 
-def _rewrites(before: list[tuple[str, str]], after: list[tuple[str, str]]
+def _rewrites(runtime: Backend, before: list[tuple[str, str]], after: list[tuple[str, str]]
               ) -> tuple[dict[str, int], dict[str, int], dict[str, list[str]]]:
     """(removed op counts, added op counts, transformer -> nodes it made)."""
     old, new = Counter(before), Counter(after)
@@ -188,42 +214,40 @@ def _rewrites(before: list[tuple[str, str]], after: list[tuple[str, str]]
     added = Counter(op for (op, _), n in made.items() for _ in range(n))
     named: dict[str, list[str]] = {}
     for (op, name), _ in made.items():
-        for transformer in sorted(set(_TRANSFORMER.findall(name))):
+        for transformer in runtime.rewrites_named(name):
             named.setdefault(transformer, []).append(f"{op} {name!r}")
     return dict(removed), dict(added), named
 
 
-def _registered_names(transformer: str) -> list[str]:
-    """Names ``disabled_optimizers`` may know the transformer by: the name its nodes carry,
-    then the per-level instances ORT registers (1.32 registers ``LayerNormFusionL1`` at
-    basic and ``LayerNormFusionL2`` at extended; no transformer is named ``LayerNormFusion``,
-    although the fused node is ``/LayerNormFusion/``)."""
-    return [transformer, f"{transformer}L1", f"{transformer}L2"]
-
-
-def _try_disabling(model: bytes, level: str, threads: int, inputs: dict[str, np.ndarray],
+def _try_disabling(model: bytes, at: _Levels, level: str, inputs: dict[str, np.ndarray],
                    transformer: str, nodes: list[str], wanted: list[np.ndarray],
                    got: list[np.ndarray], work: Path) -> Rewrite:
-    version = ort.version()
+    runtime = at.runtime
+    who, option = f"{runtime.label()} {runtime.version()}", runtime.disable_option
+    if not option:
+        return Rewrite(transformer, nodes, "ignored",
+                       f"{who} cannot turn a rewrite off by name, so the rewrite cannot be "
+                       "confirmed by disabling it", "")
     tried: list[str] = []
-    for name in _registered_names(transformer):
+    for name in runtime.rewrite_aliases(transformer):
         saved = work / f"{level}-without-{name}.onnx"
         try:
-            outputs = _run(model, level, threads, inputs, saved, [name])
+            outputs = at.run(model, runtime.without_rewrite(at.settings(level), name), inputs,
+                             saved)
             own = re.compile(rf"(?<![A-Za-z]){re.escape(transformer)}")  # not Simplified…
             still_there = any(own.search(node) for _, node in _nodes(saved))
         except Exception as e:  # ORT raises its own types for unknown names and bad graphs
             return Rewrite(transformer, nodes, "error",
-                           f"disabled_optimizers=[{name!r}] failed: {e}", name)
+                           f"{option}=[{name!r}] failed: {e}", name)
         if still_there:
             tried.append(name)
             continue
-        prefix = (f"ONNX Runtime {version} registers {transformer} as {name!r} at this level "
-                  f"(disabled_optimizers=[{tried[0]!r}] does not name it); "
+        prefix = (f"{who} registers {transformer} as {name!r} at this level "
+                  f"({option}=[{tried[0]!r}] does not name it); "
                   if tried else "")
         if _same(outputs, wanted):
             return Rewrite(transformer, nodes, "confirmed",
-                           f"{prefix}with disabled_optimizers=[{name!r}] level {level} gives "
+                           f"{prefix}with {option}=[{name!r}] level {level} gives "
                            "the earlier level's output again: this rewrite made the "
                            "difference", name)
         if _same(outputs, got):
@@ -236,17 +260,18 @@ def _try_disabling(model: bytes, level: str, threads: int, inputs: dict[str, np.
                        "but not back to the earlier level's: more than one rewrite is "
                        "involved", name)
     return Rewrite(transformer, nodes, "ignored",
-                   f"ONNX Runtime {version} keeps the fused node with disabled_optimizers="
+                   f"{who} keeps the fused node with {option}="
                    f"{tried!r}: no name it registers the transformer under was found, so "
                    "the rewrite cannot be confirmed by disabling it", "")
 
 
-def _confirm_by_running(work: Path, previous: str, first: str, threads: int,
+def _confirm_by_running(work: Path, at: _Levels, previous: str, first: str,
                         inputs: dict[str, np.ndarray],
                         outputs: dict[str, list[np.ndarray]]) -> tuple[bool | None, str]:
+    base = at.settings(at.runtime.levels[0])
     try:
-        again_first = _run(str(work / f"{first}.onnx"), "disable_all", threads, inputs)
-        again_previous = _run(str(work / f"{previous}.onnx"), "disable_all", threads, inputs)
+        again_first = at.run((work / f"{first}.onnx").read_bytes(), base, inputs)
+        again_previous = at.run((work / f"{previous}.onnx").read_bytes(), base, inputs)
     except Exception as e:  # an optimised graph need not load again (hardware-specific ops)
         return None, f"cannot confirm by running the optimised graphs: {e}"
     first_ok = _same(again_first, outputs[first])
@@ -285,47 +310,48 @@ def _summary(b: Blame) -> str:
 
 
 def blame_case(directory: Path, row: dict[str, Any]) -> Blame:
-    """Run every level on the observation's graph and inputs and say which level and rewrite
-    changed the output (see the module docstring)."""
+    """Run every level of the observation's runtime on its graph and inputs and say which
+    level and rewrite changed the output (see the module docstring)."""
+    runtime = blamed_runtime(row)
     verify_manifest(directory)
     graph, model = _graph_of(directory, row)
     inputs = _inputs(directory)
-    threads = max(1, int(row.get("threads") or 1))
+    at = _Levels(runtime, max(1, int(row.get("threads") or 1)))
     outputs: dict[str, list[np.ndarray]] = {}
     nodes: dict[str, list[tuple[str, str]]] = {}
     levels: list[LevelOutcome] = []
     with tempfile.TemporaryDirectory(prefix="gero-blame-") as tmp:
         work = Path(tmp)
-        for level in LEVELS:
+        for level in runtime.levels:
             try:
-                outputs[level] = _run(model, level, threads, inputs, work / f"{level}.onnx")
+                outputs[level] = at.run(model, at.settings(level), inputs,
+                                        work / f"{level}.onnx")
                 nodes[level] = _nodes(work / f"{level}.onnx")
             except Exception as e:  # a level that cannot run is reported, not raised
                 levels.append(LevelOutcome(level, float("nan"), False, 0, {},
                                            error=f"{type(e).__name__}: {e}"[:300]))
                 continue
-            base = outputs.get("disable_all", outputs[level])
+            base = outputs.get(runtime.levels[0], outputs[level])
             levels.append(LevelOutcome(
                 level, _max_abs(outputs[level], base), _same(outputs[level], base),
                 len(nodes[level]), dict(Counter(op for op, _ in nodes[level]))))
-        ran = [lvl for lvl in LEVELS if lvl in outputs]
+        ran = [lvl for lvl in runtime.levels if lvl in outputs]
         first = previous = None
         for before, after in itertools.pairwise(ran):
             if not _same(outputs[before], outputs[after]):
                 previous, first = before, after
                 break
         blame = Blame(str(row.get("observation_id", "")), str(row.get("case_id", "")), graph,
-                      ort.version(), levels, first, previous, 0.0)
+                      runtime.version(), levels, first, previous, 0.0, backend=runtime.name)
         if first is not None and previous is not None:
-            removed, added, named = _rewrites(nodes[previous], nodes[first])
-            confirmed, note = _confirm_by_running(work, previous, first, threads, inputs,
-                                                  outputs)
-            rewrites = [_try_disabling(model, first, threads, inputs, t, made,
+            removed, added, named = _rewrites(runtime, nodes[previous], nodes[first])
+            confirmed, note = _confirm_by_running(work, at, previous, first, inputs, outputs)
+            rewrites = [_try_disabling(model, at, first, inputs, t, made,
                                        outputs[previous], outputs[first], work)
                         for t, made in sorted(named.items())]
             blame = Blame(blame.observation_id, blame.case_id, graph, blame.onnxruntime_version,
                           levels, first, previous, _max_abs(outputs[first], outputs[previous]),
-                          removed, added, rewrites, confirmed, note)
+                          removed, added, rewrites, confirmed, note, backend=runtime.name)
     return Blame(**{**blame.__dict__, "summary": _summary(blame)})
 
 
@@ -349,6 +375,7 @@ def read_blame(directory: Path, observation_id: str) -> dict[str, Any] | None:
 
 def blame_observation(data_root: Path, row: dict[str, Any]) -> tuple[Blame, Path]:
     """Blame the observation ``row`` (a full row) and store the result; (blame, file)."""
+    blamed_runtime(row)  # a runtime without levels: one sentence, before anything else
     directory = evidence_directory(data_root, row)
     check_writable(data_root, directory)  # the result is stored there: refused before work
     blame = blame_case(directory, row)

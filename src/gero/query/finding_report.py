@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gero.query.findings import Finding, FindingsReport, Representative, path_name
 from gero.query.stored_localization import StoredLocalization, read_stored_localization
+from gero_runner import backends
 from gero_runner.checks.gates import non_elementwise_gate
 from gero_runner.escape import (
     for_markdown,
@@ -97,9 +98,11 @@ def finding_section(f: Finding, root: Path, data_flag: str) -> list[str]:
     replay = f"gero replay {for_shell(root / r.artifact_path)}"
     bundle = f"gero bundle {r.observation_id[:16]}{data_flag} -o {bundle_name(f)}"
     status = f" · {f.status}" if f.status else ""
-    # A level outlier: which rewrite of that level made the difference.
+    # A level outlier (runtime@levels, of a runtime with levels): which rewrite of that
+    # level made the difference.
+    runtime, at, _ = f.outlier.partition("@")
     blame = ([f"gero blame {r.observation_id[:16]}{data_flag}"]
-             if f.outlier.startswith("onnxruntime@") else [])
+             if at and backends.levels(runtime) else [])
     two_paths = (r.result != "execution" and not str(r.reference).startswith("law:")
                  and not str(r.reference).endswith("+noise"))
     localize = [f"gero localize {r.observation_id[:16]}{data_flag}"] if two_paths else []

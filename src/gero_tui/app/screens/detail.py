@@ -8,7 +8,6 @@ that hand their results back to the UI thread.
 from __future__ import annotations
 
 import math
-import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -24,7 +23,8 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Static
 from textual.worker import Worker, get_current_worker
 
-from gero.query.detail import DetailRecord, fetch_observation
+from gero import api
+from gero.query.detail import DetailRecord, deciding_gate, fetch_observation
 from gero.query.tensors import (
     CaseInput,
     ElementAnalysis,
@@ -33,10 +33,8 @@ from gero.query.tensors import (
     load_evidence,
     load_inputs,
 )
-from gero_runner.checks.gates import non_elementwise_gate
 from gero_runner.errors import GeroError
 from gero_runner.escape import for_terminal
-from gero_runner.storage.artifacts import resolve_artifact
 from gero_tui.app.base import leave
 from gero_tui.app.screens.export_dialog import ExportDialog, ExportScope, data_root_of
 from gero_tui.app.widgets.histogram import Bar, Chart, Histogram, marker_position
@@ -49,8 +47,8 @@ from gero_tui.app.widgets.worst_list import WorstList
 from gero_tui.app.worker_errors import worker_failure
 
 if TYPE_CHECKING:
+    from gero.api import ReplayReport
     from gero.query.source import RunSource
-    from gero_runner.evidence.replay import ReplayReport
 
 
 TABS = [("fields", "Fields", "f"), ("histogram", "Histogram", "h"),
@@ -146,7 +144,7 @@ class DetailScreen(Screen[None]):
             self.post_message(self._Loaded(self._show_error, str(e)))
             return
         self.post_message(self._Loaded(self._show_observation, observation))
-        stored = _stored_blame(data_root_of(self.source), observation.fields)
+        stored = api.stored_blame(observation.fields, data_root_of(self.source))
         if stored is not None:
             self.post_message(self._Loaded(self._show_blame, blame_text(stored, stored=True)))
         try:
@@ -232,9 +230,9 @@ class DetailScreen(Screen[None]):
         abs_chart, ulp_chart = charts(analysis, evidence)
         self.query_one("#abs-histogram", Histogram).chart = abs_chart
         self.query_one("#ulp-histogram", Histogram).chart = ulp_chart
-        check = str(self.observation.fields.get("check", "")) if self.observation else ""
+        gate = deciding_gate(self.observation.fields) if self.observation else ""
         self.query_one("#histogram-counts", Static).update(
-            counts_text(analysis, evidence, non_elementwise_gate(check)))
+            counts_text(analysis, evidence, gate))
         worst = self.query_one("#worst", WorstList)
         worst.set_rows(*worst_rows(analysis, evidence),
                        empty="worst elements: none, no element differs")
@@ -284,15 +282,14 @@ class DetailScreen(Screen[None]):
         try:
             row = self.observation.fields if self.observation else fetch_observation(
                 self.source.cursor(), self.observation_id, self.row_number).fields
-            directory = artifact_directory(data_root_of(self.source), row)
-            # Deferred: the replay imports ONNX Runtime (~0.3 s); only this action needs it.
-            from gero_runner.evidence.replay import replay_artifact
-
+            root = data_root_of(self.source)
+            directory = artifact_directory(root, row)
             worker = get_current_worker()
-            # Runs in a child process, killed when the worker is cancelled (the user left
-            # the screen or quit): a hung case never outlives the explorer.
-            report = replay_artifact(directory, observation_ids=[self.observation_id],
-                                     cancelled=lambda: worker.is_cancelled)
+            # `gero replay` (``api.replay``) in a child process, killed when the worker is
+            # cancelled (the user left the screen or quit): a hung case never outlives the
+            # explorer.
+            report = api.replay(directory, root, [self.observation_id],
+                                cancelled=lambda: worker.is_cancelled)
             text = verdict_text(report, self.observation_id)
         except GeroError as e:
             text = Text(f"✗ replay failed: {for_terminal(e)}", style="bold red")
@@ -305,15 +302,17 @@ class DetailScreen(Screen[None]):
     def action_blame(self) -> None:
         """``B``: run every ORT level on this graph and name the level and rewrite to blame."""
         fields = self.observation.fields if self.observation is not None else None
-        if fields is not None and fields.get("backend") != "onnxruntime":
-            from gero_runner.backends import path_label
+        from gero_runner import backends
 
-            # Blame reruns ONNX Runtime's levels: on another runtime's row it would answer
-            # "no optimisation level changes the output", about the wrong runtime.
+        if fields is not None and not backends.levels(str(fields.get("backend"))):
+            # Blame reruns a runtime's levels: a row of a runtime without any (the
+            # ReferenceEvaluator's, OpenVINO's) has none to compare.
+            with_levels = " or ".join(backends.title(b) for b in backends.with_levels())
+            label = backends.path_label(str(fields.get("backend")),
+                                        str(fields.get("optimization")))
             self._show_blame(Text(
-                "blame is for ONNX Runtime's optimisation levels: this row is "
-                f"{path_label(str(fields.get('backend')), str(fields.get('optimization')))}"
-                "'s (D on the Findings screen compares runtimes)", style="yellow"))
+                f"blame is for {with_levels}'s optimisation levels: this row is {label}'s "
+                "(D on the Findings screen compares runtimes)", style="yellow"))
             return
         self._show_blame(Text("blaming… (every optimisation level runs in the background)",
                               style="italic"))
@@ -329,11 +328,9 @@ class DetailScreen(Screen[None]):
         try:
             row = self.observation.fields if self.observation else fetch_observation(
                 self.source.cursor(), self.observation_id, self.row_number).fields
-            # Deferred: blame imports ONNX Runtime (~0.3 s); only this action needs it.
-            from gero_runner.evidence.blame import blame_observation
-
-            result, _ = blame_observation(data_root_of(self.source), row)
-            text = blame_text(result.as_dict(), stored=False)
+            # `gero blame` (``api.blame``), which stores what it found with the evidence.
+            blamed = api.blame(row, data_root_of(self.source))
+            text = blame_text(blamed.blame.as_dict(), stored=False)
         except GeroError as e:
             text = Text(f"✗ blame failed: {for_terminal(e)}", style="bold red")
         except Exception as e:  # blame must never take the explorer down
@@ -383,19 +380,6 @@ class DetailScreen(Screen[None]):
 
 # The palette's colours: ANSI red and magenta look alike in many themes (see palette.py).
 _RESULT_STYLE = {result: f"bold {color}" for result, color in CLASS_COLORS.items()}
-
-
-def _stored_blame(root: Path, row: dict[str, Any]) -> dict[str, Any] | None:
-    """The blame stored with this observation's evidence, if `gero blame` or `B` made one."""
-    from gero_runner.evidence.blame import read_blame
-
-    relative = str(row.get("artifact_path") or "")
-    if not relative:
-        return None
-    try:
-        return read_blame(resolve_artifact(root, relative), str(row["observation_id"]))
-    except GeroError:
-        return None
 
 
 def blame_text(blame: dict[str, Any], stored: bool) -> Text:
@@ -548,25 +532,21 @@ def contract_labels(obs: DetailRecord, evidence: Evidence) -> tuple[str, str]:
 
 
 def artifact_directory(root: Path, row: dict[str, Any]) -> Path:
-    relative = str(row.get("artifact_path") or "")
-    if not relative:
+    """The evidence directory ``r`` replays (``api.evidence_directory``)."""
+    if not row.get("artifact_path"):
         raise GeroError("this observation has no evidence directory (its worker crashed or "
                         "timed out before writing any): there is nothing to replay")
-    directory = resolve_artifact(root, relative)
-    if not directory.is_dir():
-        raise GeroError(f"evidence directory {directory} is missing: nothing to replay")
-    return directory
+    return api.evidence_directory(row, root)
 
 
 def replay_command(root: Path, row: dict[str, Any]) -> str:
-    relative = str(row.get("artifact_path") or "")
-    return f"gero replay {shlex.quote(str(root / relative))}"
+    """What ``C`` copies: the command `gero findings` and the report print for the row."""
+    return api.replay_command(str(row["observation_id"]), str(row.get("artifact_path") or ""),
+                              root)
 
 
 def verdict_text(report: ReplayReport, observation_id: str) -> Text:
     """One line: reproduced bit-exact / within tolerance / not reproduced, with the figures."""
-    from gero_runner.evidence.replay import STATUS_LABELS
-
     match = [o for o in report.observations if o.observation_id == observation_id]
     if not match:
         return Text(f"✗ the replay made no observation matching {observation_id[:12]}",
@@ -577,7 +557,7 @@ def verdict_text(report: ReplayReport, observation_id: str) -> Text:
     mark, style = ("✓ ", "bold green") if good else ("✗ ", "bold red") if o.replayed else (
         "– ", "bold yellow")
     text = Text(mark, style=style)
-    text.append(STATUS_LABELS.get(o.status, o.status), style=style)
+    text.append(o.label, style=style)
     if o.max_abs_difference is not None:
         text.append(f"; max |replayed − stored| = {o.max_abs_difference:.3g}")
     text.append(f"; result {o.stored_result} → {o.replayed_result or '-'}")

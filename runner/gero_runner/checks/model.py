@@ -695,10 +695,12 @@ class _Checker:
                       and rounded[j].dtype.kind == "f"
                       for e in [ml.scaled_error(rounded[j], exact[j])] if math.isfinite(e)),
                      default=math.nan)
-        widening = self._ort_widening(model, base, others)
+        widening = self._widening(model, base, others)
         for p in (base, *others):
             assert p.outputs is not None
-            wide = p.backend in widening or p.settings.get("inference_precision") == "f32"
+            runtime = backends.find(p.backend)
+            wide = p.backend in widening or (
+                runtime is not None and runtime.float_precision(p.settings) == "f32")
             for j in self._float_outputs(p.outputs):
                 if j >= len(fp32.outputs):
                     continue
@@ -748,25 +750,31 @@ class _Checker:
             result, reason = CONTRACT_ISSUE, ml.overflow_text(a, "the fp16 file")
         self._row(check, out, p, ref, version, a, r, result, reason, gate.figures, files)
 
-    def _ort_widening(self, model: bytes, base: PathResult, others: list[PathResult]
-                      ) -> set[str]:
-        """ONNX Runtime's CPU computes float16 nodes of the file in float32: one row says
-        which and how many (as OpenVINO's lower default precision is named); its
-        backend name when it does."""
+    def _widening(self, model: bytes, base: PathResult, others: list[PathResult]
+                  ) -> set[str]:
+        """A runtime that inserts precision casts (``Backend.inserts_precision_casts``:
+        ONNX Runtime's CPU) computes float16 nodes of the file in float32: one row per such
+        runtime, on its first path that ran, says which and how many (as OpenVINO's lower
+        default precision is named); the backend names that do."""
         from gero_runner.models import fp16_reference as fr
 
-        ort = next((p for p in (base, *others) if p.backend == "onnxruntime" and p.ok), None)
-        if ort is None:
-            return set()
-        try:
-            widened = fr.float32_nodes(model)
-        except Exception:  # the session already ran: nothing new to say if this fails
-            return set()
-        if not widened.float32_nodes:
-            return set()
-        self._fail("model:fp16:precision", ort, "fp16 file",
-                   f"ONNX Runtime {widened.sentence()}")
-        return {"onnxruntime"}
+        asked: set[str] = set()
+        wide: set[str] = set()
+        for p in (base, *others):
+            runtime = backends.find(p.backend)
+            if (runtime is None or not runtime.inserts_precision_casts or not p.ok
+                    or p.backend in asked):
+                continue
+            asked.add(p.backend)
+            try:
+                widened = fr.float32_nodes(model, runtime)
+            except Exception:  # the session already ran: nothing new to say if this fails
+                continue
+            if widened.float32_nodes:
+                self._fail("model:fp16:precision", p, "fp16 file",
+                           f"{runtime.label()} {widened.sentence()}")
+                wide.add(p.backend)
+        return wide
 
 def _gate_class(gate: ml.Gate, stats: ml.OutputStats) -> str:
     if not stats.finite:

@@ -1,23 +1,22 @@
-"""An honest yardstick for an fp16 file, and what ONNX Runtime's CPU makes of one.
+"""An honest yardstick for an fp16 file, and what a runtime that inserts precision casts
+(ONNX Runtime's CPU) makes of one.
 
 - ``rounded_shadow``: the float64 shadow of the fp16 file with every float16 tensor rounded
   to float16 where a node writes it. Each node computes exactly (in float64) and rounds
   its result once, as a correct float16 engine would; engines that really compute in
   float16 (tract, the ReferenceEvaluator) are measured against it instead of against a
   runtime that widens to float32 inside.
-- ``float32_nodes``: the nodes of the fp16 file that ONNX Runtime's CPU execution provider
-  runs in float32 (its graph after session initialisation at ``disable_all``: the Casts it
-  inserts around kernels that lack float16, and the ones its precision-free-cast rewrite
-  moves), by operator type.
+- ``float32_nodes``: the nodes of the fp16 file that such a runtime runs in float32 (its
+  graph at its base setting, ``Backend.optimized_graph``: ONNX Runtime's after session
+  initialisation at ``disable_all``, with the Casts it inserts around kernels that lack
+  float16 and the ones its precision-free-cast rewrite moves), by operator type.
 """
 
 from __future__ import annotations
 
 import collections
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
@@ -26,6 +25,9 @@ from onnx import TensorProto, helper
 from gero_runner.backends.reference_defects import corrected_evaluator
 from gero_runner.backends.reference_evaluator import run_releasing
 from gero_runner.models import shadow
+
+if TYPE_CHECKING:
+    from gero_runner.backends.base import Backend
 
 ROUND_SUFFIX = "__gero_f64"
 PRECISION_FREE = "InsertedPrecisionFreeCast_"
@@ -80,7 +82,7 @@ def rounded_shadow(model: bytes, inputs: dict[str, np.ndarray]) -> list[np.ndarr
 
 @dataclass(frozen=True)
 class Widened:
-    """What ONNX Runtime's CPU does with an fp16 file."""
+    """What a runtime that inserts precision casts does with an fp16 file."""
 
     float32_nodes: dict[str, int]
     """Operator type -> nodes of the fp16 file that compute in float32 there."""
@@ -99,23 +101,17 @@ class Widened:
                 f"Casts in its graph where the file has {self.casts_before}")
 
 
-def float32_nodes(model: bytes) -> Widened:
-    """The fp16 file's float16 nodes that ONNX Runtime's CPU runs in float32."""
-    import onnxruntime as ort
-
+def float32_nodes(model: bytes, runtime: Backend) -> Widened:
+    """The fp16 file's float16 nodes that ``runtime`` runs in float32 (its graph at its base
+    setting, the first of its paths: ONNX Runtime's ``disable_all``)."""
     original = onnx.load_from_string(model)
     halves = _float16_values(original)
     produced = {o: n for n in original.graph.node for o in n.output}
     sixteen = {n.name or n.output[0]: n.op_type for o, n in produced.items()
                if o in halves and n.op_type != "Cast"}
-    with tempfile.TemporaryDirectory(prefix="gero-fp16-") as tmp:
-        path = Path(tmp) / "ort.onnx"
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        options.optimized_model_filepath = str(path)
-        options.log_severity_level = 3
-        ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-        seen = onnx.load(str(path), load_external_data=False)
+    seen = runtime.optimized_graph(model, runtime.paths(1)[0].settings)
+    if seen is None:
+        raise ValueError(f"{runtime.label()} keeps no optimised graph to read its casts in")
     still = _float16_values(seen)
     widened: collections.Counter[str] = collections.Counter()
     for node in seen.graph.node:

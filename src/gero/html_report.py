@@ -28,6 +28,7 @@ from gero.query.report import (
 )
 from gero.query.tensors import ElementAnalysis
 from gero.query.verdicts import FILES, SAFE, Verdict, arbiter_words, causes
+from gero_runner import backends
 from gero_runner.backends import title as backend_title
 from gero_runner.escape import for_terminal
 from gero_runner.result_classes import (
@@ -119,6 +120,12 @@ def ms(value: float | None) -> str:
 
 def count(n: int) -> str:
     return f"{n:,}"
+
+
+def _distribution(backend: str) -> str:
+    """The distribution that provides a backend (its name for one unknown here)."""
+    runtime = backends.find(backend)
+    return runtime.distribution if runtime is not None else backend
 
 
 def runtime_name(backend: str) -> str:
@@ -248,8 +255,10 @@ def _compared(r: RunReport) -> Html:
            ("NumPy", rec.get("numpy_version")), ("Python", rec.get("python_version")),
            ("CPU", rec.get("cpu_model")), ("intra-op threads", rec.get("threads")),
            ("worker processes", rec.get("jobs")), ("seed", rec.get("seed"))]
+    # The record versions onnx and onnxruntime on its own (the rows above): a runtime one of
+    # them provides (its Backend.distribution) is not listed twice.
     env += [(runtime_name(b), v) for b, v in (rec.get("backends") or {}).items()
-            if b not in ("onnxruntime", "onnx-reference")]
+            if _distribution(b) not in ("onnx", "onnxruntime")]
     env_rows = join(fill("<div><dt>$k</dt><dd>$v</dd></div>", k=k, v="—" if v is None else v)
                     for k, v in env)
     return fill("""<section id="compared" aria-labelledby="compared-h">

@@ -70,9 +70,13 @@ def version_line() -> str:
         except metadata.PackageNotFoundError:
             return "not installed"
 
-    # every runtime gero measures, installed or not (openvino and tract are extras)
-    runtimes = ", ".join(f"{p} {installed(p)}"
-                         for p in ("onnxruntime", "openvino", "tract", "onnx", "numpy"))
+    from gero_runner import backends
+
+    # every runtime gero measures, installed or not (openvino and tract are extras), by the
+    # distributions each declares, the ReferenceEvaluator's (onnx) last
+    names = (*backends.RUNTIMES, backends.REFERENCE)
+    distributions = [d for n in names for d in backends.get(n).distributions()]
+    runtimes = ", ".join(f"{p} {installed(p)}" for p in dict.fromkeys([*distributions, "numpy"]))
     return f"gero {installed('gero')} ({runtimes}; python {sys.version.split()[0]})"
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from gero_runner import backends
 from gero_runner.backends import ort
 from gero_runner.case import CaseInstance
 from gero_runner.errors import GeroError
@@ -214,8 +215,9 @@ def _sample_case(module_spec: str, specs: list[InputSpec], sample: int, seed: in
         expected_label=PYTORCH, expected_version=version)
 
 
-STAGES = {PYTORCH: "PyTorch", EXPORTER: EXPORTER, ort.BACKEND: "ONNX Runtime"}
-"""How a failed sample's reason names the stage its worker was in."""
+STAGES = {PYTORCH: "PyTorch", EXPORTER: EXPORTER}
+"""How a failed sample's reason names the stage its worker was in (a runtime's level: by the
+runtime's title)."""
 
 
 def failed_sample_rows(module_spec: str, specs: list[InputSpec], sample: int, seed: int,
@@ -227,9 +229,10 @@ def failed_sample_rows(module_spec: str, specs: list[InputSpec], sample: int, se
     torch_version = str(require_torch().__version__)
     backend, _, optimization = running.partition("\t")
     if backend in STAGES:
-        version = ort.RUNTIME.version() if backend == ort.BACKEND else torch_version
-        level = f" ({optimization})" if backend == ort.BACKEND else ""
-        message = f"{STAGES[backend]}{level}: {message}"
+        version, message = torch_version, f"{STAGES[backend]}: {message}"
+    elif backend in backends.RUNTIMES:
+        runtime = backends.get(backend)
+        version, message = runtime.version(), f"{runtime.label()} ({optimization}): {message}"
     else:
         backend, version = "worker", ""
     path = PathResult("worker", backend, version, optimization or NOT_APPLICABLE, 0, {})

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -204,3 +205,25 @@ def test_a_module_that_cannot_be_imported_is_one_sentence(
     assert "GERO_RUNTIME_MODULES names 'no_such_runtime', which cannot be imported" in (
         done.stderr)
     assert "Traceback" not in done.stderr
+
+
+def test_a_runtime_that_does_not_survive_a_fork_keeps_children_from_forking(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fork policy (a layer below the backends) learns the module to watch from the
+    class's declaration (``Backend.survives_fork``), not from a runtime's name."""
+    from gero_runner.backends.base import Backend
+    from gero_runner.process import start_method
+
+    monkeypatch.setattr(start_method, "START_METHOD", "fork")
+    monkeypatch.setattr(start_method, "_NO_FORK_ONCE_LOADED", set())
+
+    class NoFork(Backend):  # declared, never instantiated: a runtime's class is enough
+        name = "no-fork"
+        module = "gero_test_no_fork_runtime"
+        survives_fork = False
+
+    assert NoFork.survives_fork is False
+    assert start_method.context().get_start_method() == "fork"  # its runtime not loaded
+    monkeypatch.setitem(sys.modules, "gero_test_no_fork_runtime",
+                        types.ModuleType("gero_test_no_fork_runtime"))
+    assert start_method.context().get_start_method() == "forkserver"

@@ -25,9 +25,11 @@ from gero_runner.backends.names import (
     Names,
     label_template,
 )
-from gero_runner.backends.names import path_label as path_label  # re-exported
+from gero_runner.backends.names import levels as levels  # re-exported
+from gero_runner.backends.names import path_label as path_label
 from gero_runner.backends.names import short_name as short_name
 from gero_runner.backends.names import title as title
+from gero_runner.backends.names import with_levels as with_levels
 from gero_runner.errors import GeroError
 
 if TYPE_CHECKING:  # a backend's module (NumPy, its runtime) loads only when asked for
@@ -74,18 +76,6 @@ def find(name: str) -> Backend | None:
 def is_reference(name: str) -> bool:
     """The ReferenceEvaluator, stock or corrected: the path runtimes are compared with."""
     return name in _EVALUATORS
-
-
-def levels(backend: str) -> tuple[str, ...]:
-    """A backend's rewrite levels, base first (``Backend.levels``), from its names' line
-    alone: empty for one that has none or that gero does not know."""
-    known = NAMES.get(backend)
-    return known.levels if known else ()
-
-
-def with_levels() -> tuple[str, ...]:
-    """The runtimes that have rewrite levels (the ones ``gero blame`` compares)."""
-    return tuple(name for name in RUNTIMES if levels(name))
 
 
 def register(line: Names, module: str) -> None:

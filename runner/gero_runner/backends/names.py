@@ -89,3 +89,15 @@ def path_label(backend: str, optimization: str) -> str:
     if known is None:
         return backend if optimization == NOT_APPLICABLE else f"{backend}:{optimization}"
     return label_template(known).replace("{setting}", optimization)
+
+
+def levels(backend: str) -> tuple[str, ...]:
+    """A backend's rewrite levels, base first (``Names.levels``): empty for one that has
+    none or that gero does not know."""
+    known = NAMES.get(backend)
+    return known.levels if known else ()
+
+
+def with_levels() -> tuple[str, ...]:
+    """The backends that have rewrite levels (the ones ``gero blame`` compares)."""
+    return tuple(n.name for n in NAMES.values() if n.levels)

@@ -302,17 +302,16 @@ class DetailScreen(Screen[None]):
     def action_blame(self) -> None:
         """``B``: run every ORT level on this graph and name the level and rewrite to blame."""
         fields = self.observation.fields if self.observation is not None else None
-        from gero_runner import backends
+        from gero_runner.backends.names import levels, path_label, title, with_levels
 
-        if fields is not None and not backends.levels(str(fields.get("backend"))):
+        if fields is not None and not levels(str(fields.get("backend"))):
             # Blame reruns a runtime's levels: a row of a runtime without any (the
             # ReferenceEvaluator's, OpenVINO's) has none to compare.
-            with_levels = " or ".join(backends.title(b) for b in backends.with_levels())
-            label = backends.path_label(str(fields.get("backend")),
-                                        str(fields.get("optimization")))
+            runtimes = " or ".join(title(b) for b in with_levels())
             self._show_blame(Text(
-                f"blame is for {with_levels}'s optimisation levels: this row is {label}'s "
-                "(D on the Findings screen compares runtimes)", style="yellow"))
+                f"blame is for {runtimes}'s optimisation levels: this row is "
+                f"{path_label(str(fields.get('backend')), str(fields.get('optimization')))}"
+                "'s (D on the Findings screen compares runtimes)", style="yellow"))
             return
         self._show_blame(Text("blaming… (every optimisation level runs in the background)",
                               style="italic"))

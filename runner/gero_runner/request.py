@@ -211,9 +211,10 @@ def _names(keyword: str, value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         raise GeroError(f"{keyword} must be a list of names, not the string {value!r}: "
                         f"give [{value!r}]")
-    if not isinstance(value, Iterable) or not all(isinstance(v, str) for v in value):
+    names = tuple(value) if isinstance(value, Iterable) else None
+    if names is None or not all(isinstance(v, str) for v in names):
         raise GeroError(f"{keyword} must be a list of names (strings), got {value!r}")
-    return tuple(value)
+    return names
 
 
 def _name_list(keyword: str, value: Any) -> list[str]:
@@ -225,9 +226,9 @@ def _runtimes(keyword: str, value: Any) -> tuple[str, ...] | None:
 
 
 def _models(keyword: str, value: Any) -> list[str]:
-    items = [value] if isinstance(value, str | os.PathLike) else value
-    if not isinstance(items, Iterable) or not all(isinstance(m, str | os.PathLike)
-                                                  for m in items):
+    items = [value] if isinstance(value, str | os.PathLike) else (
+        list(value) if isinstance(value, Iterable) else None)
+    if items is None or not all(isinstance(m, str | os.PathLike) for m in items):
         raise GeroError(f"{keyword} must be paths of ONNX files, got {value!r}")
     return [str(m) for m in items]
 
@@ -253,11 +254,13 @@ def _pairs(keyword: str, value: Any) -> tuple[str, ...]:
     syntax is checked against the model by ``models.inputs``)."""
     if isinstance(value, Mapping):
         return tuple(f"{k}={v}" for k, v in value.items())
-    items = (value,) if isinstance(value, str) else tuple(value)
+    # A string alone is refused too: read as a list it would be its characters.
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise GeroError(f"{keyword}: expected NAME=VALUE items or a mapping, got {value!r}")
+    items = tuple(value)
     bad = [v for v in items if not isinstance(v, str) or "=" not in v]
-    if bad or isinstance(value, str):
-        raise GeroError(f"{keyword}: expected NAME=VALUE items or a mapping, got "
-                        f"{(bad or [value])[0]!r}")
+    if bad:
+        raise GeroError(f"{keyword}: expected NAME=VALUE items or a mapping, got {bad[0]!r}")
     return items
 
 

@@ -66,6 +66,15 @@ def test_mappings_are_read_like_the_flags_items(tmp_path: Path) -> None:
     assert request.model_options.decision_axes == ("y=1",)
 
 
+def test_a_generator_is_read_whole(tmp_path: Path) -> None:
+    model = every_keyword(tmp_path)["models"][0]
+    request = request_from_keywords({"ops": (o for o in ["Exp", "Abs"]),
+                                     "models": iter([model]),
+                                     "dims": (f"{n}=4" for n in ["batch"])})
+    assert request.ops == ["Exp", "Abs"] and request.models == [model]
+    assert request.model_options.dims == ("batch=4",)
+
+
 def test_a_keyword_left_out_takes_the_flags_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GERO_DATA_DIR", "/tmp/somewhere")
     request = request_from_keywords({})
@@ -85,6 +94,7 @@ def test_a_keyword_left_out_takes_the_flags_default(monkeypatch: pytest.MonkeyPa
     ({"task": 1}, "task must be a string, got 1"),
     ({"dims": "batch=4"}, "dims: expected NAME=VALUE items or a mapping, got 'batch=4'"),
     ({"dims": ["batch"]}, "dims: expected NAME=VALUE items or a mapping, got 'batch'"),
+    ({"dims": 5}, "dims: expected NAME=VALUE items or a mapping, got 5"),
     ({"rtol": ["float16"]}, "bad --rtol 'float16': expected DTYPE=VALUE"),
     ({"atol": {"float16": -1}}, "bad --atol 'float16=-1': a tolerance is a finite"),
     ({"contracts": "no"}, "contracts must be True or False, got 'no'"),

@@ -52,7 +52,7 @@ def test_the_finding_report_quotes_the_gate_not_rtol_on_a_cosine_row() -> None:
 def test_two_settings_of_one_runtime_without_an_arbiter_are_named_by_their_settings() -> None:
     """ddddocr's int8 recogniser: OpenVINO bf16-default against f32, no float64 shadow; the
     title read 'OpenVINO and OpenVINO disagree'."""
-    from gero.query.findings import PAIR, Finding, _with_title
+    from gero.query.findings import PAIR, Finding, with_title
 
     rep = Representative("0" * 16, "model/m", "levels", "float32", "[1, 8]", "openvino",
                          "bf16-default", "openvino:f32", "divergence", "", 1.05, None, 1e-4,
@@ -60,5 +60,5 @@ def test_two_settings_of_one_runtime_without_an_arbiter_are_named_by_their_setti
     f = Finding("f" * 12, "", "divergence", "numeric", f"openvino{PAIR}openvino",
                 "outside tolerance", "model", 1, 1, ("model",), ("float32",),
                 ("bf16-default",), {"divergence": 1}, 1.05, rep)
-    title = _with_title(f).title
+    title = with_title(f).title
     assert title.startswith("OpenVINO at bf16-default and at f32 disagree on model"), title

@@ -1,0 +1,143 @@
+"""The grouping stages: per case and check family, which rows are one cause.
+
+When every runtime that ran a case is blamed, and off the same way, the case is one group
+(``every path``); otherwise each blamed runtime's rows are a group, its outlier the runtime
+(or ``runtime@settings`` when only some of its settings are off). A law or variant broken
+by a runtime already off in that case joins its numeric group. Each function returns one
+stage's SELECT and reads the stages above it by name.
+"""
+
+from __future__ import annotations
+
+from gero_runner.schema import MODEL_VARIANTS
+
+VARIANT_CHECK = "^model:(" + "|".join(MODEL_VARIANTS) + ")(:|$)"
+"""A model row about a variant file (``model:fp16:scaled``), not the model itself."""
+
+LEVEL_ORDER = ("CASE {x} WHEN 'disable_all' THEN '0' WHEN 'basic' THEN '1' "
+               "WHEN 'extended' THEN '2' WHEN 'all' THEN '3' ELSE '4' END")
+"""A setting's place in an outlier label (ONNX Runtime's levels in their order)."""
+
+
+def kind_sets_sql() -> str:
+    """``kind_sets`` (reads ``runtime_rows``): per case and family, how many different sets
+    of kinds its runtimes are off in."""
+    return """
+    SELECT case_id, fam0, count(DISTINCT kinds) AS sets FROM (
+        SELECT case_id, fam0, runtime, list_sort(list_distinct(list(kind))) AS kinds
+        FROM runtime_rows WHERE fam0 NOT IN ('nan', 'execution') GROUP BY ALL)
+    GROUP BY ALL"""
+
+
+def everyone_sql() -> str:
+    """``everyone`` (reads ``runtime_rows``, ``runtimes``, ``kind_sets``): cases (per family)
+    where every path that ran them is blamed (every setting of every runtime: ORT's
+    disable_all passing on an fp16 file where its other levels fail is no 'every path') and
+    off the same way (each runtime off in the same kinds of failure, silero-vad's int8
+    file: a scaled error on one output, a cosine on the other, on both runtimes): two
+    causes stay two findings."""
+    return """
+    SELECT b.case_id, b.fam0, count(DISTINCT b.runtime) >= 2
+               AND count(DISTINCT b.runtime) >= any_value(n.runtimes)
+               AND count(DISTINCT b.blamed) >= any_value(n.paths)
+               AND any_value(k.sets) = 1 AS every_path
+    FROM runtime_rows b JOIN (SELECT case_id, fam, count(*) AS runtimes,
+                                     sum(len(settings)) AS paths FROM runtimes
+                              GROUP BY ALL) n
+        ON n.case_id = b.case_id AND n.fam = b.fam0
+    JOIN kind_sets k ON k.case_id = b.case_id AND k.fam0 = b.fam0
+    WHERE b.fam0 NOT IN ('nan', 'execution') GROUP BY b.case_id, b.fam0"""
+
+
+def off_sql() -> str:
+    """``off`` (reads ``runtime_rows``): (case, runtime) pairs off in the case's own outputs
+    (against float64 or the others)."""
+    return """
+    SELECT DISTINCT case_id, runtime FROM runtime_rows WHERE fam0 = 'numeric'"""
+
+
+def off_on_file_sql() -> str:
+    """``off_on_file`` (reads ``runtime_rows``): (case, runtime, variant file) where the
+    runtime disagrees with a yardstick on the file (the run's baseline there, a correct
+    computation of it): its family, one per file."""
+    return """
+    SELECT case_id, runtime, regexp_extract(chk, '^model:([^:]+):', 1) AS file,
+           min(fam0) AS fam0
+    FROM runtime_rows WHERE regexp_matches(chk, '^model:[^:]+:(cosine|decision|scaled)$')
+    GROUP BY ALL"""
+
+
+def blamed_sql() -> str:
+    """``blamed`` (reads ``runtime_rows``, ``everyone``, ``off``, ``off_on_file``): each
+    row's family (``fam``). A law or variant that a runtime already off in that case breaks
+    (and not every runtime does) is the same cause as its outputs (``numeric``); not a row
+    on a variant file: a disagreement there is a cause of its own. A runtime's own verdict
+    on a variant file (vs-model) where it also disagrees on that file is that
+    disagreement's consequence: one cause (OpenVINO's int8-static fault), one finding."""
+    return f"""
+    SELECT r.*, CASE WHEN r.fam0 NOT IN ('nan', 'execution', 'numeric')
+                          AND NOT coalesce(e.every_path, false) AND o.runtime IS NOT NULL
+                          AND NOT regexp_matches(r.chk, '{VARIANT_CHECK}')
+                     THEN 'numeric'
+                     WHEN r.chk LIKE 'model:%:vs-model' AND f.fam0 IS NOT NULL
+                          AND NOT coalesce(e.every_path, false)
+                     THEN f.fam0 ELSE r.fam0 END AS fam
+    FROM runtime_rows r
+    LEFT JOIN everyone e ON e.case_id = r.case_id AND e.fam0 = r.fam0
+    LEFT JOIN off o ON o.case_id = r.case_id AND o.runtime = r.runtime
+    LEFT JOIN off_on_file f ON f.case_id = r.case_id AND f.runtime = r.runtime
+        AND r.chk = 'model:' || f.file || ':vs-model'"""
+
+
+def grouped_sql() -> str:
+    """``grouped`` (reads ``blamed``, ``everyone``): each row's group in its case and family
+    (``grp``: ``every path`` or the blamed runtime) and, for a failure, its template
+    (``sub``: each different failure is a group of its own)."""
+    return """
+    SELECT b.*, CASE WHEN b.fam = 'nan' THEN 'every path'
+                     WHEN coalesce(e.every_path, false) THEN 'every path'
+                     ELSE b.runtime END AS grp,
+           CASE WHEN b.fam = 'execution' THEN b.template ELSE '' END AS sub
+    FROM blamed b LEFT JOIN everyone e ON e.case_id = b.case_id AND e.fam0 = b.fam"""
+
+
+def kinds_sql() -> str:
+    """``kinds`` (reads ``grouped``): per group and kind, enough to pick the group's
+    decisive kind (rows against float64 first, then the most severe, then the most
+    frequent)."""
+    return """
+    SELECT case_id, fam, grp, sub, kind, bool_or(truth) AS truth, max(severity) AS severity,
+           count(*) AS n, list_distinct(list(blamed)) AS bad_settings,
+           bool_and(blamed = path) AS own_path, first(op_type) AS op_type,
+           first(dtype) AS dtype, first(precision) FILTER (blamed = path) AS precision
+    FROM grouped GROUP BY case_id, fam, grp, sub, kind"""
+
+
+def groups_sql() -> str:
+    """``groups`` (reads ``kinds``): one row per group, its decisive kind and the settings
+    of it that are off."""
+    return """
+    SELECT case_id, fam, grp, sub,
+           first(kind ORDER BY truth DESC, severity DESC, n DESC, kind) AS kind,
+           list_distinct(flatten(list(bad_settings))) AS bad_settings,
+           bool_and(own_path) AS own_path, first(op_type) AS op_type, first(dtype) AS dtype,
+           first(precision) FILTER (precision IS NOT NULL) AS precision
+    FROM kinds GROUP BY case_id, fam, grp, sub"""
+
+
+def labelled_sql() -> str:
+    """``labelled`` (reads ``groups``, ``runtimes``): each group's outlier: ``every path``,
+    the runtime when all its settings that ran are off (and for a failure), else
+    ``runtime@settings`` in the levels' order (``onnxruntime@extended,all``)."""
+    setting = LEVEL_ORDER.format(x="split_part(p, '@', 2)")
+    return f"""
+    SELECT g.*,
+           CASE WHEN g.grp = 'every path' THEN 'every path'
+                WHEN g.fam = 'execution' THEN g.grp
+                WHEN len(g.bad_settings) >= len(coalesce(rt.settings, [])) THEN g.grp
+                ELSE g.grp || '@' || array_to_string(list_transform(list_sort(
+                    list_transform(g.bad_settings, lambda p: {setting}
+                                   || split_part(p, '@', 2))),
+                    lambda s: substr(s, 2)), ',') END AS outlier
+    FROM groups g LEFT JOIN runtimes rt ON rt.case_id = g.case_id AND rt.runtime = g.grp
+        AND rt.fam = CASE WHEN g.fam IN ('numeric', 'execution') THEN 'numeric' ELSE g.fam END"""

@@ -1,0 +1,88 @@
+"""The signature stages: each group's family, template and operator key, hashed into the
+finding id, and the members table's rows.
+
+Each function returns one stage's SELECT and reads the stages above it by name.
+"""
+
+from __future__ import annotations
+
+from gero.query.findings.model import (
+    LOWER_PRECISION,
+    NAN_TEMPLATE,
+    NONFINITE,
+    OUTSIDE,
+    SWALLOWED,
+)
+
+WIDTH = ("CASE {x} WHEN 'float16' THEN 16 WHEN 'f16' THEN 16 WHEN 'bf16' THEN 16 "
+         "WHEN 'bfloat16' THEN 16 WHEN 'float32' THEN 32 WHEN 'f32' THEN 32 "
+         "WHEN 'float64' THEN 64 WHEN 'f64' THEN 64 END")
+"""An element type's bits (a runtime's precision setting spells them its own way)."""
+
+
+def keyed_sql() -> str:
+    """``keyed`` (reads ``labelled``): each group's family. ``precision``: a runtime whose
+    settings compute the dtype in fewer bits (OpenVINO's ``inference_precision``), its own
+    finite deviations; ``non-finite``: a runtime's NaN or inf where the other side is
+    finite (or the reverse); a registered defect is one cause on the model and every
+    variant file, in every check, whether it made a wrong output or a failure (magika's
+    GlobalMaxPool): ``numeric``."""
+    return f"""
+    SELECT case_id, fam AS group_fam, grp, sub, outlier,
+           CASE WHEN fam = 'nan' THEN 'nan'
+                WHEN fam NOT IN ('execution') AND outlier <> 'every path' AND own_path
+                     AND precision IS NOT NULL AND kind NOT LIKE 'nonfinite:%'
+                     AND kind NOT LIKE 'defect:%'
+                     AND {WIDTH.format(x='precision')} < {WIDTH.format(x='dtype')}
+                    THEN 'precision'
+                WHEN kind LIKE 'nonfinite:%' AND outlier <> 'every path' THEN 'non-finite'
+                WHEN kind LIKE 'defect:%' THEN 'numeric'
+                ELSE fam END AS family,
+           kind, sub AS template, dtype, op_type, precision
+    FROM labelled"""
+
+
+def signed_sql() -> str:
+    """``signed`` (reads ``keyed``): each group's template (the kind in words; a failure's
+    own template) and operator key (``*`` for a cause shared across operators: NaN fed to
+    every path, a failure, a registered defect, a lower precision or a runtime's
+    non-finite outputs of one dtype, ``*DTYPE``)."""
+    precision = ("replace(replace('" + LOWER_PRECISION + "', '{dtype}', dtype), "
+                 "'{precision}', precision)")
+    return f"""
+    SELECT case_id, group_fam, grp, sub, outlier, family,
+           CASE WHEN family = 'nan' THEN '{NAN_TEMPLATE}'
+                WHEN family = 'execution' THEN template
+                WHEN family = 'precision' THEN {precision}
+                WHEN family = 'non-finite' THEN CASE
+                    WHEN kind = 'nonfinite:actual' THEN '{NONFINITE}' ELSE '{SWALLOWED}' END
+                WHEN kind = 'outside' THEN '{OUTSIDE}'
+                WHEN kind LIKE 'defect:%' THEN substr(kind, 8)
+                WHEN kind LIKE 'nonfinite:%' THEN '{NONFINITE}'
+                ELSE substr(kind, 5) END AS template,
+           CASE WHEN family IN ('nan', 'execution') OR kind LIKE 'defect:%' THEN '*'
+                WHEN family = 'precision' THEN '*' || dtype
+                WHEN family = 'non-finite' AND kind = 'nonfinite:actual' THEN '*' || dtype
+                WHEN family = 'non-finite' THEN '*'
+                ELSE op_type END AS operator_key
+    FROM keyed"""
+
+
+def hashed_sql() -> str:
+    """``hashed`` (reads ``signed``): the finding id, a hash of the signature (per case
+    group, not per row): the same cause has the same id in every run."""
+    return """
+    SELECT *, left(sha256(family || '|' || outlier || '|' || template || '|' || operator_key),
+                   12) AS finding_id
+    FROM signed"""
+
+
+def members_select() -> str:
+    """The members table's rows (reads ``grouped``, ``hashed``): one per non-passed
+    observation, its finding and the figures the listing aggregates."""
+    return """
+SELECT b.observation_id, s.finding_id, s.family, s.outlier, s.template, s.operator_key,
+       b.case_id, b.op_type, b.dtype, b.optimization, b.result, b.severity, b.max_abs_error,
+       b.seeded, b.why
+FROM grouped b JOIN hashed s ON s.case_id = b.case_id AND s.group_fam = b.fam
+    AND s.grp = b.grp AND s.sub = b.sub"""

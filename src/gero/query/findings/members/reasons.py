@@ -1,0 +1,77 @@
+"""Stages 2 and 3: each distinct reason read once, as a template and a kind.
+
+The template is the reason with the path prefix, operator and node names, quoted names,
+shapes, element types and numbers taken out; the kind is what a failed comparison or law
+says, its figures aside. Both are read from the English ``reason`` (issue 39 item 1 moves
+them to recorded columns); the regular expressions run once per distinct reason, not once
+per row.
+"""
+
+from __future__ import annotations
+
+from gero_runner.schema import MODEL_VARIANTS
+
+FAILED_PATH = ("^(?:variant \\S+: )?(?:(?:" + "|".join(MODEL_VARIANTS) + "):)?(\\S+) failed: ")
+"""The path a failure names, without the variant file it ran (``fp16:tract-optimized``)."""
+
+
+def template_sql(column: str) -> str:
+    """The reason with the path prefix, operator and node names, quoted names, shapes,
+    element types and numbers taken out."""
+    out = f"regexp_replace({column}, '^(variant \\S+: )?\\S+ failed: ', '\\1PATH failed: ')"
+    out = f"regexp_replace({out}, '\\b[A-Z][A-Za-z0-9]*\\(\\d+\\)', 'OP(#)', 'g')"
+    out = f"regexp_replace({out}, '\\([A-Z][A-Za-z0-9]*\\)', '(OP)', 'g')"
+    out = f"regexp_replace({out}, '''[^'']*''', '''…''', 'g')"
+    out = f"regexp_replace({out}, '\"[^\"]*\"( [A-Z][A-Za-z0-9]*)?', '\"…\" OP', 'g')"
+    out = (f"regexp_replace({out}, '\\b[A-Z][A-Za-z0-9]* does not support', "
+           "'OP does not support', 'g')")
+    out = f"regexp_replace({out}, '\\b[FIU](8|16|32|64)\\b', 'T', 'g')"
+    out = f"regexp_replace({out}, '#?\\b\\d+(\\.\\d+)?([eE][-+]?\\d+)?\\b', '#', 'g')"
+    out = f"regexp_replace({out}, '(#, )+#|(#,)+#', '…', 'g')"
+    out = f"regexp_replace({out}, '(#,)+', '…,', 'g')"
+    # a chained error (tract's "Caused by:" list) is named by its root cause, its last line
+    out = (f"regexp_replace({out}, '^(PATH failed: [A-Za-z]+: )[\\s\\S]*\\n\\s*(?:#: )?"
+           "([^\\n]*[^\\s])\\s*$', '\\1\\2')")
+    return out
+
+
+def kind_sql(template: str) -> str:
+    """What a failed comparison or law says, its figures aside: NaN fed on both sides and
+    nothing else (``nan``), a registered upstream defect (``defect:…``), a non-finite
+    mismatch naming the side that is non-finite (``nonfinite:actual``,
+    ``nonfinite:reference``), finite values out of tolerance (``outside``), or the law's
+    own sentence with its details cut (``law:…``)."""
+    body = f"regexp_replace({template}, '^(variant )?[A-Za-z0-9_.-]+: ', '')"
+    nan_only = (f"{template} LIKE '%NaN on both sides%' AND NOT regexp_matches({template}, "
+                "' is (NaN|\\+inf|-inf) at|elements outside|non-finite value')")
+    side = (f"regexp_extract({body}, '(?:^|; )(actual|reference) is (NaN|\\+inf|-inf) at', "
+            "1)")
+    law = (f"trim(split_part(regexp_replace(regexp_replace({body}, "
+           "' ?\\([^()]*\\)', '', 'g'), ' ?\\([^()]*\\)', '', 'g'), ';', 1))")
+    return f"""CASE WHEN {nan_only} THEN 'nan'
+                WHEN {template} LIKE '%known upstream defect%' THEN
+                    -- the registry keys alone: the entry's description holds an apostrophe
+                    -- ("the batch's"), which the template masks up to the next one, so a
+                    -- split at ' — ' kept each row's own figures (one defect, 3 findings)
+                    'defect:known upstream defect ' || array_to_string(list_sort(list_distinct(
+                        regexp_extract_all({template},
+                                           'known upstream defect ([A-Za-z0-9_-]+)', 1))),
+                        ', ')
+                WHEN {side} <> '' THEN 'nonfinite:' || {side}
+                WHEN regexp_matches({body}, '^# of # elements outside') THEN 'outside'
+                ELSE 'law:' || {law} END"""
+
+
+def reasons_sql() -> str:
+    """``reasons`` (reads ``raw``): each distinct reason, its template and the path a
+    failure names (a path on a variant file fails as VARIANT:PATH, fp16:tract-optimized)."""
+    return f"""
+    SELECT reason, {template_sql('reason')} AS template,
+           regexp_extract(reason, '{FAILED_PATH}', 1) AS failed_path
+    FROM (SELECT DISTINCT reason FROM raw)"""
+
+
+def templates_sql() -> str:
+    """``templates`` (reads ``reasons``): each template's kind."""
+    return f"""
+    SELECT *, {kind_sql('template')} AS kind FROM reasons"""

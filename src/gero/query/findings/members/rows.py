@@ -1,0 +1,123 @@
+"""The per-row stages: each non-passed observation, the path it blames, and the paths each
+case ran (what "every path" is measured against).
+
+Each function returns one stage's SELECT; a stage reads the stages above it by name (and
+``relation``, the observations, where it says so), so a test can run one on tables of
+hand-made rows named like the stages it reads.
+"""
+
+from __future__ import annotations
+
+from gero.query.assessable import unassessable_sql
+from gero.query.findings.model import BUILD_FAILED, NUMERIC_CHECKS, PAIR, VARIANT_TOOLING
+from gero_runner.backends import path_name_sql
+from gero_runner.result_classes import ARBITRATED_CHECKS, TRUTH_CHECKS, severity_sql
+from gero_runner.schema import EXECUTION
+
+
+def sql_list(values: tuple[str, ...]) -> str:
+    return ", ".join(f"'{v}'" for v in values)
+
+
+_REFERENCE_PATH = "regexp_replace(replace(r.reference, ':', '@'), '-corrected$', '')"
+"""The path a row's reference names (``onnxruntime:all`` -> ``onnxruntime@all``)."""
+
+
+def raw_sql(relation: str) -> str:
+    """``raw`` (reads ``relation``): the non-passed rows with their path (``backend`` or
+    ``backend@setting``), check family (``execution``, ``numeric`` for the checks that
+    compare outputs, else the check), severity, whether float64 judged them (``truth``),
+    whether they are of a model case fed gero's seeded defaults (``models.inputs`` marks
+    them) and why they cannot be assessed by construction (``''`` when they can)."""
+    return f"""
+    SELECT observation_id, case_id, op_type, dtype, "check" AS chk, optimization, result,
+           coalesce(suite = 'model' AND contains(details, '(default)'), false) AS seeded,
+           suite IN ('model', 'models') AS model_case,
+           backend, CASE WHEN optimization = '-' THEN backend
+                         ELSE backend || '@' || optimization END AS path,
+           reference, arbiter, max_abs_error, reason,
+           json_extract_string(session_settings, '$.inference_precision') AS precision,
+           CASE WHEN result = '{EXECUTION}' THEN 'execution'
+                WHEN "check" IN ({sql_list(NUMERIC_CHECKS)}) THEN 'numeric'
+                ELSE "check" END AS family,
+           "check" IN ({sql_list(TRUTH_CHECKS)}) AS truth,
+           {severity_sql()} AS severity,
+           {unassessable_sql()} AS why
+    FROM {relation} WHERE result <> 'passed'"""
+
+
+def rows_sql() -> str:
+    """``rows`` (reads ``raw``, ``templates``): each row with its template and kind, and the
+    side it blames: its own path; gero's variant tooling for a variant it could not build;
+    the reference for a failure that names another path (the reference side failed) or a
+    disagreement float64 sides the actual side with; ``undecided`` for a disagreement no
+    float64 decides (``decided`` settles it)."""
+    arbitrated = sql_list(ARBITRATED_CHECKS)
+    return f"""
+    SELECT r.* EXCLUDE (reason), t.template, t.failed_path, t.kind,
+           CASE WHEN r.family = 'execution' AND t.template LIKE '{BUILD_FAILED}%'
+                    THEN '{VARIANT_TOOLING}'
+                WHEN r.family = 'execution'
+                     AND t.failed_path NOT IN ('', replace(r.path, '@', '-'),
+                                               r.backend || '-' || r.optimization,
+                                               {path_name_sql('r.backend', 'r.optimization')})
+                    THEN {_REFERENCE_PATH}
+                WHEN r.chk IN ({arbitrated}) AND r.arbiter = 'actual' THEN {_REFERENCE_PATH}
+                WHEN r.chk IN ({arbitrated}) AND r.arbiter IN ('tie', '-')
+                     AND r.family <> 'execution' AND t.kind <> 'nan' THEN 'undecided'
+                ELSE r.path END AS blamed
+    FROM raw r JOIN templates t ON r.reason IS NOT DISTINCT FROM t.reason"""
+
+
+def present_sql(relation: str) -> str:
+    """``present`` (reads ``relation``, ``raw``): every path each case with a non-passed row
+    ran, per check family (passed rows included), the agreement rows' references too."""
+    return f"""
+    SELECT DISTINCT case_id, fam, path FROM (
+        SELECT case_id, CASE WHEN "check" IN ({sql_list(NUMERIC_CHECKS)}) THEN 'numeric'
+                             ELSE "check" END AS fam,
+               CASE WHEN optimization = '-' THEN backend
+                    ELSE backend || '@' || optimization END AS path
+        FROM {relation} WHERE case_id IN (SELECT case_id FROM raw)
+        UNION ALL
+        SELECT case_id, 'numeric', regexp_replace(reference, '-corrected$', '') FROM {relation}
+        WHERE "check" = 'agreement' AND case_id IN (SELECT case_id FROM raw))"""
+
+
+def runtimes_sql() -> str:
+    """``runtimes`` (reads ``present``): per case and family, each runtime and the paths
+    (settings) it ran."""
+    return """
+    SELECT case_id, fam, split_part(path, '@', 1) AS runtime, list(path) AS settings
+    FROM present GROUP BY ALL"""
+
+
+def decided_sql(relation: str) -> str:
+    """``decided`` (reads ``rows``, ``relation``): an undecided agreement row (no float64 to
+    side with) blames the reference when the case's rows against float64 blame it, else its
+    own path; in a model case with no float64 at all, neither side alone: the pair
+    disagrees (``onnxruntime vs openvino``)."""
+    return f"""
+    SELECT r.* EXCLUDE (blamed),
+           CASE WHEN r.blamed <> 'undecided' THEN r.blamed
+                WHEN c.reference_off THEN regexp_replace(r.reference, '-corrected$', '')
+                WHEN r.model_case AND t.case_id IS NULL THEN list_aggregate(list_sort(
+                    [r.backend, split_part(regexp_replace(r.reference, '-corrected$', ''),
+                                           ':', 1)]), 'string_agg', '{PAIR}')
+                ELSE r.path END AS blamed
+    FROM rows r LEFT JOIN (
+        SELECT case_id, bool_or(truth AND path = 'onnx-reference') AS reference_off
+        FROM rows GROUP BY case_id) c USING (case_id)
+    LEFT JOIN (SELECT DISTINCT case_id FROM {relation}
+               WHERE "check" IN ({sql_list(TRUTH_CHECKS)})) t
+        USING (case_id)"""
+
+
+def runtime_rows_sql() -> str:
+    """``runtime_rows`` (reads ``decided``): the blamed runtime (the path without its
+    setting) and the family the row is grouped in first (``nan`` for NaN fed on both sides
+    and nothing else, whatever the check)."""
+    return """
+    SELECT *, split_part(blamed, '@', 1) AS runtime,
+           CASE WHEN kind = 'nan' THEN 'nan' ELSE family END AS fam0
+    FROM decided"""

@@ -1,0 +1,228 @@
+"""Finding titles as data: one template per kind of finding (``TITLES``), filled from the
+finding's fields (``title_fields``); ``title_kind`` says which applies.
+
+A title names the outlier, the operators and dtypes, and the cause in a few words. The
+figures of a cause come from the finding's template (the reason with its figures taken
+out, counts read "n"): issue 39 item 1 records them as columns.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict
+
+from gero.query.findings.model import (
+    NONFINITE,
+    OUTSIDE,
+    PAIR,
+    VARIANT_TOOLING,
+    WIDENS_FP16,
+    Finding,
+)
+from gero_runner.backends import title
+from gero_runner.schema import MODEL_VARIANTS
+
+_NO_ARBITER = "with no float64 arbiter to side with: neither is blamed"
+
+TITLES: dict[str, str] = {
+    # NaN fed to every path and nothing else
+    "nan": "NaN inputs propagate: NaN == NaN cannot be assessed ({ops}, {dtypes})",
+    # a registered upstream defect of the ReferenceEvaluator, on any check
+    "defect": "Known upstream ReferenceEvaluator defect ({ops}, {dtypes}): {defect}",
+    # failures (family ``execution``)
+    "tooling": "gero's variant tooling could not build the {variant_file} file of {ops}: "
+               "{cause}",
+    "widens-fp16": "{Who} computes the fp16 file of {ops} in float32 {detail}",
+    "no-kernel": "{Who} has no {dtypes} kernel for {n_ops} operator(s): {ops}",
+    "cannot-run": "{Who} cannot run {ops} ({dtypes}){on}: {cause}",
+    # a runtime whose settings compute in fewer bits (``template``: "computes … in …")
+    "precision": "{Who} {template} (its inference precision): {n_ops} operator(s) off, "
+                 "{ops}",
+    # a runtime's non-finite outputs, or its finite ones where the other side is not
+    "non-finite": "{Who} {gives} NaN or inf where the compared output is finite ({dtypes}): "
+                  "{ops}",
+    "swallowed": "{Who} {gives} finite values where the compared output is NaN or inf: {ops} "
+                 "({dtypes})",
+    # outputs off (family ``numeric``)
+    "pair-settings": "{A} at {settings} and at {other} disagree on {ops} ({dtypes}) "
+                     + _NO_ARBITER,
+    "pair": "{A} and {b} disagree on {ops} ({dtypes}) " + _NO_ARBITER,
+    "every-path": "{ops} ({dtypes}) differs from float64 beyond tolerance on every path",
+    "off-at": "{Who}: {ops} ({dtypes}) is off from float64 {what}",
+    "off": "{owner} {ops} ({dtypes}) is off from float64 {what}",
+    # a verdict on a variant file (family ``model:VARIANT:GATE``) names the path and what it
+    # was measured against: the fp32 model (vs-model, vs-fp32), the run's baseline on the
+    # same file (cosine, decision), a correct computation of the fp16 file (scaled)
+    "file-every-path": "The {variant} file of {ops} is off the fp32 model on every path: "
+                       "{cause}",
+    "file-vs-model": "The {variant} file of {ops} is off the fp32 model on {Who}: {cause}",
+    "file-vs-fp32": "{Who} on the {variant} file of {ops} {is} off the fp32 model: {cause}",
+    "file-scaled": "{Who} on the {variant} file of {ops} {is} off a correct fp16 computation "
+                   "of it: {cause}",
+    "file-baseline": "{Who} on the {variant} file of {ops} {disagrees} with {baseline} there "
+                     "({gate}): {cause}",
+    # laws and variants of the synthetic suite, and any other check
+    "law": "{ops} ({dtypes}) breaks the {name} law on {who}: {cause}",
+    "variant-law": "{ops} ({dtypes}): the {name} variant disagrees on {who}: {cause}",
+    "other": "{ops} ({dtypes}) {family} on {who}: {cause}",
+}
+"""Each kind of finding's title; its ``{fields}`` are ``title_fields``'."""
+
+SEEDED = " [on gero's seeded default inputs, not your data: give --inputs FILE.npz]"
+"""After the title of a finding every row of which was fed gero's seeded default inputs."""
+
+
+def title_kind(f: Finding) -> str:
+    """Which of ``TITLES`` names this finding (its family first, then its template and
+    outlier)."""
+    if f.family == "nan":
+        return "nan"
+    if "known upstream defect" in f.template:
+        return "defect"
+    if f.family == "execution":
+        if f.outlier == VARIANT_TOOLING:
+            return "tooling"
+        if WIDENS_FP16 in f.template:  # a fact about the runtime, named like a precision
+            return "widens-fp16"
+        if "Could not find an implementation" in f.template:
+            return "no-kernel"
+        return "cannot-run"
+    if f.family == "precision":
+        return "precision"
+    if f.family == "non-finite":
+        return "non-finite" if f.template == NONFINITE else "swallowed"
+    if f.family == "numeric":
+        return _numeric_kind(f)
+    if _variant_of(f.family):
+        gate = f.family.rsplit(":", 1)[-1]
+        if gate in ("vs-model", "vs-fp32"):
+            return "file-every-path" if f.outlier == "every path" else f"file-{gate}"
+        return "file-scaled" if gate == "scaled" else "file-baseline"
+    kind = f.family.partition(":")[0]
+    return {"contract": "law", "variant": "variant-law"}.get(kind, "other")
+
+
+def _numeric_kind(f: Finding) -> str:
+    if PAIR in f.outlier:
+        a, _, b = f.outlier.partition(PAIR)
+        # two settings of one runtime ("OpenVINO and OpenVINO" said nothing)
+        return "pair-settings" if a == b else "pair"
+    if f.outlier == "every path":
+        return "every-path"
+    return "off-at" if f.outlier.partition("@")[2] else "off"
+
+
+def title_fields(f: Finding) -> dict[str, str]:
+    """Every field a title may name, filled from the finding (and its representative)."""
+    r = f.representative
+    who = path_name(f.outlier)
+    many = " and " in who or who == "every path"
+    owner = _cap(_name(f.outlier.partition("@")[0]))
+    a, _, b = f.outlier.partition(PAIR)
+    variant = _variant_of(r.check if f.family == "execution" else f.family)
+    widened = f.template.split(WIDENS_FP16, 1)[1].strip() if WIDENS_FP16 in f.template else ""
+    return {
+        "ops": _list(f.operators), "n_ops": str(len(f.operators)),
+        "dtypes": "/".join(f.dtypes), "family": f.family, "template": f.template,
+        "name": f.family.partition(":")[2],
+        "who": who, "Who": _cap(who), "owner": owner + ("'" if owner.endswith("s") else "'s"),
+        "gives": "give" if many else "gives", "is": "are" if many else "is",
+        "disagrees": "disagree" if many else "disagrees",
+        "A": _cap(_name(a)), "b": _name(b),
+        "settings": r.optimization, "other": r.reference.partition(":")[2] or r.reference,
+        "variant": variant, "variant_file": variant or "variant",
+        "on": f" on the {variant} file" if variant else "",
+        "gate": f.family.rsplit(":", 1)[-1],
+        # the representative may be the runtime's own vs-model row (reference fp32:…),
+        # which its disagreement's finding holds too
+        "baseline": (path_name(r.reference.split(":", 1)[-1].replace(":", "@"))
+                     if variant and r.reference.startswith(f"{variant}:")
+                     else "the run's baseline"),
+        "defect": _short(f.template), "detail": _short(widened),
+        "what": "beyond tolerance" if f.template == OUTSIDE else f"({_short(f.template, 50)})",
+        "cause": _cause(f, variant),
+    }
+
+
+def _cause(f: Finding, variant: str) -> str:
+    """The cause in words: the template's text with its counts read "n", a time budget
+    kept from the representative's reason."""
+    example = f.representative.reason
+    if f.family == "execution":
+        text = (f.template.split(" failed: ", 1)[-1] if f.outlier == VARIANT_TOOLING
+                else f.template)
+        return _hint(text, example=example)
+    if variant:
+        template = f.template
+        if template.startswith("calibrated on "):  # where the ranges came from, not the cause
+            # the kind is the verdict's first clause: the figures are the representative's
+            rest = example.partition("; ")[2]
+            template = re.sub(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", "n", rest) or template
+        return _hint(template, example=example)
+    return _hint(f.template)
+
+
+def render_title(f: Finding) -> str:
+    """The finding's title: its kind's template filled from its fields."""
+    text = TITLES[title_kind(f)].format_map(title_fields(f))
+    return text + (SEEDED if f.seeded_inputs else "")
+
+
+def with_title(f: Finding) -> Finding:
+    return Finding(**{**asdict(f), "representative": f.representative,
+                      "title": render_title(f)})
+
+
+_OTHER_NAMES = {"numpy-float64": "the float64 formula",
+                VARIANT_TOOLING: "gero's variant tooling"}
+"""Outliers that are no backend (a case's expected values); a backend is named by its title."""
+
+
+def _name(outlier: str) -> str:
+    return _OTHER_NAMES.get(outlier) or title(outlier)
+
+
+def path_name(outlier: str) -> str:
+    """An outlier label in words: ``onnxruntime@extended,all`` -> ONNX Runtime at extended, all."""
+    parts = []
+    for part in outlier.split("+"):
+        runtime, _, settings = part.partition("@")
+        name = _name(runtime)
+        parts.append(f"{name} at {settings.replace(',', ', ')}" if settings else name)
+    return " and ".join(parts)
+
+
+def _list(values: tuple[str, ...], limit: int = 4) -> str:
+    shown = ", ".join(values[:limit])
+    return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
+
+
+def _short(template: str, limit: int = 70) -> str:
+    text = " ".join(template.replace("PATH failed: ", "").split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+_BUDGET = re.compile(r"(\d+(?:\.\d+)?) s budget")
+
+
+def _hint(template: str, limit: int = 60, example: str = "") -> str:
+    """A law's template as words: its name prefix and counts taken out. A time budget is a
+    setting, not a count: it keeps its figure from ``example`` (a member's reason), so the
+    title says "ran out of its 60 s budget", not "its n s budget"."""
+    text = template.split(": ", 1)[1] if ": " in template else template
+    text = " ".join(text.replace("# of # ", "").replace("#", "n").split())
+    budget = _BUDGET.search(example)
+    if budget and "n s budget" in text:
+        text = text.replace("n s budget", f"{budget.group(1)} s budget", 1)
+    return _short(text, limit)
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _variant_of(check: str) -> str:
+    """The variant file a model row is about (``model:fp16:scaled`` -> fp16), or ''."""
+    parts = check.split(":")
+    return parts[1] if len(parts) > 1 and parts[0] == "model" and parts[1] in MODEL_VARIANTS \
+        else ""

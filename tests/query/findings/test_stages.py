@@ -1,0 +1,298 @@
+"""Each stage of the findings' grouping, run alone on tables of hand-made rows named like the
+stages it reads (``members.stages``), and the stages composed on a hand-made ``obs``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from gero.query.findings import NAN_TEMPLATE, OUTSIDE, VARIANT_TOOLING, members_sql
+from gero.query.findings.members import stages
+
+
+def run_stage(name: str, **inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of stage ``name`` over the hand-made tables ``inputs`` (``obs`` for the
+    observations), sorted for a stable comparison."""
+    con = duckdb.connect()
+    for table, rows in inputs.items():
+        con.register(table, pa.Table.from_pylist(rows))
+    cur = con.execute(dict(stages("obs"))[name])
+    columns = [d[0] for d in cur.description or ()]
+    return sorted((dict(zip(columns, r, strict=True)) for r in cur.fetchall()), key=repr)
+
+
+def obs(**kw: Any) -> dict[str, Any]:
+    """An observation with the columns the stages read (an agreement row that passed)."""
+    row: dict[str, Any] = {
+        "observation_id": "o1", "case_id": "c1", "op_type": "Softmax", "dtype": "float32",
+        "check": "agreement", "suite": "synthetic", "details": "", "backend": "onnxruntime",
+        "optimization": "all", "reference": "onnx-reference", "arbiter": "reference",
+        "max_abs_error": 0.0, "result": "passed", "reason": "", "session_settings": "{}",
+        "nan_actual": 0, "nan_reference": 0, "mismatch_count": 0}
+    return {**row, **kw}
+
+
+def raw(**kw: Any) -> dict[str, Any]:
+    """A row of ``raw``: ONNX Runtime at ``all`` off on an agreement row, float64 siding
+    with the reference."""
+    row: dict[str, Any] = {
+        "observation_id": "o1", "case_id": "c1", "op_type": "Softmax", "dtype": "float32",
+        "chk": "agreement", "optimization": "all", "result": "divergence", "seeded": False,
+        "model_case": False, "backend": "onnxruntime", "path": "onnxruntime@all",
+        "reference": "onnx-reference", "arbiter": "reference", "max_abs_error": 0.1,
+        "reason": "r", "precision": None, "family": "numeric", "truth": False,
+        "severity": 2, "why": ""}
+    return {**row, **kw}
+
+
+def template(reason: str = "r", kind: str = "outside", failed_path: str = "",
+             text: str = OUTSIDE) -> dict[str, Any]:
+    return {"reason": reason, "template": text, "failed_path": failed_path, "kind": kind}
+
+
+def test_the_stages_run_in_order_each_reading_only_those_above_it() -> None:
+    chain = stages("obs")
+    names = [name for name, _ in chain]
+    assert len(names) == len(set(names)) == 20
+    for i, (name, sql) in enumerate(chain):
+        read = set(re.findall(r"\b(?:FROM|JOIN)\s+([a-z_]+)\b(?!\.)", sql))
+        assert read, name
+        assert read <= {*names[:i], "obs"}, (name, read - {*names[:i], "obs"})
+    composed = members_sql("obs")
+    assert re.findall(r"(?m)^(?:WITH )?([a-z_]+) AS (?:MATERIALIZED )?\(", composed) == names
+
+
+def test_raw_keeps_the_non_passed_rows_with_their_path_family_and_seeding() -> None:
+    rows = run_stage("raw", obs=[
+        obs(observation_id="passed"),
+        obs(observation_id="agree", result="divergence", reason="off"),
+        obs(observation_id="fail", result="execution", backend="tract", optimization="-",
+            check="contract:partition", reason="tract failed: boom"),
+        obs(observation_id="law", result="contract_issue", check="contract:masked_rows",
+            reason="masked_rows: fully masked row not exactly zero"),
+        obs(observation_id="seeded", suite="model", details="x (default)",
+            result="divergence", reason="off", check="model:fp32",
+            session_settings='{"inference_precision": "f32"}')])
+    by_id = {r["observation_id"]: r for r in rows}
+    assert set(by_id) == {"agree", "fail", "law", "seeded"}
+    assert (by_id["agree"]["path"], by_id["agree"]["family"]) == ("onnxruntime@all", "numeric")
+    assert (by_id["fail"]["path"], by_id["fail"]["family"]) == ("tract", "execution")
+    assert by_id["law"]["family"] == "contract:masked_rows"
+    assert by_id["seeded"]["seeded"] and by_id["seeded"]["model_case"]
+    assert by_id["seeded"]["precision"] == "f32" and not by_id["agree"]["seeded"]
+    assert by_id["agree"]["severity"] > by_id["fail"]["severity"]
+
+
+def test_a_reason_becomes_a_template_a_kind_and_the_path_a_failure_names() -> None:
+    reasons = {
+        "nan": "NaN on both sides at 4 of 32 elements (NaN == NaN never passes); the other "
+               "elements within tolerance (max |a−r| = 0)",
+        "outside": "57 of 64 elements outside atol=1e-13 + rtol=1e-12·|r|; max |a−r| = 0.00446",
+        "variant": "variant sigmoid_decomposed: 12 of 64 elements outside atol=0.0005",
+        "nonfinite": "actual is NaN at 3 of 8 elements where the reference is finite",
+        "defect": "known upstream defect erf-float32-rounding — the batch's rows",
+        "law": "masked_rows: fully masked row not exactly zero (row 3 of 4)",
+        "failure": "ort-all failed: NotImplemented: Could not find an implementation for "
+                   "Erf(13) node with name 'n1'",
+        "on-file": "fp16:tract-optimized failed: TractError: Impossible to unify U8 with I8",
+    }
+    got = run_stage("reasons", raw=[raw(reason=r) for r in reasons.values()])
+    templates = {r["reason"]: r for r in got}
+    failure = templates[reasons["failure"]]
+    assert failure["failed_path"] == "ort-all"
+    assert failure["template"] == ("PATH failed: NotImplemented: Could not find an "
+                                   "implementation for OP(#) node with name '…'")
+    assert templates[reasons["on-file"]]["failed_path"] == "tract-optimized"
+    assert templates[reasons["on-file"]]["template"].endswith("unify T with T")
+    kinds = {r["reason"]: r["kind"] for r in run_stage("templates", reasons=got)}
+    # a failure is grouped by its template (``grouped``'s ``sub``), not by its kind
+    assert {name: kinds[reason] for name, reason in reasons.items()
+            if name not in ("failure", "on-file")} == {
+        "nan": "nan", "outside": "outside", "variant": "outside",
+        "nonfinite": "nonfinite:actual", "defect": "defect:known upstream defect "
+        "erf-float32-rounding", "law": "law:fully masked row not exactly zero"}
+
+
+def _blamed(*pairs: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, str]:
+    rows = run_stage("rows", raw=[r for r, _ in pairs], templates=[t for _, t in pairs])
+    return {r["observation_id"]: r["blamed"] for r in rows}
+
+
+def test_a_row_is_blamed_on_its_reference_when_float64_sides_with_the_actual() -> None:
+    assert _blamed(
+        (raw(observation_id="actual", arbiter="actual", reason="a"), template("a")),
+        (raw(observation_id="own", arbiter="reference", reason="b"), template("b")),
+        (raw(observation_id="level", chk="levels", arbiter="actual",
+             reference="onnxruntime:disable_all", reason="c"), template("c")),
+        (raw(observation_id="corrected", arbiter="actual",
+             reference="onnx-reference-corrected", reason="d"), template("d")),
+        (raw(observation_id="tie", arbiter="tie", reason="e"), template("e")),
+        (raw(observation_id="nan-tie", arbiter="tie", reason="f"), template("f", "nan")),
+    ) == {"actual": "onnx-reference", "own": "onnxruntime@all",
+          "level": "onnxruntime@disable_all", "corrected": "onnx-reference",
+          "tie": "undecided", "nan-tie": "onnxruntime@all"}
+
+
+def test_an_execution_row_naming_another_path_blames_that_path() -> None:
+    failed = {"result": "execution", "family": "execution", "arbiter": "-"}
+    assert _blamed(
+        (raw(observation_id="reference", reason="a", **failed),
+         template("a", failed_path="onnx-reference", text="PATH failed: boom")),
+        (raw(observation_id="own", reason="b", **failed),
+         template("b", failed_path="ort-all", text="PATH failed: boom")),
+        (raw(observation_id="own-spelled", reason="c", **failed),
+         template("c", failed_path="onnxruntime-all", text="PATH failed: boom")),
+        (raw(observation_id="tooling", reason="d", **failed),
+         template("d", text="building the fp16 variant failed: boom")),
+    ) == {"reference": "onnx-reference", "own": "onnxruntime@all",
+          "own-spelled": "onnxruntime@all", "tooling": VARIANT_TOOLING}
+
+
+def test_an_undecided_row_blames_the_reference_float64_blames_or_the_pair() -> None:
+    undecided = {"blamed": "undecided", "template": OUTSIDE, "failed_path": "",
+                 "kind": "outside", "arbiter": "tie"}
+    rows = [raw(observation_id="o", case_id="c1", **undecided),
+            raw(observation_id="t", case_id="c1", chk="analytic", truth=True,
+                backend="onnx", path="onnx-reference", blamed="onnx-reference",
+                template=OUTSIDE, failed_path="", kind="outside"),
+            raw(observation_id="pair", case_id="m1", model_case=True, backend="openvino",
+                path="openvino@f32", reference="onnxruntime:all", **undecided),
+            raw(observation_id="own", case_id="c2", **undecided)]
+    for r in rows:
+        r.pop("reason")
+    got = run_stage("decided", rows=rows, obs=[
+        obs(case_id="c1", check="analytic"), obs(case_id="m1"), obs(case_id="c2")])
+    assert {r["observation_id"]: r["blamed"] for r in got} == {
+        "o": "onnx-reference", "t": "onnx-reference", "pair": "onnxruntime vs openvino",
+        "own": "onnxruntime@all"}
+
+
+def test_a_nan_only_row_is_one_cause_on_every_path() -> None:
+    decided = [raw(observation_id=p, path=f"onnxruntime@{p}", blamed=f"onnxruntime@{p}",
+                   kind="nan", template=NAN_TEMPLATE) for p in ("basic", "all")]
+    runtime_rows = run_stage("runtime_rows", decided=decided)
+    assert {(r["runtime"], r["fam0"]) for r in runtime_rows} == {("onnxruntime", "nan")}
+    blamed = [{**r, "fam": r["fam0"]} for r in runtime_rows]
+    grouped = run_stage("grouped", blamed=blamed,
+                        everyone=[{"case_id": "c1", "fam0": "numeric", "every_path": False}])
+    assert {(r["grp"], r["sub"]) for r in grouped} == {("every path", "")}
+    labelled = [{"case_id": "c1", "fam": "nan", "grp": "every path", "sub": "",
+                 "outlier": "every path", "own_path": True, "precision": None,
+                 "kind": "nan", "dtype": "float32", "op_type": "Softmax"}]
+    keyed = run_stage("keyed", labelled=labelled)
+    signed = run_stage("signed", keyed=keyed)
+    assert [(r["family"], r["template"], r["operator_key"]) for r in signed] == [
+        ("nan", NAN_TEMPLATE, "*")]
+
+
+def _runtime_row(case: str, path: str, kind: str = "outside") -> dict[str, Any]:
+    return {"case_id": case, "fam0": "numeric", "runtime": path.split("@")[0],
+            "blamed": path, "kind": kind}
+
+
+def _runtimes(case: str, *paths: str) -> list[dict[str, Any]]:
+    by_runtime: dict[str, list[str]] = {}
+    for p in paths:
+        by_runtime.setdefault(p.split("@")[0], []).append(p)
+    return [{"case_id": case, "fam": "numeric", "runtime": r, "settings": s}
+            for r, s in by_runtime.items()]
+
+
+def test_every_path_when_every_setting_of_every_runtime_is_off_the_same_way() -> None:
+    rows = [_runtime_row("all-off", "onnxruntime@basic"),
+            _runtime_row("all-off", "onnxruntime@all"), _runtime_row("all-off", "openvino"),
+            # ORT's disable_all ran and passed: not every path
+            _runtime_row("one-level-passes", "onnxruntime@all"),
+            _runtime_row("one-level-passes", "openvino"),
+            # off in different kinds: two causes
+            _runtime_row("two-kinds", "onnxruntime@all"),
+            _runtime_row("two-kinds", "openvino", "law:cosine below"),
+            _runtime_row("alone", "openvino")]
+    runtimes = [*_runtimes("all-off", "onnxruntime@basic", "onnxruntime@all", "openvino"),
+                *_runtimes("one-level-passes", "onnxruntime@disable_all", "onnxruntime@all",
+                           "openvino"),
+                *_runtimes("two-kinds", "onnxruntime@all", "openvino"),
+                *_runtimes("alone", "openvino")]
+    kind_sets = run_stage("kind_sets", runtime_rows=rows)
+    assert {r["case_id"]: r["sets"] for r in kind_sets} == {
+        "all-off": 1, "one-level-passes": 1, "two-kinds": 2, "alone": 1}
+    everyone = run_stage("everyone", runtime_rows=rows, runtimes=runtimes,
+                         kind_sets=kind_sets)
+    assert {r["case_id"]: r["every_path"] for r in everyone} == {
+        "all-off": True, "one-level-passes": False, "two-kinds": False, "alone": False}
+
+
+def test_an_outlier_names_the_settings_that_are_off_in_level_order() -> None:
+    groups = [{"case_id": "some", "fam": "numeric", "grp": "onnxruntime", "sub": "",
+               "bad_settings": ["onnxruntime@all", "onnxruntime@extended"]},
+              {"case_id": "every", "fam": "numeric", "grp": "onnxruntime", "sub": "",
+               "bad_settings": ["onnxruntime@all", "onnxruntime@basic"]},
+              {"case_id": "any", "fam": "numeric", "grp": "every path", "sub": "",
+               "bad_settings": ["onnxruntime@all"]}]
+    runtimes = [*_runtimes("some", "onnxruntime@basic", "onnxruntime@extended",
+                           "onnxruntime@all"),
+                *_runtimes("every", "onnxruntime@basic", "onnxruntime@all")]
+    got = run_stage("labelled", groups=groups, runtimes=runtimes)
+    assert {r["case_id"]: r["outlier"] for r in got} == {
+        "some": "onnxruntime@extended,all", "every": "onnxruntime", "any": "every path"}
+
+
+def test_a_law_broken_by_a_runtime_already_off_joins_its_numeric_finding() -> None:
+    rows = [{**_runtime_row("c1", "tract"), "fam0": "numeric", "chk": "agreement"},
+            {**_runtime_row("c1", "tract"), "fam0": "contract:masked_rows",
+             "chk": "contract:masked_rows"},
+            {**_runtime_row("c1", "openvino"), "fam0": "contract:masked_rows",
+             "chk": "contract:masked_rows"},
+            {**_runtime_row("m1", "tract"), "fam0": "model:fp16:scaled",
+             "chk": "model:fp16:scaled"},
+            {**_runtime_row("m1", "tract"), "fam0": "model:fp16:vs-model",
+             "chk": "model:fp16:vs-model"}]
+    got = run_stage("blamed", runtime_rows=rows,
+                    everyone=[{"case_id": "c1", "fam0": "contract:masked_rows",
+                               "every_path": False}],
+                    off=[{"case_id": "c1", "runtime": "tract"},
+                         {"case_id": "m1", "runtime": "tract"}],
+                    off_on_file=run_stage("off_on_file", runtime_rows=rows))
+    assert sorted((r["case_id"], r["runtime"], r["chk"], r["fam"]) for r in got) == [
+        ("c1", "openvino", "contract:masked_rows", "contract:masked_rows"),
+        ("c1", "tract", "agreement", "numeric"),
+        ("c1", "tract", "contract:masked_rows", "numeric"),
+        ("m1", "tract", "model:fp16:scaled", "model:fp16:scaled"),
+        ("m1", "tract", "model:fp16:vs-model", "model:fp16:scaled")]
+
+
+def test_a_runtime_computing_in_fewer_bits_is_a_precision_finding_across_operators() -> None:
+    labelled = [{"case_id": c, "fam": "numeric", "grp": "openvino", "sub": "",
+                 "outlier": "openvino", "own_path": True, "precision": "f32",
+                 "kind": "outside", "dtype": dtype, "op_type": op}
+                for c, dtype, op in (("c1", "float64", "Abs"), ("c2", "float32", "Add"))]
+    signed = run_stage("signed", keyed=run_stage("keyed", labelled=labelled))
+    assert sorted((r["family"], r["template"], r["operator_key"]) for r in signed) == [
+        ("numeric", OUTSIDE, "Add"), ("precision", "computes float64 in f32", "*float64")]
+
+
+def test_the_stages_composed_group_a_case_where_float64_sides_with_the_actual() -> None:
+    """Through the composed SQL on hand-made observations: the ReferenceEvaluator is the
+    outlier of an agreement row float64 sides the actual with, one finding per cause."""
+    con = duckdb.connect()
+    off = "3 of 8 elements outside atol=1e-05 + rtol=0.0001·|r|; max |a−r| = 0.01"
+    con.register("obs", pa.Table.from_pylist([
+        obs(observation_id=f"o-{opt}", optimization=opt, result="divergence",
+            arbiter="actual", reason=off) for opt in ("basic", "all")] + [
+        obs(observation_id="analytic", check="analytic", backend="onnx-reference",
+            optimization="-",
+            reference="numpy-float64", result="divergence", reason=off, arbiter="-")]))
+    cur = con.execute(members_sql("obs"))
+    columns = [d[0] for d in cur.description or ()]
+    members = [dict(zip(columns, r, strict=True)) for r in cur.fetchall()]
+    assert {(m["observation_id"], m["outlier"], m["family"], m["template"])
+            for m in members} == {
+        ("o-basic", "onnx-reference", "numeric", OUTSIDE),
+        ("o-all", "onnx-reference", "numeric", OUTSIDE),
+        ("analytic", "onnx-reference", "numeric", OUTSIDE)}
+    assert len({m["finding_id"] for m in members}) == 1
+    through = con.execute(members_sql("obs", through="decided")).fetchall()
+    assert len(through) == 3

@@ -5,7 +5,12 @@ The CLI is a thin layer over these functions (the way sqlite-utils' CLI sits ove
 ``Database``): every ``gero run`` option is a keyword argument of :func:`run`, what
 ``gero summary``, ``gero findings`` and ``gero diff`` print comes from a :class:`Run`, and
 ``gero blame``, ``bundle``, ``replay``, ``localize``, ``export``, ``parity``, ``compact``
-and ``gc`` are the functions of those names; the commands only parse and print.
+and ``gc`` are the functions of those names; the commands only parse and print. The
+explorer's actions (its run picker, replay, blame, bundle, localize) call the same
+functions; those on one observation take its stored row as well as its id.
+
+Importing this module loads neither NumPy nor pyarrow (the explorer's first frame imports
+it): what needs them is imported inside the function that does.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import errno
 import os
 import shlex
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
@@ -29,11 +34,14 @@ from gero_runner.request import (
     run_options,
 )
 from gero_runner.request import PathLike as PathLike  # re-exported: gero.testing uses it
-from gero_runner.schema import PASSED, RESULT_CLASSES
-from gero_runner.storage.outputs import refuse_inside_root, write_output
+from gero_runner.result_classes import PASSED, RESULT_CLASSES
 from gero_runner.storage.reader import OpenRun
+from gero_runner.storage.reader import RunGone as RunGone  # re-exported: the explorer
 from gero_runner.storage.reader import open_run as _open_reader
-from gero_runner.storage.runs import resolve_run
+from gero_runner.storage.runs import RunInfo as RunInfo  # re-exported: the explorer
+from gero_runner.storage.runs import list_runs as _list_runs
+from gero_runner.storage.runs import read_info
+from gero_runner.storage.runs import resolve_run as _resolve_run
 
 if TYPE_CHECKING:
     import duckdb
@@ -45,12 +53,17 @@ if TYPE_CHECKING:
     from gero.query.verdicts import Verdict
     from gero_runner.evidence.blame import Blame
     from gero_runner.evidence.bundle import BundleResult
-    from gero_runner.evidence.replay import ReplayReport
+    from gero_runner.evidence.replay import ReplayReport as ReplayReport
     from gero_runner.execution.plan import Activity
     from gero_runner.parity.run import ParityResult
     from gero_runner.storage.compact import Compaction
     from gero_runner.storage.gc import GcPlan
 
+
+Observation = str | Mapping[str, Any]
+"""An observation: its id or a unique prefix of it, or its stored row (a mapping of the
+``gero_runner.schema`` columns, as :func:`find_observation` returns it); a caller that
+holds the row (the explorer) saves the look-up through every run's files."""
 
 NO_EVIDENCE = "no evidence kept: nothing to replay"
 """What replay_command says for an observation that kept no tensors (a timeout): naming the
@@ -143,24 +156,37 @@ def _refuse_options_of_resume(resume: str, keywords: RunKeywords) -> None:
                         f"{'it' if len(changed) == 1 else 'them'}, or start a new run")
 
 
-def localize(observation: str, data_dir: PathLike | None = None,
-             output: PathLike | None = None,
-             problems: list[str] | None = None) -> dict[str, Any]:
+def localize(observation: Observation, data_dir: PathLike | None = None,
+             output: PathLike | None = None, problems: list[str] | None = None,
+             cancelled: Callable[[], bool] | None = None) -> dict[str, Any]:
     """What ``gero localize`` does: the node where the observation's error enters (its
     ``origins``), the nodes that carry or magnify it (``amplifiers``), the figures of every
     tensor compared, and a ``summary`` sentence, stored with the evidence
     (``localize/OBSERVATION_ID.json``, whose path is ``stored``). ``observation`` is an id
     or a prefix; ``output`` writes the first origin as a repro directory that ``gero replay``
-    runs again. Files that could not be read are appended to ``problems``."""
+    runs again. Files that could not be read are appended to ``problems``. It runs in a
+    child process, stopped early once ``cancelled()`` is true (the explorer's screen left).
+    """
     from gero_runner.evidence.localize import localize_observation
-    from gero_runner.storage.reader import resolve_observation
 
-    root = Path(data_dir) if data_dir is not None else default_data_dir()
+    root = _root(data_dir)
     if output is not None:
         refuse_inside_root(output, root)
-    row = resolve_observation(root, observation, problems)
-    loc, stored = localize_observation(root, row, Path(output) if output is not None else None)
+    row = _row(observation, data_dir, problems)
+    loc, stored = localize_observation(root, row, Path(output) if output is not None else None,
+                                       cancelled=cancelled)
     return {**loc.as_dict(), "stored": str(stored)}
+
+
+def localization_file(observation: Mapping[str, Any], data_dir: PathLike | None = None) -> Path:
+    """Where :func:`localize` stores an observation's result (its stored row): the JSON
+    whose path :func:`localize` returns as ``stored``, the tensors it kept beside it
+    (``.npz``); it need not exist yet. A :class:`GeroError` as :func:`evidence_directory`
+    says."""
+    from gero_runner.evidence.localize import localize_path
+
+    return localize_path(evidence_directory(observation, data_dir),
+                         str(observation["observation_id"]))
 
 
 def verdicts_of(reader: OpenRun, model: str | None = None) -> list[Verdict]:
@@ -180,6 +206,23 @@ def find_observation(observation: str, data_dir: PathLike | None = None,
     return resolve_observation(_root(data_dir), observation, problems)
 
 
+def _row(observation: Observation, data_dir: PathLike | None,
+         problems: list[str] | None) -> dict[str, Any]:
+    if isinstance(observation, str):
+        return find_observation(observation, data_dir, problems)
+    return dict(observation)
+
+
+def evidence_directory(observation: Mapping[str, Any], data_dir: PathLike | None = None
+                       ) -> Path:
+    """The evidence directory of an observation (its stored row), what :func:`replay`
+    re-runs and :func:`blame` and :func:`localize` start from; a :class:`GeroError` when
+    it kept none, it is gone, or it lies outside the data root."""
+    from gero_runner.storage.artifacts import evidence_directory as directory_of
+
+    return directory_of(_root(data_dir), observation)
+
+
 @dataclass(frozen=True)
 class Blamed:
     """``gero blame``'s answer: the observation, which level and rewrite changed its output,
@@ -190,15 +233,28 @@ class Blamed:
     stored: Path
 
 
-def blame(observation: str, data_dir: PathLike | None = None,
+def blame(observation: Observation, data_dir: PathLike | None = None,
           problems: list[str] | None = None) -> Blamed:
     """What ``gero blame`` does: run the observation's graph at every ONNX Runtime level,
     name the first level that changes the output and the rewrite behind it."""
     from gero_runner.evidence.blame import blame_observation  # imports ONNX Runtime
 
-    row = find_observation(observation, data_dir, problems)
+    row = _row(observation, data_dir, problems)
     found, stored = blame_observation(_root(data_dir), row)
     return Blamed(row, found, stored)
+
+
+def stored_blame(observation: Mapping[str, Any], data_dir: PathLike | None = None
+                 ) -> dict[str, Any] | None:
+    """The blame :func:`blame` stored with an observation's evidence (its stored row), as
+    ``Blame.as_dict`` wrote it; None when there is none or it cannot be read."""
+    from gero_runner.evidence.blame import read_blame
+
+    try:
+        return read_blame(evidence_directory(observation, data_dir),
+                          str(observation["observation_id"]))
+    except GeroError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -209,7 +265,7 @@ class Bundled:
     bundle: BundleResult
 
 
-def bundle(observation: str, output: PathLike, data_dir: PathLike | None = None,
+def bundle(observation: Observation, output: PathLike, data_dir: PathLike | None = None,
            problems: list[str] | None = None) -> Bundled:
     """What ``gero bundle`` does: the observation's case as a ``.tar.gz`` (graph, inputs,
     outputs, manifest, rows, the replay command) that :func:`replay` verifies and re-runs."""
@@ -222,17 +278,20 @@ def bundle(observation: str, output: PathLike, data_dir: PathLike | None = None,
         stem = out.name.split(".")[0] or "bundle"
         raise GeroError(f"-o {out}: a bundle is a .tar.gz; name it {stem}.tar.gz")
     refuse_inside_root(out, _root(data_dir))
-    row = find_observation(observation, data_dir, problems)
+    row = _row(observation, data_dir, problems)
     return Bundled(row, create_bundle(DataRoot(_root(data_dir)), row, out))
 
 
 def replay(path: PathLike, data_dir: PathLike | None = None,
            observations: Sequence[str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-           warn: Callable[[str], None] | None = None) -> ReplayReport:
+           warn: Callable[[str], None] | None = None,
+           cancelled: Callable[[], bool] | None = None) -> ReplayReport:
     """What ``gero replay`` does: verify an evidence directory or bundle against its
     manifest, re-run its paths and say per observation whether it reproduced. A relative
     ``artifact_path`` as exported (``runs/…/artifacts/…``) is found under ``data_dir``;
-    ``observations`` restricts it to those ids (or unique prefixes of them)."""
+    ``observations`` restricts it to those ids (or unique prefixes of them). The re-run
+    is a child process, stopped early once ``cancelled()`` is true (the explorer's screen
+    left). :func:`replay_command` is the command line that does the same."""
     from gero_runner.evidence.bundle import opened
     from gero_runner.evidence.replay import replay_artifact
     from gero_runner.request import check_timeout
@@ -243,7 +302,7 @@ def replay(path: PathLike, data_dir: PathLike | None = None,
         where = _root(data_dir) / where
     with opened(where) as directory:
         return replay_artifact(directory, observation_ids=list(observations or []) or None,
-                               warn=warn, timeout_s=timeout)
+                               warn=warn, timeout_s=timeout, cancelled=cancelled)
 
 
 @dataclass(frozen=True)
@@ -342,14 +401,74 @@ def parity(module: str, inputs: Sequence[str] = (), *, checkpoint: PathLike | No
     return run_parity(request, warn)
 
 
+def replay_command(observation_id: str, artifact_path: str,
+                   data_dir: PathLike | None = None) -> str:
+    """The ``gero replay`` command that re-runs one observation from its evidence directory
+    (``artifact_path``, relative to the data root) and says whether it reproduced: the one
+    spelling the findings, the report and the explorer print. :data:`NO_EVIDENCE` for an
+    observation that kept no tensors (a timeout, a failure before any was written)."""
+    if not artifact_path:
+        return NO_EVIDENCE
+    # absolute: the command works from any folder (a report opened elsewhere)
+    return shlex.join(["gero", "replay", str(_root(data_dir).absolute() / artifact_path),
+                       "--observation", observation_id])
+
+
+def refuse_inside_root(output: PathLike, data_dir: PathLike | None = None,
+                       flag: str = "-o") -> None:
+    """Refuse an output path that is the data root or lies inside it (only gero's store
+    writes there), links resolved: what every command that writes a file checks first;
+    ``flag`` names the path in the sentence (the explorer's "the path")."""
+    from gero_runner.storage.outputs import refuse_inside_root as refuse
+
+    refuse(output, _root(data_dir), flag)
+
+
+def write_output(path: PathLike, data: bytes | str, flag: str = "-o") -> Path:
+    """Write ``data`` (text as UTF-8) to ``path`` whole or not at all: a failure is one
+    sentence saying the file there is as it was."""
+    from gero_runner.storage.outputs import write_output as write
+
+    return write(path, data, flag)
+
+
 def _root(data_dir: PathLike | None) -> Path:
     return Path(data_dir) if data_dir is not None else default_data_dir()
 
 
+# The data root's runs ----------------------------------------------------------------
+def run_ids(data_dir: PathLike | None = None) -> list[str]:
+    """The ids of the data root's runs, oldest first (by the time each started)."""
+    from gero_runner.storage.layout import run_ids as stored
+
+    return stored(_root(data_dir))
+
+
+def find_run(run: str | None = None, data_dir: PathLike | None = None,
+             runs: list[str] | None = None) -> str:
+    """The full id of the newest run, or of the one run whose id starts with ``run`` (like
+    git), among ``runs`` when the caller listed them (:func:`run_ids`); a
+    :class:`GeroError` saying how to make one when the root has none, or which ids a prefix
+    matches."""
+    return _resolve_run(_root(data_dir), run, runs)
+
+
+def list_runs(data_dir: PathLike | None = None) -> list[RunInfo]:
+    """Every run of the data root as a listing shows it (the explorer's run picker), newest
+    first; an unreadable record is a :class:`RunInfo` whose ``problem`` says why."""
+    return _list_runs(_root(data_dir))
+
+
+def run_info(run_id: str, data_dir: PathLike | None = None) -> RunInfo:
+    """One run as a listing shows it (status, suite, versions, counts); never raises: an
+    unreadable record comes back with ``problem`` set."""
+    return read_info(_root(data_dir), run_id)
+
+
 def open_run(run: str | None = None, data_dir: PathLike | None = None) -> Run:
     """A stored run: the newest in the data root, or the one whose id starts with ``run``."""
-    root = Path(data_dir) if data_dir is not None else default_data_dir()
-    return Run(root, resolve_run(root, run))
+    root = _root(data_dir)
+    return Run(root, find_run(run, root))
 
 
 class Run:
@@ -522,11 +641,7 @@ class Run:
             artifact_path = self.artifact_paths([observation_id]).get(observation_id)
             if artifact_path is None:
                 raise GeroError(f"observation {observation_id!r} is not in run {self.id}")
-        if not artifact_path:  # a timeout or a failure before any tensor was kept
-            return NO_EVIDENCE
-        # absolute: the command works from any folder (a report opened elsewhere)
-        return shlex.join(["gero", "replay", str(self.data_dir.absolute() / artifact_path),
-                           "--observation", observation_id])
+        return replay_command(observation_id, artifact_path, self.data_dir)
 
     def bundle_command(self, observation_id: str, output: str | None = None) -> str:
         """The command that packs one observation's evidence into a .tar.gz to share."""

@@ -91,6 +91,11 @@ class ObservationReplay:
     def reproduced(self) -> bool:
         return self.status in (BIT_EXACT, WITHIN_TOLERANCE, SAME_OUTCOME) and self.result_matches
 
+    @property
+    def label(self) -> str:
+        """Its status in words (``STATUS_LABELS``), as the CLI and the explorer say it."""
+        return STATUS_LABELS.get(self.status, self.status)
+
 
 @dataclass(frozen=True)
 class ReplayReport:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,6 +135,12 @@ _ELEMENTWISE_FIGURES = ("rtol", "atol", "min_atol", "min_rtol", "max_ulp", "mism
 """Figures of the element-wise tolerance, which some model rows are not gated by."""
 
 
+def deciding_gate(fields: Mapping[str, Any]) -> str:
+    """The gate in words where rtol, atol and ULP figures do not decide a row (a model
+    row of a task judged otherwise: ``checks.gates``); '' where they do."""
+    return non_elementwise_gate(str(fields.get("check", "")))
+
+
 def explained_value(column: str, fields: dict[str, Any]) -> str:
     """``format_value``, with the reason where a figure is absent or reads against the
     row's result: every field the detail view shows agrees with the row's class."""
@@ -145,7 +152,7 @@ def explained_value(column: str, fields: dict[str, Any]) -> str:
         if result == "divergence":
             return "- (no float64 value for this comparison to arbitrate with)"
         return "- (only a divergence has an arbiter)"
-    gate = non_elementwise_gate(str(fields.get("check", "")))
+    gate = deciding_gate(fields)
     if gate and column in _ELEMENTWISE_FIGURES and not absent:
         return f"{shown} (context only: this row's gate is {gate}, see its reason)"
     if column in DISTRIBUTION_NAMES and value is None:

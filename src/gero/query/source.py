@@ -55,6 +55,12 @@ def open_source(data_root: Path, run: str | None = None,
     return source
 
 
+def on_cursor(source: OpenRun, cursor: duckdb.DuckDBPyConnection) -> OpenRun:
+    """The open run read through ``cursor``, a worker thread's own (DuckDB cursors are not
+    shared between threads): for what takes a run and queries it from there (an export)."""
+    return OpenRun(Path(source.data_root), source.run_id, cursor, list(source.problems))
+
+
 def _table_views(source: OpenRun) -> None:
     """The evaluations table's views over what ``obs`` reads."""
     con = source.connection

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from gero_runner.errors import ArtifactError
+from gero_runner.metrics.compare import ulp_distance
 from gero_runner.storage.artifacts import has_member, load_array, resolve_artifact
 
 EXACT_DIR = "outputs/numpy-float64-exact"
@@ -197,6 +198,12 @@ def element_status(actual: np.ndarray, reference: np.ndarray, atol: float, rtol:
         diff = np.where(finite, diff, np.nan)
         mismatch = np.where(finite, diff > atol + rtol * np.abs(r), ~same_inf)
     return diff, mismatch, ~finite
+
+
+def element_ulp(actual: Any, reference: Any) -> float:
+    """The ULP distance of one pair of float elements, in ``actual``'s dtype: the runner's
+    ``ulp_distance``, which the side-by-side view shows for the element under its cursor."""
+    return float(ulp_distance(np.asarray(actual), np.asarray(reference))[()])
 
 
 def analyse(evidence: Evidence, worst_count: int = WORST_COUNT) -> ElementAnalysis:

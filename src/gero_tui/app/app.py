@@ -25,13 +25,12 @@ from textual.screen import Screen
 from textual.widget import AwaitMount
 from textual.worker import Worker
 
+from gero import api
+from gero.api import RunGone, RunInfo
 from gero.query.source import RunSource, open_source
 from gero.query.table import Page, TableFilter, TableSort
 from gero_runner.errors import GeroError, StoreError
 from gero_runner.escape import for_terminal
-from gero_runner.storage.layout import run_ids
-from gero_runner.storage.reader import RunGone
-from gero_runner.storage.runs import RunInfo, list_runs, read_info, resolve_run
 from gero_tui.app.base import ExplorerApp
 from gero_tui.app.prefetch import Opened, Prefetch
 from gero_tui.app.screens.evaluations import EvaluationsScreen
@@ -116,7 +115,8 @@ class GeroApp(ExplorerApp):
         self.start_screen = screen
         self.run_id: str | None = None
         # A bad --run prefix is a command-line error, reported before the UI starts.
-        self.run_id = resolve_run(self.data_root, run) if run_ids(self.data_root) else None
+        self.run_id = (api.find_run(run, self.data_root) if api.run_ids(self.data_root)
+                       else None)
         self._info: RunInfo | None = None
         self._prefetch = prefetch
         self._early_findings = prefetch
@@ -151,7 +151,7 @@ class GeroApp(ExplorerApp):
 
             self.push_screen(EmptyScreen(self.data_root))
             return
-        self._info = read_info(self.data_root, self.run_id)
+        self._info = api.run_info(self.run_id, self.data_root)
         # Starting on the table, the overview is made when escape asks for it (show_overview):
         # composing it first would delay the table's first paint.
         prefetch = self._prefetch
@@ -255,7 +255,7 @@ class GeroApp(ExplorerApp):
         old = self.source
         message.source.on_gone = self._post_gone
         self.run_id = message.source.run_id
-        self._info = read_info(self.data_root, self.run_id)
+        self._info = api.run_info(self.run_id, self.data_root)
         for problem in message.source.problems:
             self.notify(problem, title="Skipped a file", severity="warning", timeout=15)
         self.source = message.source  # the screens watching it show the new run
@@ -286,7 +286,7 @@ class GeroApp(ExplorerApp):
         self.source = None
         while len(self.screen_stack) > 1:
             self.pop_screen()
-        runs = run_ids(self.data_root)
+        runs = api.run_ids(self.data_root)
         if not runs:
             from gero_tui.app.screens.empty import EmptyScreen
 
@@ -297,7 +297,7 @@ class GeroApp(ExplorerApp):
             return
         from gero_tui.app.screens.overview import OverviewScreen
 
-        newest = resolve_run(self.data_root, None, runs)
+        newest = api.find_run(None, self.data_root, runs)
         super().notify(f"{gone}; showing {newest} (p: another run)", title="Run gone",
                        severity="error", timeout=30)
         self.switch_run(newest)
@@ -377,7 +377,7 @@ class GeroApp(ExplorerApp):
 
         if isinstance(self.screen, RunPickerScreen):  # `p p`: one picker
             return
-        runs = list_runs(self.data_root)
+        runs = api.list_runs(self.data_root)
         if not runs:
             self.notify(f"no runs in {self.data_root}", severity="warning")
             return
@@ -404,7 +404,7 @@ class GeroApp(ExplorerApp):
     def switch_run(self, run_id: str) -> None:
         """Open another run; the screens show it once its source is open."""
         self.run_id = run_id
-        self._info = read_info(self.data_root, run_id)
+        self._info = api.run_info(run_id, self.data_root)
         self._open(run_id)
 
     # -- what part 2 implements ----------------------------------------------------------
@@ -433,7 +433,7 @@ class GeroApp(ExplorerApp):
 
     def compare_runtimes(self, backend: str, optimization: str) -> None:
         from gero.query.diff import diff_backends
-        from gero_runner.backends import path_label
+        from gero_runner.backends.names import path_label
         from gero_tui.app.screens.choice import ChoiceScreen
         from gero_tui.app.screens.diff import DiffScreen
 

@@ -16,10 +16,10 @@ from textual.reactive import var
 from textual.screen import ModalScreen, Screen
 from textual.widget import AwaitMount
 
+from gero.api import RunInfo
 from gero.query.source import RunSource
 from gero.query.table import Page, TableFilter, TableSort
 from gero_runner.escape import for_terminal
-from gero_runner.storage.runs import RunInfo
 
 if TYPE_CHECKING:
     from gero.query.findings import FindingsReport

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import shlex
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from detail_harness import Harness, sync
 from rich.console import Console
 from textual.widgets import ContentSwitcher, DataTable
 
+import gero
 from gero_runner.storage.artifacts import PACKED, is_packed
 from gero_tui.app.screens.detail import DetailScreen
 from gero_tui.app.screens.op_histogram import OpHistogramScreen
@@ -211,7 +213,13 @@ async def test_copy_case_id_and_replay_command(data: tuple[Path, dict[str, str]]
         await pilot.press("c")
         assert app.clipboard == "synthetic/Softmax/3d/float16"
         await pilot.press("C")
-        assert app.clipboard.startswith("gero replay ") and "artifacts/" in app.clipboard
+        # The command `gero findings` and the report print (one spelling): absolute, and
+        # replaying this observation alone.
+        with gero.open_run(data_dir=root) as run:
+            assert app.clipboard == run.replay_command(ids["divergence"])
+        words = shlex.split(app.clipboard)
+        assert words[:2] == ["gero", "replay"] and Path(words[2]).is_absolute()
+        assert words[3:] == ["--observation", ids["divergence"]]
 
 
 @sync

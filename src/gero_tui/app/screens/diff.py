@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from gero.query.diff import KINDS
-from gero_runner.backends import path_label
+from gero_runner.backends.names import path_label
 from gero_runner.errors import GeroError
 from gero_runner.escape import for_terminal
 from gero_tui.app.base import leave

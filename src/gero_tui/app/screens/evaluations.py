@@ -23,6 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
+from gero.api import RunGone
 from gero.query.table import (
     COLUMN_FILTERS,
     COLUMNS,
@@ -43,7 +44,6 @@ from gero.query.table import (
     split_covers,
 )
 from gero_runner.escape import for_terminal
-from gero_runner.storage.reader import RunGone
 from gero_tui.app.widgets.evaluations_table import PAGE_SIZE, EvaluationsTable
 from gero_tui.app.widgets.filter_bar import FilterBar
 from gero_tui.app.widgets.find_box import FIND_MAX, FindBox

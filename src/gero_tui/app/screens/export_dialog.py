@@ -79,17 +79,16 @@ def default_bundle_path(observation_id: str, directory: Path | None = None) -> P
 
 def export_scope(source: Any, scope: ExportScope, fmt: str, path: Path) -> tuple[Path, int]:
     """Write the scope's rows; returns the absolute path and the row count (blocking)."""
+    from gero.api import refuse_inside_root
     from gero.query.export import export_rows
     from gero.query.filters import Filter
-    from gero_runner.storage.outputs import refuse_inside_root
-    from gero_runner.storage.reader import OpenRun
+    from gero.query.source import on_cursor
 
     refuse_inside_root(path, data_root_of(source), "the path")
     cursor = source.cursor()
-    view = OpenRun(data_root_of(source), source.run_id, cursor,
-                   list(getattr(source, "problems", [])))
-    result = export_rows(view, Filter(scope.sql, tuple(scope.params), scope.filter_text), fmt,
-                         path, cursor=cursor, order=table_order(scope.sort))
+    result = export_rows(on_cursor(source, cursor),
+                         Filter(scope.sql, tuple(scope.params), scope.filter_text), fmt, path,
+                         cursor=cursor, order=table_order(scope.sort))
     return result.path.resolve(), result.rows
 
 
@@ -109,15 +108,14 @@ def table_order(sort: Any) -> Any:
 
 
 def export_bundle(source: Any, observation_id: str, path: Path) -> tuple[Path, str]:
-    """Bundle one observation's evidence; returns the archive path and its replay command."""
+    """Bundle one observation's evidence (``gero bundle``); returns the archive path and
+    its replay command."""
+    from gero import api
     from gero.query.detail import fetch_observation
-    from gero_runner.evidence.bundle import create_bundle
-    from gero_runner.storage.outputs import refuse_inside_root
-    from gero_runner.storage.store import DataRoot
 
-    refuse_inside_root(path, data_root_of(source), "the path")
+    api.refuse_inside_root(path, data_root_of(source), "the path")  # named as the dialog does
     row = fetch_observation(source.cursor(), observation_id).fields
-    result = create_bundle(DataRoot(data_root_of(source)), row, path)
+    result = api.bundle(row, path, data_root_of(source)).bundle
     return result.path.resolve(), result.replay_command
 
 

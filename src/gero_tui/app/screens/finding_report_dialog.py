@@ -111,7 +111,7 @@ class FindingReportDialog(Dialog[None]):
 
     @work(thread=True, exclusive=True, group="finding-report", exit_on_error=False)
     def _write(self, path: Path, bundle: Path) -> None:
-        from gero_runner.storage.outputs import refuse_inside_root, write_output
+        from gero.api import refuse_inside_root, write_output
 
         root = data_root_of(self.source)
         flag = f" --data-dir {for_shell(root.resolve())}"

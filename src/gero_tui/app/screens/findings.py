@@ -310,7 +310,7 @@ class FindingsScreen(Screen[None]):
 
     def action_pick_baseline(self) -> None:
         """``c``: compare the findings with another run than the previous one."""
-        from gero_runner.storage.runs import list_runs
+        from gero.api import list_runs
         from gero_tui.app.screens.choice import ChoiceScreen
         from gero_tui.app.screens.export_dialog import data_root_of
 

@@ -25,10 +25,10 @@ from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowDoesNotExist
 from textual.worker import get_current_worker
 
+from gero import api
 from gero.query.tensors import Evidence, analyse
 from gero_runner.errors import GeroError
 from gero_runner.escape import for_terminal
-from gero_runner.storage.artifacts import LOCALIZE_DIR, resolve_artifact
 from gero_tui.app.base import leave
 from gero_tui.app.widgets.key_bar import KeyBar
 from gero_tui.app.widgets.tensor_view import TensorView
@@ -60,10 +60,9 @@ def bar(value: float, threshold: float, width: int = CHART_WIDTH) -> Text:
     return text
 
 
-def read_stored(directory: Path, observation_id: str
-                ) -> tuple[dict[str, Any] | None, dict[str, np.ndarray]]:
-    """A stored localization and the tensors it kept (None and {} when there is none)."""
-    path = directory / LOCALIZE_DIR / f"{observation_id}.json"
+def read_stored(path: Path) -> tuple[dict[str, Any] | None, dict[str, np.ndarray]]:
+    """A stored localization (``api.localization_file``) and the tensors it kept beside it
+    (None and {} when there is none)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -130,22 +129,21 @@ class LocalizeScreen(Screen[None]):
                 from gero.query.detail import fetch_observation
 
                 self.row = fetch_observation(self.source.cursor(), self.observation_id).fields
-            directory = resolve_artifact(self.data_root, str(self.row.get("artifact_path")))
-            result, kept = read_stored(directory, self.observation_id)
+            path = api.localization_file(self.row, self.data_root)
+            result, kept = read_stored(path)
             stored = result is not None
             if result is None:
                 self.app.call_from_thread(
                     self.query_one("#localize-summary", Static).update,
                     Text("localizing… (both paths run again in the background)",
                          style="italic"))
-                # Deferred: localizing imports ONNX and the runtimes; only this needs it.
-                from gero_runner.evidence.localize import localize_observation
-
                 worker = get_current_worker()
-                loc, _ = localize_observation(self.data_root, self.row,
-                                              cancelled=lambda: worker.is_cancelled)
-                result, kept = read_stored(directory, self.observation_id)
-                result = result or loc.as_dict()
+                # In a child process (it imports ONNX and the runtimes), stopped when the
+                # screen is left.
+                loc = api.localize(self.row, self.data_root,
+                                   cancelled=lambda: worker.is_cancelled)
+                result, kept = read_stored(Path(loc["stored"]))
+                result = result or loc
         except GeroError as e:
             self.app.call_from_thread(self._failed, f"✗ localize failed: {e}")
             return

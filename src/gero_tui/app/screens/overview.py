@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Label, OptionList, Static
 from textual.worker import Worker
 
 from gero.query.table import RESULT_CLASSES, TableFilter
-from gero_runner.backends import short_name
+from gero_runner.backends.names import short_name
 from gero_runner.errors import GeroError
 from gero_runner.escape import for_terminal
 from gero_tui.app.base import readable_text

@@ -10,15 +10,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import DataTable, Label
 
+from gero.api import RunInfo
+from gero_runner.backends.names import short_name
 from gero_runner.escape import for_terminal
-from gero_runner.storage.runs import RunInfo
 from gero_tui.app.base import Dialog, ExplorerApp
 
 
 def runtimes_text(run: RunInfo) -> str:
     """The runtimes under test with their versions, by short name ("ort 1.32.0 · ov …")."""
-    from gero_runner.backends import short_name
-
     if not run.runtimes:
         return f"ort {run.onnxruntime_version}"
     return " · ".join(f"{short_name(name)} {version}"

@@ -21,9 +21,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from gero.query.slicing import TensorCursor
-from gero.query.tensors import ElementAnalysis, Evidence, element_status
+from gero.query.tensors import ElementAnalysis, Evidence, element_status, element_ulp
 from gero_runner.escape import for_terminal
-from gero_runner.metrics.compare import ulp_distance
 
 # Significant digits shown per dtype: float16 values print with their shortest round-trip
 # form (never more than 5 digits); wider types are capped so a cell stays readable.
@@ -395,8 +394,7 @@ class TensorView(Widget, can_focus=True):
                     f"{format_element(flat_r, ev.reference.dtype)}  |a−r| "
                     f"{format_difference(diff)}")
         if ev.actual.dtype.kind == "f" and not math.isnan(diff):
-            ulp = float(ulp_distance(np.asarray(flat_a), np.asarray(flat_r))[()])
-            text.append(f"  ULP {ulp:.0f}")
+            text.append(f"  ULP {element_ulp(flat_a, flat_r):.0f}")
         if ev.exact is not None:
             text.append(f"  float64 {float(ev.exact[index]):.12g}")
         return text

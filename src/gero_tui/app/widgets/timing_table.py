@@ -7,7 +7,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import DataTable
 
-from gero_runner.backends import short_name
+from gero_runner.backends.names import short_name
 from gero_runner.escape import for_terminal
 
 

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from gero_runner.backends import short_name
+from gero_runner.backends.names import short_name
 from gero_tui.app.widgets.palette import CLASS_COLORS
 
 if TYPE_CHECKING:

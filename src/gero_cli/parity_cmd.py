@@ -11,6 +11,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from gero_cli.args.executor import RUN_ID
 from gero_cli.common import EXIT_CLEAN, EXIT_FOUND, add_data_dir, data_dir, echo, warn
 
 
@@ -55,8 +56,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="seconds per sample (building the module, PyTorch, the export and "
                         "every ONNX Runtime level); a sample past it, or whose worker "
                         "crashes, is an execution observation (default 120)")
-    p.add_argument("--run-id", default=None,
-                   help="id of the new run (default: date, time and a random suffix)")
+    RUN_ID.add_to(p)  # the same option as gero run's
     add_data_dir(p)
     p.set_defaults(handler=main)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from conftest import settle
-from test_evaluations_keys import expected, open_table, shown
+from table_helpers import expected, open_table, shown
 
 from gero_tui.app.app import GeroApp
 from gero_tui.app.screens.evaluations import EvaluationsScreen

@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from conftest import settle
-from test_evaluations_keys import open_table
+from table_helpers import open_table
 
 from gero.query.detail import explained_value
 from gero_tui.app.app import GeroApp

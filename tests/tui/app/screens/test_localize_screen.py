@@ -20,7 +20,7 @@ from gero_tui.app.screens.findings import FindingsScreen
 from gero_tui.app.screens.localize import LocalizeScreen
 from gero_tui.app.widgets.tensor_view import TensorView
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "runner" / "evidence"))
+sys.path.insert(0, str(Path(__file__).parents[3] / "runner" / "evidence"))
 from localize_models import one_pass_variance
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gero_runner.checks import task
 from gero_runner.checks.contracts import laws
 from gero_runner.execution import context, evaluate
 from gero_runner.run import RunRequest, collect_cases
@@ -63,7 +64,7 @@ def measure(checks: tuple[str, ...], scratch: Path) -> dict[str, Any]:
         data_root=tempfile.mkdtemp(prefix="run-", dir=scratch), checks=checks)
     try:
         start = time.perf_counter()
-        backend_s = sum(evaluate.evaluate_case(c, settings).backend_seconds for c in cases)
+        backend_s = sum(task.evaluate_case(c, settings).backend_seconds for c in cases)
         loop_s = time.perf_counter() - start
     finally:
         for (owner, name), value in zip(patched, saved, strict=True):

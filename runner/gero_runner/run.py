@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from gero_runner import backends
 from gero_runner.case import CaseInstance
+from gero_runner.checks.task import case_task
 from gero_runner.errors import GeroError
 from gero_runner.execution.context import CaseResult, RunSettings
 from gero_runner.execution.paths import check_skip_paths, path_table_here
@@ -280,17 +281,19 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
         checks=model_checks(request), backends=runtimes,
         max_tensor_bytes=int(request.max_tensor_mb * 2**20),
         max_evidence_bytes=int(request.max_evidence_mb * 2**20),
-        path_budget_s=request.path_budget_s, skip_paths=tuple(request.skip_paths),
+        skip_paths=tuple(request.skip_paths),
     )
+    # Each path of a model case under the path budget: given to the case's plan, once.
+    task = case_task(request.path_budget_s)
     status = "complete"
     try:
         for outcome in (
                 run_cases([cases[i] for i in todo], settings, jobs=request.jobs,
                           timeout_s=request.timeout_s, tick=writer.save_if_due,
-                          watch=activity)
+                          task=task, watch=activity)
                 if dask is None else
                 dask.run_cases([cases[i] for i in todo], settings, request.timeout_s,
-                               tick=writer.save_if_due, warn=warn)):
+                               tick=writer.save_if_due, warn=warn, task=task)):
             result = outcome.result
             position = todo[outcome.index]
             writer.add(position, cases[position].case_id, _batch(result),

@@ -15,11 +15,11 @@ import time
 from typing import Any
 
 from gero_cli import console, main
-from gero_runner.execution import evaluate
+from gero_runner.checks import task
 
 GATED = set(filter(None, os.environ.get("GERO_TEST_GATED", "").split(",")))
 GATE = os.environ.get("GERO_TEST_GATE", "")
-_evaluate = evaluate.evaluate_case
+_evaluate = task.evaluate_case
 
 
 def _gated(case: Any, settings: Any) -> Any:
@@ -29,7 +29,7 @@ def _gated(case: Any, settings: Any) -> Any:
     return _evaluate(case, settings)
 
 
-evaluate.evaluate_case = _gated
+task.evaluate_case = _gated
 
 if __name__ == "__main__":
     sys.exit(main() if os.environ.get("GERO_TEST_LIBRARY") else console())

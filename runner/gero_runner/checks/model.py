@@ -44,7 +44,7 @@ import onnx
 from gero_runner import backends
 from gero_runner.backends.base import Backend, PathSpec
 from gero_runner.case import MODEL_SUITES, CaseInstance, ModelChecks
-from gero_runner.errors import NotRun, error_text
+from gero_runner.errors import GeroError, NotRun, PathFailed, error_text
 from gero_runner.metrics import model_level as ml
 from gero_runner.metrics.compare import compare
 from gero_runner.models import variants as var
@@ -252,50 +252,67 @@ def fp16_yardsticks(model: bytes, inputs: dict[str, np.ndarray]
 
 
 class ModelRuns:
-    """Where the model family's runs come from. This one runs them here, one after another;
-    a model case split into parts has each run under its own budget in a part of its own
-    (``checks.model_parts``), and the family judges what they made. A run that is not made
-    raises (``NotRun``: its path ran out of its budget earlier and a row says so)."""
+    """The model family's runs, as a model case's parts made them (``checks.model_parts``:
+    one plan, whether the worker pool spread its parts over workers or one process ran them
+    one after another); the family judges what they made. A run that was not made raises
+    ``NotRun`` (its path ran out of its budget earlier and a row says so); one that gave no
+    result raises ``PathFailed`` with the sentence that says why."""
 
-    def floors(self, ctx: CaseContext, label: str, model: bytes, b: Baseline,
-               base: list[np.ndarray], disabled: list[np.ndarray] | None,
-               rule: StatsRule) -> Floors:
-        """The baseline's floors on ``model`` (``label``: 'fp32' or the variant) from its
-        noise-floor runs, ``base`` its outputs there and ``disabled`` its first setting's."""
-        noisy = noisy_runs(b.backend, b.spec, model, ctx.case.inputs, ctx.case.seed, label,
-                           ctx.backend_time)
-        return floors_of(base, disabled, noisy, rule)
+    def __init__(self, noise: dict[tuple[str, str], Any], variant_models: dict[str, bytes | str],
+                 on_variant: dict[str, dict[str, PathResult]], keys: list[str],
+                 yardsticks: Any, exact: dict[str, Any]) -> None:
+        self.noise, self.variant_models, self.on_variant = noise, variant_models, on_variant
+        self.keys, self.yardsticks, self.exact = keys, yardsticks, exact
 
-    def variant_model(self, ctx: CaseContext, name: str) -> bytes:
-        return var.build(name, ctx.case.model, ctx.case.inputs, ctx.case.seed,
-                         calibration_of(ctx.case))
+    def floors(self, ctx: CaseContext, label: str, b: Baseline) -> Floors:
+        """The baseline's floors on the model or a variant (``label``: 'fp32' or the
+        variant's name) from its noise-floor runs."""
+        got = self.noise.get((label, b.spec.name))
+        if got is None:
+            raise NotRun
+        if isinstance(got, str):
+            raise PathFailed(got)
+        floors, seconds = got
+        ctx.backend_seconds += seconds
+        result: Floors = floors
+        return result
 
-    def variant_paths(self, ctx: CaseContext, name: str, vcase: CaseInstance
-                      ) -> dict[str, PathResult]:
+    def variant_model(self, name: str) -> bytes:
+        got = self.variant_models[name]
+        if isinstance(got, str):
+            raise PathFailed(got)
+        return got
+
+    def variant_paths(self, ctx: CaseContext, name: str) -> dict[str, PathResult]:
         """Every runtime setting and the ReferenceEvaluator on the variant, once each."""
-        from gero_runner.execution.paths import (
-            explain_reference_on_variant,
-            run_path,
-            run_reference,
-            runtime_specs,
-        )
-
-        runs: dict[str, PathResult] = {}
-        for backend, spec in runtime_specs(ctx.settings):
-            runs[spec.name] = run_path(backend, spec, vcase, 1)
-        runs["onnx-reference"] = run_reference(vcase, 1)
-        explain_reference_on_variant(vcase, runs["onnx-reference"])
+        # In the paths' order whatever order they finished in; a path not run on the
+        # variant (it ran out earlier) is marked so, without a row of its own.
+        runs = {}
+        for key in self.keys:
+            got = self.on_variant[name].get(key)
+            if got is None:
+                got = dataclasses.replace(ctx.paths[key], outputs=None, files=[],
+                                          error="not run", skipped=True, backend_seconds=0.0)
+            runs[key] = got
         ctx.backend_seconds += sum(p.backend_seconds for p in runs.values())
         return runs
 
-    def fp16_yardsticks(self, ctx: CaseContext, model: bytes
-                        ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        with ctx.backend_time():
-            return fp16_yardsticks(model, ctx.case.inputs)
+    def fp16_yardsticks(self, ctx: CaseContext) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        got = self.yardsticks
+        if got is None or isinstance(got, str):
+            raise PathFailed(got or "not run")
+        (rounded, exact), seconds = got
+        ctx.backend_seconds += seconds
+        return rounded, exact
 
-    def int8_exact(self, ctx: CaseContext, name: str, model: bytes) -> list[np.ndarray]:
-        with ctx.backend_time():
-            return int8_exact(model, ctx.case.inputs)
+    def int8_exact(self, name: str) -> list[np.ndarray]:
+        got = self.exact.get(name)
+        if got is None:
+            raise NotRun
+        if isinstance(got, str):
+            raise PathFailed(got)
+        result: list[np.ndarray] = got
+        return result
 
 
 class _Checker:
@@ -310,7 +327,10 @@ class _Checker:
         self.rule = StatsRule(tuple(ctx.output_names), self.decision,
                               tuple(self.axes.items()))
         self.calibration = calibration_of(self.case)
-        self.runs: ModelRuns = ctx.model_runs or ModelRuns()
+        if ctx.model_runs is None:
+            raise GeroError(f"{self.case.case_id}: the model family judges what the case's "
+                            "plan of parts made (checks.task), and this case has none")
+        self.runs: ModelRuns = ctx.model_runs
         self.model_floors: dict[str, dict[int, ml.Floor]] = {}
         """Each runtime's noise floor on the model, by output (``noise_floor_rows``)."""
 
@@ -375,8 +395,7 @@ class _Checker:
         title = b.backend.label()
         dis = self._first_outputs(b, self.ctx.paths)
         try:
-            floors = self.runs.floors(self.ctx, "fp32", self.case.model, b, base.outputs, dis,
-                                      self.rule)
+            floors = self.runs.floors(self.ctx, "fp32", b)
         except NotRun:
             return {}
         except Exception as e:
@@ -497,19 +516,18 @@ class _Checker:
 
     # ------------------------------------------------------------------ variants
     def variant_rows(self, name: str) -> None:
-        ctx, case = self.ctx, self.case
+        ctx = self.ctx
         run_base = self.baselines[0]
         fp32 = ctx.paths[run_base.spec.name]
         base_label = f"{name}:{run_base.label}"
         try:
-            model = self.runs.variant_model(ctx, name)
+            model = self.runs.variant_model(name)
         except Exception as e:  # gero's variant tooling, not a runtime, failed
             self._fail(f"model:{name}:build", fp32, base_label,
                        f"building the {name} variant failed: {error_text(e)}")
             return
         ctx.writer.add_bytes(f"variants/{name}.onnx", model)
-        vcase = dataclasses.replace(case, model=model)
-        runs = self.runs.variant_paths(ctx, name, vcase)
+        runs = self.runs.variant_paths(ctx, name)
         for key, p in runs.items():
             p.name = f"{name}:{key}"
             p.settings = {**p.settings, "variant": name}
@@ -546,8 +564,7 @@ class _Checker:
                 floors = (floors_unneeded(name, own.outputs, original.outputs, self.rule)
                           if floor_is_lazy(name, b is run_base) else None)
                 if floors is None:
-                    floors = self.runs.floors(ctx, name, model, b, own.outputs,
-                                              self._first_outputs(b, runs), self.rule)
+                    floors = self.runs.floors(ctx, name, b)
             except NotRun:
                 continue
             except Exception as e:
@@ -562,7 +579,7 @@ class _Checker:
         if name == var.FP16:
             self._fp16_rows(model, base, others, fp32, run_base)
         else:
-            self._int8_rows(name, model, base, others, fp32, run_floors, run_base)
+            self._int8_rows(name, base, others, fp32, run_floors, run_base)
 
     def _vs_model_rows(self, name: str, base: PathResult, fp32: PathResult,
                        floors: dict[int, tuple[ml.Floor, list[dict[str, Any]]]],
@@ -599,7 +616,7 @@ class _Checker:
                                     "variant_vs_fp32": stats.as_dict(), **extra},
                       (base.files[j], fp32.files[j] if j < len(fp32.files) else ""))
 
-    def _int8_rows(self, name: str, model: bytes, base: PathResult,
+    def _int8_rows(self, name: str, base: PathResult,
                    others: list[PathResult], fp32: PathResult,
                    floors: dict[int, tuple[ml.Floor, list[dict[str, Any]]]],
                    b: Baseline) -> None:
@@ -634,16 +651,16 @@ class _Checker:
                         # It fails without a floor too, so the plan had the file computed
                         # exactly (int8_exact_needed).
                         if exact is None:
-                            exact = self._int8_exact(name, model)
+                            exact = self._int8_exact(name)
                         gate = self._by_exact(kind, gate, j, a, r, exact, floor)
                     self._row(f"model:{name}:{kind}", out, p, ref_label, base.version, a, r,
                               _gate_class(gate, stats), gate.reason,
                               {**gate.figures, "int8_vs_fp32": accuracy}, files)
 
-    def _int8_exact(self, name: str, model: bytes) -> list[np.ndarray] | str:
+    def _int8_exact(self, name: str) -> list[np.ndarray] | str:
         """The int8 file computed exactly, or why it could not be made."""
         try:
-            return self.runs.int8_exact(self.ctx, name, model)
+            return self.runs.int8_exact(name)
         except Exception as e:
             return error_text(e) or type(e).__name__
 
@@ -677,7 +694,7 @@ class _Checker:
         rounded: list[np.ndarray] | None
         exact: list[np.ndarray] | None
         try:
-            rounded, exact = self.runs.fp16_yardsticks(self.ctx, model)
+            rounded, exact = self.runs.fp16_yardsticks(self.ctx)
         except Exception as e:
             rounded = exact = None
             # The yardstick's own failure (the float64 shadow's evaluator on the fp16 file),
@@ -791,7 +808,7 @@ def _parity_summary(figures: dict[str, Any]) -> str:
 
 
 def run_model_checks(ctx: CaseContext) -> list[Observation]:
-    """Entry point of the ``model`` family (execution.families.FAMILIES)."""
+    """Entry point of the ``model`` family (checks.families.FAMILIES)."""
     if ctx.case.suite not in MODEL_SUITES:
         return []
     checker = _Checker(ctx)

@@ -1,7 +1,9 @@
-"""A model case in parts: each path under its own budget, spread over the workers.
+"""A model case in parts: each path under its own budget, spread over the workers, or run
+one after another in one process (``checks.task``: the executor chooses; the plan is the
+same).
 
-The parts of a model case (each run by the worker pool in a worker, under
-``RunSettings.path_budget_s``):
+The parts of a model case (each run by the worker pool in a worker, under the path budget
+``--path-budget`` gives the plan; inline, each to its end):
 
 - each runtime setting and the ReferenceEvaluator on the model, and each variant's build;
 - the corrected ReferenceEvaluator, when the graph holds an operator with a known defect;
@@ -31,8 +33,8 @@ from gero_runner.backends import reference
 from gero_runner.backends.base import Backend, PathSpec
 from gero_runner.case import MODEL_SUITES, CaseInstance
 from gero_runner.checks.contracts.paths import execution_row
+from gero_runner.checks.families import run_family
 from gero_runner.checks.model import (
-    Baseline,
     Floors,
     ModelRuns,
     StatsRule,
@@ -45,15 +47,14 @@ from gero_runner.checks.model import (
     int8_exact_needed,
     noisy_runs,
 )
-from gero_runner.errors import NotRun, PathFailed, error_text
-from gero_runner.execution import families
+from gero_runner.errors import error_text
 from gero_runner.execution.context import CaseContext, CaseResult, PathResult, RunSettings
 from gero_runner.execution.evaluate import case_context, execution_rows, judge_case
 from gero_runner.execution.paths import (
+    PathTable,
     compare_paths,
     explain_reference_on_variant,
     path_result,
-    path_table_here,
     run_corrected_reference,
     run_path,
 )
@@ -236,7 +237,7 @@ class RunFamilies(Part):
         writer = ctx.writer
         files, summaries = set(writer.files), set(writer.summaries)
         before = ctx.backend_seconds
-        rows = {name: families.run_family(name, ctx) for name in self.names}
+        rows = {name: run_family(name, ctx) for name in self.names}
         return FamilyResult(rows, {k: v for k, v in writer.files.items() if k not in files},
                             {k: v for k, v in writer.summaries.items() if k not in summaries},
                             {k: v for k, v in writer.summarised.items() if k not in summaries},
@@ -254,8 +255,8 @@ class Judge(Part):
     def run(self, settings: Any) -> CaseResult:
         made = self.plan
         start = time.perf_counter()
-        runs = PartRuns(made.noise, made.variant_models, made.on_variant, made.keys,
-                        made.yardsticks, made.int8_exact)
+        runs = ModelRuns(made.noise, made.variant_models, made.on_variant, made.keys,
+                         made.yardsticks, made.int8_exact)
 
         def family_rows(name: str, ctx: CaseContext) -> list[Observation]:
             rows: list[Observation] = []
@@ -265,7 +266,7 @@ class Judge(Part):
                 if failed is not None:
                     rows += compare_paths(ctx, "agreement", failed, made.ref)
             if name == MODEL_FAMILY:
-                return rows + families.run_family(name, ctx)
+                return rows + run_family(name, ctx)
             for key in made.keys:
                 if name == made.families[0] and key in made.family_failures:
                     path = ctx.paths[key]
@@ -294,67 +295,6 @@ class _Timer:
 
     def __exit__(self, *exc: object) -> None:
         self.seconds += time.perf_counter() - self._start
-
-
-class PartRuns(ModelRuns):
-    """The model family's runs as the parts made them."""
-
-    def __init__(self, noise: dict[tuple[str, str], Any], variant_models: dict[str, bytes | str],
-                 on_variant: dict[str, dict[str, PathResult]], keys: list[str],
-                 yardsticks: Any, exact: dict[str, Any]) -> None:
-        self.noise, self.variant_models, self.on_variant = noise, variant_models, on_variant
-        self.keys, self.yardsticks, self.exact = keys, yardsticks, exact
-
-    def int8_exact(self, ctx: CaseContext, name: str, model: bytes) -> list[np.ndarray]:
-        got = self.exact.get(name)
-        if got is None:
-            raise NotRun
-        if isinstance(got, str):
-            raise PathFailed(got)
-        result: list[np.ndarray] = got
-        return result
-
-    def fp16_yardsticks(self, ctx: CaseContext, model: bytes
-                        ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        got = self.yardsticks
-        if got is None or isinstance(got, str):
-            raise PathFailed(got or "not run")
-        (rounded, exact), seconds = got
-        ctx.backend_seconds += seconds
-        return rounded, exact
-
-    def floors(self, ctx: CaseContext, label: str, model: bytes, b: Baseline,
-               base: list[np.ndarray], disabled: list[np.ndarray] | None,
-               rule: StatsRule) -> Floors:
-        got = self.noise.get((label, b.spec.name))
-        if got is None:
-            raise NotRun
-        if isinstance(got, str):
-            raise PathFailed(got)
-        floors, seconds = got
-        ctx.backend_seconds += seconds
-        result: Floors = floors
-        return result
-
-    def variant_model(self, ctx: CaseContext, name: str) -> bytes:
-        got = self.variant_models[name]
-        if isinstance(got, str):
-            raise PathFailed(got)
-        return got
-
-    def variant_paths(self, ctx: CaseContext, name: str, vcase: CaseInstance
-                      ) -> dict[str, PathResult]:
-        # In the paths' order whatever order they finished in; a path not run on the
-        # variant (it ran out earlier) is marked so, without a row of its own.
-        runs = {}
-        for key in self.keys:
-            got = self.on_variant[name].get(key)
-            if got is None:
-                got = dataclasses.replace(ctx.paths[key], outputs=None, files=[],
-                                          error="not run", skipped=True, backend_seconds=0.0)
-            runs[key] = got
-        ctx.backend_seconds += sum(p.backend_seconds for p in runs.values())
-        return runs
 
 
 # ---- the plan (in the parent) -----------------------------------------------------------
@@ -428,11 +368,12 @@ class _Link:
 class ModelCasePlan(Plan):
     """The parts of one model case and what they made (see the module doc)."""
 
-    def __init__(self, case: CaseInstance, settings: RunSettings, timeout_s: float) -> None:
+    def __init__(self, case: CaseInstance, settings: RunSettings, table: PathTable, *,
+                 path_budget_s: float, timeout_s: float) -> None:
+        """``table``: the selected runtimes' settings; each path's part runs under
+        ``path_budget_s``, judging the case under ``timeout_s``."""
         self.case, self.settings, self.timeout_s = case, settings, timeout_s
-        self.budget = settings.path_budget_s
-        # Asked in a child: this process starts the workers (see path_table_here).
-        table = path_table_here(settings)
+        self.budget = path_budget_s
         self.specs: dict[str, PathSpec] = {s.name: s for s in table.specs}
         self.specs[reference.PATH.name] = reference.PATH
         model_family = MODEL_FAMILY in settings.checks and case.suite in MODEL_SUITES

@@ -160,7 +160,7 @@ class ReplayFailed(GeroError):
 
 
 def _rerun_rows(case: Any, settings: Any) -> list[Observation]:
-    from gero_runner.execution.evaluate import evaluate_case
+    from gero_runner.checks.task import evaluate_case
 
     return evaluate_case(case, settings).rows
 

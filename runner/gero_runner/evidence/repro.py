@@ -79,8 +79,8 @@ def write_repro(output: Path, model: bytes, feeds: dict[str, np.ndarray],
     a float64 shadow run on the rounded inputs would hide a cancellation that rounding
     causes); raises GeroError when the region cannot be run as a case."""
     from gero_runner.case import CaseInstance, ModelChecks
+    from gero_runner.checks.task import evaluate_case
     from gero_runner.execution.context import RunSettings
-    from gero_runner.execution.evaluate import evaluate_case
 
     origin = loc.origins[0]
     label = SHADOW_LABEL if loc.reference == SHADOW_LABEL else REFERENCE_LABEL

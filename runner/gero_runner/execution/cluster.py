@@ -44,7 +44,7 @@ from gero_runner.case import CaseInstance
 from gero_runner.errors import GeroError
 from gero_runner.execution.context import CaseResult, RunSettings
 from gero_runner.execution.evaluate import execution_rows
-from gero_runner.execution.pool import TICK_S, Outcome, WorkerPool
+from gero_runner.execution.pool import TICK_S, Outcome, Task, WorkerPool
 from gero_runner.process import start_method
 from gero_runner.storage.artifacts import publish
 
@@ -87,7 +87,7 @@ def _distributed() -> Any:
 # ---- on the worker -------------------------------------------------------------------
 
 _POOLS: list[tuple[str, WorkerPool]] = []
-"""Idle pools of this Dask worker process, by their settings (``repr``)."""
+"""Idle pools of this Dask worker process, by their settings and task (``repr``)."""
 _POOLS_LOCK = threading.Lock()
 
 
@@ -104,17 +104,18 @@ def _pool_context() -> Any:
 
 
 @contextlib.contextmanager
-def _borrow_pool(settings: RunSettings) -> Iterator[WorkerPool]:
-    """A pool for these settings (one per running batch of this worker, kept when idle);
-    the pools of other settings (an earlier run's) are closed when a new one is made."""
+def _borrow_pool(settings: RunSettings, task: Task) -> Iterator[WorkerPool]:
+    """A pool for these settings and task (one per running batch of this worker, kept when
+    idle); the pools of others (an earlier run's) are closed when a new one is made."""
+    key = repr((settings, task))
     with _POOLS_LOCK:
-        found = next((i for i, (k, _) in enumerate(_POOLS) if k == repr(settings)), None)
+        found = next((i for i, (k, _) in enumerate(_POOLS) if k == key), None)
         if found is not None:
             stale, pool = [], _POOLS.pop(found)[1]
         else:
-            stale = [p for k, p in _POOLS if k != repr(settings)]
-            _POOLS[:] = [(k, p) for k, p in _POOLS if k == repr(settings)]
-            pool = WorkerPool(settings, 1, _pool_context())
+            stale = [p for k, p in _POOLS if k != key]
+            _POOLS[:] = [(k, p) for k, p in _POOLS if k == key]
+            pool = WorkerPool(settings, 1, _pool_context(), task=task)
     for old in stale:
         old.close()
     try:
@@ -123,7 +124,7 @@ def _borrow_pool(settings: RunSettings) -> Iterator[WorkerPool]:
         pool.close()
         raise
     with _POOLS_LOCK:
-        _POOLS.append((repr(settings), pool))
+        _POOLS.append((key, pool))
 
 
 @dataclass(frozen=True)
@@ -139,10 +140,11 @@ class Refused:
                          for name, (ours, theirs) in sorted(self.differences.items()))
 
 
-def run_batch(payload: bytes, settings: RunSettings, timeout_s: float,
+def run_batch(payload: bytes, settings: RunSettings, timeout_s: float, task: Task,
               expected: dict[str, str] | None = None
               ) -> list[tuple[int, CaseResult]] | Refused:
-    """Run a batch of pickled ``(index, case)`` pairs on this worker (the Dask task); each
+    """Run a batch of pickled ``(index, case)`` pairs on this worker (the Dask task), as
+    ``task`` says (the client's, sent with the batch: ``checks.task`` for gero run); each
     result carries its evidence files (``CaseResult.evidence``) for the client. A worker
     whose versions differ from ``expected`` (a worker that joined late, set up otherwise)
     runs nothing and says so."""
@@ -155,7 +157,7 @@ def run_batch(payload: bytes, settings: RunSettings, timeout_s: float,
     batch: list[tuple[int, CaseInstance]] = pickle.loads(payload)
     # The client's data root may not exist here: the evidence travels with the rows.
     settings = replace(settings, data_root="", evidence_inline=True)
-    with _borrow_pool(settings) as pool:
+    with _borrow_pool(settings, task) as pool:
         return [(batch[outcome.index][0], outcome.result)
                 for outcome in pool.run([case for _, case in batch], timeout_s)]
 
@@ -342,7 +344,8 @@ class DaskCluster:
     def run_cases(self, cases: Sequence[CaseInstance], settings: RunSettings,
                   timeout_s: float, on_done: Callable[[Outcome], None] | None = None,
                   tick: Callable[[], None] | None = None,
-                  warn: Callable[[str], None] | None = None) -> Iterator[Outcome]:
+                  warn: Callable[[str], None] | None = None, *,
+                  task: Task) -> Iterator[Outcome]:
         """``pool.run_cases`` on the cluster: one Outcome per case, in completion order,
         with its evidence already published in ``settings.data_root``. Leaving early
         (Ctrl-C, an error) cancels the batches not yet finished."""
@@ -364,7 +367,7 @@ class DaskCluster:
             while batcher.pending and len(futures) < 2 * slots:
                 allowed = self._matching(refused)
                 indices, payload = batcher.next(slots)
-                future = client.submit(run_batch, payload, settings, timeout_s, expected,
+                future = client.submit(run_batch, payload, settings, timeout_s, task, expected,
                                        key=f"{prefix}-{next(numbers)}", pure=False,
                                        retries=0, workers=allowed,
                                        allow_other_workers=False)

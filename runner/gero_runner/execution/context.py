@@ -20,7 +20,6 @@ from gero_runner.backends import ort
 from gero_runner.case import MODEL_SUITES, CaseInstance
 from gero_runner.metrics.compare import Comparison, compare
 from gero_runner.metrics.model_level import MODEL_REL_FLOOR
-from gero_runner.request import DEFAULT_PATH_BUDGET_S
 from gero_runner.schema import COLUMN_NAMES, IDENTITY_COLUMNS, PASSED, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import row_hash, tensor_hash
@@ -50,7 +49,7 @@ class RunSettings:
     tolerances: Tolerances = DEFAULTS
     """The run's, as asked for (the per-case rule is ``Tolerances.for_case``)."""
     checks: tuple[str, ...] = ("contracts", "variants")
-    """Extra check families to run (see execution.families); empty for the bare comparison."""
+    """Extra check families to run (see checks.families); empty for the bare comparison."""
     evidence_inline: bool = False
     """Return each case's evidence files in ``CaseResult.evidence`` instead of writing
     them under ``data_root`` (a Dask worker sends them to the client, which writes them)."""
@@ -58,8 +57,6 @@ class RunSettings:
     """Largest output a path may make (``--max-tensor-mb``); None: no bound."""
     max_evidence_bytes: int | None = None
     """Tensors a case keeps before the rest become summaries (``--max-evidence-mb``)."""
-    path_budget_s: float = DEFAULT_PATH_BUDGET_S
-    """Seconds each path of a model case may take (``--path-budget``; see execution.plan)."""
     skip_paths: tuple[str, ...] = ()
     """Runtime settings not to run, as ``BACKEND:SETTING`` (``--skip-path``)."""
 
@@ -140,8 +137,8 @@ class CaseContext:
     """The paths (by name) the contract and variant families check; None: every path (a
     split case checks each path in its own part)."""
     model_runs: Any = None
-    """Where the model family takes its runs from (``checks.model.ModelRuns``); None: it
-    runs them here."""
+    """The runs a model case's parts made, for the model family (``checks.model.ModelRuns``;
+    None outside a model case's plan)."""
     _digests: dict[int, tuple[np.ndarray, str]] = field(default_factory=dict, repr=False)
     _comparisons: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
 

@@ -1,15 +1,16 @@
 """Evaluate one case: run every path, compare, classify, and keep the evidence.
 
 This runs inside a worker process. It returns typed observation rows (``schema.Observation``,
-less run_id and created_at) so the parent only stores them.
+less run_id and created_at) so the parent only stores them. The check families come from
+the layer above (``family_rows``, ``checks.families``): this layer names none of them, nor
+the plan of a case split into parts (``execution.plan``).
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,18 +36,22 @@ from gero_runner.execution.paths import (
     run_reference,
     runtime_specs,
 )
-from gero_runner.execution.plan import Plan
 from gero_runner.schema import EXECUTION, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import sha256, tensors_hash
 
-# The evaluation's parts, re-exported for the worker pool and replay that call it by module.
-__all__ = ["CaseResult", "RunSettings", "case_context", "evaluate_case", "execution_rows",
-           "judge_case", "plan_case"]
+# The evaluation's parts, re-exported for the layer above that assembles a case's checks.
+__all__ = ["CaseResult", "FamilyRows", "RunSettings", "case_context", "evaluate_whole",
+           "execution_rows", "judge_case"]
+
+FamilyRows = Callable[[str, CaseContext], list[Observation]]
+"""A check family's rows on a case, by the family's name (``RunSettings.checks``)."""
 
 
-def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
-    """Every path of one case, every comparison, every extra check, and the evidence."""
+def evaluate_whole(case: CaseInstance, settings: RunSettings,
+                   family_rows: FamilyRows) -> CaseResult:
+    """Every path of one case, every comparison, every check family (``family_rows``) and
+    the evidence, in this process, one after another (a case not split into parts)."""
     start = time.perf_counter()
     if case.unsupported:  # a case source found that gero cannot feed or compare this case
         return CaseResult(execution_rows(case, case.unsupported, unattributed=NOT_APPLICABLE),
@@ -58,20 +63,8 @@ def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
     ref = run_reference(case, case.reference_repeats or settings.repeats,
                         settings.max_tensor_bytes)
     corrected = run_corrected_reference(case, ref, runtime_paths, settings.tolerances)
-    return judge_case(case, settings, runtime_paths, ref, corrected, start=start)
-
-
-def plan_case(case: CaseInstance, settings: RunSettings, timeout_s: float) -> Plan | None:
-    """A model case split into parts, each path under ``settings.path_budget_s`` (None:
-    the case runs whole, under the per-case timeout)."""
-    if case.unsupported or case.model_checks is None:
-        return None
-    module = importlib.import_module(MODEL_PLAN)  # a check family's module: above this layer
-    plan: Plan = module.ModelCasePlan(case, settings, timeout_s)
-    return plan
-
-
-MODEL_PLAN = "gero_runner.checks.model_parts"
+    return judge_case(case, settings, runtime_paths, ref, corrected, start=start,
+                      family_rows=family_rows)
 
 
 def case_context(case: CaseInstance, settings: RunSettings, runtime_paths: list[PathResult],
@@ -105,19 +98,13 @@ def case_context(case: CaseInstance, settings: RunSettings, runtime_paths: list[
     return ctx, input_files, expected
 
 
-FamilyRows = Callable[[str, CaseContext], list[Observation]]
-
-
 def judge_case(case: CaseInstance, settings: RunSettings, runtime_paths: list[PathResult],
                ref: PathResult, corrected: PathResult | None, *, start: float,
-               family_rows: FamilyRows | None = None,
-               model_runs: Any = None, extra_rows: Sequence[Observation] = ()) -> CaseResult:
-    """A case whose paths ran: every comparison, every check family (``family_rows``:
-    where a split case's parts computed a family's rows; by default it runs here) and the
-    evidence. ``model_runs`` gives the model family the runs a split case's parts made;
-    ``extra_rows`` are rows of parts that gave no result (a path that ran out)."""
-    from gero_runner.execution import families  # check families, imported by name
-
+               family_rows: FamilyRows, model_runs: Any = None) -> CaseResult:
+    """A case whose paths ran: every comparison, every check family in
+    ``settings.checks`` (``family_rows``: each family's rows, run here or taken from what a
+    split case's parts computed) and the evidence. ``model_runs`` gives the model family
+    the runs a split case's parts made."""
     ctx, input_files, expected = case_context(case, settings, runtime_paths, ref, corrected)
     ctx.model_runs = model_runs
     paths = ctx.paths
@@ -146,9 +133,7 @@ def judge_case(case: CaseInstance, settings: RunSettings, runtime_paths: list[Pa
         for p in [*runtime_paths, ref]:
             rows += compare_paths(ctx, check, p, expected)
     for family in settings.checks:
-        rows += (families.run_family(family, ctx) if family_rows is None
-                 else family_rows(family, ctx))
-    rows += extra_rows
+        rows += family_rows(family, ctx)
 
     evidence_start = time.perf_counter()
     reference_outputs = expected or ref

@@ -1,6 +1,7 @@
 """Worker processes that survive what the backends do: exceptions, segfaults and hangs.
 
-Each case runs in a child process. A child that dies (e.g. SIGSEGV inside a kernel) or runs
+Each case runs in a child process, as the ``Task`` the layer above gives says (``gero
+run``'s: ``checks.task``). A child that dies (e.g. SIGSEGV inside a kernel) or runs
 past the per-case timeout is replaced, and its case becomes an ``execution`` observation
 carrying what happened; the run goes on. Results are keyed by case index, so the rows do
 not depend on the number of workers. A case the task splits (``Task.plan``: a model case)
@@ -31,10 +32,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from gero_runner.case import CaseInstance
 from gero_runner.errors import GeroError
-from gero_runner.execution import evaluate, paths
-from gero_runner.execution.context import CaseResult, RunSettings
+from gero_runner.execution import paths
+from gero_runner.execution.context import CaseResult
 from gero_runner.execution.plan import Activity, Part, Plan, Running
 from gero_runner.process import start_method
 from gero_runner.process.lifetime import exit_with_parent
@@ -68,38 +68,21 @@ class Refusal:
 class Task:
     """What workers do with each item, and the rows of an item whose worker died or hung.
 
-    Both are module-level functions (a fork server pickles them by name). ``evaluate`` runs
+    Each is a module-level function or a module-level class's instance (a fork server
+    pickles them by name). ``evaluate`` runs
     in a worker; ``failed(item, settings, message, running)`` runs in the parent, with the
     path the worker was inside (``backend\toptimization``, empty if unknown). With
     ``refuses`` set, a ``GeroError`` from ``evaluate`` stops the run with its message
     instead of becoming the item's row. ``plan(item, settings, timeout_s)`` splits an item
     into parts (a ``Plan``), or returns None to run it whole; a part is run by its own
-    ``run`` in the worker.
+    ``run`` in the worker. The layer above makes the task: this one never names a case's
+    checks or its plan.
     """
 
     evaluate: Callable[[Any, Any], CaseResult]
     failed: Callable[[Any, Any, str, str], list[Observation]]
     refuses: bool = False
     plan: Callable[[Any, Any, float], Plan | None] | None = None
-
-
-def _evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
-    # Looked up at call time so tests can substitute the evaluator before forking.
-    return evaluate.evaluate_case(case, settings)
-
-
-def _case_failed(case: CaseInstance, settings: RunSettings, message: str,
-                 running: str) -> list[Observation]:
-    return evaluate.execution_rows(case, message, running)
-
-
-def _plan_case(case: CaseInstance, settings: RunSettings, timeout_s: float) -> Plan | None:
-    return evaluate.plan_case(case, settings, timeout_s)
-
-
-CASES = Task(_evaluate_case, _case_failed, plan=_plan_case)
-"""``gero run``'s task: every path, comparison and check of a case (a model case in parts,
-each path under its own budget)."""
 
 
 TICK_S = 1.0
@@ -239,7 +222,7 @@ def _context() -> Any:
 def run_cases(cases: Sequence[Any], settings: Any, jobs: int = 1,
               timeout_s: float = DEFAULT_TIMEOUT_S,
               on_done: Callable[[Outcome], None] | None = None,
-              tick: Callable[[], None] | None = None, task: Task = CASES,
+              tick: Callable[[], None] | None = None, *, task: Task,
               watch: Callable[[Activity], None] | None = None) -> Iterator[Outcome]:
     """Yield one Outcome per case (in completion order), isolating each in a worker.
 
@@ -275,8 +258,8 @@ class WorkerPool:
     ``ctx`` is the multiprocessing context that starts them (default: ``_context()``).
     """
 
-    def __init__(self, settings: Any, jobs: int = 1, ctx: Any = None,
-                 task: Task = CASES) -> None:
+    def __init__(self, settings: Any, jobs: int = 1, ctx: Any = None, *,
+                 task: Task) -> None:
         self.settings = settings
         self.task = task
         self.jobs = max(1, jobs)

@@ -37,7 +37,7 @@ def fresh_process() -> None:
 
 
 PRELOAD = ("onnxruntime", "onnx.reference.ops", "numpy.random",
-           "gero_runner.execution.evaluate", "gero_runner.execution.families",
+           "gero_runner.execution.evaluate", "gero_runner.checks.task",
            "gero_runner.checks.contracts.run", "gero_runner.checks.variants.run",
            "gero_runner.cases.synthetic.registry")
 """What the fork server imports once (a missing name costs only time: its import then

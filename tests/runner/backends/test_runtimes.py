@@ -23,6 +23,7 @@ from onnx import TensorProto, helper
 from gero_runner import backends, schema
 from gero_runner.backends.base import Backend
 from gero_runner.cases import onnx_backend
+from gero_runner.checks.task import case_task
 from gero_runner.errors import GeroError
 from gero_runner.evidence.replay import replay_artifact
 from gero_runner.execution import pool
@@ -54,7 +55,8 @@ def _synthetic(op: str, dtype: str = "float32") -> Any:
 def _rows(case: Any, tmp_path: Path, name: str, checks: tuple[str, ...] = ()
           ) -> list[dict[str, Any]]:
     settings = RunSettings(data_root=str(tmp_path), backends=(name,), repeats=2, checks=checks)
-    (outcome,) = pool.run_cases([case], settings, jobs=1, timeout_s=60)
+    (outcome,) = pool.run_cases([case], settings, jobs=1, timeout_s=60,
+                                  task=case_task())
     if outcome.result.batch is None:  # the parent's own fallback rows are typed
         return [r.as_dict() for r in outcome.result.rows]
     rows: list[dict[str, Any]] = batch_from_bytes(outcome.result.batch).to_pylist()
@@ -456,7 +458,8 @@ def test_a_runtime_that_kills_its_worker_is_named_on_the_execution_row(
     # Forked workers (fork_workers) inherit the crashing runtime.
     monkeypatch.setattr(type(backends.get("onnxruntime")), "run", _segfault)
     case = _synthetic("Relu")
-    (outcome,) = pool.run_cases([case], RunSettings(data_root=""), jobs=1, timeout_s=30)
+    (outcome,) = pool.run_cases([case], RunSettings(data_root=""), jobs=1, timeout_s=30,
+                                  task=case_task())
     rows = outcome.result.rows or batch_from_bytes(outcome.result.batch or b"").to_pylist()
     (row,) = rows
     assert (row["result"], row["backend"], row["optimization"]) == (
@@ -482,7 +485,8 @@ def _pool_after_openvino_ran_here(data_root: str) -> list[str]:
     start_method.fresh_process()
     _openvino_paths()
     settings = RunSettings(data_root=data_root, backends=("openvino",), repeats=1)
-    (outcome,) = pool.run_cases([_synthetic("Relu")], settings, jobs=1, timeout_s=60)
+    (outcome,) = pool.run_cases([_synthetic("Relu")], settings, jobs=1, timeout_s=60,
+                                  task=case_task())
     rows = outcome.result.rows or batch_from_bytes(outcome.result.batch or b"").to_pylist()
     return [str(r["result"]) for r in rows if r["backend"] == "openvino"]
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from gero_runner.cases import onnx_backend
+from gero_runner.checks.task import evaluate_case
 from gero_runner.execution.context import RunSettings
-from gero_runner.execution.evaluate import evaluate_case
 from gero_runner.schema import EXECUTION, PASSED
 from gero_runner.storage.artifacts import load_array
 

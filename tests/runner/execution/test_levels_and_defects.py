@@ -12,8 +12,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from gero_runner.backends import reference_defects as rd
 from gero_runner.case import CaseInstance
+from gero_runner.checks.task import evaluate_case
 from gero_runner.execution.context import RunSettings
-from gero_runner.execution.evaluate import evaluate_case
 from gero_runner.schema import DIVERGENCE, PASSED, Observation
 
 

@@ -12,8 +12,8 @@ import pytest
 from shared_helpers import interrupted_after
 
 from gero_runner import run as run_module
+from gero_runner.checks import task
 from gero_runner.errors import GeroError
-from gero_runner.execution import evaluate
 from gero_runner.run import RunRequest, execute
 from gero_runner.storage.reader import sighted_ids
 from gero_runner.storage.store import DataRoot
@@ -90,7 +90,7 @@ def _hang_on_relu(case, settings):  # type: ignore[no-untyped-def]
     return _real_evaluate(case, settings)
 
 
-_real_evaluate = evaluate.evaluate_case
+_real_evaluate = task.evaluate_case
 
 
 @pytest.mark.parametrize(("fake", "message"), [(_crash_on_relu, "SIGSEGV"),
@@ -100,7 +100,7 @@ _real_evaluate = evaluate.evaluate_case
 def test_crashing_or_hanging_case_becomes_execution_and_run_completes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: object, message: str) -> None:
     # Workers are forked, so they inherit the substituted evaluator.
-    monkeypatch.setattr(evaluate, "evaluate_case", fake)
+    monkeypatch.setattr(task, "evaluate_case", fake)
     record = execute(_request(tmp_path, jobs=2, timeout_s=3.0))
     assert record.status == "complete"
     obs = DataRoot(tmp_path).run_dir(record.run_id) / "observations.parquet"

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from gero_runner.case import CaseInstance
+from gero_runner.checks import task
 from gero_runner.execution import evaluate, pool
 from gero_runner.execution.context import CaseResult, RunSettings
 from gero_runner.run import RunRequest, collect_cases
@@ -48,9 +49,10 @@ def _hang_on_relu(case: CaseInstance, settings: RunSettings) -> CaseResult:
 @pytest.mark.slow
 def test_each_case_has_one_outcome_and_queued_cases_survive(
         monkeypatch: pytest.MonkeyPatch, jobs: int, fake: object, message: str) -> None:
-    monkeypatch.setattr(evaluate, "evaluate_case", fake)
+    monkeypatch.setattr(task, "evaluate_case", fake)
     cases = _cases()
-    outcomes = list(pool.run_cases(cases, RunSettings(data_root=""), jobs=jobs, timeout_s=1.0))
+    outcomes = list(pool.run_cases(cases, RunSettings(data_root=""), jobs=jobs, timeout_s=1.0,
+                                   task=task.case_task()))
     assert sorted(o.index for o in outcomes) == list(range(len(cases)))
     for o in outcomes:
         case = cases[o.index]
@@ -74,16 +76,17 @@ def _rows(outcome: pool.Outcome) -> list[dict[str, Any]]:
 def test_large_cases_are_not_prefetched(monkeypatch: pytest.MonkeyPatch) -> None:
     """A case too large to queue waits for an idle worker; the run still completes."""
     monkeypatch.setattr(pool, "PREFETCH_BYTES", 0)
-    monkeypatch.setattr(evaluate, "evaluate_case", _crash_on_relu)
+    monkeypatch.setattr(task, "evaluate_case", _crash_on_relu)
     cases = _cases()
-    outcomes = list(pool.run_cases(cases, RunSettings(data_root=""), jobs=1, timeout_s=5.0))
+    outcomes = list(pool.run_cases(cases, RunSettings(data_root=""), jobs=1, timeout_s=5.0,
+                                   task=task.case_task()))
     assert sorted(o.index for o in outcomes) == list(range(len(cases)))
 
 
 def test_a_case_sent_to_a_dead_worker_is_not_lost() -> None:
     # Python 3.13 reports the closed pipe of a crashed worker at once (BrokenPipeError);
     # the case must stay pending for another worker instead of taking the run down.
-    worker = pool._Worker(pool._context(), pool.CASES, RunSettings(data_root=""))
+    worker = pool._Worker(pool._context(), task.case_task(), RunSettings(data_root=""))
     worker.process.kill()
     worker.process.join(timeout=5)
     case = _cases()[0]
@@ -104,10 +107,10 @@ def test_a_worker_pool_keeps_its_processes_from_one_run_to_the_next(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """What a Dask worker relies on: its case process (and its imports) serves batch after
     batch; one that a case killed is replaced, and the next run gets the fresh one."""
-    monkeypatch.setattr(evaluate, "evaluate_case", _pid)
+    monkeypatch.setattr(task, "evaluate_case", _pid)
     cases = [c for c in _cases() if c.op_type != "Relu"]
     relu = next(c for c in _cases() if c.op_type == "Relu")
-    workers = pool.WorkerPool(RunSettings(data_root=""), jobs=1)
+    workers = pool.WorkerPool(RunSettings(data_root=""), jobs=1, task=task.case_task())
     try:
         def pids(batch: list[CaseInstance]) -> set[object]:
             return {row["reason"] for o in workers.run(batch, timeout_s=30.0)

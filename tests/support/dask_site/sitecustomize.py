@@ -10,7 +10,7 @@ processes' fork server included) imports this file.
   restarting its cluster): a case whose id is listed under "crash" ends its process with
   ``os._exit(3)``; one under "hang" never returns.
 
-The gate and the faults wrap ``gero_runner.execution.evaluate.evaluate_case`` once that
+The gate and the faults wrap ``gero_runner.checks.task.evaluate_case`` once that
 module is executed; every other import is left alone.
 """
 
@@ -38,7 +38,7 @@ if _FAKE:
 
 _GATED = set(filter(None, os.environ.get("GERO_TEST_GATED", "").split(",")))
 _AFTER = int(os.environ.get("GERO_TEST_GATE_AFTER") or -1)
-MODULE = "gero_runner.execution.evaluate"
+MODULE = "gero_runner.checks.task"
 
 
 def _faults() -> dict[str, list[str]]:

@@ -17,8 +17,8 @@ from gero_runner.cases.graphs import make_model, value_info
 from gero_runner.cases.synthetic.registry import all_cases, instantiate
 from gero_runner.checks.contracts.determinism import determinism_rows, machine_threads
 from gero_runner.checks.contracts.rank import unsqueezed_case
+from gero_runner.checks.task import evaluate_case
 from gero_runner.execution.context import CaseContext, PathResult, RunSettings
-from gero_runner.execution.evaluate import evaluate_case
 from gero_runner.schema import CONTRACT_ISSUE, PASSED, Observation
 from gero_runner.storage.artifacts import EvidenceWriter, load_array
 

@@ -15,11 +15,11 @@ from onnx.reference import ReferenceEvaluator
 from gero_runner.case import CaseInstance
 from gero_runner.cases.graphs import make_model, value_info
 from gero_runner.cases.synthetic.registry import all_cases, instantiate
+from gero_runner.checks.task import evaluate_case
 from gero_runner.checks.variants import builders
 from gero_runner.checks.variants.builders import VARIANTS, VariantError, build_variant
 from gero_runner.errors import GeroError
 from gero_runner.execution.context import RunSettings
-from gero_runner.execution.evaluate import evaluate_case
 from gero_runner.schema import DIVERGENCE, PASSED, Observation
 from gero_runner.storage.artifacts import has_member
 

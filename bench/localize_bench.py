@@ -25,7 +25,7 @@ from pathlib import Path
 
 def _two_paths(data_dir: str, observation: str) -> None:
     """Child: build and run both sides once (printed: seconds)."""
-    from gero_runner.evidence.localize import _load_graph, run_side, sides
+    from gero_runner.evidence.localize import load_graph, run_side, sides
     from gero_runner.evidence.rebuild import read_case_record
     from gero_runner.storage.artifacts import load_array, resolve_artifact
     from gero_runner.storage.reader import resolve_observation
@@ -35,7 +35,7 @@ def _two_paths(data_dir: str, observation: str) -> None:
     record = read_case_record(directory)
     inputs = {k: load_array(directory, v) for k, v in record["inputs"].items()}
     a, b = sides(directory, row, record)
-    models = [(s, _load_graph(directory, s.graph)) for s in (a, b)]
+    models = [(s, load_graph(directory, s.graph)) for s in (a, b)]
     start = time.perf_counter()
     for side, model in models:
         run_side(side, model, inputs, [o.name for o in model.graph.output])

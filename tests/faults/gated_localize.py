@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from gero_cli import console
-from gero_runner.evidence import localize, repro
+from gero_runner.evidence import repro
+from gero_runner.evidence.localize import observation
 
 STOP = os.environ.get("GERO_TEST_STOP", "")
 READY = os.environ.get("GERO_TEST_READY", "")
@@ -32,7 +33,7 @@ def _stop_here() -> None:
         time.sleep(0.02)
 
 
-_localize_case = localize.localize_case
+_localize_case = observation.localize_case
 
 
 def _gated_case(directory: Path, row: dict[str, Any]) -> Any:
@@ -57,7 +58,7 @@ class _GatedShutil:
 
 
 if STOP == "child":
-    localize.localize_case = _gated_case
+    observation.localize_case = _gated_case  # the name the child's function calls
 elif STOP == "staging":
     setattr(repro, "shutil", _GatedShutil())  # noqa: B010 (the module's own name for it)
 

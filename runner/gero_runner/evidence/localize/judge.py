@@ -1,0 +1,305 @@
+"""The judgement, once the search has found where the sides part: each diverging tensor's
+region run alone from the reference's values is an origin when its own output differs over
+its threshold (the error enters there), an amplifier when it only carries or magnifies
+what it received; an origin's share of the final error (its alone-output fed into the
+reference side, run to the output); where none is an origin, the error builds up from many
+small ones. And the result in a sentence or two (``summary``)."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from gero_runner.errors import ArtifactError
+from gero_runner.evidence import subgraphs as sg
+from gero_runner.evidence.localization import Localization, NodeFinding
+from gero_runner.evidence.localize.bounds import (
+    BODY,
+    KEEP_TENSOR_BYTES,
+    MAX_CANDIDATES,
+    MAX_SHARES,
+    SHADOW_KIND,
+    SUBGRAPH_OPS,
+    TRACE_BYTES,
+)
+from gero_runner.evidence.localize.figures import bit_exact, figure, rounding
+from gero_runner.evidence.localize.search import Search
+from gero_runner.evidence.localize.sides import run_side
+from gero_runner.storage.artifacts import has_member, load_array
+
+
+def judge(s: Search, window: list[str]
+          ) -> tuple[list[NodeFinding], list[NodeFinding], dict[str, np.ndarray],
+                     bytes | None]:
+    """The origins and amplifiers among the diverging tensors of ``window`` (traced), the
+    tensors kept for the explorer, and the first origin's region as a model for a repro."""
+    diverging = [t for t in window if s.figures.get(t) is not None and s.figures[t].diverges]
+    final_fig = s.figures.get(s.output)
+    final = final_fig.scaled_error if final_fig is not None else math.nan
+    origins: list[NodeFinding] = []
+    amplifiers: list[NodeFinding] = []
+    kept: dict[str, np.ndarray] = {}
+    repro: bytes | None = None
+    if len(diverging) > MAX_CANDIDATES:
+        s.notes.append(f"{len(diverging)} tensors diverge in the stretch traced; the first "
+                       f"{MAX_CANDIDATES} were run alone")
+    alone_values: dict[str, np.ndarray] = {}
+    feeds_of: dict[str, dict[str, np.ndarray]] = {}
+    started = time.perf_counter()
+    together = s.alone_together(diverging[:MAX_CANDIDATES])
+    for t in diverging[:MAX_CANDIDATES]:
+        try:
+            got = together[t] if t in together else s.alone(t)
+        except Exception as e:  # a runtime that cannot take the cut node: named, not fatal
+            s.notes.append(f"{t} could not run alone: {type(e).__name__}: {str(e)[:160]}")
+            continue
+        if got is None:
+            s.notes.append(f"{t}: an input of its node was not traced; not run alone")
+            continue
+        x, y, feeds, cast = got
+        local, _ = figure(x, y)
+        ra, _ = s.regions(t)
+        graph = s.model_a.graph
+        node = graph.node[ra[-1]] if ra else None
+        fig = s.figures[t]
+        ins = {n: s.figures[n].scaled_error for n in feeds if n in s.figures}
+        in_err = max(ins.values(), default=0.0)
+        gain = (fig.scaled_error / in_err if 0 < in_err < math.inf
+                else 1.0 if in_err == fig.scaled_error else math.inf)
+        name, op = (node.name or t, node.op_type) if node is not None else (t, "")
+        fused = ""
+        if len(ra) > 1:
+            fused = s.made_by[0].get(t, "") or s.made_by[1].get(t, "")
+            if fused:
+                op, _, quoted = fused.partition(" ")
+                name = quoted.strip("'") or name
+        finding = NodeFinding(
+            name, op, t, [f"{graph.node[i].op_type} {graph.node[i].name!r}" for i in ra], ins,
+            in_err, fig.scaled_error, local, fig.threshold, gain, None, fused)
+        if not math.isfinite(cast):
+            # The reference's inputs do not fit the path's own type (a float16 overflow
+            # already happened upstream): the node only carries what it was given.
+            amplifiers.append(finding)
+            _keep(kept, t, x, y, feeds, s)
+            continue
+        if local > fig.threshold:
+            if node is not None and len(ra) == 1 and node.op_type in SUBGRAPH_OPS:
+                s.notes.append(_inside_note(node, feeds))
+            origins.append(finding)
+            feeds_of[t] = {n: s.b_values.get(n, v) for n, v in feeds.items()}
+            alone_values[t] = x
+            if repro is None:
+                repro = _repro_model(s, t, feeds, kept, x, y)
+        else:
+            amplifiers.append(finding)
+        _keep(kept, t, x, y, feeds, s)
+    origins = [_refine(s, o, feeds_of.get(o.tensor, {})) for o in origins[:MAX_SHARES]] + \
+        origins[MAX_SHARES:]
+    s.phases["alone_s"] = time.perf_counter() - started
+    measured = []
+    for o in sorted(origins, key=lambda o: -o.local_scaled_error)[:MAX_SHARES]:
+        share = s.share(o.tensor, alone_values[o.tensor], final)
+        measured.append(NodeFinding(**{**o.__dict__, "share": share}))
+    by_tensor = {o.tensor: o for o in measured}
+    origins = [by_tensor.get(o.tensor, o) for o in origins]
+    return origins, amplifiers, kept, repro
+
+
+def _inside_note(node: onnx.NodeProto, feeds: dict[str, np.ndarray]) -> str:
+    """Where inside an If, Loop or Scan origin its difference arises (which If branch ran,
+    from the reference's condition)."""
+    where = f"its {BODY[node.op_type]}"
+    if node.op_type == "If" and node.input and node.input[0] in feeds:
+        cond = np.asarray(feeds[node.input[0]])
+        if cond.size == 1:
+            where = "its then_branch" if bool(cond.reshape(())) else "its else_branch"
+    return (f"{node.name or node.output[0]} ({node.op_type}): the difference arises inside "
+            f"{where}, a subgraph whose tensors are not traced; the {node.op_type} is "
+            "localized as a unit (its repro is the whole node)")
+
+
+def _refine(s: Search, o: NodeFinding, feeds: dict[str, np.ndarray]) -> NodeFinding:
+    """Inside an origin of several nodes (a runtime fused them, so their inner tensors were
+    not compared end to end): the region runs alone again with its inner tensors marked;
+    when that gives the region's output bit for bit on both paths (marking changed
+    nothing), the first inner node whose own output differs from the reference's inputs
+    is named (``within``)."""
+    ra, rb = s.regions(o.tensor)
+    if len(ra) < 2 or not feeds:
+        return o
+    graph = s.model_a.graph
+    inner = [t for i in ra for t in graph.node[i].output if t and t != o.tensor
+             and t in s.types_b and any(t in n.output for n in s.model_b.graph.node)]
+    if not inner:
+        return o
+    if sum(s.size(t) for t in inner) > TRACE_BYTES:
+        s.notes.append(f"inside {o.node}: its {len(inner)} inner tensors are more than "
+                       f"{TRACE_BYTES >> 20} MiB, so they were not traced")
+        return o
+    try:
+        feeds_a = {n: s.as_type(v, s.types_a.get(n)) for n, v in feeds.items()}
+        feeds_b = {n: s.as_type(v, s.types_b.get(n)) if s.b.kind != SHADOW_KIND else v
+                   for n, v in feeds.items()}
+        wanted = [*inner, o.tensor]
+        plain_a = run_side(s.a, sg.region_model(s.model_a, ra, [o.tensor], feeds_a), feeds_a,
+                           [o.tensor])[o.tensor]
+        plain_b = run_side(s.b, sg.region_model(s.model_b, rb, [o.tensor], feeds_b), feeds_b,
+                           [o.tensor])[o.tensor]
+        got_a = run_side(s.a, sg.region_model(s.model_a, ra, wanted, feeds_a), feeds_a, wanted)
+        got_b = run_side(s.b, sg.region_model(s.model_b, rb, wanted, feeds_b), feeds_b, wanted)
+    except Exception as e:  # a runtime that cannot take the marked region: keep the region
+        s.notes.append(f"inside {o.node}: the marked region did not run ({type(e).__name__})")
+        return o
+    if not (bit_exact(got_a[o.tensor], plain_a) and bit_exact(got_b[o.tensor], plain_b)):
+        s.notes.append(f"inside {o.node}: marking its inner tensors changes what the "
+                       "runtime computes (the fusion is the difference): kept as one origin")
+        return o
+    produced = {t: i for i in ra for t in graph.node[i].output}
+    values = {**feeds_b, **got_b}
+    for t in inner:
+        x, y = got_a[t], got_b[t]
+        exact = x.dtype.kind in "iu" and y.dtype.kind in "iu"
+        err, _ = figure(x, y)
+        limit = 0.0 if exact else max(rounding(x.dtype if x.dtype.kind == "f"
+                                                else np.dtype("float32")), s.rounding)
+        if err <= limit:
+            continue
+        node = graph.node[produced[t]]
+        try:  # the inner node alone, from the reference's inner values
+            reads = [r for r in sg.node_reads(node) if r in values]
+            fa = {r: s.as_type(values[r], s.types_a.get(r)) for r in reads}
+            alone_a = run_side(s.a, sg.region_model(s.model_a, [produced[t]], [t], fa), fa,
+                               [t])[t]
+            own, _ = figure(alone_a, y)
+        except Exception:  # the inner node cannot run alone: name it from the marked run
+            own = err
+        if own > limit:
+            word = f"{node.op_type} {node.name!r}"
+            share = (f" ({int(np.sum(np.asarray(x) != np.asarray(y)))} of {np.asarray(x).size} "
+                     "elements differ)" if exact else f" (scaled error {own:.2g})")
+            s.notes.append(f"inside {o.node}: the difference first appears at {word}"
+                           f"{share}, from the same inputs on both paths")
+            return NodeFinding(**{**o.__dict__, "within": word})
+    return o
+
+
+def _keep(kept: dict[str, np.ndarray], t: str, x: np.ndarray, y: np.ndarray,
+          feeds: dict[str, np.ndarray], s: Search) -> None:
+    """The tensors the explorer shows for a node: its inputs (the reference's values, and
+    the path's own end to end) and its output alone and end to end, on both sides."""
+    items = {f"{t}/alone/actual": x, f"{t}/alone/reference": y}
+    if t in s.a_values:
+        items[f"{t}/traced/actual"] = s.a_values[t]
+    if t in s.b_values:
+        items[f"{t}/traced/reference"] = s.b_values[t]
+    for n, v in feeds.items():
+        items[f"{t}/input/{n}"] = s.b_values.get(n, v)
+        if n in s.a_values:
+            items[f"{t}/input-traced/{n}"] = s.a_values[n]
+    for k, v in items.items():
+        if v.nbytes <= KEEP_TENSOR_BYTES and v.dtype.kind in "fiub":
+            kept[k] = v
+
+
+def _repro_model(s: Search, t: str, feeds: dict[str, np.ndarray],
+                 kept: dict[str, np.ndarray], output: np.ndarray,
+                 expected: np.ndarray) -> bytes:
+    ra, _ = s.regions(t)
+    model = sg.region_model(s.model_a, ra, [t], feeds, name=f"gero-localize-{t}",
+                            typed={t: output})
+    for n, v in feeds.items():
+        kept[f"repro/in/{n}"] = v
+    kept[f"repro/out/{t}"] = expected
+    return bytes(model.SerializeToString())
+
+
+def instrumented(directory: Path, s: Search) -> dict[str, Any]:
+    """Whether the traced runs give the observation's stored outputs again (marking
+    tensors as outputs can change what a runtime fuses)."""
+    out: dict[str, Any] = {}
+    for name, side, got in (("actual", s.a, s.a_final), ("reference", s.b, s.b_final)):
+        stored = None
+        if side.stored and has_member(directory, side.stored):
+            try:
+                stored = load_array(directory, side.stored)
+            except ArtifactError:
+                stored = None
+        same = bit_exact(got, stored)
+        out[f"{name}_bit_exact"] = same
+        if same is False and got is not None and stored is not None:
+            out[f"{name}_scaled_error_vs_stored"] = figure(got, stored)[0]
+    if out.get("actual_bit_exact") is False or out.get("reference_bit_exact") is False:
+        s.notes.append("a traced run does not give its path's stored output bit for bit "
+                       "(tensors marked as outputs changed what the runtime computes, or "
+                       "the runtime is not deterministic): see instrumented")
+    return out
+
+
+# ----------------------------------------------------------------------------- words
+def summary(loc: Localization) -> str:
+    """The result in a sentence or two."""
+    f = loc.final_scaled_error
+    if not loc.origins and not any(t.diverges for t in loc.tensors):
+        final = next((t for t in loc.tensors if t.name == loc.output_name), None)
+        tail = (f"; the output's own floor is {final.floor:.2g} (its sensitivity to 1e-7 "
+                "relative input noise): a difference this size is what the reference does "
+                "against itself" if final is not None and final.floor > 0 and
+                f > rounding(np.dtype("float32")) else "")
+        return (f"nothing diverges: {loc.actual} and {loc.reference} agree at all "
+                f"{len(loc.tensors)} tensors compared, within their noise floors "
+                f"(final {loc.output_name}: scaled error {f:.2g}){tail}")
+    if not loc.origins:
+        return (f"{loc.output_name} differs by {f:.2g} scaled, but no node run alone makes "
+                "a difference over its floor: the error builds up from many small ones "
+                "(see tensors)")
+    o = loc.origins[0]
+    what = f"{o.node} ({o.op_type})"
+    if o.op_type in SUBGRAPH_OPS and len(o.nodes) == 1:
+        what = (f"the {o.op_type} node {o.node!r}, inside its {BODY[o.op_type]} (tensors "
+                f"inside a subgraph are not traced: the {o.op_type} is localized as a unit)")
+    if o.fused_as:
+        what = (f"{o.fused_as}, which fuses {len(o.nodes)} nodes ({_span(o.nodes)})")
+    if o.within:
+        what += f", first inside it at {o.within}"
+    text = (f"the error enters at {what}: its inputs agree to {o.inputs_scaled_error:.2g} "
+            f"scaled, its output differs by {o.local_scaled_error:.2g}")
+    if o.share is not None:
+        text += f" ({_share_text(o.share)} of the final {f:.2g})"
+    after = [m for m in loc.amplifiers if loc_position(loc, m.tensor)
+             > loc_position(loc, o.tensor)]
+    growing = [m for m in after if m.gain > 1.5]
+    if after and f < o.local_scaled_error:
+        # Grown on the way or not, less of it reaches the output (a normalisation or a
+        # softmax after it): "magnifies it to" a smaller figure would read backwards.
+        text += f"; the nodes after it shrink it to {f:.2g} at the output"
+    elif growing:
+        names = [m.op_type or m.node for m in growing[:4]]
+        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        verb = "magnifies" if len(names) == 1 else "magnify"
+        text += f"; {listed} after it {verb} it to {f:.2g}"
+    elif after:
+        text += f"; the nodes after it carry it to {f:.2g}"
+    if len(loc.origins) > 1:
+        text += (f"; {len(loc.origins) - 1} more node(s) add error of their own: "
+                 + ", ".join(f"{x.node} ({x.op_type})" for x in loc.origins[1:4]))
+    return text
+
+
+
+def _span(nodes: list[str]) -> str:
+    names = [n.split(" ", 1)[-1].strip("'") for n in nodes]
+    return names[0] if len(names) == 1 else f"{names[0]} … {names[-1]}"
+
+
+def _share_text(share: float) -> str:
+    return f"{share:.0%}" if share < 10 else f"{share:.3g}×"
+
+
+def loc_position(loc: Localization, tensor: str) -> int:
+    return next((t.position for t in loc.tensors if t.name == tensor), -1)
+

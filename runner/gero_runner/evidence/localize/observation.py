@@ -1,0 +1,143 @@
+"""One observation localized: its case searched and judged (``localize_case``) in a child
+process (a runtime may crash on a graph cut from the model), its temporary files in a
+per-process scratch folder removed however the child ends, the result stored and, with
+``-o``, its first origin written as a repro."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gero_runner.errors import ArtifactError, GeroError
+from gero_runner.evidence.localization import Localization
+from gero_runner.evidence.localize.bounds import DEFAULT_TIMEOUT_S
+from gero_runner.evidence.localize.judge import instrumented, judge, summary
+from gero_runner.evidence.localize.search import Search
+from gero_runner.evidence.localize.sides import sides
+from gero_runner.evidence.localize.store import store_localization, write_origin_repro
+from gero_runner.evidence.rebuild import read_case_record
+from gero_runner.storage.artifacts import evidence_directory, load_array, verify_manifest
+from gero_runner.storage.outputs import check_writable, refuse_unusable_directory
+
+
+def localize_case(directory: Path, row: dict[str, Any]) -> tuple[Localization,
+                                                                   dict[str, np.ndarray],
+                                                                   bytes | None]:
+    """Localize one observation (see the package, gero_runner.evidence.localize): the
+    result, the tensors kept for the explorer, and the first origin's region as a model (its
+    inputs among the tensors, ``repro/NAME``) for a repro."""
+    start = time.perf_counter()
+    verify_manifest(directory)
+    record = read_case_record(directory)
+    try:
+        inputs = {name: load_array(directory, rel) for name, rel in record["inputs"].items()}
+    except (KeyError, AttributeError) as e:
+        raise ArtifactError(f"{directory / 'case.json'}: no inputs recorded ({e})") from e
+    a, b = sides(directory, row, record)
+    s = Search(directory, row, a, b, inputs)
+    window = s.window()
+    if window:
+        extra = [n for t in window for n in s.region_inputs(t) if n not in window]
+        s.trace(window, list(dict.fromkeys(extra)), keep=True)
+    started = time.perf_counter()
+    origins, amplifiers, kept, repro = judge(s, window)
+    s.phases["alone_and_shares_s"] = time.perf_counter() - started
+    s.passes.append({k: round(v, 3) for k, v in s.phases.items()})
+    fig = s.figures.get(s.output)
+    final = fig.scaled_error if fig is not None else math.nan
+    checked = instrumented(directory, s)
+    loc = Localization(
+        str(row.get("observation_id", "")), str(row.get("case_id", "")),
+        str(row.get("check", "")), s.output, a.label, b.label, a.graph, b.graph,
+        final, fig.threshold if fig is not None else math.nan, len(s.order),
+        len(s.figures), s.passes,
+        sorted(s.figures.values(), key=lambda f: f.position), origins, amplifiers,
+        checked, "", time.perf_counter() - start, s.notes)
+    loc = Localization(**{**loc.__dict__, "summary": summary(loc)})
+    return loc, kept, repro
+
+
+def _child(directory: str, row: dict[str, Any], scratch: str
+           ) -> tuple[Localization, dict[str, np.ndarray], bytes | None, float]:
+    import resource
+
+    # Every temporary file of this process (its work folder, tract's copy of a graph) goes
+    # into the caller's scratch directory, which the caller removes however this ends.
+    tempfile.tempdir = scratch
+    loc, kept, repro = localize_case(Path(directory), row)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return loc, kept, repro, peak
+
+
+class LocalizeFailed(GeroError):
+    """The child that runs the paths again did not finish: it crashed (a runtime aborted on
+    a graph gero cut from the model), was killed, ran out of time or failed inside. Not bad
+    input: exit status 1."""
+
+    exit_code = 1
+
+
+SCRATCH_PREFIX = "gero-localize-"
+"""The scratch directory of a localization in $TMPDIR (``gero-localize-<pid>-…``)."""
+
+
+def _localize_isolated(directory: Path, row: dict[str, Any], timeout_s: float,
+                       cancelled: Callable[[], bool] | None
+                       ) -> tuple[Localization, dict[str, np.ndarray], bytes | None, float]:
+    """``_child`` in a child process, its temporary files in a scratch directory removed
+    however it ends (a kill -9 of this process: by the next localization)."""
+    from gero_runner.evidence.repro import SCRATCH_PREFIX as REPRO_SCRATCH
+    from gero_runner.process import isolate, scratch
+
+    oid = str(row.get("observation_id"))[:12]
+    scratch.sweep(REPRO_SCRATCH)  # what a killed `gero localize -o` left
+    try:
+        work = scratch.make(SCRATCH_PREFIX)
+    except OSError as e:
+        raise GeroError(f"localizing {oid}: no scratch folder can be made in "
+                        f"{tempfile.gettempdir()} ({e.strerror or e}); set TMPDIR to a "
+                        "writable folder") from None
+    try:
+        got: tuple[Localization, dict[str, np.ndarray], bytes | None, float] = \
+            isolate.call_isolated(_child, str(directory), row, str(work),
+                                  timeout_s=timeout_s, cancelled=cancelled)
+    except isolate.IsolatedFailure as e:
+        if e.raised is not None and issubclass(e.raised, GeroError):  # bad evidence
+            text = str(e).removeprefix(f"{e.raised.__name__}: ")
+            raise GeroError(f"localizing {oid}: {text}") from None
+        # crashed with SIGABRT, was killed (SIGKILL: ...), timed out after N s
+        what = {isolate.RAISED: f"failed ({e})",
+                isolate.CANCELLED: "was cancelled"}.get(e.kind, str(e))
+        raise LocalizeFailed(f"localizing {oid}: the child process that runs the paths "
+                             f"again {what}; nothing was stored") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return got
+
+
+def localize_observation(data_root: Path, row: dict[str, Any], output: Path | None = None,
+                         timeout_s: float = DEFAULT_TIMEOUT_S,
+                         cancelled: Callable[[], bool] | None = None) -> tuple[Localization,
+                                                                              Path]:
+    """Localize the observation ``row`` (a full row) in a child process (a runtime may
+    crash on a cut graph), store the result, and with ``output`` write the first origin as
+    a repro directory; (localization, stored file)."""
+    directory = evidence_directory(data_root, row)
+    if output is not None:
+        refuse_unusable_directory(output)
+    verify_manifest(directory)  # here too: bad evidence is one sentence, before any child
+    check_writable(data_root, directory)  # the result is stored there: refused before work
+    sides(directory, row, read_case_record(directory))
+    loc, kept, repro, peak = _localize_isolated(directory, row, timeout_s, cancelled)
+    loc = Localization(**{**loc.__dict__, "notes": [*loc.notes]})
+    loc.passes.append({"peak_rss_mb": round(peak, 1)})
+    if output is not None:
+        loc = write_origin_repro(output, repro, kept, loc, row, timeout_s)
+    return loc, store_localization(directory, loc, kept, data_root)

@@ -1,0 +1,295 @@
+"""The search: the two sides traced tensor by tensor in topological order, matched by name,
+to the first tensors where they part, and each such tensor's region (the node that makes
+it, or the nodes a runtime fused into it) run alone on both sides from the reference's
+values.
+
+Only the tensors that survive both sides' own rewrites are compared (marking a fused-away
+tensor as an output would undo the fusion being localized). Bounded: at most
+``TRACE_BYTES`` of intermediates per side at once; a model whose compared tensors are larger
+is traced at checkpoints spread over the graph first, then the stretch between the last
+agreeing and the first diverging checkpoint, until a stretch fits."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from gero_runner.evidence import subgraphs as sg
+from gero_runner.evidence.localization import Side, TensorFigure
+from gero_runner.evidence.localize.bounds import FLOOR_FACTOR, SHADOW_KIND, TRACE_BYTES
+from gero_runner.evidence.localize.figures import figure, rounding, with_noise
+from gero_runner.evidence.localize.sides import (
+    load_graph,
+    run_side,
+    run_side_each,
+    side_rounding,
+    survivors,
+)
+
+
+class Search:
+    """One observation's two sides, what was traced of them and the figures so far."""
+
+    def __init__(self, directory: Path, row: dict[str, Any], a: Side, b: Side,
+                 inputs: dict[str, np.ndarray]) -> None:
+        self.directory, self.row, self.a, self.b = directory, row, a, b
+        self.inputs = inputs
+        self.model_a = load_graph(directory, a.graph)
+        self.model_b = self.model_a if b.graph == a.graph else load_graph(directory, b.graph)
+        self.output = str(row.get("output_name") or self.model_a.graph.output[0].name)
+        self.types_a = sg.elem_types(self.model_a, inputs)
+        self.types_b = (self.types_a if self.model_b is self.model_a
+                        else sg.elem_types(self.model_b, inputs))
+        self.rounding = side_rounding(a, self.model_a)
+        self.notes: list[str] = []
+        self.passes: list[dict[str, Any]] = []
+        self.figures: dict[str, TensorFigure] = {}
+        self.b_values: dict[str, np.ndarray] = {}
+        self.a_values: dict[str, np.ndarray] = {}
+        self.a_final: np.ndarray | None = None
+        self.b_final: np.ndarray | None = None
+        self.ops_a = {o: n for n in self.model_a.graph.node for o in n.output}
+        made_b = {o for n in self.model_b.graph.node for o in n.output}
+        started = time.perf_counter()
+        surv_a = survivors(a, self.model_a)
+        surv_b = survivors(b, self.model_b)
+        # Each side's node (of its own rewritten graph) that makes a tensor.
+        self.made_by = (surv_a or {}, surv_b or {})
+        self.phases: dict[str, float] = {"survivors_s": time.perf_counter() - started}
+        shared_inputs = ({i.name for i in self.model_a.graph.input}
+                         & {i.name for i in self.model_b.graph.input})
+        self.available: set[str] = set(shared_inputs)
+        self.order: list[str] = []
+        for node in self.model_a.graph.node:
+            for t in node.output:
+                if not t or t not in made_b:
+                    continue
+                if (surv_a is not None and t not in surv_a) or (surv_b is not None
+                                                                  and t not in surv_b):
+                    continue
+                self.available.add(t)
+                ta, tb = self.types_a.get(t), self.types_b.get(t)
+                kinds = {x[0] for x in (ta, tb) if x is not None}
+                known_float = kinds <= sg.FLOAT_TYPES
+                quantized = bool(kinds) and kinds <= sg.QUANTIZED_TYPES
+                constant = node.op_type == "Constant"  # a weight, not a computed value
+                if (known_float or quantized or t == self.output) and not constant:
+                    self.order.append(t)
+        if self.output not in self.order:
+            self.order.append(self.output)
+            self.available.add(self.output)
+        self.position = {t: i for i, t in enumerate(self.order)}
+        if surv_a is not None or surv_b is not None:
+            fused = [s.label for s, v in ((a, surv_a), (b, surv_b)) if v is not None]
+            self.notes.append(f"only the tensors that survive {' and '.join(fused)}'s own "
+                              "rewrites are compared (marking a fused-away tensor as an "
+                              "output would undo the fusion)")
+
+    # sizes ------------------------------------------------------------------------
+    def size(self, t: str) -> int:
+        known = [s for s in (self.types_a.get(t, (0, None))[1],
+                             self.types_b.get(t, (0, None))[1]) if s is not None]
+        if known:
+            return max(known)
+        sizes = [s for _, s in self.types_a.values() if s is not None]
+        return max(sizes) if sizes else 1 << 20
+
+    def checkpoints(self, window: list[str]) -> list[str]:
+        total = sum(self.size(t) for t in window)
+        if total <= TRACE_BYTES:
+            return list(window)
+        picked: list[str] = []
+        last = window[-1]  # always: the stretch's end (the output, on the first pass)
+        used = self.size(last)
+        stride = max(1, math.ceil(total / TRACE_BYTES))
+        for i, t in enumerate(window[:-1]):
+            if i % stride == stride - 1 and used + self.size(t) <= TRACE_BYTES:
+                picked.append(t)
+                used += self.size(t)
+        return [*picked, last]
+
+    # one pass ---------------------------------------------------------------------
+    def trace(self, names: list[str], extra: list[str], keep: bool) -> None:
+        """Trace ``names`` (compared) and ``extra`` (region inputs, kept for the runs
+        alone) on both sides; figures for ``names``; the reference's values kept when
+        ``keep``."""
+        start = time.perf_counter()
+        given = {t: self.inputs[t] for t in [*names, *extra] if t in self.inputs}
+        wanted = [t for t in dict.fromkeys([*names, *extra]) if t not in given]
+        names = [t for t in names if t not in given]
+        model_b = sg.prefix(self.model_b, wanted)
+        model_a = model_b if self.model_a is self.model_b else sg.prefix(self.model_a, wanted)
+        b, noisy = run_side_each(self.b, model_b, [self.inputs, with_noise(self.inputs)],
+                                 wanted) if wanted else ({}, {})
+        b = {**b, **given}
+        floors = {t: figure(noisy[t], b[t])[0] for t in names}
+        del noisy
+        a = {**run_side(self.a, model_a, self.inputs, wanted), **given} if wanted else given
+        for t in wanted:
+            if t not in a or t not in b:
+                continue
+            x, y = a[t], b[t]
+            exact = x.dtype.kind in "iu" and y.dtype.kind in "iu"
+            if x.dtype.kind != "f" and y.dtype.kind != "f" and not exact and t != self.output:
+                continue
+            err, bad = figure(x, y)
+            floor = floors.get(t, 0.0)
+            if not math.isfinite(floor):
+                floor = 0.0
+            own = x.dtype if x.dtype.kind == "f" else np.dtype("float32")
+            # Quantized integers are exact: any difference is one (a rounding that flips).
+            threshold = 0.0 if exact else max(FLOOR_FACTOR * floor, rounding(own),
+                                               self.rounding)
+            node = self.ops_a.get(t)
+            self.figures[t] = TensorFigure(
+                t, self.position.get(t, -1), node.name if node is not None else "",
+                node.op_type if node is not None else "", err, floor, threshold,
+                bool(err > threshold), bad, str(x.dtype), [int(d) for d in x.shape])
+        if self.output in a and self.a_final is None:
+            self.a_final, self.b_final = a[self.output], b[self.output]
+        if keep:
+            self.b_values = b
+            self.a_values = a
+        self.passes.append({"tensors": len(names), "extra": len(extra),
+                            "nodes_a": len(model_a.graph.node),
+                            "nodes_b": len(model_b.graph.node),
+                            "seconds": round(time.perf_counter() - start, 3)})
+
+    def window(self) -> list[str]:
+        """Trace checkpoints until a stretch holding the first divergence fits."""
+        window = list(self.order)
+        while True:
+            picked = self.checkpoints(window)
+            if len(picked) == len(window):
+                return window
+            self.trace(picked, [], keep=False)
+            first = next((t for t in picked if self.figures[t].diverges), None)
+            if first is None:
+                return []
+            before = [t for t in picked if self.position[t] < self.position[first]]
+            lo = self.position[before[-1]] + 1 if before else self.position[window[0]]
+            narrowed = [t for t in window if lo <= self.position[t] <= self.position[first]]
+            if len(narrowed) >= len(window):
+                return narrowed
+            window = narrowed
+
+    def regions(self, t: str) -> tuple[list[int], list[int]]:
+        ra = sg.region(self.model_a.graph, t, self.available - {t})
+        rb = (ra if self.model_b is self.model_a
+              else sg.region(self.model_b.graph, t, self.available - {t}))
+        return ra, rb
+
+    def region_inputs(self, t: str) -> list[str]:
+        ra, rb = self.regions(t)
+        names = sg.region_inputs(self.model_a.graph, ra)
+        if self.model_b is not self.model_a:
+            names += sg.region_inputs(self.model_b.graph, rb)
+        return list(dict.fromkeys(names))
+
+    def _alone_feeds(self, t: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray],
+                                            float] | None:
+        """The reference's values of ``t``'s region inputs cast to each side's own types
+        (a, b), and how far that cast moved them (inf: they overflowed it); None where one
+        was not traced."""
+        feeds: dict[str, np.ndarray] = {}
+        for n in self.region_inputs(t):
+            if n in self.b_values:
+                feeds[n] = self.b_values[n]
+            elif n in self.inputs:
+                feeds[n] = self.inputs[n]
+            else:
+                return None
+        feeds_b = {n: self.as_type(v, self.types_b.get(n)) if self.b.kind != SHADOW_KIND
+                   else v for n, v in feeds.items()}
+        with np.errstate(over="ignore", invalid="ignore"):
+            feeds_a = {n: self.as_type(v, self.types_a.get(n)) for n, v in feeds.items()}
+        cast = max((figure(feeds_a[n], v)[0] for n, v in feeds.items()
+                    if v.dtype.kind == "f"), default=0.0)
+        return feeds_a, feeds_b, cast
+
+    def alone(self, t: str
+              ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], float] | None:
+        """``t`` made by its region alone on both sides from the reference's values (cast
+        to the path's own types), and how far that cast moved them (inf: they overflowed
+        it)."""
+        got = self._alone_feeds(t)
+        if got is None:
+            return None
+        feeds_a, feeds_b, cast = got
+        ra, rb = self.regions(t)
+        model_a = sg.region_model(self.model_a, ra, [t], feeds_a)
+        model_b = sg.region_model(self.model_b, rb, [t], feeds_b)
+        x = run_side(self.a, model_a, feeds_a, [t])[t]
+        y = run_side(self.b, model_b, feeds_b, [t])[t]
+        return x, y, feeds_a, cast
+
+    def alone_together(self, ts: list[str]
+                       ) -> dict[str, tuple[np.ndarray, np.ndarray, dict[str, np.ndarray],
+                                            float]]:
+        """``alone`` for each of ``ts`` from one model per side holding every region side
+        by side: one compile and one run per side instead of one per tensor. Empty where
+        that cannot be built or run (the caller then runs each alone and names what
+        fails)."""
+        prepared = {t: self._alone_feeds(t) for t in ts}
+        ready = [t for t in ts if prepared[t] is not None]
+        if len(ready) < 2:
+            return {}
+        feeds_a: dict[str, np.ndarray] = {}
+        feeds_b: dict[str, np.ndarray] = {}
+        for t in ready:
+            got = prepared[t]
+            assert got is not None
+            feeds_a.update(got[0])
+            feeds_b.update(got[1])
+        regions = {t: self.regions(t) for t in ready}
+        built_a = sg.regions_model(self.model_a, [(regions[t][0], t) for t in ready], feeds_a)
+        built_b = sg.regions_model(self.model_b, [(regions[t][1], t) for t in ready], feeds_b)
+        if built_a is None or built_b is None:
+            return {}
+        (model_a, names_a), (model_b, names_b) = built_a, built_b
+        try:
+            xs = run_side(self.a, model_a, feeds_a, list(names_a.values()))
+            ys = run_side(self.b, model_b, feeds_b, list(names_b.values()))
+        except Exception:  # a runtime refuses the combined graph: each is run alone
+            return {}
+        out = {}
+        for t in ready:
+            got = prepared[t]
+            assert got is not None
+            out[t] = (xs[names_a[t]], ys[names_b[t]], got[0], got[2])
+        return out
+
+    @staticmethod
+    def as_type(value: np.ndarray, typed: tuple[int, int | None] | None) -> np.ndarray:
+        if typed is None or value.dtype.kind != "f":
+            return value
+        dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(typed[0]))
+        return value.astype(dtype) if dtype.kind == "f" and dtype != value.dtype else value
+
+    def share(self, t: str, value: np.ndarray, final: float) -> float | None:
+        """The final error ``t``'s own error explains: its alone-value fed to the reference
+        side, run to the output."""
+        if self.b_final is None or final == 0 or not math.isfinite(final):
+            return None
+        typed = self.types_b.get(t)
+        fed = self.as_type(value, typed) if self.b.kind != SHADOW_KIND else \
+            value.astype(np.float64) if value.dtype.kind == "f" else value
+        model = sg.fed_from_outside(sg.prefix(self.model_b, [self.output]), t, fed)
+        if t == self.output:
+            out = fed
+        else:
+            try:
+                out = run_side(self.b, model, {**self.inputs, t: fed}, [self.output])[
+                    self.output]
+            except Exception as e:  # a runtime may refuse the cut graph: say so, go on
+                self.notes.append(f"the share of {t} could not be measured: "
+                                  f"{type(e).__name__}: {str(e)[:160]}")
+                return None
+        err, _ = figure(out, self.b_final)
+        return err / final if math.isfinite(err) else None
+

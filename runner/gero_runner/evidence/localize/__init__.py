@@ -30,7 +30,7 @@ so a stretch near the input costs little), until a stretch fits.
 The result is stored beside the evidence (``localize/OBSERVATION_ID.json``), with the
 tensors of its origins and amplifiers (``localize/OBSERVATION_ID.npz``) for the explorer.
 
-The package, by responsibility, each module importing only those above it in this list:
+The package, by responsibility, each module importing only those before it in this list:
 ``bounds`` (the kinds of side and the bounds), ``figures`` (the scaled error, roundings),
 ``sides`` (what each side computes), ``search`` (tracing to where the sides part and
 running regions alone), ``judge`` (origin, amplifier or builds-up; the summary), ``store``

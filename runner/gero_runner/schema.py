@@ -15,6 +15,7 @@ from typing import Any, Final
 import pyarrow as pa
 
 from gero_runner.distribution import DISTRIBUTION_COLUMNS
+from gero_runner.facts import FACT_COLUMNS, VARIANT_FILES
 from gero_runner.result_classes import (
     CONTRACT_ISSUE,
     DIVERGENCE,
@@ -24,15 +25,16 @@ from gero_runner.result_classes import (
     RESULT_LABELS,
 )
 
-SCHEMA_VERSION: Final = 2
-"""2 added the error distribution (``gero_runner.distribution``): files written before lack
-those columns, and every reader reads them as NULL."""
+SCHEMA_VERSION: Final = 3
+"""2 added the error distribution (``gero_runner.distribution``), 3 the facts of a verdict
+(``gero_runner.facts``): files written before lack those columns, and every reader reads
+them as NULL (the findings derive the facts of such rows from their reason)."""
 
 # The result classes live in a module of their own (no pyarrow); re-exported here.
 __all__ = ["CONTRACT_ISSUE", "DIVERGENCE", "EXECUTION", "PASSED", "RESULT_CLASSES",
            "RESULT_LABELS"]
 
-MODEL_VARIANTS: Final = ("int8-dynamic", "int8-static", "fp16")
+MODEL_VARIANTS: Final = VARIANT_FILES
 """The variant files a model case builds (``models.variants``); rows name them in their
 check (``model:VARIANT``, ``model:VARIANT:GATE``) and in failed paths (``VARIANT:PATH``)."""
 
@@ -105,6 +107,7 @@ OBSERVATION_COLUMNS: Final[tuple[Column, ...]] = (
        "JSON: the path's settings, enough to rebuild its session (provider, level, threads, "
        "inference precision, ...)", True),
     _C("details", pa.string(), "JSON: check-specific figures (contract sides, model metrics)"),
+    *(_C(name, pa.string(), doc) for name, doc in FACT_COLUMNS),
     _C("created_at", pa.timestamp("us", tz="UTC"), "when the observation was first made"),
 )
 
@@ -179,6 +182,8 @@ class Observation:
     repeats: int = 0
     session_settings: str = "{}"
     details: str = "{}"
+    failed_path: str = ""
+    cause: str = ""
     created_at: datetime | None = None
     """Set by the parent when it stores the run."""
 

@@ -45,6 +45,7 @@ from gero_runner import backends
 from gero_runner.backends.base import Backend, PathSpec
 from gero_runner.case import MODEL_SUITES, CaseInstance, ModelChecks
 from gero_runner.errors import GeroError, NotRun, PathFailed, error_text
+from gero_runner.facts import failure_cause, root_cause
 from gero_runner.metrics import model_level as ml
 from gero_runner.metrics.compare import compare
 from gero_runner.models import variants as var
@@ -355,11 +356,12 @@ class _Checker:
             actual_file=files[0], reference_file=files[1], details=details))
 
     def _fail(self, check: str, actual: PathResult, ref_name: str, reason: str,
-              name: str = "") -> None:
+              name: str = "", failed_path: str = "", cause: str = "") -> None:
         self.rows.append(self.ctx.row(
             check=check, output_name=name, actual=actual, reference_name=ref_name,
             reference_version=actual.version, dtype=self.case.dtype, cmp=None,
-            rtol=math.nan, atol=math.nan, result=EXECUTION, reason=reason))
+            rtol=math.nan, atol=math.nan, result=EXECUTION, reason=reason,
+            failed_path=failed_path, cause=cause))
 
     def _float_outputs(self, outputs: list[np.ndarray]) -> list[int]:
         return [j for j, x in enumerate(outputs) if x.dtype.kind == "f"]
@@ -399,7 +401,8 @@ class _Checker:
         except NotRun:
             return {}
         except Exception as e:
-            self._fail("model:noise-floor", base, f"{b.backend.name}-noise", error_text(e))
+            self._fail("model:noise-floor", base, f"{b.backend.name}-noise", error_text(e),
+                       cause=root_cause(error_text(e)))
             return {}
         first = b.first.optimization
         ends = f"{first} and " if dis is not None else ""
@@ -524,7 +527,8 @@ class _Checker:
             model = self.runs.variant_model(name)
         except Exception as e:  # gero's variant tooling, not a runtime, failed
             self._fail(f"model:{name}:build", fp32, base_label,
-                       f"building the {name} variant failed: {error_text(e)}")
+                       f"building the {name} variant failed: {error_text(e)}",
+                       cause=root_cause(error_text(e)))
             return
         ctx.writer.add_bytes(f"variants/{name}.onnx", model)
         runs = self.runs.variant_paths(ctx, name)
@@ -541,18 +545,21 @@ class _Checker:
             # ORT runs the original but refuses the graph the tooling wrote: a build failure
             self._fail(f"model:{name}:build", base, base_label,
                        f"building the {name} variant failed: the file it wrote is not a "
-                       f"valid graph for {run_base.backend.label()}: {base.error}")
+                       f"valid graph for {run_base.backend.label()}: {base.error}",
+                       cause=root_cause(base.error or ""))
             return
         if not base.ok:
             self._fail(f"model:{name}", base, base_label,
                        f"{run_base.backend.label()} cannot run the {name} variant: "
-                       f"{base.error}")
+                       f"{base.error}", cause=root_cause(base.error or ""))
             return
         assert base.outputs is not None
         others = [p for p in runs.values() if p is not base]
         for p in others:
             if not p.ok and not p.skipped:
-                self._fail(f"model:{name}", p, base_label, f"{p.name} failed: {p.error}")
+                failed, cause = failure_cause(p.name, p.error or "")
+                self._fail(f"model:{name}", p, base_label, f"{p.name} failed: {p.error}",
+                           failed_path=failed, cause=cause)
         others = [p for p in others if p.ok]
         run_floors = None
         for b in self.baselines:  # what each runtime's users would ship: its own judgement
@@ -569,7 +576,7 @@ class _Checker:
                 continue
             except Exception as e:
                 self._fail(f"model:{name}:vs-model", own, f"{b.backend.name}-noise",
-                           error_text(e))
+                           error_text(e), cause=root_cause(error_text(e)))
                 continue
             self._vs_model_rows(name, own, original, floors, b)
             if b is run_base:
@@ -701,7 +708,8 @@ class _Checker:
             # not the runtime's: its row names the shadow as the path that could not run.
             self._fail("model:fp16:scaled", self._fp16_shadow_path(), FP16_SHADOW,
                        f"the fp16 yardstick (the float64 shadow rounded to float16 at each "
-                       f"node) could not run on the fp16 file: {error_text(e)}")
+                       f"node) could not run on the fp16 file: {error_text(e)}",
+                       cause=root_cause(error_text(e)))
         run_floor = self.model_floors.get(b.backend.name, {})
         # How far the file's two correct computations are apart: its sensitivity to where
         # float16 roundings happen, the largest over its outputs (one output's figure is a

@@ -189,13 +189,15 @@ class CaseContext:
             atol: float, result: str, reason: str, arbiter: str = NOT_APPLICABLE,
             actual_hash: str = "", reference_hash: str = "", actual_file: str = "",
             reference_file: str = "", reference_ms: float = math.nan,
-            details: dict[str, Any] | None = None) -> Observation:
+            details: dict[str, Any] | None = None, failed_path: str = "",
+            cause: str = "") -> Observation:
         """An observation row of this case (ids added by ``finish_row``); without a
         comparison (a path failed) its metric columns keep the row type's defaults.
 
         A non-passed row of a path that showed a known ReferenceEvaluator defect on this
         case (different outputs, or a failure the corrected evaluator does not have) names
-        the registry entry, in the reason and in the details."""
+        the registry entry, in the reason and in the details. ``failed_path`` and ``cause``:
+        the verdict's facts (``gero_runner.facts``)."""
         if actual.known_defects and result != PASSED:
             from gero_runner.backends.reference_defects import BY_KEY
 
@@ -218,7 +220,8 @@ class CaseContext:
             actual_file=actual_file, reference_file=reference_file,
             actual_median_ms=actual.median_ms, reference_median_ms=reference_ms,
             repeats=actual.repeats, session_settings=actual.settings_json,
-            details=_DETAILS_JSON.encode(details) if details else "{}", **metrics)
+            details=_DETAILS_JSON.encode(details) if details else "{}",
+            failed_path=failed_path, cause=cause, **metrics)
 
 
 OUTPUT_IDENTITY = ("actual_hash", "reference_hash", "result", "reason")

@@ -19,6 +19,7 @@ from gero_runner.case import MODEL_SUITES, CaseInstance
 from gero_runner.classify import arbiter, classify
 from gero_runner.errors import error_text
 from gero_runner.execution.context import NOT_APPLICABLE, CaseContext, PathResult, RunSettings
+from gero_runner.facts import failure_cause
 from gero_runner.metrics.compare import compare
 from gero_runner.metrics.model_level import MODEL_REL_FLOOR
 from gero_runner.result_classes import ARBITRATED_CHECKS, LEVELS
@@ -330,8 +331,10 @@ def compare_paths(ctx: CaseContext, check: str, actual: PathResult, ref: PathRes
                                 reference_ms=ref.median_ms, details=timing)
         failed = actual if not actual.ok else ref if not ref.ok else None
         if failed is not None:
+            failed_path, cause = failure_cause(failed.name, failed.error or "")
             rows.append(row(cmp=None, result=EXECUTION,
-                            reason=f"{failed.name} failed: {failed.error}"))
+                            reason=f"{failed.name} failed: {failed.error}",
+                            failed_path=failed_path, cause=cause))
             continue
         assert actual.outputs is not None and ref.outputs is not None
         if j >= len(actual.outputs) or j >= len(ref.outputs):

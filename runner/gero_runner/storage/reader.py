@@ -25,6 +25,7 @@ import duckdb
 
 from gero_runner.distribution import DISTRIBUTION_NAMES
 from gero_runner.errors import StoreError
+from gero_runner.facts import FACT_NAMES
 from gero_runner.storage.index import (
     KEY_COLUMN,
     StoreIndex,
@@ -342,13 +343,15 @@ def observation_files(data_root: Path, con: duckdb.DuckDBPyConnection,
 
 def absent_columns(present: Iterable[str]) -> str:
     """SQL select items that add, as NULL, the columns files of an older gero lack (the
-    error distribution, schema version 2): ``', NULL::DOUBLE AS "p99_abs_error"'``, or ''
-    (also when ``present`` is empty: columns not known, none is added twice)."""
+    error distribution, schema version 2; the facts, version 3):
+    ``', NULL::DOUBLE AS "p99_abs_error"'``, or '' (also when ``present`` is empty: columns
+    not known, none is added twice)."""
     have = set(present)
     if not have:
         return ""
-    return "".join(f', NULL::DOUBLE AS "{name}"' for name in DISTRIBUTION_NAMES
-                   if name not in have)
+    typed = [*((name, "DOUBLE") for name in DISTRIBUTION_NAMES),
+             *((name, "VARCHAR") for name in FACT_NAMES)]
+    return "".join(f', NULL::{kind} AS "{name}"' for name, kind in typed if name not in have)
 
 
 def _empty_columns() -> str:

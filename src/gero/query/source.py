@@ -31,7 +31,7 @@ RunSource = OpenRun
 TABLE_COLUMNS = ("observation_id", "suite", "case_id", "op_type", "case_name", "check",
                  "dtype", "input_shapes", "output_name", "backend", "optimization", "reference",
                  "max_abs_error", "result", "reason", "arbiter", "scaled_error", "max_ulp",
-                 "min_atol")
+                 "min_atol", "failed_path")
 """What the ``evals`` view holds besides ``rn``: the evaluations table's columns and filters."""
 TABLE_RELATION = "evals"
 NUMBERED_RELATION = "obs_numbered"
@@ -68,8 +68,13 @@ def _table_views(source: OpenRun) -> None:
     if source.direct:
         (own,) = source.files
         key = f", {KEY_COLUMN}" if KEY_COLUMN in file_columns(own) else ""
+        present = file_columns(own)
+        # a file of a gero before the facts (schema 3) lacks failed_path: NULL, as obs reads it
+        direct_columns = ", ".join(
+            _ident(name) if name in present or not present else f"NULL::VARCHAR AS {_ident(name)}"
+            for name in TABLE_COLUMNS)
         con.execute(f"CREATE OR REPLACE VIEW {TABLE_RELATION} AS SELECT file_row_number AS rn, "
-                    f"{table_columns} FROM read_parquet({quote_path(own)}, "
+                    f"{direct_columns} FROM read_parquet({quote_path(own)}, "
                     "file_row_number = true)")
         con.execute(f"CREATE OR REPLACE VIEW {NUMBERED_RELATION} AS SELECT file_row_number AS rn, "
                     f"* EXCLUDE (file_row_number{key}){absent_columns(file_columns(own))} "

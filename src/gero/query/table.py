@@ -31,6 +31,7 @@ from gero_runner.backends import (
     short_name,
 )
 from gero_runner.backends.names import NOT_APPLICABLE
+from gero_runner.facts import FAILED_PATH
 from gero_runner.result_classes import ARBITRATED_CHECKS, SEVERITY, severity_sql
 from gero_runner.result_classes import RESULT_CLASSES as RESULT_CLASSES  # for the app
 
@@ -75,8 +76,9 @@ BLAMED_SQL = (
     # float64 sides with the actual side: the reference is off
     f"WHEN \"check\" IN {_ARBITRATED} AND arbiter = 'actual' THEN {_REFERENCE_LABEL} "
     # a failure the message puts on the other side (the reference failed)
-    "WHEN result = 'execution' AND regexp_extract(reason, "
-    "'^(?:variant \\S+: )?(\\S+) failed: ', 1) NOT IN "
+    # (a row of a gero before the facts, schema 3: the path its reason names)
+    f"WHEN result = 'execution' AND coalesce(failed_path, regexp_extract(reason, "
+    f"'{FAILED_PATH}', 1)) NOT IN "
     f"('', {path_name_sql()}, backend || '-' || optimization) THEN {_REFERENCE_LABEL} "
     f"WHEN \"check\" IN {_ARBITRATED} AND arbiter IN ('tie', '-') "
     "AND result <> 'execution' THEN 'undecided' "

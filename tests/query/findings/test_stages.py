@@ -31,7 +31,7 @@ def obs(**kw: Any) -> dict[str, Any]:
         "check": "agreement", "suite": "synthetic", "details": "", "backend": "onnxruntime",
         "optimization": "all", "reference": "onnx-reference", "arbiter": "reference",
         "max_abs_error": 0.0, "result": "passed", "reason": "", "session_settings": "{}",
-        "nan_actual": 0, "nan_reference": 0, "mismatch_count": 0}
+        "nan_actual": 0, "nan_reference": 0, "mismatch_count": 0, "failed_path": ""}
     return {**row, **kw}
 
 
@@ -44,13 +44,12 @@ def raw(**kw: Any) -> dict[str, Any]:
         "model_case": False, "backend": "onnxruntime", "path": "onnxruntime@all",
         "reference": "onnx-reference", "arbiter": "reference", "max_abs_error": 0.1,
         "reason": "r", "precision": None, "family": "numeric", "truth": False,
-        "severity": 2, "why": ""}
+        "severity": 2, "why": "", "failed_path": ""}
     return {**row, **kw}
 
 
-def template(reason: str = "r", kind: str = "outside", failed_path: str = "",
-             text: str = OUTSIDE) -> dict[str, Any]:
-    return {"reason": reason, "template": text, "failed_path": failed_path, "kind": kind}
+def template(reason: str = "r", kind: str = "outside", text: str = OUTSIDE) -> dict[str, Any]:
+    return {"reason": reason, "template": text, "kind": kind}
 
 
 def test_the_stages_run_in_order_each_reading_only_those_above_it() -> None:
@@ -75,9 +74,17 @@ def test_raw_keeps_the_non_passed_rows_with_their_path_family_and_seeding() -> N
             reason="masked_rows: fully masked row not exactly zero"),
         obs(observation_id="seeded", suite="model", details="x (default)",
             result="divergence", reason="off", check="model:fp32",
-            session_settings='{"inference_precision": "f32"}')])
+            session_settings='{"inference_precision": "f32"}'),
+        # the path a failure names is a fact recorded beside its sentence (schema 3) ...
+        obs(observation_id="recorded", result="execution", failed_path="onnx-reference",
+            reason="a sentence naming no path"),
+        # ... and read from the sentence for a row of a gero before it (NULL)
+        obs(observation_id="old", result="execution", failed_path=None,
+            reason="fp16:tract-optimized failed: TractError: Impossible to unify U8 with I8")])
     by_id = {r["observation_id"]: r for r in rows}
-    assert set(by_id) == {"agree", "fail", "law", "seeded"}
+    assert set(by_id) == {"agree", "fail", "law", "seeded", "recorded", "old"}
+    assert by_id["recorded"]["failed_path"] == "onnx-reference"
+    assert by_id["old"]["failed_path"] == "tract-optimized"
     assert (by_id["agree"]["path"], by_id["agree"]["family"]) == ("onnxruntime@all", "numeric")
     assert (by_id["fail"]["path"], by_id["fail"]["family"]) == ("tract", "execution")
     assert by_id["law"]["family"] == "contract:masked_rows"
@@ -86,7 +93,7 @@ def test_raw_keeps_the_non_passed_rows_with_their_path_family_and_seeding() -> N
     assert by_id["agree"]["severity"] > by_id["fail"]["severity"]
 
 
-def test_a_reason_becomes_a_template_a_kind_and_the_path_a_failure_names() -> None:
+def test_a_reason_becomes_a_template_and_a_kind() -> None:
     reasons = {
         "nan": "NaN on both sides at 4 of 32 elements (NaN == NaN never passes); the other "
                "elements within tolerance (max |a−r| = 0)",
@@ -102,10 +109,8 @@ def test_a_reason_becomes_a_template_a_kind_and_the_path_a_failure_names() -> No
     got = run_stage("reasons", raw=[raw(reason=r) for r in reasons.values()])
     templates = {r["reason"]: r for r in got}
     failure = templates[reasons["failure"]]
-    assert failure["failed_path"] == "ort-all"
     assert failure["template"] == ("PATH failed: NotImplemented: Could not find an "
                                    "implementation for OP(#) node with name '…'")
-    assert templates[reasons["on-file"]]["failed_path"] == "tract-optimized"
     assert templates[reasons["on-file"]]["template"].endswith("unify T with T")
     kinds = {r["reason"]: r["kind"] for r in run_stage("templates", reasons=got)}
     # a failure is grouped by its template (``grouped``'s ``sub``), not by its kind
@@ -139,12 +144,12 @@ def test_a_row_is_blamed_on_its_reference_when_float64_sides_with_the_actual() -
 def test_an_execution_row_naming_another_path_blames_that_path() -> None:
     failed = {"result": "execution", "family": "execution", "arbiter": "-"}
     assert _blamed(
-        (raw(observation_id="reference", reason="a", **failed),
-         template("a", failed_path="onnx-reference", text="PATH failed: boom")),
-        (raw(observation_id="own", reason="b", **failed),
-         template("b", failed_path="ort-all", text="PATH failed: boom")),
-        (raw(observation_id="own-spelled", reason="c", **failed),
-         template("c", failed_path="onnxruntime-all", text="PATH failed: boom")),
+        (raw(observation_id="reference", reason="a", failed_path="onnx-reference", **failed),
+         template("a", text="PATH failed: boom")),
+        (raw(observation_id="own", reason="b", failed_path="ort-all", **failed),
+         template("b", text="PATH failed: boom")),
+        (raw(observation_id="own-spelled", reason="c", failed_path="onnxruntime-all", **failed),
+         template("c", text="PATH failed: boom")),
         (raw(observation_id="tooling", reason="d", **failed),
          template("d", text="building the fp16 variant failed: boom")),
     ) == {"reference": "onnx-reference", "own": "onnxruntime@all",

@@ -59,18 +59,11 @@ def _run_findings() -> list[Finding]:
 
 RUN_FINDINGS = _run_findings()
 
-STILL_READ_FROM_PROSE = {
-    # laws: the count of non-finite values masked in the template ("n non-finite value")
-    "781c945436f7": ["n"], "0fb23aab2bf8": ["n"], "aa1193019df0": ["n"],
-    "78f7f1ff4169": ["n"],
-    # failures: element types and operator names masked in the runtime's message
-    "2496dfce3981": ["T"], "443333c99931": ["n"], "31125d46bc7f": ["T", "T"],
-    "1781b965e008": ["OP", "T"],
-}
-"""Titles of the runs that still show a placeholder, by finding id: rendered from the
-reason's template, whose figures were taken out. Issue 39 item 1 records those facts as
-columns; each title it fixes leaves this list (the test below fails until it is taken out),
-and a new placeholder fails it."""
+STILL_READ_FROM_PROSE: dict[str, list[str]] = {}
+"""Titles of the runs that still show a placeholder, by finding id: none since the runner
+records the cause's own words (the ``cause`` fact: "Impossible to unify F16 with F32",
+"7 non-finite value(s)"), which a title quotes where the template masked them. A new
+placeholder fails the test below."""
 
 
 def test_the_placeholders_the_runs_titles_still_show_are_these_and_no_other() -> None:

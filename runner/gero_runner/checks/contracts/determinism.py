@@ -18,6 +18,7 @@ from gero_runner.checks.contracts.paths import (
     law_row,
 )
 from gero_runner.errors import error_text
+from gero_runner.facts import law_cause
 from gero_runner.schema import CONTRACT_ISSUE, PASSED, Observation
 from gero_runner.storage.hashing import tensors_hash
 
@@ -55,7 +56,8 @@ def determinism_rows(ctx: CaseContext, paths: list[PathResult]) -> list[Observat
             check="contract:determinism", output_name=";".join(ctx.output_names),
             actual=path, reference_name="law:repeated-run", reference_version=path.version,
             dtype=ctx.case.dtype, cmp=None, rtol=0.0, atol=0.0, result=result, reason=reason,
-            actual_hash=digest, reference_hash=digest if path.deterministic else "",
+            cause=law_cause(reason) if result != PASSED else "", actual_hash=digest,
+            reference_hash=digest if path.deterministic else "",
             actual_file=path.files[0] if path.files else "",
             details={"law": "determinism", "repeats": path.repeats,
                      "deterministic": path.deterministic}))

@@ -18,7 +18,8 @@ from gero_runner.case import Arrays
 from gero_runner.checks.contracts import laws
 from gero_runner.checks.contracts.laws import LawResult
 from gero_runner.errors import GeroError
-from gero_runner.schema import EXECUTION, Observation
+from gero_runner.facts import law_cause
+from gero_runner.schema import EXECUTION, PASSED, Observation
 from gero_runner.storage.hashing import npy_bytes, sha256
 
 if TYPE_CHECKING:
@@ -138,6 +139,7 @@ def law_row(ctx: CaseContext, evidence: Evidence, check: str, path: PathResult,
                    reference_name=reference_label, reference_version=path.version,
                    dtype=dtype, cmp=res.cmp, rtol=res.rtol, atol=res.atol,
                    result=res.result, reason=res.reason,
+                   cause=law_cause(res.reason) if res.result != PASSED else "",
                    actual_hash=ctx.digest(res.actual),
                    reference_hash=ctx.digest(res.reference),
                    actual_file=actual_file, reference_file=reference_file, details=details)
@@ -149,4 +151,4 @@ def execution_row(ctx: CaseContext, check: str, path: PathResult, output_name: s
     return ctx.row(check=check, output_name=output_name, actual=path,
                    reference_name=reference_label, reference_version=path.version,
                    dtype=dtype, cmp=None, rtol=math.nan, atol=math.nan, result=EXECUTION,
-                   reason=message)
+                   reason=message, cause=law_cause(message))

@@ -68,6 +68,7 @@ def _run(ctx: CaseContext) -> list[Observation]:
                     check=check, output_name=out_name, actual=path, reference_name=BASE_LABEL,
                     reference_version=path.version, dtype=dtype, cmp=cmp, rtol=rtol,
                     atol=atol, result=result, reason=f"variant {name}: {reason}",
+                    cause=reason if result != PASSED else "",
                     arbiter=arbiter, actual_hash=ctx.digest(a), reference_hash=ctx.digest(r),
                     actual_file=evidence.add(f"variants/{name}/{path.name}/output_{j}.npy", a),
                     reference_file=path.files[j] if j < len(path.files) else "",

@@ -74,6 +74,9 @@ class Representative:
     """Its |a − r| distribution beside the maximum (None: recorded by a gero before error
     percentiles, or a listing cached by one)."""
     p99_abs_error: float | None = None
+    cause: str = ""
+    """The words its title quotes where the finding's template masked them (the ``cause``
+    fact: ``TractError: Impossible to unify F16 with F32.``), '' where none is known."""
 
 
 @dataclass(frozen=True)

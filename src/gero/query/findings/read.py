@@ -3,6 +3,7 @@ counts, its worst observation (the representative) and its title."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
 from gero.query.findings.model import (
@@ -14,6 +15,7 @@ from gero.query.findings.model import (
 )
 from gero.query.findings.titles import with_title
 from gero_runner.backends import ort_levels
+from gero_runner.facts import cause_of
 from gero_runner.result_classes import SEVERITY
 from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION
 
@@ -59,7 +61,7 @@ class _FindingRow(NamedTuple):
 _REPRESENTATIVE_COLUMNS = ("observation_id", "case_id", "check", "dtype", "input_shapes",
                            "backend", "optimization", "reference", "result", "reason",
                            "max_abs_error", "max_ulp", "rtol", "atol", "artifact_path",
-                           "median_abs_error", "p99_abs_error")
+                           "median_abs_error", "p99_abs_error", "cause")
 
 
 def _representatives(source: Queryable, ids: list[str]) -> dict[str, Representative]:
@@ -68,7 +70,14 @@ def _representatives(source: Queryable, ids: list[str]) -> dict[str, Representat
     columns = ", ".join(f'"{c}"' for c in _REPRESENTATIVE_COLUMNS)
     rows = source.query(f"SELECT {columns} FROM obs WHERE observation_id IN "
                         "(SELECT unnest(?::VARCHAR[]))", [ids])
-    return {str(r[0]): Representative(*r) for r in rows}
+    reps = {}
+    for r in rows:
+        rep = Representative(*r[:-1])
+        # a row of a gero before the facts (schema 3, NULL): its cause read from its reason
+        cause = r[-1] if r[-1] is not None else cause_of(
+            rep.reason, law=rep.check.startswith(("contract:", "variant:")))
+        reps[str(r[0])] = replace(rep, cause=cause)
+    return reps
 
 
 def _levels(values: list[str]) -> tuple[str, ...]:

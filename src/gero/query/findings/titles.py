@@ -1,9 +1,10 @@
 """Finding titles as data: one template per kind of finding (``TITLES``), filled from the
 finding's fields (``title_fields``); ``title_kind`` says which applies.
 
-A title names the outlier, the operators and dtypes, and the cause in a few words. The
-figures of a cause come from the finding's template (the reason with its figures taken
-out, counts read "n"): issue 39 item 1 records them as columns.
+A title names the outlier, the operators and dtypes, and the cause in a few words: the
+finding's template (the reason with its figures taken out, counts read "n") where its words
+are whole, else the representative's recorded cause (``gero_runner.facts``), whose names and
+figures the template masked.
 """
 
 from __future__ import annotations
@@ -145,8 +146,21 @@ def title_fields(f: Finding) -> dict[str, str]:
 
 
 def _cause(f: Finding, variant: str) -> str:
-    """The cause in words: the template's text with its counts read "n", a time budget
-    kept from the representative's reason."""
+    """The cause in words: the template's words (shared by the finding's rows) where they
+    are whole, else the representative's own (its ``cause`` fact): the template masked a
+    name or figure ("Impossible to unify T with T", "n non-finite value")."""
+    words = _template_cause(f, variant)
+    own = " ".join(f.representative.cause.split())
+    return _short(own, 60) if own and _MASKED.search(words) else words
+
+
+_MASKED = re.compile(r"\bn\b|\bT\b|\bOP\b|#|…(?!$)")
+"""A template's mask in a title's words (a cut at the end, ``_short``'s, is no mask)."""
+
+
+def _template_cause(f: Finding, variant: str) -> str:
+    """The template's text with its counts read "n", a time budget kept from the
+    representative's reason."""
     example = f.representative.reason
     if f.family == "execution":
         text = (f.template.split(" failed: ", 1)[-1] if f.outlier == VARIANT_TOOLING

@@ -9,11 +9,6 @@ per row.
 
 from __future__ import annotations
 
-from gero_runner.schema import MODEL_VARIANTS
-
-FAILED_PATH = ("^(?:variant \\S+: )?(?:(?:" + "|".join(MODEL_VARIANTS) + "):)?(\\S+) failed: ")
-"""The path a failure names, without the variant file it ran (``fp16:tract-optimized``)."""
-
 
 def template_sql(column: str) -> str:
     """The reason with the path prefix, operator and node names, quoted names, shapes,
@@ -63,11 +58,10 @@ def kind_sql(template: str) -> str:
 
 
 def reasons_sql() -> str:
-    """``reasons`` (reads ``raw``): each distinct reason, its template and the path a
-    failure names (a path on a variant file fails as VARIANT:PATH, fp16:tract-optimized)."""
+    """``reasons`` (reads ``raw``): each distinct reason and its template (the path a
+    failure names is a recorded fact, ``raw``'s ``failed_path``)."""
     return f"""
-    SELECT reason, {template_sql('reason')} AS template,
-           regexp_extract(reason, '{FAILED_PATH}', 1) AS failed_path
+    SELECT reason, {template_sql('reason')} AS template
     FROM (SELECT DISTINCT reason FROM raw)"""
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from gero.query.assessable import unassessable_sql
 from gero.query.findings.model import BUILD_FAILED, NUMERIC_CHECKS, PAIR, VARIANT_TOOLING
 from gero_runner.backends import path_name_sql
+from gero_runner.facts import FAILED_PATH
 from gero_runner.result_classes import ARBITRATED_CHECKS, TRUTH_CHECKS, severity_sql
 from gero_runner.schema import EXECUTION
 
@@ -28,7 +29,8 @@ def raw_sql(relation: str) -> str:
     ``backend@setting``), check family (``execution``, ``numeric`` for the checks that
     compare outputs, else the check), severity, whether float64 judged them (``truth``),
     whether they are of a model case fed gero's seeded defaults (``models.inputs`` marks
-    them) and why they cannot be assessed by construction (``''`` when they can)."""
+    them), the path a failure names (``failed_path``) and why they cannot be assessed by
+    construction (``''`` when they can)."""
     return f"""
     SELECT observation_id, case_id, op_type, dtype, "check" AS chk, optimization, result,
            coalesce(suite = 'model' AND contains(details, '(default)'), false) AS seeded,
@@ -36,6 +38,8 @@ def raw_sql(relation: str) -> str:
            backend, CASE WHEN optimization = '-' THEN backend
                          ELSE backend || '@' || optimization END AS path,
            reference, arbiter, max_abs_error, reason,
+           -- a row of a gero before the facts (schema 3): the path its reason names
+           coalesce(failed_path, regexp_extract(reason, '{FAILED_PATH}', 1)) AS failed_path,
            json_extract_string(session_settings, '$.inference_precision') AS precision,
            CASE WHEN result = '{EXECUTION}' THEN 'execution'
                 WHEN "check" IN ({sql_list(NUMERIC_CHECKS)}) THEN 'numeric'
@@ -54,11 +58,11 @@ def rows_sql() -> str:
     float64 decides (``decided`` settles it)."""
     arbitrated = sql_list(ARBITRATED_CHECKS)
     return f"""
-    SELECT r.* EXCLUDE (reason), t.template, t.failed_path, t.kind,
+    SELECT r.* EXCLUDE (reason), t.template, t.kind,
            CASE WHEN r.family = 'execution' AND t.template LIKE '{BUILD_FAILED}%'
                     THEN '{VARIANT_TOOLING}'
                 WHEN r.family = 'execution'
-                     AND t.failed_path NOT IN ('', replace(r.path, '@', '-'),
+                     AND r.failed_path NOT IN ('', replace(r.path, '@', '-'),
                                                r.backend || '-' || r.optimization,
                                                {path_name_sql('r.backend', 'r.optimization')})
                     THEN {_REFERENCE_PATH}

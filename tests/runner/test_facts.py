@@ -1,0 +1,136 @@
+"""A verdict's facts recorded beside its sentence (schema version 3): the path a failure names
+and the words of its cause. A run of a gero before them reads on: its facts are derived from
+its reasons, once, and give the same findings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from gero.query.table import BLAMED_SQL
+from gero_runner.facts import (
+    FACT_NAMES,
+    VARIANT_FILES,
+    cause_of,
+    failure_cause,
+    law_cause,
+    root_cause,
+)
+from gero_runner.schema import COLUMN_NAMES, MODEL_VARIANTS, OBSERVATION_SCHEMA, SCHEMA_VERSION
+from gero_runner.storage.reader import open_run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TRACT_ERROR = ('TractError: Evaluating #1 "Y.abs" Abs\n\nCaused by:\n    0: Running legacy '
+               'eval\n    1: Abs does not support F64')
+
+
+def test_a_chained_error_is_named_by_its_kind_and_root_cause() -> None:
+    assert root_cause(TRACT_ERROR) == "TractError: Abs does not support F64"
+    assert root_cause("TractError: Failed analyse\n\nCaused by:\n    2: Impossible to unify "
+                      "F16 with F32.\n") == "TractError: Impossible to unify F16 with F32."
+    assert root_cause("ran out of its 60 s budget") == "ran out of its 60 s budget"
+
+
+def test_a_failure_records_its_path_without_the_variant_file() -> None:
+    assert failure_cause("fp16:tract-optimized", TRACT_ERROR) == (
+        "tract-optimized", "TractError: Abs does not support F64")
+    assert failure_cause("ort-all", "boom")[0] == "ort-all"
+    assert VARIANT_FILES == MODEL_VARIANTS
+
+
+def test_a_law_records_its_clause_with_its_figures() -> None:
+    assert law_cause("probability_extreme: 7 non-finite value(s) (NaN 7, inf 0)") == (
+        "7 non-finite value(s) (NaN 7, inf 0)")
+    assert law_cause("variant mul_add: " + TRACT_ERROR) == "TractError: Abs does not support F64"
+
+
+def test_the_cause_of_an_older_row_is_what_the_runner_records_now() -> None:
+    """The derivation for a row written before the facts (its cause NULL) and the recording
+    agree: a run reads the same whichever gero wrote it."""
+    assert cause_of("fp16:tract-optimized failed: " + TRACT_ERROR, law=False) == (
+        failure_cause("fp16:tract-optimized", TRACT_ERROR)[1])
+    assert cause_of("known upstream defect k (x) — onnx-reference failed: boom",
+                    law=False) == "boom"
+    reason = "probability_extreme: 7 non-finite value(s) (NaN 7, inf 0)"
+    assert cause_of(reason, law=True) == law_cause(reason)
+    assert cause_of("57 of 64 elements outside atol=0", law=False) == ""
+
+
+def test_the_schema_names_them_since_version_3() -> None:
+    assert SCHEMA_VERSION == 3
+    assert OBSERVATION_SCHEMA.metadata[b"gero.schema_version"] == b"3"
+    assert set(FACT_NAMES) <= set(COLUMN_NAMES)
+
+
+def test_the_blamed_column_reads_the_recorded_failed_path() -> None:
+    """A failure whose recorded path is the reference blames it, whatever its sentence says;
+    a row recorded before the facts (NULL) is read from its sentence, the variant file aside."""
+    con = duckdb.connect()
+    rows = [("recorded", "onnx-reference", "a sentence naming no path"),
+            ("old", None, "fp16:tract-optimized failed: boom"),
+            ("old-reference", None, "onnx-reference failed: boom")]
+    con.execute("CREATE TABLE obs (observation_id VARCHAR, failed_path VARCHAR, "
+                "reason VARCHAR)")
+    con.executemany("INSERT INTO obs VALUES (?, ?, ?)", rows)
+    got = dict(con.execute(f"""SELECT observation_id, {BLAMED_SQL} FROM (
+        SELECT *, 'execution' AS result, 'analytic' AS "check", 'tract' AS backend,
+               'optimized' AS optimization, 'onnx-reference' AS reference, '-' AS arbiter
+        FROM obs)""").fetchall())
+    assert got["recorded"] == got["old-reference"] != got["old"]
+    assert "tract" in got["old"] and "reference" in got["recorded"].lower()
+
+
+def _gero(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "runner"), str(ROOT / "src"),
+                                         env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-m", "gero_cli", *args], capture_output=True,
+                          text=True, env=env, timeout=300)
+
+
+def _as_previous_release(new: Path, old: Path) -> None:
+    """The run of ``new`` as a gero before schema version 3 wrote it: no facts columns."""
+    (run,) = (new / "runs").iterdir()
+    target = old / "runs" / run.name
+    target.mkdir(parents=True)
+    table = pq.read_table(run / "observations.parquet")
+    schema = pa.schema([f for f in OBSERVATION_SCHEMA if f.name not in FACT_NAMES],
+                       metadata={"gero.schema_version": "2"})
+    pq.write_table(table.drop_columns(list(FACT_NAMES)).select(schema.names).cast(schema),
+                   target / "observations.parquet")
+    (target / "run.json").write_text((run / "run.json").read_text())
+
+
+@pytest.mark.slow
+def test_a_run_of_the_previous_release_gives_the_same_findings(tmp_path: Path) -> None:
+    """tract has no float64 Abs: its failures record the path and the root cause, the title
+    quotes the types the template masked ("OP does not support T"), and the same run written
+    without the facts reads on with the same findings."""
+    new, old = tmp_path / "new", tmp_path / "old"
+    out = _gero("run", "--ops", "Abs", "--dtypes", "float64", "--backends", "tract",
+                "--no-contracts", "--jobs", "1", "--repeats", "1", "--data-dir", str(new))
+    assert out.returncode == 1, out.stderr
+    facts = open_run(new).query("SELECT DISTINCT failed_path, cause FROM obs "
+                                "WHERE result = 'execution'")
+    assert sorted(facts) == [("tract-optimized", "TractError: Abs does not support F64"),
+                             ("tract-unoptimized", "TractError: Abs does not support F64")]
+    _as_previous_release(new, old)
+    assert open_run(old).query("SELECT DISTINCT failed_path, cause FROM obs") == [(None, None)]
+    listed = []
+    for root in (new, old):
+        out = _gero("findings", "--data-dir", str(root), "--format", "json")
+        assert out.returncode == 1, out.stderr
+        listed.append([(f["finding_id"], f["observations"], f["title"])
+                       for f in json.loads(out.stdout)["findings"]])
+    assert listed[0] == listed[1]
+    (finding,) = listed[0]
+    assert finding[2].endswith("TractError: Abs does not support F64"), finding

@@ -50,8 +50,8 @@ class RunInfo:
 
 def resolve_run(data_root: str | os.PathLike[str], prefix: str | None,
                 runs: list[str] | None = None) -> str:
-    """The newest run, or the one run whose id starts with ``prefix`` (like git); of
-    ``runs`` when the caller listed them."""
+    """The newest run, the run named ``prefix`` exactly, or the one run whose id starts
+    with it (like git); of ``runs`` when the caller listed them."""
     data_root = Path(data_root)
     runs = run_ids(data_root) if runs is None else runs
     if not runs:
@@ -60,6 +60,8 @@ def resolve_run(data_root: str | os.PathLike[str], prefix: str | None,
         )
     if not prefix:
         return runs[-1]
+    if prefix in runs:  # a whole id wins: `baseline` beside `baseline-2` is not ambiguous
+        return prefix
     matches = [r for r in runs if r.startswith(prefix)]
     if len(matches) == 1:
         return matches[0]

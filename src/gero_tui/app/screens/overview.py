@@ -32,8 +32,8 @@ CLASS_NAMES = {c: c.replace("_", " ") for c in RESULT_CLASSES}
 if TYPE_CHECKING:
     from gero.query.assessable import Split
     from gero.query.findings import FindingsReport
-    from gero.query.verdicts import Verdict
     from gero.query.summary import OperationSummary
+    from gero.query.verdicts import Verdict
     from gero_tui.app.base import ExplorerApp
 
 

@@ -29,7 +29,8 @@ async def test_enter_on_the_format_already_chosen_moves_to_the_path(
         box.value = str(tmp_path / "rows.csv")
         await pilot.press("enter")  # CSV, the format shown chosen
         await settle(pilot)
-        assert dialog.focused is box, "enter on the chosen format moves to the path"
+        focused: object = dialog.focused
+        assert focused is box, "enter on the chosen format moves to the path"
         assert dialog.format == "csv" and box.value.endswith("rows.csv")
         await pilot.press("enter")
         await settle(pilot)

@@ -42,7 +42,7 @@ def _shown(screen: Screen[Any]) -> set[str]:
     key is not another shown binding's, nearer the focus (a hidden one taking the key is
     what the bar must not suffer: the findings' table took enter)."""
     nodes: list[Any] = []
-    node = screen.focused
+    node: Any = screen.focused
     while node is not None and node is not screen:
         nodes.append(node)
         node = node.parent

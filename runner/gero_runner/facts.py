@@ -15,7 +15,7 @@ FACT_COLUMNS: Final = (
     ("failed_path", "on a failure: the path that failed, as the runner names it "
                     "(tract-unoptimized; not the variant file it ran), else ''"),
     ("cause", "the words a finding's title quotes: a failure's error named by its root "
-              "cause, a law's clause with its figures, else ''"),
+              "cause, a law's clause with its figures, a model verdict's sentence, else ''"),
 )
 """(column, meaning) of each fact, in the schema's order."""
 FACT_NAMES: Final = tuple(name for name, _ in FACT_COLUMNS)
@@ -61,11 +61,14 @@ def law_cause(reason: str) -> str:
 # Deriving the facts of a row a gero before schema version 3 wrote (NULL columns): the
 # regular expressions the findings read the reason with before the facts were recorded.
 
-def cause_of(reason: str, law: bool) -> str:
-    """The cause words of a row recorded without them: a failure's error by its root cause
-    (after the registered defects' labels and the variant's name), a law's clause."""
+def cause_of(reason: str, check: str) -> str:
+    """The cause words of a row recorded without them (after the registered defects'
+    labels): a failure's error by its root cause, a law's or variant's clause, a model
+    verdict's sentence; '' for another comparison (its kind says it)."""
     text = reason.rpartition(" — ")[2] if "known upstream defect" in reason else reason
     m = _FAILED.match(text)
     if m:
         return root_cause(text[m.end():])
-    return law_cause(text) if law else ""
+    if check.startswith(("contract:", "variant:")):
+        return law_cause(text)
+    return root_cause(text) if check.startswith("model:") else ""

@@ -56,13 +56,16 @@ def test_a_law_records_its_clause_with_its_figures() -> None:
 def test_the_cause_of_an_older_row_is_what_the_runner_records_now() -> None:
     """The derivation for a row written before the facts (its cause NULL) and the recording
     agree: a run reads the same whichever gero wrote it."""
-    assert cause_of("fp16:tract-optimized failed: " + TRACT_ERROR, law=False) == (
+    assert cause_of("fp16:tract-optimized failed: " + TRACT_ERROR, "model:fp16") == (
         failure_cause("fp16:tract-optimized", TRACT_ERROR)[1])
     assert cause_of("known upstream defect k (x) — onnx-reference failed: boom",
-                    law=False) == "boom"
+                    "agreement") == "boom"
     reason = "probability_extreme: 7 non-finite value(s) (NaN 7, inf 0)"
-    assert cause_of(reason, law=True) == law_cause(reason)
-    assert cause_of("57 of 64 elements outside atol=0", law=False) == ""
+    assert cause_of(reason, "contract:probability_extreme") == law_cause(reason)
+    # a model verdict is its sentence: the figures a title quotes ("its 60 s budget")
+    assert cause_of("calibrated on x; scaled error 0.3 > 0.1", "model:fp16:scaled") == (
+        "calibrated on x; scaled error 0.3 > 0.1")
+    assert cause_of("57 of 64 elements outside atol=0", "agreement") == ""
 
 
 def test_the_schema_names_them_since_version_3() -> None:

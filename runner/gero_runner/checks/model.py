@@ -351,6 +351,7 @@ class _Checker:
             check=check, output_name=name, actual=actual, reference_name=ref_name,
             reference_version=ref_version, dtype=dtype, cmp=cmp, rtol=rtol, atol=atol,
             result=result, reason=reason,
+            cause=root_cause(reason) if result != PASSED else "",
             actual_hash=tensor_hash(a) if a is not None else "",
             reference_hash=tensor_hash(r) if r is not None else "",
             actual_file=files[0], reference_file=files[1], details=details))
@@ -361,7 +362,7 @@ class _Checker:
             check=check, output_name=name, actual=actual, reference_name=ref_name,
             reference_version=actual.version, dtype=self.case.dtype, cmp=None,
             rtol=math.nan, atol=math.nan, result=EXECUTION, reason=reason,
-            failed_path=failed_path, cause=cause))
+            failed_path=failed_path, cause=cause or root_cause(reason)))
 
     def _float_outputs(self, outputs: list[np.ndarray]) -> list[int]:
         return [j for j, x in enumerate(outputs) if x.dtype.kind == "f"]
@@ -401,8 +402,7 @@ class _Checker:
         except NotRun:
             return {}
         except Exception as e:
-            self._fail("model:noise-floor", base, f"{b.backend.name}-noise", error_text(e),
-                       cause=root_cause(error_text(e)))
+            self._fail("model:noise-floor", base, f"{b.backend.name}-noise", error_text(e))
             return {}
         first = b.first.optimization
         ends = f"{first} and " if dis is not None else ""
@@ -527,8 +527,7 @@ class _Checker:
             model = self.runs.variant_model(name)
         except Exception as e:  # gero's variant tooling, not a runtime, failed
             self._fail(f"model:{name}:build", fp32, base_label,
-                       f"building the {name} variant failed: {error_text(e)}",
-                       cause=root_cause(error_text(e)))
+                       f"building the {name} variant failed: {error_text(e)}")
             return
         ctx.writer.add_bytes(f"variants/{name}.onnx", model)
         runs = self.runs.variant_paths(ctx, name)
@@ -545,13 +544,12 @@ class _Checker:
             # ORT runs the original but refuses the graph the tooling wrote: a build failure
             self._fail(f"model:{name}:build", base, base_label,
                        f"building the {name} variant failed: the file it wrote is not a "
-                       f"valid graph for {run_base.backend.label()}: {base.error}",
-                       cause=root_cause(base.error or ""))
+                       f"valid graph for {run_base.backend.label()}: {base.error}")
             return
         if not base.ok:
             self._fail(f"model:{name}", base, base_label,
                        f"{run_base.backend.label()} cannot run the {name} variant: "
-                       f"{base.error}", cause=root_cause(base.error or ""))
+                       f"{base.error}")
             return
         assert base.outputs is not None
         others = [p for p in runs.values() if p is not base]
@@ -576,7 +574,7 @@ class _Checker:
                 continue
             except Exception as e:
                 self._fail(f"model:{name}:vs-model", own, f"{b.backend.name}-noise",
-                           error_text(e), cause=root_cause(error_text(e)))
+                           error_text(e))
                 continue
             self._vs_model_rows(name, own, original, floors, b)
             if b is run_base:
@@ -708,8 +706,7 @@ class _Checker:
             # not the runtime's: its row names the shadow as the path that could not run.
             self._fail("model:fp16:scaled", self._fp16_shadow_path(), FP16_SHADOW,
                        f"the fp16 yardstick (the float64 shadow rounded to float16 at each "
-                       f"node) could not run on the fp16 file: {error_text(e)}",
-                       cause=root_cause(error_text(e)))
+                       f"node) could not run on the fp16 file: {error_text(e)}")
         run_floor = self.model_floors.get(b.backend.name, {})
         # How far the file's two correct computations are apart: its sensitivity to where
         # float16 roundings happen, the largest over its outputs (one output's figure is a

@@ -36,7 +36,6 @@ from gero_runner.execution.paths import (
     run_reference,
     runtime_specs,
 )
-from gero_runner.facts import root_cause
 from gero_runner.schema import EXECUTION, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import sha256, tensors_hash
@@ -163,7 +162,6 @@ def execution_rows(case: CaseInstance, message: str, running: str = "",
     the path that was running, ``backend\toptimization`` from the running hook, if any), or
     that no path can be fed (``unattributed`` names the row's backend then)."""
     backend, _, optimization = running.partition("\t")
-    cause = root_cause(message)
     if backends.is_backend(backend):
         version = backends.get(backend).version()
         message = f"{backend} {optimization}: {message}"
@@ -175,5 +173,5 @@ def execution_rows(case: CaseInstance, message: str, running: str = "",
     row = ctx.row(check="agreement", output_name="", actual=path,
                   reference_name=reference.BACKEND, reference_version=reference.version(),
                   dtype=case.dtype, cmp=None, rtol=math.nan, atol=math.nan,
-                  result=EXECUTION, reason=message, cause=cause)
+                  result=EXECUTION, reason=message)
     return [finish_row(row, "")]

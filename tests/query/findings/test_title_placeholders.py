@@ -29,6 +29,7 @@ from gero.query.findings import (
     Representative,
 )
 from gero.query.findings.titles import SEEDED, TITLES, render_title, title_kind
+from gero_runner.facts import cause_of
 
 DATA = Path(__file__).parent / "data" / "run_findings.json"
 
@@ -143,7 +144,7 @@ def hand_made_findings(draw: st.DrawFn) -> Finding:
         reason = "tract-unoptimized failed: tract unoptimized ran out of its 60 s budget"
     rep = Representative("0" * 16, "c1", check, "float32", "[1, 8]", outlier.split("@")[0],
                          draw(st.sampled_from(["all", "-", "f32"])), reference, "divergence",
-                         reason, 0.1, 12.0, 1e-4, 1e-5, "")
+                         reason, 0.1, 12.0, 1e-4, 1e-5, "", cause=cause_of(reason, check))
     return Finding("f" * 12, "", "divergence", family, outlier, template, "*", 3, 2,
                    draw(OPERATORS), draw(DTYPES), (), {"divergence": 3}, 0.1, rep,
                    seeded_inputs=draw(st.booleans()))
@@ -152,7 +153,8 @@ def hand_made_findings(draw: st.DrawFn) -> Finding:
 def _example(family: str, outlier: str, template: str, check: str = "agreement",
              reference: str = "onnx-reference", reason: str = "") -> Finding:
     rep = Representative("0" * 16, "c1", check, "float16", "[1, 8]", outlier.split("@")[0],
-                         "all", reference, "divergence", reason, 0.1, 12.0, 1e-4, 1e-5, "")
+                         "all", reference, "divergence", reason, 0.1, 12.0, 1e-4, 1e-5, "",
+                         cause=cause_of(reason, check))
     return Finding("f" * 12, "", "divergence", family, outlier, template, "*", 3, 2,
                    ("Erf", "Softmax"), ("float16",), (), {"divergence": 3}, 0.1, rep)
 

@@ -74,8 +74,7 @@ def _representatives(source: Queryable, ids: list[str]) -> dict[str, Representat
     for r in rows:
         rep = Representative(*r[:-1])
         # a row of a gero before the facts (schema 3, NULL): its cause read from its reason
-        cause = r[-1] if r[-1] is not None else cause_of(
-            rep.reason, law=rep.check.startswith(("contract:", "variant:")))
+        cause = r[-1] if r[-1] is not None else cause_of(rep.reason, rep.check)
         reps[str(r[0])] = replace(rep, cause=cause)
     return reps
 

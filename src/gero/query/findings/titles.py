@@ -151,6 +151,8 @@ def _cause(f: Finding, variant: str) -> str:
     name or figure ("Impossible to unify T with T", "n non-finite value")."""
     words = _template_cause(f, variant)
     own = " ".join(f.representative.cause.split())
+    if variant and own.startswith("calibrated on "):  # where the ranges came from
+        own = own.partition("; ")[2]
     return _short(own, 60) if own and _MASKED.search(words) else words
 
 
@@ -160,8 +162,8 @@ _MASKED = re.compile(r"\bn\b|\bT\b|\bOP\b|#|…(?!$)")
 
 def _template_cause(f: Finding, variant: str) -> str:
     """The template's text with its counts read "n", a time budget kept from the
-    representative's reason."""
-    example = f.representative.reason
+    representative's cause."""
+    example = f.representative.cause
     if f.family == "execution":
         text = (f.template.split(" failed: ", 1)[-1] if f.outlier == VARIANT_TOOLING
                 else f.template)

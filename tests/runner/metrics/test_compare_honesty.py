@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gero_runner.classify import arbiter, classify
@@ -51,6 +51,7 @@ finite64 = st.floats(-1e3, 1e3, allow_nan=False)
 @settings(max_examples=60, deadline=None)
 @given(truth=st.lists(finite64, min_size=2, max_size=8), k=st.integers(0, 7),
        e1=st.floats(-1.0, 1.0), e2=st.floats(-1.0, 1.0), far=st.floats(2.0, 10.0))
+@example(truth=[16.0, 0.0], k=0, e1=0.0, e2=0.001, far=2.0)  # 16.001 - 16 > 1e-3
 def test_property_arbiter_at_the_mismatches(truth: list[float], k: int, e1: float, e2: float,
                                            far: float) -> None:
     """Elsewhere both sides are equal and far from the truth; the mismatch decides."""
@@ -60,10 +61,13 @@ def test_property_arbiter_at_the_mismatches(truth: list[float], k: int, e1: floa
     r = a.copy()
     a[k], r[k] = t[k] + e1, t[k] + e2
     rtol, atol = 0.0, 1e-3
-    if abs(e1 - e2) <= atol:
+    # The sides' own differences, as stored: t + e rounds (16 + 0.001 is 0.0010000000000012
+    # from 16), so e1 and e2 themselves can put a pair on the wrong side of atol.
+    d1, d2 = abs(a[k] - t[k]), abs(r[k] - t[k])
+    if abs(a[k] - r[k]) <= atol:
         assert arbiter(a, r, t, rtol, atol) == "-"
         return
-    expected = "actual" if abs(e1) < abs(e2) else "reference" if abs(e2) < abs(e1) else "tie"
+    expected = "actual" if d1 < d2 else "reference" if d2 < d1 else "tie"
     assert arbiter(a, r, t, rtol, atol) == expected
 
 

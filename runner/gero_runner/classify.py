@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gero_runner.facts import NAN, OUTSIDE, nonfinite_kind
 from gero_runner.metrics.compare import ACTUAL, REFERENCE, Comparison, mismatch_mask
 from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, PASSED
 
@@ -76,6 +77,20 @@ def classify(cmp: Comparison, rtol: float, atol: float) -> tuple[str, str]:
         f"within atol={atol:g} + rtol={rtol:g}·|r|; max |a−r| = {cmp.max_abs_error:.3g}, "
         f"max ULP = {format_ulp(cmp.max_ulp)}"
     )
+
+
+def failure_kind(cmp: Comparison) -> str:
+    """The kind of a failed comparison (``gero_runner.facts``), as ``classify`` found it:
+    NaN fed on both sides and nothing else, the side of the first non-finite mismatch, or
+    finite values outside tolerance alone; '' where its sentence is the kind (a shape, a
+    dtype or strings that differ, NaN on both sides beside finite errors, saturation)."""
+    if cmp.shape_mismatch or cmp.dtype_mismatch or cmp.exact_only:
+        return ""
+    if cmp.nonfinite:
+        return nonfinite_kind(cmp.nonfinite[0].side)
+    if cmp.nan_both and not cmp.finite_mismatch:
+        return NAN
+    return OUTSIDE if cmp.finite_mismatch and not cmp.nan_both else ""
 
 
 def _distances(x: np.ndarray, truth: np.ndarray) -> tuple[int, float]:

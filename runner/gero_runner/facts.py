@@ -1,9 +1,12 @@
-"""What a verdict is about, recorded beside its sentence: the path a failure names and the
-words of its cause, so that findings and titles read columns, not the English ``reason``.
+"""What a verdict is about, recorded beside its sentence: the path a failure names, the
+words of its cause and the kind of failure, so that findings and titles read columns, not
+the English ``reason``.
 
 Standard library only: the reader names these columns (a file of a gero before schema
-version 3 lacks them, and reads them as NULL) and the query layer derives them for such
-rows with ``FAILED_PATH`` and ``cause_of``, the one place the reason is still read for them.
+version 3 lacks the first two, before 4 the kind, and reads them as NULL) and the query
+layer derives them for such rows with ``FAILED_PATH``, ``cause_of`` and
+``gero.query.findings.members.reasons.kind_sql``, the one place the reason is still read
+for them.
 """
 
 from __future__ import annotations
@@ -16,6 +19,13 @@ FACT_COLUMNS: Final = (
                     "(tract-unoptimized; not the variant file it ran), else ''"),
     ("cause", "the words a finding's title quotes: a failure's error named by its root "
               "cause, a law's clause with its figures, a model verdict's sentence, else ''"),
+    ("failure_kind", "on a non-passed row, what kind of failure it is: 'nan' (NaN fed on "
+                     "both sides, nothing else), 'defect:known upstream defect KEYS' (a "
+                     "registered ReferenceEvaluator defect), 'nonfinite:actual' or "
+                     "'nonfinite:reference' (the side that is non-finite), 'outside' (finite "
+                     "values out of tolerance), else 'law:' and the sentence's first clause "
+                     "with its figures and names masked (a law, a model verdict, a path that "
+                     "cannot run or ran out of its budget); '' on a passed row"),
 )
 """(column, meaning) of each fact, in the schema's order."""
 FACT_NAMES: Final = tuple(name for name, _ in FACT_COLUMNS)
@@ -72,3 +82,80 @@ def cause_of(reason: str, check: str) -> str:
     if check.startswith(("contract:", "variant:")):
         return law_cause(text)
     return root_cause(text) if check.startswith("model:") else ""
+
+
+# The kind of a failure (``failure_kind``), the values the findings group on. A site that
+# knows it says it (``classify.failure_kind``: NaN on both sides, the non-finite side,
+# outside tolerance; ``CaseContext.row``: a registered defect); a law's, a model verdict's or
+# a failed path's is its sentence's first clause with the figures masked (``law_kind``).
+
+NAN: Final = "nan"
+OUTSIDE: Final = "outside"
+
+
+def nonfinite_kind(side: str) -> str:
+    """A mismatch where ``side`` (``actual``, ``reference``) is NaN or ±inf."""
+    return f"nonfinite:{side}"
+
+
+def defect_kind(keys: list[str]) -> str:
+    """Registered ReferenceEvaluator defects, by their keys (sorted, once each)."""
+    return "defect:known upstream defect " + ", ".join(sorted(set(keys)))
+
+
+# The masks the findings' template applies (``reasons.template_sql``, in DuckDB's RE2, whose
+# ``\b`` is ASCII's): (pattern, replacement, every occurrence or the first).
+_MASKS = tuple((re.compile(p, re.ASCII), r, g) for p, r, g in (
+    (r"^(variant \S+: )?\S+ failed: ", r"\1PATH failed: ", False),
+    (r"\b[A-Z][A-Za-z0-9]*\(\d+\)", "OP(#)", True),
+    (r"\([A-Z][A-Za-z0-9]*\)", "(OP)", True),
+    (r"'[^']*'", "'…'", True),
+    (r'"[^"]*"( [A-Z][A-Za-z0-9]*)?', '"…" OP', True),
+    (r"\b[A-Z][A-Za-z0-9]* does not support", "OP does not support", True),
+    (r"\b[FIU](8|16|32|64)\b", "T", True),
+    (r"#?\b\d+(\.\d+)?([eE][-+]?\d+)?\b", "#", True),
+    (r"(#, )+#|(#,)+#", "…", True),
+    (r"(#,)+", "…,", True),
+    (r"^(PATH failed: [A-Za-z]+: )[\s\S]*\n\s*(?:#: )?([^\n]*[^\s])\s*\Z", r"\1\2", False),
+))
+_LAW_NAME = re.compile(r"^(variant )?[A-Za-z0-9_.-]+: ", re.ASCII)
+_PARENS = re.compile(r" ?\([^()]*\)")
+
+
+def masked(sentence: str) -> str:
+    """The sentence with the path, operator and node names, quoted names, element types and
+    figures masked, as the findings' template reads it."""
+    for pattern, replacement, every in _MASKS:
+        sentence = pattern.sub(replacement, sentence, count=0 if every else 1)
+    return sentence
+
+
+def law_kind(sentence: str) -> str:
+    """A law's, a model verdict's or a failed path's kind: its sentence's first clause
+    without its law's (or variant's) name, its parenthesised details and its figures."""
+    body = _LAW_NAME.sub("", masked(sentence), count=1)
+    return "law:" + _PARENS.sub("", _PARENS.sub("", body)).split(";", 1)[0].strip(" ")
+
+
+_NAN_ONLY_NOT = re.compile(r" is (NaN|\+inf|-inf) at|elements outside|non-finite value")
+_NONFINITE_SIDE = re.compile(r"(?:^|; )(actual|reference) is (NaN|\+inf|-inf) at")
+_DEFECT_KEY = re.compile(r"known upstream defect ([A-Za-z0-9_-]+)")
+_OUTSIDE = re.compile(r"# of # elements outside")
+
+
+def sentence_kind(sentence: str) -> str:
+    """The kind a sentence written by a site that does not say it names (a parity
+    comparison's, a contract's own comparison), by the rules the findings read a row of a
+    gero before schema version 4 with (``reasons.kind_sql``): a row reads the same
+    whichever gero wrote it."""
+    template = masked(sentence)
+    if "NaN on both sides" in template and not _NAN_ONLY_NOT.search(template):
+        return NAN
+    if "known upstream defect" in template:
+        return defect_kind(_DEFECT_KEY.findall(template))
+    side = _NONFINITE_SIDE.search(_LAW_NAME.sub("", template, count=1))
+    if side:
+        return nonfinite_kind(side.group(1))
+    if _OUTSIDE.match(_LAW_NAME.sub("", template, count=1)):
+        return OUTSIDE
+    return law_kind(sentence)

@@ -25,10 +25,11 @@ from gero_runner.result_classes import (
     RESULT_LABELS,
 )
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 """2 added the error distribution (``gero_runner.distribution``), 3 the facts of a verdict
-(``gero_runner.facts``): files written before lack those columns, and every reader reads
-them as NULL (the findings derive the facts of such rows from their reason)."""
+(``gero_runner.facts``), 4 its kind of failure: files written before lack those columns,
+and every reader reads them as NULL (the findings derive the facts of such rows from their
+reason)."""
 
 # The result classes live in a module of their own (no pyarrow); re-exported here.
 __all__ = ["CONTRACT_ISSUE", "DIVERGENCE", "EXECUTION", "PASSED", "RESULT_CLASSES",
@@ -184,6 +185,7 @@ class Observation:
     details: str = "{}"
     failed_path: str = ""
     cause: str = ""
+    failure_kind: str = ""
     created_at: datetime | None = None
     """Set by the parent when it stores the run."""
 

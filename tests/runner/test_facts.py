@@ -1,6 +1,6 @@
 """A verdict's facts recorded beside its sentence (schema version 3): the path a failure names
-and the words of its cause. A run of a gero before them reads on: its facts are derived from
-its reasons, once, and give the same findings."""
+and the words of its cause; and (schema version 4) its kind of failure. A run of a gero before
+them reads on: its facts are derived from its reasons, once, and give the same findings."""
 
 from __future__ import annotations
 
@@ -11,19 +11,28 @@ import sys
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from gero.query.findings.members.reasons import kind_sql, template_sql
 from gero.query.table import BLAMED_SQL
+from gero_runner.classify import classify, failure_kind
 from gero_runner.facts import (
     FACT_NAMES,
+    NAN,
+    OUTSIDE,
     VARIANT_FILES,
     cause_of,
     failure_cause,
     law_cause,
+    law_kind,
+    nonfinite_kind,
     root_cause,
+    sentence_kind,
 )
+from gero_runner.metrics.compare import compare
 from gero_runner.schema import COLUMN_NAMES, MODEL_VARIANTS, OBSERVATION_SCHEMA, SCHEMA_VERSION
 from gero_runner.storage.reader import open_run
 
@@ -68,10 +77,60 @@ def test_the_cause_of_an_older_row_is_what_the_runner_records_now() -> None:
     assert cause_of("57 of 64 elements outside atol=0", "agreement") == ""
 
 
-def test_the_schema_names_them_since_version_3() -> None:
-    assert SCHEMA_VERSION == 3
-    assert OBSERVATION_SCHEMA.metadata[b"gero.schema_version"] == b"3"
+def test_the_schema_names_them_since_version_3_and_the_kind_since_4() -> None:
+    assert SCHEMA_VERSION == 4
+    assert OBSERVATION_SCHEMA.metadata[b"gero.schema_version"] == b"4"
     assert set(FACT_NAMES) <= set(COLUMN_NAMES)
+    assert "failure_kind" in FACT_NAMES
+
+
+def _derived_kinds(*reasons: str) -> list[str]:
+    """The kinds the findings derive for rows recorded without them (``kind_sql``)."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (i INTEGER, reason VARCHAR)")
+    con.executemany("INSERT INTO t VALUES (?, ?)", list(enumerate(reasons)))
+    return [k for (k,) in con.execute(
+        f"SELECT {kind_sql(template_sql('reason'))} FROM t ORDER BY i").fetchall()]
+
+
+def test_a_comparison_records_the_kind_its_sentence_is_derived_as() -> None:
+    """``classify`` knows NaN on both sides, the non-finite side and finite values outside
+    tolerance; the kind recorded (its own, else its sentence's) is the one the findings
+    derive from the sentence of a row written before the kind: the same finding ids."""
+    nan, inf = np.nan, np.inf
+    pairs = {"nan": ([nan, 1.0], [nan, 1.0]), "actual": ([inf, 1.0], [1.0, 1.0]),
+             "reference": ([1.0, 1.0], [1.0, nan]), "outside": ([1.0, 2.0], [1.0, 3.0]),
+             "nan and outside": ([nan, 2.0], [nan, 3.0]),
+             "both": ([nan, inf, 2.0], [nan, 1.0, 3.0]), "shape": ([1.0, 2.0], [1.0])}
+    recorded, reasons = {}, []
+    for name, (a, r) in pairs.items():
+        cmp = compare(np.array(a, np.float32), np.array(r, np.float32), 1e-4, 1e-5)
+        result, reason = classify(cmp, 1e-4, 1e-5)
+        assert result != "passed", name
+        recorded[name] = failure_kind(cmp) or sentence_kind(reason)
+        reasons.append(reason)
+    assert dict(zip(pairs, _derived_kinds(*reasons), strict=True)) == recorded
+    assert recorded["nan"] == NAN and recorded["outside"] == OUTSIDE
+    assert recorded["actual"] == recorded["both"] == nonfinite_kind("actual")
+    assert recorded["reference"] == nonfinite_kind("reference")
+    assert recorded["nan and outside"].startswith("law:NaN on both sides")
+
+
+def test_a_law_or_failure_records_its_first_clause_with_its_figures_masked() -> None:
+    sentences = ["fp16:tract-optimized failed: " + TRACT_ERROR,
+                 "variant mul_add: " + TRACT_ERROR,
+                 "ort-all failed: NotImplemented: Could not find an implementation for "
+                 "Erf(13) node with name 'n1'",
+                 "probability_extreme: 7 non-finite value(s) (NaN 7, inf 0)",
+                 "masked_rows: 2 of 4 fully masked row not exactly zero; max 0.5",
+                 "calibrated on 8 samples; scaled error 0.472 > 0.0315"]
+    assert [law_kind(s) for s in sentences] == _derived_kinds(*sentences)
+    assert law_kind(sentences[0]) == "law:PATH failed: TractError: OP does not support T"
+    assert law_kind(sentences[3]) == "law:# non-finite value"
+    defect = ("known upstream defect erf-float32-rounding (onnx#1): float32 — "
+              "12 of 64 elements outside atol=1e-05")
+    assert sentence_kind(defect) == _derived_kinds(defect)[0] == (
+        "defect:known upstream defect erf-float32-rounding")
 
 
 def test_the_blamed_column_reads_the_recorded_failed_path() -> None:
@@ -101,7 +160,8 @@ def _gero(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _as_previous_release(new: Path, old: Path) -> None:
-    """The run of ``new`` as a gero before schema version 3 wrote it: no facts columns."""
+    """The run of ``new`` as a gero before schema version 3 wrote it: no facts columns (nor
+    the kind, version 4's)."""
     (run,) = (new / "runs").iterdir()
     target = old / "runs" / run.name
     target.mkdir(parents=True)
@@ -115,7 +175,8 @@ def _as_previous_release(new: Path, old: Path) -> None:
 
 @pytest.mark.slow
 def test_a_run_of_the_previous_release_gives_the_same_findings(tmp_path: Path) -> None:
-    """tract has no float64 Abs: its failures record the path and the root cause, the title
+    """tract has no float64 Abs: its failures record the path, the root cause and the kind
+    the findings derive for a row without it, the title
     quotes the types the template masked ("OP does not support T"), and the same run written
     without the facts reads on with the same findings."""
     new, old = tmp_path / "new", tmp_path / "old"
@@ -127,7 +188,11 @@ def test_a_run_of_the_previous_release_gives_the_same_findings(tmp_path: Path) -
     assert sorted(facts) == [("tract-optimized", "TractError: Abs does not support F64"),
                              ("tract-unoptimized", "TractError: Abs does not support F64")]
     _as_previous_release(new, old)
-    assert open_run(old).query("SELECT DISTINCT failed_path, cause FROM obs") == [(None, None)]
+    derived = kind_sql(template_sql("reason"))
+    assert open_run(new).query(f"SELECT count(*) FROM obs WHERE result <> 'passed' AND "
+                               f"failure_kind IS DISTINCT FROM {derived}") == [(0,)]
+    assert open_run(old).query("SELECT DISTINCT failed_path, cause, failure_kind FROM obs") == [
+        (None, None, None)]
     listed = []
     for root in (new, old):
         out = _gero("findings", "--data-dir", str(root), "--format", "json")

@@ -18,6 +18,7 @@ import numpy as np
 
 from gero_runner.backends import ort
 from gero_runner.case import MODEL_SUITES, CaseInstance
+from gero_runner.facts import NAN, defect_kind, sentence_kind
 from gero_runner.metrics.compare import Comparison, compare
 from gero_runner.metrics.model_level import MODEL_REL_FLOOR
 from gero_runner.schema import COLUMN_NAMES, IDENTITY_COLUMNS, PASSED, Observation
@@ -190,20 +191,28 @@ class CaseContext:
             actual_hash: str = "", reference_hash: str = "", actual_file: str = "",
             reference_file: str = "", reference_ms: float = math.nan,
             details: dict[str, Any] | None = None, failed_path: str = "",
-            cause: str = "") -> Observation:
+            cause: str = "", failure_kind: str = "") -> Observation:
         """An observation row of this case (ids added by ``finish_row``); without a
         comparison (a path failed) its metric columns keep the row type's defaults.
 
         A non-passed row of a path that showed a known ReferenceEvaluator defect on this
         case (different outputs, or a failure the corrected evaluator does not have) names
-        the registry entry, in the reason and in the details. ``failed_path`` and ``cause``:
-        the verdict's facts (``gero_runner.facts``)."""
+        the registry entry, in the reason and in the details. ``failed_path``, ``cause`` and
+        ``failure_kind``: the verdict's facts (``gero_runner.facts``); a non-passed row's kind
+        is its registered defect's, else the one its site names, else its sentence's (a
+        law, a model verdict, a path that failed)."""
         if actual.known_defects and result != PASSED:
             from gero_runner.backends.reference_defects import BY_KEY
 
             entries = [BY_KEY[k] for k in actual.known_defects]
             reason = "; ".join(d.label() for d in entries) + " — " + reason
             details = {**(details or {}), "known_defect": [d.as_dict() for d in entries]}
+            if failure_kind != NAN:  # NaN fed to both sides is no defect's doing
+                failure_kind = defect_kind([d.key for d in entries])
+        if result == PASSED:
+            failure_kind = ""
+        elif not failure_kind:
+            failure_kind = sentence_kind(reason)
         c = self.case
         if c.inputs_text:  # what a user model was fed, and why (models.inputs)
             details = {**(details or {}), "inputs": c.inputs_text}
@@ -221,7 +230,7 @@ class CaseContext:
             actual_median_ms=actual.median_ms, reference_median_ms=reference_ms,
             repeats=actual.repeats, session_settings=actual.settings_json,
             details=_DETAILS_JSON.encode(details) if details else "{}",
-            failed_path=failed_path, cause=cause, **metrics)
+            failed_path=failed_path, cause=cause, failure_kind=failure_kind, **metrics)
 
 
 OUTPUT_IDENTITY = ("actual_hash", "reference_hash", "result", "reason")

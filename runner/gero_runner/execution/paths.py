@@ -16,7 +16,7 @@ from gero_runner import backends
 from gero_runner.backends import reference
 from gero_runner.backends.base import Backend, PathSpec
 from gero_runner.case import MODEL_SUITES, CaseInstance
-from gero_runner.classify import arbiter, classify
+from gero_runner.classify import arbiter, classify, failure_kind
 from gero_runner.errors import error_text
 from gero_runner.execution.context import NOT_APPLICABLE, CaseContext, PathResult, RunSettings
 from gero_runner.facts import failure_cause
@@ -347,6 +347,7 @@ def compare_paths(ctx: CaseContext, check: str, actual: PathResult, ref: PathRes
         if result != PASSED and check in ARBITRATED:
             side = truth_arbiter(ctx, j, a, r, rtol, atol)
         rows.append(row(cmp=cmp, result=result, reason=reason, arbiter=side,
+                        failure_kind=failure_kind(cmp),
                         actual_hash=ctx.digest(a), reference_hash=ctx.digest(r),
                         actual_file=actual.files[j], reference_file=ref.files[j]))
     return rows

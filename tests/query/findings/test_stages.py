@@ -25,13 +25,15 @@ def run_stage(name: str, **inputs: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def obs(**kw: Any) -> dict[str, Any]:
-    """An observation with the columns the stages read (an agreement row that passed)."""
+    """An observation with the columns the stages read (an agreement row that passed; its
+    kind not recorded, as a gero before schema 4 wrote it: the stages derive it)."""
     row: dict[str, Any] = {
         "observation_id": "o1", "case_id": "c1", "op_type": "Softmax", "dtype": "float32",
         "check": "agreement", "suite": "synthetic", "details": "", "backend": "onnxruntime",
         "optimization": "all", "reference": "onnx-reference", "arbiter": "reference",
         "max_abs_error": 0.0, "result": "passed", "reason": "", "session_settings": "{}",
-        "nan_actual": 0, "nan_reference": 0, "mismatch_count": 0, "failed_path": ""}
+        "nan_actual": 0, "nan_reference": 0, "mismatch_count": 0, "failed_path": "",
+        "failure_kind": None}
     return {**row, **kw}
 
 
@@ -44,7 +46,7 @@ def raw(**kw: Any) -> dict[str, Any]:
         "model_case": False, "backend": "onnxruntime", "path": "onnxruntime@all",
         "reference": "onnx-reference", "arbiter": "reference", "max_abs_error": 0.1,
         "reason": "r", "precision": None, "family": "numeric", "truth": False,
-        "severity": 2, "why": "", "failed_path": ""}
+        "severity": 2, "why": "", "failed_path": "", "failure_kind": None}
     return {**row, **kw}
 
 
@@ -119,6 +121,21 @@ def test_a_reason_becomes_a_template_and_a_kind() -> None:
         "nan": "nan", "outside": "outside", "variant": "outside",
         "nonfinite": "nonfinite:actual", "defect": "defect:known upstream defect "
         "erf-float32-rounding", "law": "law:fully masked row not exactly zero"}
+
+
+def test_a_recorded_kind_is_read_and_only_an_unrecorded_one_derived() -> None:
+    """A row of schema 4 records its kind (``failure_kind``): ``rows`` takes it over what its
+    reason says, and ``templates`` derives a kind only for reasons a row lacks it for."""
+    outside = "57 of 64 elements outside atol=1e-13 + rtol=1e-12·|r|"
+    raws = [raw(observation_id="recorded", reason=outside, failure_kind="law:recorded"),
+            raw(observation_id="old", reason="masked_rows: row 3 not zero")]
+    derived = {r["reason"]: r["kind"]
+               for r in run_stage("templates", reasons=run_stage("reasons", raw=raws))}
+    assert derived == {outside: None, "masked_rows: row 3 not zero": "law:row # not zero"}
+    rows = run_stage("rows", raw=raws, templates=[
+        template(outside, "outside"), template("masked_rows: row 3 not zero", "law:old")])
+    assert {r["observation_id"]: r["kind"] for r in rows} == {"recorded": "law:recorded",
+                                                              "old": "law:old"}
 
 
 def _blamed(*pairs: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, str]:

@@ -20,7 +20,7 @@ from gero_runner.checks.contracts.paths import (
     family_paths,
 )
 from gero_runner.checks.variants.builders import VARIANTS, VariantError, build_variant
-from gero_runner.classify import classify
+from gero_runner.classify import classify, failure_kind
 from gero_runner.errors import error_text
 from gero_runner.execution.paths import truth_arbiter
 from gero_runner.schema import PASSED, Observation
@@ -69,6 +69,7 @@ def _run(ctx: CaseContext) -> list[Observation]:
                     reference_version=path.version, dtype=dtype, cmp=cmp, rtol=rtol,
                     atol=atol, result=result, reason=f"variant {name}: {reason}",
                     cause=reason if result != PASSED else "",
+                    failure_kind=failure_kind(cmp),
                     arbiter=arbiter, actual_hash=ctx.digest(a), reference_hash=ctx.digest(r),
                     actual_file=evidence.add(f"variants/{name}/{path.name}/output_{j}.npy", a),
                     reference_file=path.files[j] if j < len(path.files) else "",

@@ -1,10 +1,12 @@
-"""Stages 2 and 3: each distinct reason read once, as a template and a kind.
+"""Stages 2 and 3: each distinct reason read once, as a template and, for a row recorded
+without its kind, a kind.
 
 The template is the reason with the path prefix, operator and node names, quoted names,
-shapes, element types and numbers taken out; the kind is what a failed comparison or law
-says, its figures aside. Both are read from the English ``reason`` (issue 39 item 1 moves
-them to recorded columns); the regular expressions run once per distinct reason, not once
-per row.
+shapes, element types and numbers taken out (a failure's grouping key, still read from the
+English ``reason``); the kind is what a failed comparison or law says, its figures aside:
+the runner records it (``failure_kind``, schema 4, ``gero_runner.facts``), and ``kind_sql``
+derives it, once, for the rows of a gero before (``rows`` takes the recorded one first). The
+regular expressions run once per distinct reason, not once per row.
 """
 
 from __future__ import annotations
@@ -58,14 +60,17 @@ def kind_sql(template: str) -> str:
 
 
 def reasons_sql() -> str:
-    """``reasons`` (reads ``raw``): each distinct reason and its template (the path a
-    failure names is a recorded fact, ``raw``'s ``failed_path``)."""
+    """``reasons`` (reads ``raw``): each distinct reason, its template (the path a failure
+    names is a recorded fact, ``raw``'s ``failed_path``) and whether a row of it was
+    recorded without its kind (``unkinded``)."""
     return f"""
-    SELECT reason, {template_sql('reason')} AS template
-    FROM (SELECT DISTINCT reason FROM raw)"""
+    SELECT reason, {template_sql('reason')} AS template, unkinded
+    FROM (SELECT reason, bool_or(failure_kind IS NULL) AS unkinded FROM raw GROUP BY reason)"""
 
 
 def templates_sql() -> str:
-    """``templates`` (reads ``reasons``): each template's kind."""
+    """``templates`` (reads ``reasons``): the kind derived from each template whose rows a
+    gero before schema 4 wrote (NULL where every row of it records its own)."""
     return f"""
-    SELECT *, {kind_sql('template')} AS kind FROM reasons"""
+    SELECT reason, template, CASE WHEN unkinded THEN {kind_sql('template')} END AS kind
+    FROM reasons"""

@@ -29,7 +29,8 @@ def raw_sql(relation: str) -> str:
     ``backend@setting``), check family (``execution``, ``numeric`` for the checks that
     compare outputs, else the check), severity, whether float64 judged them (``truth``),
     whether they are of a model case fed gero's seeded defaults (``models.inputs`` marks
-    them), the path a failure names (``failed_path``) and why they cannot be assessed by
+    them), the path a failure names (``failed_path``), the kind of failure recorded
+    (``failure_kind``, NULL in a run of a gero before schema 4) and why they cannot be assessed by
     construction (``''`` when they can)."""
     return f"""
     SELECT observation_id, case_id, op_type, dtype, "check" AS chk, optimization, result,
@@ -40,6 +41,7 @@ def raw_sql(relation: str) -> str:
            reference, arbiter, max_abs_error, reason,
            -- a row of a gero before the facts (schema 3): the path its reason names
            coalesce(failed_path, regexp_extract(reason, '{FAILED_PATH}', 1)) AS failed_path,
+           failure_kind,
            json_extract_string(session_settings, '$.inference_precision') AS precision,
            CASE WHEN result = '{EXECUTION}' THEN 'execution'
                 WHEN "check" IN ({sql_list(NUMERIC_CHECKS)}) THEN 'numeric'
@@ -51,14 +53,16 @@ def raw_sql(relation: str) -> str:
 
 
 def rows_sql() -> str:
-    """``rows`` (reads ``raw``, ``templates``): each row with its template and kind, and the
+    """``rows`` (reads ``raw``, ``templates``): each row with its template and kind (the
+    recorded one; a row of a gero before schema 4, the one its reason says), and the
     side it blames: its own path; gero's variant tooling for a variant it could not build;
     the reference for a failure that names another path (the reference side failed) or a
     disagreement float64 sides the actual side with; ``undecided`` for a disagreement no
     float64 decides (``decided`` settles it)."""
     arbitrated = sql_list(ARBITRATED_CHECKS)
     return f"""
-    SELECT r.* EXCLUDE (reason), t.template, t.kind,
+    SELECT r.* EXCLUDE (reason, failure_kind), t.template,
+           coalesce(r.failure_kind, t.kind) AS kind,
            CASE WHEN r.family = 'execution' AND t.template LIKE '{BUILD_FAILED}%'
                     THEN '{VARIANT_TOOLING}'
                 WHEN r.family = 'execution'
@@ -68,7 +72,8 @@ def rows_sql() -> str:
                     THEN {_REFERENCE_PATH}
                 WHEN r.chk IN ({arbitrated}) AND r.arbiter = 'actual' THEN {_REFERENCE_PATH}
                 WHEN r.chk IN ({arbitrated}) AND r.arbiter IN ('tie', '-')
-                     AND r.family <> 'execution' AND t.kind <> 'nan' THEN 'undecided'
+                     AND r.family <> 'execution'
+                     AND coalesce(r.failure_kind, t.kind) <> 'nan' THEN 'undecided'
                 ELSE r.path END AS blamed
     FROM raw r JOIN templates t ON r.reason IS NOT DISTINCT FROM t.reason"""
 

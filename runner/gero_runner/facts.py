@@ -19,18 +19,27 @@ FACT_COLUMNS: Final = (
                     "(tract-unoptimized; not the variant file it ran), else ''"),
     ("cause", "the words a finding's title quotes: a failure's error named by its root "
               "cause, a law's clause with its figures, a model verdict's sentence, else ''"),
-    ("failure_kind", "on a non-passed row, what kind of failure it is: 'nan' (NaN fed on "
-                     "both sides, nothing else), 'defect:known upstream defect KEYS' (a "
-                     "registered ReferenceEvaluator defect), 'nonfinite:actual' or "
-                     "'nonfinite:reference' (the side that is non-finite), 'outside' (finite "
-                     "values out of tolerance), else 'law:' and the sentence's first clause "
-                     "with its figures and names masked (a law, a model verdict, a path that "
-                     "cannot run or ran out of its budget); '' on a passed row"),
+    ("failure_kind", "on a non-passed row, what kind of failure it is: 'outside' (finite "
+                     "values out of tolerance), 'nonfinite:actual' or 'nonfinite:reference' "
+                     "(the side that is non-finite), 'nan' (NaN fed on both sides, nothing "
+                     "else), 'defect' (a registered defect, named by cause_key), 'law:NAME' "
+                     "(a law broken), 'cannot-run', 'out-of-budget', 'tooling' (gero's own "
+                     "builder failed); '' on a passed row (older rows: masked sentences)"),
+    ("scope", "what the verdict is about: 'model', a variant file ('fp16', 'int8-dynamic', "
+              "'int8-static'), or the case's graph ('graph'); '' when not recorded"),
+    ("cause_key", "the machine key of a known cause: 'defect:KEY', "
+                  "'unsupported-op:DOMAIN::OP', 'precision-rewrite', 'model-quantization', "
+                  "'tooling:WHAT'; '' when none is known"),
+    ("note", "a sentence that changes no verdict (a runtime computing float16 in float32), "
+             "else ''"),
+    ("figures", "JSON object of the numbers a title needs ({\"mismatches\": 7, ...}), "
+                "'' when none"),
 )
 """(column, meaning) of each fact, in the schema's order."""
 FACT_NAMES: Final = tuple(name for name, _ in FACT_COLUMNS)
 
 SINCE_SCHEMA: Final = 3
+"""Schema 3 added failed_path and cause, 4 failure_kind, 5 scope, cause_key, note, figures."""
 
 VARIANT_FILES: Final = ("int8-dynamic", "int8-static", "fp16")
 """The schema's ``MODEL_VARIANTS`` (it loads pyarrow; a test holds the two equal)."""

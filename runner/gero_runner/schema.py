@@ -25,9 +25,9 @@ from gero_runner.result_classes import (
     RESULT_LABELS,
 )
 
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 """2 added the error distribution (``gero_runner.distribution``), 3 the facts of a verdict
-(``gero_runner.facts``), 4 its kind of failure: files written before lack those columns,
+(``gero_runner.facts``), 4 its kind of failure, 5 its scope, cause key, note and figures: files written before lack those columns,
 and every reader reads them as NULL (the findings derive the facts of such rows from their
 reason)."""
 
@@ -186,6 +186,10 @@ class Observation:
     failed_path: str = ""
     cause: str = ""
     failure_kind: str = ""
+    scope: str = ""
+    cause_key: str = ""
+    note: str = ""
+    figures: str = ""
     created_at: datetime | None = None
     """Set by the parent when it stores the run."""
 

@@ -77,11 +77,12 @@ def test_the_cause_of_an_older_row_is_what_the_runner_records_now() -> None:
     assert cause_of("57 of 64 elements outside atol=0", "agreement") == ""
 
 
-def test_the_schema_names_them_since_version_3_and_the_kind_since_4() -> None:
-    assert SCHEMA_VERSION == 4
-    assert OBSERVATION_SCHEMA.metadata[b"gero.schema_version"] == b"4"
+def test_the_schema_names_them_since_version_3_the_kind_since_4_the_scope_since_5() -> None:
+    assert SCHEMA_VERSION == 5
+    assert OBSERVATION_SCHEMA.metadata[b"gero.schema_version"] == b"5"
     assert set(FACT_NAMES) <= set(COLUMN_NAMES)
-    assert "failure_kind" in FACT_NAMES
+    assert FACT_NAMES == ("failed_path", "cause", "failure_kind", "scope", "cause_key",
+                          "note", "figures")
 
 
 def _derived_kinds(*reasons: str) -> list[str]:
@@ -203,3 +204,24 @@ def test_a_run_of_the_previous_release_gives_the_same_findings(tmp_path: Path) -
     assert listed[0] == listed[1]
     (finding,) = listed[0]
     assert finding[2].endswith("TractError: Abs does not support F64"), finding
+
+
+def test_a_file_of_schema_4_reads_the_facts_of_schema_5_as_null(tmp_path: Path) -> None:
+    """A run the previous release wrote (schema 4: no scope, cause_key, note, figures) opens,
+    and the new columns read as NULL, for the findings to derive once."""
+    row = {c.name: None for c in OBSERVATION_SCHEMA}
+    row.update(observation_id="a" * 64, run_id="old", suite="synthetic", case_id="c",
+               result="execution", reason="tract-optimized failed: boom",
+               failed_path="tract-optimized", cause="boom", failure_kind="law:PATH failed: boom")
+    new_names = ("scope", "cause_key", "note", "figures")
+    schema = pa.schema([f for f in OBSERVATION_SCHEMA if f.name not in new_names],
+                       metadata={"gero.schema_version": "4"})
+    run = tmp_path / "runs" / "old"
+    run.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([{k: row[k] for k in schema.names}], schema=schema),
+                   run / "observations.parquet")
+    (run / "run.json").write_text(json.dumps({"run_id": "old", "status": "complete"}))
+    got = open_run(tmp_path).query(
+        "SELECT failed_path, failure_kind, scope, cause_key, note, figures FROM obs")
+    assert got == [("tract-optimized", "law:PATH failed: boom",
+                    None, None, None, None)]

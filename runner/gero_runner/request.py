@@ -135,6 +135,9 @@ class RunRequest:
     skip_paths: tuple[str, ...] = ()
     """Runtime settings not to run, ``RUNTIME:SETTING`` (``--skip-path``), checked against
     the runtimes when the run starts."""
+    reuse: bool = True
+    """Reuse the path outputs an earlier run kept in the data root where nothing they
+    depend on changed, and keep this run's (False: ``--no-reuse``, every path computed)."""
 
     def __post_init__(self) -> None:
         if self.suite not in suite_names():
@@ -275,6 +278,12 @@ def _workers(keyword: str, value: Any) -> Any:
     return (os.cpu_count() or 1) if value is None else value
 
 
+def _flag(keyword: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise GeroError(f"{keyword} must be True or False, got {value!r}")
+    return value
+
+
 def _checks(keyword: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, bool):
         raise GeroError(f"{keyword} must be True or False, got {value!r}")
@@ -381,6 +390,8 @@ class RunKeywords(TypedDict, total=False):
     """Seconds each path of a model case may take."""
     skip_paths: Annotated[Sequence[str], Option("--skip-path", _names)]
     """Runtime settings not to run, ``"tract:unoptimized"``."""
+    reuse: Annotated[bool, Option("--no-reuse", _flag, on_resume=True)]
+    """False computes every path, reusing no outputs an earlier run kept."""
 
 
 @functools.cache

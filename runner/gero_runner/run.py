@@ -8,7 +8,7 @@ import platform
 import sys
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -237,9 +237,10 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
         resume = resumable_run(root, resume)
         writer, stored = RunWriter.resume(root, resume, warn)
         try:
-            request = request_from_json(stored, request.data_root, jobs=request.jobs,
-                                        executor=request.executor,
-                                        scheduler=request.scheduler)
+            request = replace(request_from_json(stored, request.data_root, jobs=request.jobs,
+                                                executor=request.executor,
+                                                scheduler=request.scheduler),
+                              reuse=request.reuse)  # how this invocation runs
         except (TypeError, ValueError, IndexError, GeroError) as e:
             writer.close()
             raise GeroError(f"run {resume}: its stored request is unusable ({e})") from e
@@ -282,6 +283,8 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
         max_tensor_bytes=int(request.max_tensor_mb * 2**20),
         max_evidence_bytes=int(request.max_evidence_mb * 2**20),
         skip_paths=tuple(request.skip_paths),
+        # A Dask worker may not see this data root: it computes every path.
+        reuse_root=str(request.data_root) if request.reuse and dask is None else "",
     )
     # Each path of a model case under the path budget: given to the case's plan, once.
     task = case_task(request.path_budget_s)

@@ -12,6 +12,18 @@ The parts of a model case (each run by the worker pool in a worker, under the pa
   runs on it; last, the path on the contract graphs (the contract families);
 - judging the case (comparisons, gates, evidence), under the per-case timeout.
 
+Which settings run (``--paths``): ``all`` runs every selected setting of every runtime.
+``needed``, the default, runs first what every verdict needs: each runtime's deployed
+setting (``Backend.deployed``: ONNX Runtime ``all``, OpenVINO's default, tract optimized),
+the setting its noise floor is measured on, and the ReferenceEvaluator; each runtime says
+when its other settings can change or explain a verdict (``Backend.needed_when``), and the
+plan decides from their outputs as the judge reads them (``ends_agree``, ``within_gates``):
+the unoptimised base where the deployed setting is off its gates (is the optimiser at
+fault?), a level between base and deployed where those two differ (which level makes the
+difference?). A setting that runs, runs on each variant file too; the contract graphs run
+on the deployed settings and the ReferenceEvaluator. A setting not run has no row (it counts
+as nothing); the case's ``plan.json`` (evidence) names it and says why.
+
 A part that runs out of its budget, or whose worker dies, becomes one row that names the
 path, the time it had and what it ran on, and its path is not run on the rest of its chain
 (the same row says what it skipped); every other row of the case is kept. Which parts run
@@ -30,8 +42,15 @@ import numpy as np
 
 from gero_runner import backends
 from gero_runner.backends import reference
-from gero_runner.backends.base import Backend, PathSpec
+from gero_runner.backends.base import (
+    NEEDED_ALWAYS,
+    NEEDED_WHEN_ENDS_DIFFER,
+    NEEDED_WHEN_OFF,
+    Backend,
+    PathSpec,
+)
 from gero_runner.case import MODEL_SUITES, CaseInstance
+from gero_runner.classify import classify
 from gero_runner.checks.contracts.paths import execution_row
 from gero_runner.checks.families import run_family
 from gero_runner.checks.model import (
@@ -47,25 +66,36 @@ from gero_runner.checks.model import (
     int8_exact_needed,
     noisy_runs,
 )
-from gero_runner.errors import error_text
+from gero_runner.errors import GeroError, error_text
 from gero_runner.execution.context import CaseContext, CaseResult, PathResult, RunSettings
 from gero_runner.execution.evaluate import case_context, execution_rows, judge_case
 from gero_runner.execution.paths import (
     PathTable,
     compare_paths,
     explain_reference_on_variant,
+    path_outputs,
     path_result,
     run_corrected_reference,
     run_path,
 )
 from gero_runner.execution.plan import Part, Plan, ran_out
+from gero_runner.metrics import model_level as ml
+from gero_runner.metrics.compare import compare
+from gero_runner.metrics.model_level import MODEL_REL_FLOOR
 from gero_runner.models import variants as var
 from gero_runner.request import DECISION_TASKS
-from gero_runner.schema import Observation
+from gero_runner.schema import PASSED, Observation
+from gero_runner.tolerances import Tolerances
 
 FP32 = "fp32"
 """The noise-floor runs' label for the model itself (a variant's is its name)."""
 MODEL_FAMILY = "model"
+PATHS_NEEDED = "needed"
+PATHS_ALL = "all"
+PATHS_CHOICES = (PATHS_NEEDED, PATHS_ALL)
+"""``--paths``: the settings a model case runs (see the module doc)."""
+PLAN_FILE = "plan.json"
+"""The case's evidence file that names each setting the plan did not run, and why."""
 FAMILIES_CHECK = "contracts"
 """The check of the row that says a path ran out of its budget on the contract graphs."""
 
@@ -106,7 +136,7 @@ class RunPath(Part):
 
     def run(self, settings: Any) -> PathResult:
         result = run_path(_backend(self.spec), self.spec, self.case, self.repeats,
-                          self.max_tensor_bytes)
+                          self.max_tensor_bytes, path_outputs(settings))
         if self.spec.backend == reference.BACKEND and self.variant != FP32:
             # On the model, the corrected evaluator's part does it.
             explain_reference_on_variant(self.case, result)
@@ -298,6 +328,53 @@ class _Timer:
 
 
 # ---- the plan (in the parent) -----------------------------------------------------------
+
+
+def check_paths(paths: str) -> str:
+    """``--paths`` names one of ``PATHS_CHOICES`` (one sentence otherwise)."""
+    if paths not in PATHS_CHOICES:
+        raise GeroError(f"--paths {paths}: choose {' or '.join(PATHS_CHOICES)}")
+    return paths
+
+
+def _row_passes(a: np.ndarray, r: np.ndarray, case: CaseInstance,
+                tolerances: Tolerances) -> bool:
+    """A row of ``a`` against ``r`` passes, as the judge classifies it (compare_paths: the
+    reference's dtype gives the tolerance, the model's scale floors the relative error)."""
+    rtol, atol = tolerances.for_case(case.tolerance, str(r.dtype), model=True)
+    cmp = compare(a, r, rtol, atol, rel_floor=MODEL_REL_FLOOR)
+    return classify(cmp, rtol, atol)[0] == PASSED
+
+
+def ends_agree(base: PathResult, deployed: PathResult, case: CaseInstance,
+               tolerances: Tolerances) -> bool:
+    """A runtime's unoptimised base and its deployed setting give outputs whose ``levels``
+    rows pass: no level between them can name a difference."""
+    if base.outputs is None or deployed.outputs is None:
+        return False
+    return len(base.outputs) == len(deployed.outputs) and all(
+        _row_passes(a, r, case, tolerances)
+        for a, r in zip(deployed.outputs, base.outputs, strict=True))
+
+
+def within_gates(path: PathResult, truth: list[np.ndarray], exact: list[np.ndarray],
+                 case: CaseInstance, tolerances: Tolerances, rule: StatsRule) -> bool:
+    """The path's rows against the arbiter pass without a noise floor (which can only widen
+    the scaled-error gate): each output within tolerance of ``truth`` (the ``expected`` row),
+    and each float output's scaled error against ``exact`` within the ``model:fp32`` gate,
+    finite, every decision agreeing. A path that failed is off."""
+    if path.outputs is None or len(path.outputs) != len(truth):
+        return False
+    for j, (a, r) in enumerate(zip(path.outputs, truth, strict=True)):
+        if a.shape != r.shape or not _row_passes(a, r, case, tolerances):
+            return False
+        if a.dtype.kind != "f" or j >= len(exact) or exact[j].shape != a.shape:
+            continue
+        stats = rule.stats(j, a, np.asarray(exact[j]))
+        if (not stats.finite or stats.scaled_error > ml.scaled_limit(a.dtype)
+                or (rule.decides(j) and stats.decisions_agree < stats.decisions)):
+            return False
+    return True
 
 
 @dataclass

@@ -18,10 +18,17 @@ import numpy as np
 
 from gero_runner.backends import ort
 from gero_runner.case import MODEL_SUITES, CaseInstance
-from gero_runner.facts import NAN, defect_kind, sentence_kind
+from gero_runner.facts import (
+    DEFECT,
+    NAN,
+    failure_facts,
+    figures_json,
+    law_name,
+    scope_of,
+)
 from gero_runner.metrics.compare import Comparison, compare
 from gero_runner.metrics.model_level import MODEL_REL_FLOOR
-from gero_runner.schema import COLUMN_NAMES, IDENTITY_COLUMNS, PASSED, Observation
+from gero_runner.schema import COLUMN_NAMES, EXECUTION, IDENTITY_COLUMNS, PASSED, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import row_hash, tensor_hash
 from gero_runner.tolerances import DEFAULTS, Tolerance, Tolerances
@@ -60,6 +67,9 @@ class RunSettings:
     """Tensors a case keeps before the rest become summaries (``--max-evidence-mb``)."""
     skip_paths: tuple[str, ...] = ()
     """Runtime settings not to run, as ``BACKEND:SETTING`` (``--skip-path``)."""
+    reuse_root: str = ""
+    """The data root whose kept path outputs (``storage.path_outputs``) a path reuses and
+    adds to; empty: every path is computed and nothing is kept (``--no-reuse``)."""
 
 
 @dataclass
@@ -91,6 +101,13 @@ class PathResult:
     skipped: bool = False
     """Not run: the path ran out of its budget earlier in the case, and the row saying so
     names what it was not run on (no row of its own)."""
+    reused: str = ""
+    """The kept outputs it reused instead of running (``cache/outputs/KEY.npz``: its
+    outputs and timing are an earlier run's); empty: computed here. Its rows' details say
+    so (``reused``)."""
+    reuse_problem: str = ""
+    """Why a kept entry of this path could not be used (it was computed again): a sentence
+    its rows' details carry (``reuse_problem``)."""
     _settings_cache: tuple[dict[str, Any], str] | None = field(
         default=None, repr=False, compare=False)
 
@@ -191,16 +208,21 @@ class CaseContext:
             actual_hash: str = "", reference_hash: str = "", actual_file: str = "",
             reference_file: str = "", reference_ms: float = math.nan,
             details: dict[str, Any] | None = None, failed_path: str = "",
-            cause: str = "", failure_kind: str = "") -> Observation:
+            cause: str = "", failure_kind: str = "", error: str = "", scope: str = "",
+            cause_key: str = "", note: str = "",
+            figures: dict[str, Any] | None = None) -> Observation:
         """An observation row of this case (ids added by ``finish_row``); without a
         comparison (a path failed) its metric columns keep the row type's defaults.
 
         A non-passed row of a path that showed a known ReferenceEvaluator defect on this
         case (different outputs, or a failure the corrected evaluator does not have) names
-        the registry entry, in the reason and in the details. ``failed_path``, ``cause`` and
-        ``failure_kind``: the verdict's facts (``gero_runner.facts``); a non-passed row's kind
-        is its registered defect's, else the one its site names, else its sentence's (a
-        law, a model verdict, a path that failed)."""
+        the registry entry, in the reason and in the details. ``failed_path``, ``cause``,
+        ``failure_kind``, ``scope``, ``cause_key``, ``note``, ``figures``: the verdict's facts
+        (``gero_runner.facts``), each the site's where it names one, else what the row's
+        own arguments say (never its sentence): a registered defect (``defect``, keyed
+        ``defect:KEYS``), a path that failed (``cannot-run``, keyed by the operator its
+        ``error`` says it lacks, or ``out-of-budget``), else the check's law or gate
+        (``law:NAME``); the scope from the check (a variant file, the model, the graph)."""
         if actual.known_defects and result != PASSED:
             from gero_runner.backends.reference_defects import BY_KEY
 
@@ -208,11 +230,23 @@ class CaseContext:
             reason = "; ".join(d.label() for d in entries) + " — " + reason
             details = {**(details or {}), "known_defect": [d.as_dict() for d in entries]}
             if failure_kind != NAN:  # NaN fed to both sides is no defect's doing
-                failure_kind = defect_kind([d.key for d in entries])
+                failure_kind = DEFECT
+                cause_key = "defect:" + ",".join(sorted({d.key for d in entries}))
         if result == PASSED:
-            failure_kind = ""
+            failure_kind = cause_key = ""
+        elif not failure_kind and (failed_path or result == EXECUTION):
+            failure_kind, found = failure_facts(cause or reason, error, self.op_domains)
+            cause_key = cause_key or found
         elif not failure_kind:
-            failure_kind = sentence_kind(reason)
+            failure_kind = law_name(check)
+        scope = scope or scope_of(self.case.suite, check)
+        if cmp is not None and result != PASSED:
+            figures = {"mismatches": cmp.mismatch_count, "elements": cmp.element_count,
+                       "max_abs_error": _finite(cmp.max_abs_error), **(figures or {})}
+        if actual.reused:  # a fact a reader of the timing needs: it is an earlier run's
+            details = {**(details or {}), "reused": actual.reused}
+        if actual.reuse_problem:
+            details = {**(details or {}), "reuse_problem": actual.reuse_problem}
         c = self.case
         if c.inputs_text:  # what a user model was fed, and why (models.inputs)
             details = {**(details or {}), "inputs": c.inputs_text}
@@ -230,7 +264,25 @@ class CaseContext:
             actual_median_ms=actual.median_ms, reference_median_ms=reference_ms,
             repeats=actual.repeats, session_settings=actual.settings_json,
             details=_DETAILS_JSON.encode(details) if details else "{}",
-            failed_path=failed_path, cause=cause, failure_kind=failure_kind, **metrics)
+            failed_path=failed_path, cause=cause, failure_kind=failure_kind, scope=scope,
+            cause_key=cause_key, note=note, figures=figures_json(figures or {}), **metrics)
+
+    @functools.cached_property
+    def op_domains(self) -> dict[str, str]:
+        """The case's operators, type -> domain (an error that names no domain, tract's
+        ``Unimplemented(Scaler)``, takes the graph's); read on the case's first failure."""
+        import onnx
+
+        try:
+            graph = onnx.load_from_string(self.case.model).graph
+        except Exception:  # a graph gero cannot parse: the error's words are all there is
+            return {}
+        return {n.op_type: n.domain or "ai.onnx" for n in graph.node}
+
+
+def _finite(x: float) -> float | None:
+    """A figure JSON can hold (NaN and ±inf are no figure: None)."""
+    return x if math.isfinite(x) else None
 
 
 OUTPUT_IDENTITY = ("actual_hash", "reference_hash", "result", "reason")

@@ -25,6 +25,7 @@ from gero_runner.metrics.model_level import MODEL_REL_FLOOR
 from gero_runner.result_classes import ARBITRATED_CHECKS, LEVELS
 from gero_runner.schema import EXECUTION, PASSED, Observation
 from gero_runner.storage.budget import oversized_output
+from gero_runner.storage.path_outputs import PathOutputs, Stored, path_key
 from gero_runner.tolerances import Tolerances
 
 
@@ -108,18 +109,61 @@ def path_result(backend: Backend, spec: PathSpec) -> PathResult:
                       spec.threads, dict(spec.settings))
 
 
+def path_outputs(settings: RunSettings) -> PathOutputs | None:
+    """Where the run's paths reuse and keep their outputs (None: ``--no-reuse``)."""
+    return PathOutputs(settings.reuse_root) if settings.reuse_root else None
+
+
 def run_path(backend: Backend, spec: PathSpec, case: CaseInstance, repeats: int,
-             max_tensor_bytes: int | None = None) -> PathResult:
+             max_tensor_bytes: int | None = None,
+             reuse: PathOutputs | None = None) -> PathResult:
     """Build the session, run it ``repeats`` times and release it, all timed as backend.
 
     Any failure of the runtime (it does not support the case, raises) is an observation,
     not a crash of the run; so is an output over ``max_tensor_bytes`` (it is not compared).
-    Only the first run's outputs are kept: each later run is compared with them at once."""
+    Only the first run's outputs are kept: each later run is compared with them at once.
+
+    With ``reuse``, outputs an earlier run kept for the same model, inputs, settings,
+    repeats, runtime version and gero code are taken instead of running (the path says
+    so), and outputs computed here are kept; a failure is never kept (it may be the
+    machine's: a budget, memory)."""
     path = path_result(backend, spec)
     unsupported = backend.supports(case)
     if unsupported is not None:
         path.error = f"not supported: {unsupported}"
         return path
+    key = ""
+    if reuse is not None:
+        start = time.perf_counter()
+        key = path_key(case.model, case.inputs, spec.backend, path.version, spec.optimization,
+                       spec.threads, spec.settings, max(1, repeats))
+        stored, problem = reuse.load(key)
+        path.backend_seconds = time.perf_counter() - start
+        if stored is not None:
+            return _reused(path, stored, reuse.relative(key), case, max_tensor_bytes)
+        path.reuse_problem = problem or ""
+    _compute(path, backend, spec, case, repeats, max_tensor_bytes)
+    if reuse is not None and path.ok and path.outputs is not None:
+        reuse.store(key, Stored(path.outputs, path.median_ms, path.build_ms, path.repeats,
+                                path.deterministic))
+    return path
+
+
+def _reused(path: PathResult, stored: Stored, relative: str, case: CaseInstance,
+            max_tensor_bytes: int | None) -> PathResult:
+    if max_tensor_bytes is not None:  # the bound is this run's, not the earlier run's
+        path.error = oversized_output(stored.outputs, list(case.expected or {}),
+                                      max_tensor_bytes)
+        if path.error is not None:
+            return path
+    path.outputs, path.repeats = stored.outputs, stored.repeats
+    path.median_ms, path.build_ms = stored.median_ms, stored.build_ms
+    path.deterministic, path.reused = stored.deterministic, relative
+    return path
+
+
+def _compute(path: PathResult, backend: Backend, spec: PathSpec, case: CaseInstance,
+             repeats: int, max_tensor_bytes: int | None) -> None:
     note_running(spec.backend, spec.optimization)
     first: list[np.ndarray] | None = None
     times: list[float] = []
@@ -145,20 +189,20 @@ def run_path(backend: Backend, spec: PathSpec, case: CaseInstance, repeats: int,
         del session  # released here, so that its teardown is timed with the backend
     except Exception as e:
         path.error = error_text(e)
-        return path
+        return
     finally:
-        path.backend_seconds = time.perf_counter() - start
+        path.backend_seconds += time.perf_counter() - start
         note_running("")
     if path.error is not None:
-        return path
+        return
     path.median_ms = float(np.median(times))
     path.outputs, path.repeats = first, len(times)
-    return path
 
 
 def run_reference(case: CaseInstance, repeats: int,
-                  max_tensor_bytes: int | None = None) -> PathResult:
-    return run_path(reference.RUNTIME, reference.PATH, case, repeats, max_tensor_bytes)
+                  max_tensor_bytes: int | None = None,
+                  reuse: PathOutputs | None = None) -> PathResult:
+    return run_path(reference.RUNTIME, reference.PATH, case, repeats, max_tensor_bytes, reuse)
 
 
 def run_corrected_reference(case: CaseInstance, ref: PathResult,

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from gero_runner.errors import GeroError, StoreError
+from gero_runner.storage import path_outputs
 from gero_runner.storage.artifacts import ARTIFACTS_DIR
 from gero_runner.storage.compact import leftover_temporaries, remove_superseded, write_store
 from gero_runner.storage.index import (
@@ -38,7 +39,13 @@ from gero_runner.storage.index import (
     store_file_path,
     write_index,
 )
-from gero_runner.storage.layout import FINDINGS_CACHE_DIR, RUNS_DIR, SIGHTINGS_FILE, run_ids
+from gero_runner.storage.layout import (
+    FINDINGS_CACHE_DIR,
+    RUNS_DIR,
+    SIGHTINGS_FILE,
+    run_ids,
+    run_started,
+)
 from gero_runner.storage.locks import is_running, root_lock
 from gero_runner.storage.runs import read_record
 from gero_runner.storage.store import DataRoot
@@ -263,6 +270,13 @@ def _plan(root: DataRoot, retention: Retention, read_all: bool
             if directory.name in dropped or directory.name not in runs:
                 result.garbage.append(Garbage(directory.relative_to(root.path), _size(directory),
                                               "findings of a run that is gone"))
+    # Kept path outputs no kept run used (each use touches its entry): older than the
+    # oldest kept run's start, or every one where no run is kept.
+    kept = [root.run_dir(r) for r in runs if r not in dropped]
+    since = min((run_started(d) for d in kept), default=None)
+    for path in path_outputs.unused(root.path, since):
+        result.garbage.append(Garbage(path.relative_to(root.path), path.stat().st_size,
+                                      "kept path outputs no kept run used"))
     for path in leftover_temporaries(root.path):
         result.garbage.append(Garbage(path.relative_to(root.path), path.stat().st_size,
                                       "a file a writer killed mid-write left"))

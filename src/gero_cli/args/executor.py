@@ -25,6 +25,11 @@ EXECUTOR = ArgGroup((
         help="the Dask scheduler of --executor dask (default: "
         "$GERO_DASK_SCHEDULER)"),
     arg("threads", type=int, default=1, help="ONNX Runtime intra-op threads"),
+    arg("reuse", action="store_false", default=True,
+        help="compute every path of a --model case; by default a path whose model, "
+             "inputs, settings, runtime version and gero code did not change reuses the "
+             "outputs an earlier run kept in the data root (DATA_DIR/cache/outputs; its "
+             "rows say so), so a rerun after upgrading one runtime runs only its paths"),
 ))
 
 REPEATS = ArgGroup((

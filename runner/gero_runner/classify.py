@@ -81,16 +81,16 @@ def classify(cmp: Comparison, rtol: float, atol: float) -> tuple[str, str]:
 
 def failure_kind(cmp: Comparison) -> str:
     """The kind of a failed comparison (``gero_runner.facts``), as ``classify`` found it:
-    NaN fed on both sides and nothing else, the side of the first non-finite mismatch, or
-    finite values outside tolerance alone; '' where its sentence is the kind (a shape, a
-    dtype or strings that differ, NaN on both sides beside finite errors, saturation)."""
+    NaN fed on both sides and nothing else, the side of the first non-finite mismatch, else
+    values that differ beyond tolerance (``outside``: a shape, a dtype or strings that
+    differ, finite errors beside NaN on both sides, saturation too)."""
     if cmp.shape_mismatch or cmp.dtype_mismatch or cmp.exact_only:
-        return ""
+        return OUTSIDE
     if cmp.nonfinite:
         return nonfinite_kind(cmp.nonfinite[0].side)
     if cmp.nan_both and not cmp.finite_mismatch:
         return NAN
-    return OUTSIDE if cmp.finite_mismatch and not cmp.nan_both else ""
+    return OUTSIDE
 
 
 def _distances(x: np.ndarray, truth: np.ndarray) -> tuple[int, float]:

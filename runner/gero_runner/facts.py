@@ -11,8 +11,10 @@ for them.
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 FACT_COLUMNS: Final = (
     ("failed_path", "on a failure: the path that failed, as the runner names it "
@@ -168,3 +170,96 @@ def sentence_kind(sentence: str) -> str:
     if _OUTSIDE.match(_LAW_NAME.sub("", template, count=1)):
         return OUTSIDE
     return law_kind(sentence)
+
+
+# Schema 5: the typed facts a row builder records (``verdict_facts``), the values the
+# findings group on and the titles are rendered from.
+
+DEFECT: Final = "defect"
+CANNOT_RUN: Final = "cannot-run"
+OUT_OF_BUDGET: Final = "out-of-budget"
+TOOLING: Final = "tooling"
+MODEL_SCOPE: Final = "model"
+GRAPH_SCOPE: Final = "graph"
+MODEL_QUANTIZATION: Final = "model-quantization"
+PRECISION_REWRITE: Final = "precision-rewrite"
+VARIANT_BUILD: Final = "tooling:variant-build"
+UNSUPPORTED_OP: Final = "unsupported-op:"
+ERROR_KEY: Final = "error:"
+"""A cause key of a failure no known cause names: its error with names and figures masked
+(``error:TractError: OP does not support T``): what groups one runtime's same failure
+across operators."""
+
+_MODEL_SUITES = ("model", "models")
+_BUDGET_WORDS = re.compile(r"ran out of its \d+(?:\.\d+)? s budget")
+# How each runtime says it lacks an operator, on a tiny graph with an op it has not:
+# OpenVINO "No conversion rule found for operations: ai.onnx.ml.Scaler" (older releases:
+# "... for ONNX op 'ai.onnx.ml.Scaler'"), ONNX Runtime "Could not find an implementation
+# for Abs(13) node" and "com.microsoft:FooBar(-1) is not a registered function/op", tract
+# "Unimplemented(Scaler)", the ReferenceEvaluator "Node type 'X' from domain 'D' is
+# unknown" and "No registered schema for operator 'X' and domain 'D'".
+_UNSUPPORTED = tuple(re.compile(p) for p in (
+    r"No conversion rule found for operations: (?:(?P<domain>[a-z][\w.]*)\.)?(?P<op>[A-Z]\w*)",
+    r"for ONNX op '(?:(?P<domain>[a-z][\w.]*)\.)?(?P<op>[A-Z]\w*)'",
+    r"Could not find an implementation for (?P<op>[A-Z]\w*)\(\d+\) node",
+    r"(?P<domain>[a-z][\w.]*):(?P<op>[A-Z]\w*)\(-?\d+\) is not a registered function/op",
+    r"Unimplemented\((?P<op>[A-Z]\w*)\)",
+    r"Node type '(?P<op>\w+)' from domain '(?P<domain>[\w.]*)' is unknown",
+    r"No registered schema for operator '(?P<op>\w+)' and domain '(?P<domain>[\w.]*)'",
+    r"(?:Unable to find operator|No implementation for) '?(?P<op>[A-Z]\w*)'?"
+    r"(?: (?:from|and) domain '(?P<domain>[\w.]*)')?",
+))
+
+
+def unsupported_op(error: str, domains: Mapping[str, str] | None = None) -> str:
+    """``unsupported-op:DOMAIN::OP`` when a runtime's error says it lacks an operator
+    (``ai.onnx`` for the default domain; a message that names no domain takes the graph's,
+    ``domains``: op type -> domain), else ''."""
+    for pattern in _UNSUPPORTED:
+        m = pattern.search(error)
+        if m:
+            op = m.group("op")
+            domain = (m.groupdict().get("domain") or (domains or {}).get(op, "")
+                      or "ai.onnx")
+            return f"{UNSUPPORTED_OP}{domain}::{op}"
+    return ""
+
+
+def error_key(cause: str) -> str:
+    """The cause key of a failure no known cause names: its root cause with the names and
+    figures masked (``masked``), so that one runtime's same failure across operators and
+    dtypes is one finding."""
+    return ERROR_KEY + masked("PATH failed: " + root_cause(cause)).removeprefix("PATH failed: ")
+
+
+def scope_of(suite: str, check: str) -> str:
+    """What a row's verdict is about: the variant file a model row names
+    (``model:fp16:scaled`` -> ``fp16``), the model for another model row, else the case's
+    graph."""
+    parts = check.split(":")
+    if parts[0] == "model" and len(parts) > 1 and parts[1] in VARIANT_FILES:
+        return parts[1]
+    return MODEL_SCOPE if suite in _MODEL_SUITES else GRAPH_SCOPE
+
+
+def law_name(check: str) -> str:
+    """``law:NAME`` of a law's or variant's check (``contract:masked_rows``), a model
+    gate's (``model:fp16:scaled`` -> ``law:scaled``), another check's name."""
+    kind, _, rest = check.partition(":")
+    return "law:" + (rest.rsplit(":", 1)[-1] if kind == "model" and rest else rest or kind)
+
+
+def failure_facts(cause: str, full_error: str = "",
+                  domains: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """``(failure_kind, cause_key)`` of a path that failed: out of its time budget, or
+    cannot run, keyed by the operator it lacks where its error names one, else by its
+    masked error."""
+    if _BUDGET_WORDS.search(cause):
+        return OUT_OF_BUDGET, ""
+    return CANNOT_RUN, unsupported_op(full_error or cause, domains) or error_key(cause)
+
+
+def figures_json(figures: Mapping[str, Any]) -> str:
+    """The figures a title needs as the column stores them ('' when none)."""
+    kept = {k: v for k, v in figures.items() if v is not None and v != ""}
+    return json.dumps(kept, sort_keys=True, separators=(",", ":")) if kept else ""

@@ -21,6 +21,8 @@ from gero_runner.case import MODEL_SUITES, CaseInstance
 from gero_runner.facts import (
     DEFECT,
     NAN,
+    TOOLING,
+    VARIANT_BUILD,
     failure_facts,
     figures_json,
     law_name,
@@ -234,6 +236,8 @@ class CaseContext:
                 cause_key = "defect:" + ",".join(sorted({d.key for d in entries}))
         if result == PASSED:
             failure_kind = cause_key = ""
+        elif not failure_kind and check.endswith(":build"):  # gero's builder, no runtime
+            failure_kind, cause_key = TOOLING, cause_key or VARIANT_BUILD
         elif not failure_kind and (failed_path or result == EXECUTION):
             failure_kind, found = failure_facts(cause or reason, error, self.op_domains)
             cause_key = cause_key or found

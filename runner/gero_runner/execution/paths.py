@@ -378,7 +378,7 @@ def compare_paths(ctx: CaseContext, check: str, actual: PathResult, ref: PathRes
             failed_path, cause = failure_cause(failed.name, failed.error or "")
             rows.append(row(cmp=None, result=EXECUTION,
                             reason=f"{failed.name} failed: {failed.error}",
-                            failed_path=failed_path, cause=cause))
+                            failed_path=failed_path, cause=cause, error=failed.error or ""))
             continue
         assert actual.outputs is not None and ref.outputs is not None
         if j >= len(actual.outputs) or j >= len(ref.outputs):

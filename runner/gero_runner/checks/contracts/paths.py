@@ -17,8 +17,9 @@ from gero_runner import backends
 from gero_runner.case import Arrays
 from gero_runner.checks.contracts import laws
 from gero_runner.checks.contracts.laws import LawResult
+from gero_runner.classify import failure_kind
 from gero_runner.errors import GeroError
-from gero_runner.facts import law_cause
+from gero_runner.facts import NAN, law_cause
 from gero_runner.schema import EXECUTION, PASSED, Observation
 from gero_runner.storage.hashing import npy_bytes, sha256
 
@@ -140,6 +141,9 @@ def law_row(ctx: CaseContext, evidence: Evidence, check: str, path: PathResult,
                    dtype=dtype, cmp=res.cmp, rtol=res.rtol, atol=res.atol,
                    result=res.result, reason=res.reason,
                    cause=law_cause(res.reason) if res.result != PASSED else "",
+                   # NaN fed to both sides breaks a law as any comparison: no law's doing
+                   failure_kind=NAN if res.cmp is not None and failure_kind(res.cmp) == NAN
+                   else "",
                    actual_hash=ctx.digest(res.actual),
                    reference_hash=ctx.digest(res.reference),
                    actual_file=actual_file, reference_file=reference_file, details=details)

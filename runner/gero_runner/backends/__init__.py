@@ -22,8 +22,10 @@ from gero_runner.backends.names import (
     NAMES,
     NOT_APPLICABLE,
     ORT_LEVELS,
+    RELEASE,
     Names,
     label_template,
+    release_of,
 )
 from gero_runner.backends.names import levels as levels  # re-exported
 from gero_runner.backends.names import path_label as path_label
@@ -55,7 +57,12 @@ process, its workers included: on ``PYTHONPATH``), each calling ``register`` at 
 
 @functools.cache
 def get(name: str) -> Backend:
-    """The backend of that name (its module is imported, its runtime is not)."""
+    """The backend of that name (its module is imported, its runtime is not); a release
+    (``RUNTIME==VERSION``) is one of its own, run in its interpreter (``backends.release``)."""
+    if RELEASE in name:
+        from gero_runner.backends import release
+
+        return release.backend(name)
     if name in _EVALUATORS:
         module, attribute = _MODULES[REFERENCE], _EVALUATORS[name]
     else:
@@ -70,7 +77,8 @@ def get(name: str) -> Backend:
 def find(name: str) -> Backend | None:
     """The backend of that name, or None for a name this process does not know (a row of
     a runtime registered elsewhere, a path that is not a backend: 'float64-shadow')."""
-    return get(name) if name in _MODULES or name in _EVALUATORS else None
+    known = name in _MODULES or name in _EVALUATORS or release_of(name) is not None
+    return get(name) if known else None
 
 
 def is_reference(name: str) -> bool:
@@ -110,7 +118,12 @@ def path_label_sql(backend: str = "backend", optimization: str = "optimization")
     """``path_label`` as a SQL expression over the two columns (the same templates)."""
     arms = " ".join(f"WHEN '{b.name}' THEN {_sql_text(label_template(b), optimization)}"
                     for b in NAMES.values())
-    return (f"CASE {backend} {arms} ELSE (CASE WHEN {optimization} = "
+    # a release ("onnxruntime==1.20.1"): its runtime's short name and its version
+    releases = " ".join(
+        f"WHEN starts_with({backend}, '{b.name}{RELEASE}') THEN '{b.short_name()}' || "
+        f"substr({backend}, {len(b.name) + 1}) || ':' || {optimization}"
+        for b in NAMES.values())
+    return (f"CASE {backend} {arms} ELSE (CASE {releases} WHEN {optimization} = "
             f"'{NOT_APPLICABLE}' THEN {backend} ELSE {backend} || ':' || {optimization} END) END")
 
 
@@ -124,7 +137,7 @@ def path_name_sql(backend: str = "backend", optimization: str = "optimization") 
 
 
 def is_backend(name: str) -> bool:
-    return name in _MODULES
+    return name in _MODULES or release_of(name) is not None
 
 
 def installed_runtimes() -> tuple[str, ...]:
@@ -140,7 +153,11 @@ def select(names: Iterable[str] | None) -> tuple[str, ...]:
     for name in names:
         if name == REFERENCE:
             continue  # always runs
-        if name not in RUNTIMES:
+        if RELEASE in name:
+            from gero_runner.backends import release_env
+
+            release_env.parse(name)  # one sentence for a release gero cannot run
+        elif name not in RUNTIMES:
             raise GeroError(f"unknown backend {name!r}; choose from {', '.join(RUNTIMES)} "
                             f"(the {REFERENCE} path always runs)")
         backend = get(name)

@@ -59,19 +59,44 @@ NAMES: dict[str, Names] = {n.name: n for n in (
 reference of some comparisons and the float64 shadow's evaluator)."""
 
 
+RELEASE = "=="
+"""A runtime's release is named ``RUNTIME==VERSION`` ("onnxruntime==1.20.1"): a backend of
+its own, run in its own interpreter (``backends.release``)."""
+
+
+def release_of(backend: str) -> tuple[str, str] | None:
+    """(runtime, version) of a release's name, None for any other name."""
+    runtime, sep, version = backend.partition(RELEASE)
+    return (runtime, version) if sep and runtime in NAMES and version else None
+
+
+def line(backend: str) -> Names | None:
+    """The names' line of a backend: its own, or for a release its runtime's, renamed
+    ("ONNX Runtime 1.20.1", "ort==1.20.1", paths "ort==1.20.1:all" and named
+    "onnxruntime==1.20.1-all"); None for a name gero does not know."""
+    known = NAMES.get(backend)
+    release = release_of(backend) if known is None else None
+    if release is None:
+        return known
+    base = NAMES[release[0]]
+    return Names(backend, backend, f"{base.label()} {release[1]}",
+                 f"{base.short_name()}{RELEASE}{release[1]}", "{short}:{setting}",
+                 base.levels)
+
+
 # How views name a backend and a path, from the table alone: the explorer imports this
 # module and no other of the runner's backends.
 def title(backend: str) -> str:
     """How a sentence names a backend ("ONNX Runtime", "the ReferenceEvaluator"); a name
     gero does not know as itself."""
-    known = NAMES.get(backend)
+    known = line(backend)
     return known.label() if known else backend
 
 
 def short_name(backend: str) -> str:
     """A backend's name where room is short ("ort", "ov"); a name gero does not know as
     itself."""
-    known = NAMES.get(backend)
+    known = line(backend)
     return known.short_name() if known else backend
 
 
@@ -85,7 +110,7 @@ def path_label(backend: str, optimization: str) -> str:
     levels alone ("all"), "reference", another runtime's setting after its short name
     ("ov:f32", "tract:optimized"). A backend gero does not know: its name, with its
     setting when it has one."""
-    known = NAMES.get(backend)
+    known = line(backend)
     if known is None:
         return backend if optimization == NOT_APPLICABLE else f"{backend}:{optimization}"
     return label_template(known).replace("{setting}", optimization)
@@ -94,7 +119,7 @@ def path_label(backend: str, optimization: str) -> str:
 def levels(backend: str) -> tuple[str, ...]:
     """A backend's rewrite levels, base first (``Names.levels``): empty for one that has
     none or that gero does not know."""
-    known = NAMES.get(backend)
+    known = line(backend)
     return known.levels if known else ()
 
 

@@ -169,11 +169,15 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
                     rows: list[Observation] | None = None,
                     warn: Callable[[str], None] | None = None,
                     timeout_s: float = DEFAULT_TIMEOUT_S,
-                    cancelled: Callable[[], bool] | None = None) -> ReplayReport:
+                    cancelled: Callable[[], bool] | None = None,
+                    reuse: bool = True) -> ReplayReport:
     """Verify, re-run and compare one artifact directory (raises ArtifactError if tampered).
 
     The re-run happens in a child process bounded by ``timeout_s`` (a case may loop for
     ever); ``cancelled``, polled while it runs, stops it early (the explorer's replay).
+    With ``reuse``, a path of a model case whose outputs the directory's data root kept
+    (same model, inputs, settings and runtime version) is not run again; a runtime whose
+    version changed since is.
     """
     from gero_runner.execution.context import RunSettings
     from gero_runner.process.isolate import IsolatedFailure, call_isolated
@@ -212,10 +216,12 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
                                                  ("variants", "variant:"))
                    if any(str(r.check).startswith(prefix) for r in rows))
     with tempfile.TemporaryDirectory(prefix="gero-replay-") as tmp:
+        kept = find_data_root(directory) if reuse else None
         settings = RunSettings(data_root=tmp, levels=art.levels, threads=art.threads,
                                backends=runtimes,
                                repeats=_repeats(rows), tolerances=_tolerances(rows),
-                               checks=checks)
+                               checks=checks,
+                               reuse_root="" if kept is None else str(kept.path))
         try:
             fresh = call_isolated(_rerun_rows, art.case, settings, timeout_s=timeout_s,
                                   cancelled=cancelled)

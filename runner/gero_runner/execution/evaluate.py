@@ -16,7 +16,7 @@ from typing import Any
 
 from gero_runner import backends
 from gero_runner.backends import reference
-from gero_runner.case import CaseInstance
+from gero_runner.case import MODEL_SUITES, CaseInstance
 from gero_runner.execution.case_record import add_case_record, start_evidence, store_outputs
 from gero_runner.execution.context import (
     NOT_APPLICABLE,
@@ -31,6 +31,7 @@ from gero_runner.execution.paths import (
     compare_paths,
     expected_path,
     level_rows,
+    path_outputs,
     run_corrected_reference,
     run_path,
     run_reference,
@@ -57,11 +58,13 @@ def evaluate_whole(case: CaseInstance, settings: RunSettings,
         return CaseResult(execution_rows(case, case.unsupported, unattributed=NOT_APPLICABLE),
                           0.0,
                           time.perf_counter() - start)
-    runtime_paths = [run_path(backend, spec, case, settings.repeats, settings.max_tensor_bytes)
-                     for backend, spec in runtime_specs(settings)]
+    # A model's paths reuse the outputs a run kept (a replay re-runs a model case whole).
+    reuse = path_outputs(settings) if case.suite in MODEL_SUITES else None
+    runtime_paths = [run_path(backend, spec, case, settings.repeats, settings.max_tensor_bytes,
+                              reuse) for backend, spec in runtime_specs(settings)]
     # Model cases may ask for fewer reference runs: the evaluator takes seconds on a CNN.
     ref = run_reference(case, case.reference_repeats or settings.repeats,
-                        settings.max_tensor_bytes)
+                        settings.max_tensor_bytes, reuse)
     corrected = run_corrected_reference(case, ref, runtime_paths, settings.tolerances)
     return judge_case(case, settings, runtime_paths, ref, corrected, start=start,
                       family_rows=family_rows)

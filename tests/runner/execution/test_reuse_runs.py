@@ -168,3 +168,22 @@ def test_a_corrupt_entry_is_computed_again_with_one_sentence(
     _gero(env, "1.0", *args, "--run-id", "three", "--rtol", "float32=3e-5")
     assert all("reused" in r["details"] for r in _rows(root, "three")
                if r["backend"] in ("onnxruntime", "fake"))
+
+
+@pytest.mark.slow
+def test_replay_reuses_what_its_data_root_kept(
+        setup: tuple[Path, dict[str, str], list[str]]) -> None:
+    root, env, args = setup
+    _gero(env, "1.0", *args, "--run-id", "one")
+    for path in root.joinpath(*OUTPUTS_DIR).glob("*.npz"):
+        os.utime(path, (1e9, 1e9))
+    before = _entries(root)
+    (directory,) = {p.parent for p in root.glob("artifacts/*/*/manifest.json")}
+    done = subprocess.run([sys.executable, "-m", "gero_cli", "replay", str(directory), "-q"],
+                          env={**env, "FAKE_VERSION": "1.0"}, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = _entries(root)
+    assert set(after) == set(before)  # nothing computed again, so nothing new kept
+    assert all(after[k][0] == before[k][0] and after[k][1] > 1e9 for k in before), (
+        before, after)  # each used

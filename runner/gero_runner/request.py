@@ -30,6 +30,11 @@ DEFAULT_PATH_BUDGET_S = 60.0
 model, on a variant or on the contract graphs, the ReferenceEvaluator, the float64 shadow, a
 variant's build, a runtime's noise-floor runs."""
 EXECUTORS = ("local", "dask")
+PATHS_NEEDED = "needed"
+PATHS_ALL = "all"
+PATHS_CHOICES = (PATHS_NEEDED, PATHS_ALL)
+"""``--paths``: a model case runs the settings that can change or explain a verdict
+(``needed``), or every setting of every runtime (``all``; ``checks.model_parts``)."""
 DEFAULT_MAX_TENSOR_MB = 1024.0
 """Largest tensor a case may make (``--max-tensor-mb``; see ``storage.budget``)."""
 DEFAULT_MAX_EVIDENCE_MB = 64.0
@@ -135,6 +140,8 @@ class RunRequest:
     skip_paths: tuple[str, ...] = ()
     """Runtime settings not to run, ``RUNTIME:SETTING`` (``--skip-path``), checked against
     the runtimes when the run starts."""
+    paths: str = PATHS_NEEDED
+    """Which settings a model case runs (``--paths``): ``needed`` or ``all``."""
     reuse: bool = True
     """Reuse the path outputs an earlier run kept in the data root where nothing they
     depend on changed, and keep this run's (False: ``--no-reuse``, every path computed)."""
@@ -171,6 +178,9 @@ class RunRequest:
                             f"Tolerances.with_overrides(rtol={{'float16': 1e-2}}), got "
                             f"{self.tolerances!r}")
         check_timeout(self.path_budget_s, "path budget (--path-budget)")
+        if self.paths not in PATHS_CHOICES:
+            raise GeroError(f"paths (--paths) must be {' or '.join(PATHS_CHOICES)}, got "
+                            f"{self.paths!r}")
         for name in ("max_tensor_mb", "max_evidence_mb"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not (
@@ -390,6 +400,9 @@ class RunKeywords(TypedDict, total=False):
     """Seconds each path of a model case may take."""
     skip_paths: Annotated[Sequence[str], Option("--skip-path", _names)]
     """Runtime settings not to run, ``"tract:unoptimized"``."""
+    paths: Annotated[str, Option("--paths", _text)]
+    """Which settings a model case runs: ``"needed"`` (those that can change or explain a
+    verdict) or ``"all"``."""
     reuse: Annotated[bool, Option("--no-reuse", _flag, on_resume=True)]
     """False computes every path, reusing no outputs an earlier run kept."""
 

@@ -69,10 +69,15 @@ def recorded_suite(request: RunRequest) -> str:
 
 
 def model_checks(request: RunRequest) -> tuple[str, ...]:
-    """The request's check families, plus the model-level family for model suites."""
-    if (request.suite in ("models", "all") or request.models) and "model" not in request.checks:
-        return (*request.checks, "model")
-    return request.checks
+    """The request's check families, plus the model-level family for model suites, and
+    the releases check when a runtime is named by release (``RUNTIME==VERSION``)."""
+    checks = request.checks
+    if (request.suite in ("models", "all") or request.models) and "model" not in checks:
+        checks = (*checks, "model")
+    named = request.backends or ()
+    if any(backends.release_of(name) for name in named) and "releases" not in checks:
+        checks = (*checks, "releases")
+    return checks
 
 
 def cpu_model() -> str:
@@ -286,8 +291,9 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
         # A Dask worker may not see this data root: it computes every path.
         reuse_root=str(request.data_root) if request.reuse and dask is None else "",
     )
-    # Each path of a model case under the path budget: given to the case's plan, once.
-    task = case_task(request.path_budget_s)
+    # Each path of a model case under the path budget, the settings --paths asks for: given
+    # to the case's plan, once.
+    task = case_task(request.path_budget_s, request.paths)
     status = "complete"
     try:
         for outcome in (

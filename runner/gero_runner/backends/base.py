@@ -8,7 +8,8 @@ tools need of it (its capabilities): a session that gives back named intermediat
 (localize), its optimised graph and the tensors that survive it (localize, blame), its
 rewrite levels and how to turn one rewrite off (blame), whether it survives a fork
 (``process.start_method``), the float type a setting computes in and whether it inserts
-precision casts (the fp16 checks), its distributions (the version line). Each default is
+precision casts (the fp16 checks), its distributions (the version line), the setting people
+deploy it at and when a model case's default plan runs each other setting. Each default is
 that it lacks the capability, but for intermediates: any runtime that runs the ONNX graph it
 is given gives them back when they are marked as outputs.
 Everything above this package (execution, contracts, variants, models, localize, blame,
@@ -41,6 +42,12 @@ if TYPE_CHECKING:
     import onnx
 
     from gero_runner.case import Arrays, CaseInstance
+
+
+NEEDED_ALWAYS = "always"
+NEEDED_WHEN_OFF = "when-off"
+NEEDED_WHEN_ENDS_DIFFER = "when-ends-differ"
+"""When a model case's default plan runs a setting (``Backend.needed_when``)."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,30 @@ class Backend(ABC):
         its noise floor on and judges a model's int8/fp16 variants against: its most
         optimised setting (the last) unless a runtime says otherwise."""
         return paths[-1]
+
+    def deployed(self, paths: list[PathSpec]) -> PathSpec:
+        """Of these paths of its, the setting people deploy it at (an application's session
+        with no options): every verdict of a model case needs it, on the model, on each
+        variant file and on the contract graphs. Its most rewritten setting (the last)
+        unless a runtime says otherwise."""
+        return paths[-1]
+
+    def needed_when(self, spec: PathSpec, paths: list[PathSpec]) -> str:
+        """When a model case's default plan (``--paths needed``) runs this setting of its
+        (``paths``: those selected): ``NEEDED_ALWAYS`` (the deployed setting, the noise
+        floor's baseline, any setting that is not a rewrite level), ``NEEDED_WHEN_OFF``
+        (the unoptimised base level: only where the deployed setting is off its gates, to
+        say whether its optimiser is at fault) or ``NEEDED_WHEN_ENDS_DIFFER`` (a level
+        between the base and the deployed one: only where those two differ, to name the
+        level that makes the difference)."""
+        deployed = self.deployed(paths)
+        if (spec.name in (deployed.name, self.model_baseline(paths).name)
+                or spec.optimization not in self.levels or deployed.optimization not in
+                self.levels):
+            return NEEDED_ALWAYS
+        if spec.optimization == self.levels[0]:
+            return NEEDED_WHEN_OFF
+        return NEEDED_WHEN_ENDS_DIFFER
 
     def supports(self, case: CaseInstance) -> str | None:
         """None when the runtime can take the case, else a one-line reason."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from gero_runner.backends.base import Backend, PathSpec, as_array
+from gero_runner.backends.base import NEEDED_ALWAYS, Backend, PathSpec, as_array
 from gero_runner.backends.names import ORT_LEVELS
 from gero_runner.case import Arrays
 
@@ -37,6 +37,14 @@ class OnnxRuntime(Backend):
 
     def paths(self, threads: int) -> list[PathSpec]:
         return [self.level(level, threads) for level in LEVEL_NAMES]
+
+    def needed_when(self, spec: PathSpec, paths: list[PathSpec]) -> str:
+        # disable_all always runs: it is the noise floor's other end, the one sight of
+        # whether `all` differs from the unoptimised graph (which decides whether basic
+        # and extended run), and one session of the fastest runtime here.
+        if spec.optimization == self.levels[0]:
+            return NEEDED_ALWAYS
+        return super().needed_when(spec, paths)
 
     def level(self, level: str, threads: int) -> PathSpec:
         return self.spec(level, threads, session_settings(level, threads))

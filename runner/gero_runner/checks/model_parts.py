@@ -50,7 +50,6 @@ from gero_runner.backends.base import (
     PathSpec,
 )
 from gero_runner.case import MODEL_SUITES, CaseInstance
-from gero_runner.classify import classify
 from gero_runner.checks.contracts.paths import execution_row
 from gero_runner.checks.families import run_family
 from gero_runner.checks.model import (
@@ -66,6 +65,7 @@ from gero_runner.checks.model import (
     int8_exact_needed,
     noisy_runs,
 )
+from gero_runner.classify import classify
 from gero_runner.errors import GeroError, error_text
 from gero_runner.execution.context import CaseContext, CaseResult, PathResult, RunSettings
 from gero_runner.execution.evaluate import case_context, execution_rows, judge_case
@@ -83,17 +83,13 @@ from gero_runner.metrics import model_level as ml
 from gero_runner.metrics.compare import compare
 from gero_runner.metrics.model_level import MODEL_REL_FLOOR
 from gero_runner.models import variants as var
-from gero_runner.request import DECISION_TASKS
+from gero_runner.request import DECISION_TASKS, PATHS_ALL, PATHS_CHOICES, PATHS_NEEDED
 from gero_runner.schema import PASSED, Observation
 from gero_runner.tolerances import Tolerances
 
 FP32 = "fp32"
 """The noise-floor runs' label for the model itself (a variant's is its name)."""
 MODEL_FAMILY = "model"
-PATHS_NEEDED = "needed"
-PATHS_ALL = "all"
-PATHS_CHOICES = (PATHS_NEEDED, PATHS_ALL)
-"""``--paths``: the settings a model case runs (see the module doc)."""
 PLAN_FILE = "plan.json"
 """The case's evidence file that names each setting the plan did not run, and why."""
 FAMILIES_CHECK = "contracts"
@@ -400,6 +396,9 @@ class _Made:
     corrected_failure: PathResult | None = None
     """The corrected ReferenceEvaluator, when it ran out (the stock one is used)."""
     merged: bool = False
+    paths_mode: str = PATHS_NEEDED
+    not_needed: dict[str, str] = field(default_factory=dict)
+    """Settings the plan did not run, each with why."""
 
     @property
     def runtime_paths(self) -> list[PathResult]:
@@ -420,7 +419,13 @@ class _Made:
                 writer.add_bytes(rel, data)
             writer.summaries.update(got.summaries)
             writer.summarised.update(got.summarised)
+        writer.add_json(PLAN_FILE, self.plan_record())
         self.merged = True
+
+    def plan_record(self) -> dict[str, Any]:
+        """``plan.json``: the plan's mode, the settings it ran and those it did not, why."""
+        return {"paths": self.paths_mode, "ran": list(self.keys),
+                "not_run": dict(self.not_needed)}
 
     def backend_seconds(self) -> float:
         """Backend time of the parts the judge does not count itself (contract graphs)."""
@@ -446,13 +451,31 @@ class ModelCasePlan(Plan):
     """The parts of one model case and what they made (see the module doc)."""
 
     def __init__(self, case: CaseInstance, settings: RunSettings, table: PathTable, *,
-                 path_budget_s: float, timeout_s: float) -> None:
+                 path_budget_s: float, timeout_s: float, paths: str = PATHS_NEEDED) -> None:
         """``table``: the selected runtimes' settings; each path's part runs under
-        ``path_budget_s``, judging the case under ``timeout_s``."""
+        ``path_budget_s``, judging the case under ``timeout_s``; ``paths``: which settings
+        run (``--paths``)."""
         self.case, self.settings, self.timeout_s = case, settings, timeout_s
         self.budget = path_budget_s
+        self.paths_mode = check_paths(paths)
         self.specs: dict[str, PathSpec] = {s.name: s for s in table.specs}
         self.specs[reference.PATH.name] = reference.PATH
+        # What each runtime says of its settings: the deployed one, the base (the first
+        # selected), and when the default plan runs each (``Backend.needed_when``).
+        self.deployed: dict[str, str] = {}
+        self.base_of: dict[str, str] = {}
+        self.needs: dict[str, str] = {}
+        for spec in table.specs:
+            specs = [s for s in table.specs if s.backend == spec.backend]
+            runtime = backends.get(spec.backend)
+            self.deployed[spec.backend] = runtime.deployed(specs).name
+            self.base_of[spec.backend] = specs[0].name
+            self.needs[spec.name] = (runtime.needed_when(spec, specs)
+                                     if self.paths_mode == PATHS_NEEDED else NEEDED_ALWAYS)
+        self.pending = {k: when for k, when in self.needs.items() if when != NEEDED_ALWAYS}
+        """Settings whose need is not decided yet (their deciding outputs are to come)."""
+        self.not_needed: dict[str, str] = {}
+        """Settings the plan did not run, each with why (``plan.json``)."""
         model_family = MODEL_FAMILY in settings.checks and case.suite in MODEL_SUITES
         checks = case.model_checks
         self.variants = tuple(checks.variants) if model_family and checks is not None else ()
@@ -470,7 +493,8 @@ class ModelCasePlan(Plan):
         self.exact_state = {v: "none" for v in self.variants if v != var.FP16}
         """Each int8 file's exact computation: "none" (not decided), "running", "done"."""
         names = tuple(f for f in settings.checks if f != MODEL_FAMILY)
-        self.made = _Made(case, list(self.specs), names)
+        self.made = _Made(case, list(self.specs), names, paths_mode=self.paths_mode,
+                          not_needed=self.not_needed)
         self.made.on_variant = {v: {} for v in self.variants}
         self.chains: dict[str, list[_Link]] = {}
         self.next_link: dict[str, int] = {}
@@ -482,11 +506,8 @@ class ModelCasePlan(Plan):
         self._new: list[Part] = []
         self._made_count = 0
         for spec in self.specs.values():
-            repeats = ((case.reference_repeats or settings.repeats)
-                       if spec.backend == reference.BACKEND else settings.repeats)
-            self._add(RunPath(case, spec, repeats,
-                              settings.max_tensor_bytes, f"{who(spec)} on the model",
-                              self.budget))
+            if spec.name not in self.pending:
+                self._run_on_model(spec)
         for name in self.variants:
             self._add(BuildVariant(case, name, f"building the {name} variant", self.budget))
 
@@ -603,6 +624,86 @@ class ModelCasePlan(Plan):
             self.busy.discard(key)
         self._advance()
 
+    # ---- the settings the default plan decides on
+    def _run_on_model(self, spec: PathSpec) -> None:
+        repeats = ((self.case.reference_repeats or self.settings.repeats)
+                   if spec.backend == reference.BACKEND else self.settings.repeats)
+        self._add(RunPath(self.case, spec, repeats, self.settings.max_tensor_bytes,
+                          f"{who(spec)} on the model", self.budget))
+
+    def _decide_pending(self) -> None:
+        """Each setting whose deciding outputs are in: run it, or record why not."""
+        for key, when in list(self.pending.items()):
+            why = self._why_not_needed(key, when)
+            if why is None:
+                continue  # its deciding outputs are to come
+            del self.pending[key]
+            if why:
+                self.not_needed[key] = why
+                del self.specs[key]
+                self.made.keys.remove(key)
+            else:
+                self._run_on_model(self.specs[key])
+
+    def _why_not_needed(self, key: str, when: str) -> str | None:
+        """Why the setting is not needed (a sentence), '' when it is, None while the
+        outputs that decide it are to come."""
+        spec = self.specs[key]
+        on = self.made.on_model
+        deployed = on.get(self.deployed[spec.backend])
+        if deployed is None:
+            return None
+        name = who(self.specs[self.deployed[spec.backend]])
+        if not deployed.ok:
+            return ""  # it failed: whether this setting runs says what failed
+        tail = " (--paths all runs it)"
+        if when == NEEDED_WHEN_ENDS_DIFFER:
+            base_key = self.base_of[spec.backend]
+            if base_key in self.not_needed:
+                return (f"not needed: {who(self.specs.get(base_key, spec))} did not run, so "
+                        f"no difference of levels is to name{tail}")
+            base = on.get(base_key)
+            if base is None:
+                return None
+            if not ends_agree(base, deployed, self.case, self.settings.tolerances):
+                return ""
+            return (f"not needed: {who(self.specs[base_key])} and {name} agree within "
+                    f"tolerance, so no level between them makes a difference{tail}")
+        assert when == NEEDED_WHEN_OFF, when
+        arbiter = self._arbiter()
+        if arbiter is None:
+            return None
+        if not arbiter:
+            return ""  # nothing to judge it by: run it
+        label, truth, exact = arbiter
+        if not within_gates(deployed, truth, exact, self.case, self.settings.tolerances,
+                            self.rule):
+            return ""
+        return (f"not needed: {name} is within its gates against {label}, so its optimiser "
+                f"is not at fault{tail}")
+
+    def _arbiter(self) -> tuple[str, list[np.ndarray], list[np.ndarray]] | tuple[()] | None:
+        """What decides whether a deployed setting is off: the case's float64 shadow or
+        shipped outputs, else the ReferenceEvaluator's once it ran (None: it runs; ():
+        nothing, it failed)."""
+        case = self.case
+        if case.expected:
+            exact = list((case.expected_exact or case.expected).values())
+            return case.expected_label, list(case.expected.values()), exact
+        ref = self.made.on_model.get(reference.PATH.name)
+        if ref is None:
+            return None
+        if ref.outputs is None:
+            return ()
+        return who(reference.PATH), ref.outputs, ref.outputs
+
+    def _on_contracts(self, key: str) -> bool:
+        """The setting runs on the contract graphs: every one with ``--paths all``, else the
+        deployed settings and the ReferenceEvaluator."""
+        spec = self.specs[key]
+        return (self.paths_mode == PATHS_ALL or spec.backend not in self.deployed
+                or self.deployed[spec.backend] == key)
+
     # ---- the chains
     def _add(self, part: Part) -> None:
         self._new.append(part)
@@ -621,7 +722,7 @@ class ModelCasePlan(Plan):
             links.append(_Link("variant", name))
             if baseline:
                 links.append(_Link("noise", name))
-        if ok and self.made.families:
+        if ok and self.made.families and self._on_contracts(key):
             links.append(_Link("families"))
         return links
 
@@ -647,6 +748,7 @@ class ModelCasePlan(Plan):
 
     def _advance(self) -> None:
         made = self.made
+        self._decide_pending()
         stage_a = len(made.on_model) == len(self.specs)
         if stage_a and self.corrected_state == "unknown":
             self.corrected_state = "done"
@@ -745,7 +847,10 @@ class ModelCasePlan(Plan):
                             f"the {name} variant computed exactly", self.budget))
 
     def _gone(self, key: str, variant: str) -> bool:
-        """The path will never run on the variant (it ran out on the model, or earlier)."""
+        """The path will never run on the variant (it ran out on the model, or earlier, or
+        the plan does not run it)."""
+        if key in self.not_needed:
+            return True
         if key not in self.made.on_model:
             return False
         chain = self.chains.get(key, [])

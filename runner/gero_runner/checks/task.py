@@ -25,7 +25,7 @@ from gero_runner.execution.evaluate import (
 from gero_runner.execution.paths import PathTable, path_table, path_table_here
 from gero_runner.execution.plan import run_inline
 from gero_runner.execution.pool import Task
-from gero_runner.request import DEFAULT_PATH_BUDGET_S
+from gero_runner.request import DEFAULT_PATH_BUDGET_S, PATHS_NEEDED
 from gero_runner.schema import Observation
 
 
@@ -35,20 +35,23 @@ def in_parts(case: CaseInstance) -> bool:
 
 
 def model_plan(case: CaseInstance, settings: RunSettings, table: PathTable,
-               path_budget_s: float, timeout_s: float) -> ModelCasePlan:
+               path_budget_s: float, timeout_s: float,
+               paths: str = PATHS_NEEDED) -> ModelCasePlan:
     """The plan of a model case: each path under ``path_budget_s``, judging it under
-    ``timeout_s``; ``table``: the selected runtimes' settings."""
+    ``timeout_s``; ``table``: the selected runtimes' settings; ``paths`` (``--paths``):
+    which of them run."""
     return ModelCasePlan(case, settings, table, path_budget_s=path_budget_s,
-                         timeout_s=timeout_s)
+                         timeout_s=timeout_s, paths=paths)
 
 
-def evaluate_case(case: CaseInstance, settings: RunSettings) -> CaseResult:
+def evaluate_case(case: CaseInstance, settings: RunSettings,
+                  paths: str = PATHS_NEEDED) -> CaseResult:
     """One case in this process: a model case's plan run inline (each part to its end: no
-    budget binds here), any other case whole."""
+    budget binds here), any other case whole (every path: ``paths`` is a model case's)."""
     if not in_parts(case):
         return evaluate_whole(case, settings, run_family)
     # Asked here: this process runs the paths itself (it starts no workers).
-    plan = model_plan(case, settings, path_table(settings), math.inf, math.inf)
+    plan = model_plan(case, settings, path_table(settings), math.inf, math.inf, paths)
     return run_inline(plan, settings)
 
 
@@ -58,6 +61,7 @@ class _Planner:
     the workers (None: the case runs whole in one worker)."""
 
     path_budget_s: float
+    paths: str = PATHS_NEEDED
 
     def __call__(self, case: CaseInstance, settings: RunSettings,
                  timeout_s: float) -> ModelCasePlan | None:
@@ -65,7 +69,7 @@ class _Planner:
             return None
         # Asked in a child: this process starts the workers (see path_table_here).
         return model_plan(case, settings, path_table_here(settings), self.path_budget_s,
-                          timeout_s)
+                          timeout_s, self.paths)
 
 
 def _evaluate(case: CaseInstance, settings: RunSettings) -> CaseResult:
@@ -78,7 +82,8 @@ def _failed(case: CaseInstance, settings: RunSettings, message: str,
     return execution_rows(case, message, running)
 
 
-def case_task(path_budget_s: float = DEFAULT_PATH_BUDGET_S) -> Task:
+def case_task(path_budget_s: float = DEFAULT_PATH_BUDGET_S, paths: str = PATHS_NEEDED) -> Task:
     """``gero run``'s task for the worker pool: every path, comparison and check of a case,
-    a model case in parts, each path under ``path_budget_s`` (``--path-budget``)."""
-    return Task(_evaluate, _failed, plan=_Planner(path_budget_s))
+    a model case in parts, each path under ``path_budget_s`` (``--path-budget``), the
+    settings ``paths`` (``--paths``) asks for."""
+    return Task(_evaluate, _failed, plan=_Planner(path_budget_s, paths))

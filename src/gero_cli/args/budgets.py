@@ -1,5 +1,5 @@
-"""What a run may spend: time per case and per path, which paths it skips, how many cases,
-and the memory and disk a case may take."""
+"""What a run may spend: time per case and per path, which paths it skips or runs, how many
+cases, and the memory and disk a case may take."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from gero_runner.request import (
     DEFAULT_MAX_TENSOR_MB,
     DEFAULT_PATH_BUDGET_S,
     DEFAULT_TIMEOUT_S,
+    PATHS_CHOICES,
+    PATHS_NEEDED,
 )
 
 BUDGETS = ArgGroup((
@@ -24,6 +26,14 @@ BUDGETS = ArgGroup((
     arg("skip_paths", repeated_names, action="append", default=[], metavar="RUNTIME:SETTING",
         help="a runtime setting not to run, e.g. tract:unoptimized (repeatable or "
              "comma-separated; the runtime's other settings still run)"),
+    arg("paths", choices=PATHS_CHOICES, default=PATHS_NEEDED,
+        help="which settings a --model case runs: 'needed' (default) runs each "
+             "runtime's deployed setting (ORT all, OpenVINO's default, tract "
+             "optimized), its noise floor's, the ReferenceEvaluator and the float64 "
+             "shadow, and another setting only where it can change or explain a "
+             "verdict (ORT basic and extended where disable_all and all differ, tract "
+             "unoptimized where optimized is off its gates); each not run is named, "
+             "with why, in the case's plan.json; 'all' runs every setting"),
     arg("limit", type=int, default=None, help="run only the first N cases"),
     arg("max_tensor_mb", type=float, default=DEFAULT_MAX_TENSOR_MB, metavar="MB",
         help="largest tensor a case may make (MiB, default 1024): a model whose "

@@ -332,6 +332,10 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
         expected = exact = None
     elif (too_big := oversized_tensor(model, inputs, int(request.max_tensor_mb * 2**20))):
         unsupported, expected, exact = too_big, None, None  # before the shadow allocates it
+    elif (ops := shadow.obstacles(model)):  # gero's own tooling: no path is at fault
+        expected, exact, error = None, None, shadow.obstacle_sentence(ops)
+        _check_task(checks.task, model, None, source)
+        _check_axes(checks.decision_axes, model, None, source)
     else:
         expected, exact, error, found = _shadow(model, inputs, name, request.path_budget_s)
         warnings += found

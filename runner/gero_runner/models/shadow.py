@@ -1,13 +1,20 @@
 """The float64 shadow of a model: every float tensor widened to float64, run on the
 ReferenceEvaluator, as the arbiter of disagreements between float32 paths.
 
-Widened: graph inputs, outputs and value_info types; initializers; Constant and
-ConstantOfShape values; ``to``/``dtype`` attributes that name a float type (Cast, EyeLike,
-RandomNormal…), in the main graph and in every subgraph (If/Loop/Scan bodies).
+Widened: graph inputs, outputs and value_info types; initializers; Constant values (its
+``value_float(s)`` become a float64 ``value``); ConstantOfShape values (one without
+``value`` makes float32 zeros: it gets a float64 zero); ``to``/``dtype`` attributes that
+name a float type (Cast, EyeLike, RandomNormal…; RandomNormal/RandomUniform without
+``dtype`` make float32: they get float64), in the main graph, in every subgraph (If/Loop/Scan
+bodies) and in the model's local functions. An operator whose schema fixes a float32 output
+(ai.onnx.ml's Scaler, TreeEnsemble…) gets a Cast to float64 after it. An operator that
+reads the bits of its float input (BitCast) cannot be widened: ``obstacles`` names it, and
+no shadow is made.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +24,25 @@ from onnx import TensorProto, numpy_helper
 
 from gero_runner.backends.reference_defects import corrected_evaluator
 from gero_runner.backends.reference_evaluator import run_releasing
+from gero_runner.errors import GeroError
 
 _FLOATS = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16}
+_WIDE_DTYPES = {"float16", "float32", "bfloat16"}
+"""NumPy names of the element types widened (float8/float4 stay as they are, as in the graph)."""
+
+BIT_EXACT_OPS = frozenset({"BitCast"})
+"""Operators whose result depends on the bits of their float input's type: computed on
+float64 bits they give another result (or refuse), so a model holding one has no shadow."""
+
+_TYPE_ATTRIBUTES = ("to", "dtype", "output_datatype")
+_FLOAT_DEFAULT_DTYPE = {"RandomNormal": "dtype", "RandomUniform": "dtype",
+                        "BlackmanWindow": "output_datatype", "HammingWindow": "output_datatype",
+                        "HannWindow": "output_datatype", "MelWeightMatrix": "output_datatype"}
+"""Operators whose output is float32 when their type attribute is absent."""
+
+
+class ShadowUnavailable(GeroError):
+    """The model holds an operator that cannot be widened to float64."""
 
 
 def _widen_tensor(t: TensorProto) -> TensorProto:
@@ -38,41 +62,211 @@ def _widen_type(tp: onnx.TypeProto) -> None:
         _widen_type(tp.optional_type.elem_type)
 
 
-def _widen_graph(graph: onnx.GraphProto) -> None:
+def _widen_attributes(node: onnx.NodeProto, opsets: dict[str, int]) -> None:
+    for attr in node.attribute:
+        if attr.ref_attr_name:
+            continue  # a function's attribute reference: widened where it is given
+        if attr.type == onnx.AttributeProto.TENSOR:
+            attr.t.CopyFrom(_widen_tensor(attr.t))
+        elif attr.type == onnx.AttributeProto.INT and attr.name in _TYPE_ATTRIBUTES \
+                and attr.i in _FLOATS:
+            attr.i = TensorProto.DOUBLE
+        elif attr.type == onnx.AttributeProto.GRAPH:
+            _widen_graph(attr.g, opsets)
+        elif attr.type == onnx.AttributeProto.GRAPHS:
+            for g in attr.graphs:
+                _widen_graph(g, opsets)
+    names = {a.name for a in node.attribute}
+    if node.domain not in ("", "ai.onnx"):
+        return
+    if node.op_type == "Constant" and names & {"value_float", "value_floats"}:
+        attr = next(a for a in node.attribute if a.name in ("value_float", "value_floats"))
+        if not attr.ref_attr_name:
+            value = np.asarray(onnx.helper.get_attribute_value(attr), dtype=np.float64)
+            node.attribute.remove(attr)
+            node.attribute.append(onnx.helper.make_attribute(
+                "value", numpy_helper.from_array(value)))
+    elif node.op_type == "ConstantOfShape" and "value" not in names:
+        node.attribute.append(onnx.helper.make_attribute(
+            "value", numpy_helper.from_array(np.zeros(1, np.float64))))
+    elif node.op_type in _FLOAT_DEFAULT_DTYPE and _FLOAT_DEFAULT_DTYPE[node.op_type] not in names:
+        node.attribute.append(onnx.helper.make_attribute(_FLOAT_DEFAULT_DTYPE[node.op_type],
+                                                         TensorProto.DOUBLE))
+
+
+NARROW_KERNELS = frozenset({"AffineGrid", "Adam"})
+"""Operators whose ReferenceEvaluator kernel returns float32 whatever its input: their
+output is cast to float64 after them (the shadow carries their float32 rounding)."""
+
+_NARROW_TYPES = {"tensor(float)", "tensor(float16)", "tensor(bfloat16)"}
+
+
+def _fixed_float_outputs(node: onnx.NodeProto, opsets: dict[str, int]) -> list[int]:
+    """Indices of the outputs that stay float32/float16 in a widened graph: those whose
+    schema allows no float64 (ai.onnx.ml's Scaler, TfIdfVectorizer…) and those of a
+    float32 kernel (NARROW_KERNELS)."""
+    domain = node.domain if node.domain not in ("", "ai.onnx") else ""
+    if node.op_type in NARROW_KERNELS:
+        return list(range(len(node.output)))
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), domain)
+    except onnx.defs.SchemaError:
+        return []
+    allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+    found = []
+    for i, _ in enumerate(node.output):
+        if not schema.outputs:
+            break
+        formal = schema.outputs[min(i, len(schema.outputs) - 1)]
+        types = allowed.get(formal.type_str, {formal.type_str})
+        if types & _NARROW_TYPES and "tensor(double)" not in types:
+            found.append(i)
+    return found
+
+
+def _widen_nodes(nodes: Any, opsets: dict[str, int]) -> None:
+    """Widen each node in place; a node with a fixed float output gets a Cast after it."""
+    widened: list[onnx.NodeProto] = []
+    for node in nodes:
+        _widen_attributes(node, opsets)
+        widened.append(node)
+        for i in _fixed_float_outputs(node, opsets):
+            name = node.output[i]
+            if not name:
+                continue
+            node.output[i] = f"{name}__gero_narrow"
+            widened.append(onnx.helper.make_node("Cast", [node.output[i]], [name],
+                                                 to=TensorProto.DOUBLE))
+    copies = [onnx.NodeProto() for _ in widened]
+    for c, n in zip(copies, widened, strict=True):
+        c.CopyFrom(n)
+    del nodes[:]
+    nodes.extend(copies)
+
+
+def _widen_graph(graph: onnx.GraphProto, opsets: dict[str, int]) -> None:
     for vi in [*graph.input, *graph.output, *graph.value_info]:
         _widen_type(vi.type)
     for i, t in enumerate(graph.initializer):
         graph.initializer[i].CopyFrom(_widen_tensor(t))
-    for node in graph.node:
+    _widen_nodes(graph.node, opsets)
+
+
+def _all_nodes(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:
+    for node in nodes:
+        yield node
         for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.TENSOR:
-                attr.t.CopyFrom(_widen_tensor(attr.t))
-            elif attr.type == onnx.AttributeProto.INT and attr.name in ("to", "dtype") \
-                    and attr.i in _FLOATS:
-                attr.i = TensorProto.DOUBLE
-            elif attr.type == onnx.AttributeProto.GRAPH:
-                _widen_graph(attr.g)
-            elif attr.type == onnx.AttributeProto.GRAPHS:
-                for g in attr.graphs:
-                    _widen_graph(g)
+            for g in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
+                yield from _all_nodes(g.node)
+
+
+def _known_types(model: onnx.ModelProto) -> dict[str, int]:
+    """Element type of each value shape inference types (main graph)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # an uninferable model: its types stay unknown
+        inferred = model
+    g = inferred.graph
+    types = {t.name: t.data_type for t in g.initializer}
+    types.update({vi.name: vi.type.tensor_type.elem_type
+                  for vi in [*g.input, *g.output, *g.value_info]
+                  if vi.type.HasField("tensor_type")})
+    return types
+
+
+def _reads_float_bits(node: onnx.NodeProto, types: dict[str, int]) -> bool:
+    to = next((a.i for a in node.attribute if a.name == "to"), 0)
+    return to in _FLOATS or types.get(node.input[0], 0) in (*_FLOATS, 0)
+
+
+def obstacles(model: onnx.ModelProto) -> list[str]:
+    """The operators of ``model`` (subgraphs and local functions included) that cannot be
+    widened to float64, sorted; empty when the shadow can be made. A BitCast is one when
+    it reads or makes a float32/float16 (or a type nobody can infer)."""
+    nodes = [n for n in [*_all_nodes(model.graph.node),
+                         *(n for f in model.functions for n in _all_nodes(f.node))]
+             if n.domain in ("", "ai.onnx") and n.op_type in BIT_EXACT_OPS]
+    if not nodes:
+        return []
+    types = _known_types(model)
+    return sorted({n.op_type for n in nodes if _reads_float_bits(n, types)})
+
+
+def obstacle_sentence(ops: list[str]) -> str:
+    """The verdict's sentence for a model whose shadow cannot be built."""
+    return (f"no float64 arbiter: {', '.join(ops)} cannot be widened (the result depends "
+            "on the bits of its float input's type)")
+
+
+FUNCTION_DOMAIN = "gero.shadow"
+"""Domain of the local copies of onnx function bodies the shadow widens."""
+
+
+def _localise_function_ops(model: onnx.ModelProto, opsets: dict[str, int]) -> None:
+    """An operator the evaluator runs through its onnx function body (no NumPy kernel:
+    MeanVarianceNormalization) makes that body's constants float32: a local copy of the
+    body, widened with the model, runs instead."""
+    from onnx.reference.ops._op_list import load_op
+
+    made: set[str] = set()
+    for node in _all_nodes(model.graph.node):
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        version = opsets.get("", 1)
+        try:
+            load_op("", node.op_type, version)
+            continue
+        except Exception:  # no NumPy kernel of that version
+            pass
+        try:
+            schema: Any = onnx.defs.get_schema(node.op_type, version, "")  # stubs lack has_function
+        except onnx.defs.SchemaError:
+            continue
+        if not schema.has_function:
+            continue
+        node.domain = FUNCTION_DOMAIN
+        if node.op_type not in made:
+            made.add(node.op_type)
+            body = onnx.FunctionProto()
+            body.CopyFrom(schema.function_body)
+            body.domain = FUNCTION_DOMAIN
+            if not any(o.domain in ("", "ai.onnx") for o in body.opset_import):
+                body.opset_import.append(onnx.helper.make_opsetid("", version))
+            model.functions.append(body)
+    if made:
+        model.opset_import.append(onnx.helper.make_opsetid(FUNCTION_DOMAIN, 1))
 
 
 def widen(model: onnx.ModelProto) -> onnx.ModelProto:
-    """A float64 copy of ``model`` (the original is untouched)."""
+    """A float64 copy of ``model`` (the original is untouched); raises ShadowUnavailable
+    when an operator cannot be widened (``obstacles``)."""
+    ops = obstacles(model)
+    if ops:
+        raise ShadowUnavailable(obstacle_sentence(ops))
     wide = onnx.ModelProto()
     wide.CopyFrom(model)
-    _widen_graph(wide.graph)
+    opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version
+              for o in wide.opset_import}
+    _localise_function_ops(wide, opsets)
+    _widen_graph(wide.graph, opsets)
     for f in wide.functions:
-        for node in f.node:
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.INT and attr.name in ("to", "dtype") \
-                        and attr.i in _FLOATS:
-                    attr.i = TensorProto.DOUBLE
+        _widen_nodes(f.node, opsets)
+    if "" not in opsets and any(n.op_type == "Cast" and n.domain == ""
+                                for n in _all_nodes(wide.graph.node)):
+        wide.opset_import.append(onnx.helper.make_opsetid("", 13))  # for the added Casts
     return wide
 
 
-def widen_inputs(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {k: (v.astype(np.float64) if v.dtype.kind == "f" else v) for k, v in inputs.items()}
+def _widen_value(v: Any) -> Any:
+    if isinstance(v, np.ndarray | np.generic):  # a 0-d input may come as a NumPy scalar
+        return np.asarray(v, np.float64) if v.dtype.name in _WIDE_DTYPES else v
+    if isinstance(v, list):  # a sequence input
+        return [_widen_value(x) for x in v]
+    return v  # None (an empty optional), a map
+
+
+def widen_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
+    return {k: _widen_value(v) for k, v in inputs.items()}
 
 
 def run_shadow(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:

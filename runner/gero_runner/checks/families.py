@@ -37,10 +37,17 @@ def _model(ctx: CaseContext) -> list[Observation]:
     return run_model_checks(ctx)
 
 
+def _releases(ctx: CaseContext) -> list[Observation]:
+    from gero_runner.checks.releases import run_releases
+
+    return run_releases(ctx)
+
+
 FAMILIES: dict[str, Callable[[CaseContext], list[Observation]]] = {
     "contracts": _contracts,
     "variants": _variants,
     "model": _model,
+    "releases": _releases,
 }
 
 

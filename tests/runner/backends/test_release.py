@@ -1,9 +1,8 @@
 """Runtime releases side by side (issue 42): a release's name, its environment, and its
 sessions in a worker process of its own interpreter.
 
-The tests with real processes need the environment of onnxruntime==1.20.1 (``.ci/run``
-makes it with ``gero env add`` before the tests; no test installs anything). Without it they
-skip, unless ``$GERO_REQUIRE_RELEASE_ENVS`` is set (CI sets it): then its absence fails.
+The tests with real processes need the environment of onnxruntime==1.20.1
+(``release_envs``: ``.ci/run`` makes it; no test installs anything).
 """
 
 from __future__ import annotations
@@ -16,25 +15,12 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+from release_envs import OLD, old_release
 
 from gero_runner import backends
 from gero_runner.backends import release_env
 from gero_runner.backends.names import line, path_label, short_name, title
 from gero_runner.errors import GeroError, PathFailed
-
-OLD = "onnxruntime==1.20.1"
-REQUIRE = "GERO_REQUIRE_RELEASE_ENVS"
-
-
-def old_release() -> str:
-    """The release's name once its environment is found (else a skip, or in CI a failure)."""
-    if release_env.python_for(OLD) is None:
-        why = (f"no environment of {OLD} under {release_env.root()}: "
-               f"`gero env add {OLD}` makes it (.ci/run does, before the tests)")
-        if os.environ.get(REQUIRE):
-            pytest.fail(f"{REQUIRE} is set and {why}")
-        pytest.skip(why)
-    return OLD
 
 
 def sqrt_f16() -> onnx.ModelProto:

@@ -1,0 +1,74 @@
+"""The releases check (issue 42): each setting of a release against the same setting of the
+reference release, any changed bit reported with its direction from float64."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from release_envs import OLD, old_release
+from shared_helpers import rows_of
+
+from gero_runner.checks.releases import _ulps, direction, runtime_of
+
+
+def test_direction_is_decided_at_the_changed_elements() -> None:
+    truth = np.array([1.0, 2.0, 3.0])
+    same = np.array([1, 2, 3], np.float32)
+    closer = np.array([1, 2, 3.0001], np.float32)
+    further = np.array([1, 2, 3.001], np.float32)
+    assert direction(closer, further, truth) == "actual"
+    assert direction(further, closer, truth) == "reference"
+    assert direction(np.array([1, 2, 3.5], np.float32), np.array([1, 2, 2.5], np.float32),
+                     truth) == "tie"
+    assert direction(closer, same, None) == "-"
+
+
+def test_ulps_count_float_steps_across_zero() -> None:
+    one = np.array([1.0], np.float16)
+    assert _ulps(np.nextafter(one, np.float16(2)), one) == 1
+    tiny = np.array([np.float16(6e-8)])  # the smallest float16 subnormal
+    assert _ulps(-tiny, tiny) == 2
+    assert _ulps(np.array([1, 2]), np.array([1, 3])) == 0
+
+
+def test_a_release_is_of_its_runtime() -> None:
+    assert runtime_of(OLD) == "onnxruntime"
+    assert runtime_of("onnxruntime") == "onnxruntime"
+    assert runtime_of("openvino") == "openvino"
+
+
+@pytest.mark.slow
+def test_float16_sqrt_became_correctly_rounded_since_1_20_1(tmp_path: Path) -> None:
+    """A real run on two ONNX Runtime releases (1.20.1 in its own interpreter): every
+    setting of the installed release against the same setting of 1.20.1; float16 Sqrt
+    changed at every level, and the installed release is the one closer to float64."""
+    old_release()
+    done = subprocess.run(
+        [sys.executable, "-m", "gero_cli", "run", "--suite", "synthetic", "--ops", "Sqrt",
+         "--dtypes", "float16", "--backends", f"{OLD},onnxruntime", "--jobs", "1",
+         "--run-id", "releases", "--data-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr  # changes found
+    rows = rows_of(tmp_path, "releases")
+    releases = [r for r in rows if r["check"] == "releases"]
+    assert {r["optimization"] for r in releases} == {"disable_all", "basic", "extended", "all"}
+    assert {(r["backend"], r["reference"]) for r in releases} == {("onnxruntime", OLD)}
+    assert {r["reference_version"] for r in releases} == {"1.20.1"}
+    changed = [r for r in releases if r["result"] == "divergence"]
+    assert changed and {r["arbiter"] for r in changed} == {"actual"}
+    for r in changed:
+        assert "from ONNX Runtime 1.20.1 on " in r["reason"]
+        assert r["reason"].endswith("inside tolerance): closer to float64"), r["reason"]
+        assert json.loads(r["figures"])["ulps"] == 1
+    # 1.20.1's own paths are checked as any runtime's, against the ReferenceEvaluator
+    assert any(r["backend"] == OLD and r["check"] == "agreement" for r in rows)
+    findings = subprocess.run(
+        [sys.executable, "-m", "gero_cli", "findings", "--data-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=120)
+    assert ("Sqrt (float16) releases on ONNX Runtime: changed since ONNX Runtime 1.20.1, "
+            "closer to float64") in findings.stdout, findings.stdout

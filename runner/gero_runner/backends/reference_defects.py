@@ -105,6 +105,29 @@ def _global_max_pool_repro() -> Repro:
     return model, {"X": x}, x.max(axis=2, keepdims=True).astype(np.float64)
 
 
+def _layer_norm_repro() -> Repro:
+    """One float16 row of 512 values in [-20, 20]: its sum of squares (≈ 6.9e4) passes
+    float16's 65504."""
+    x = np.linspace(-20, 20, 512).astype(np.float16).reshape(1, 512)
+    scale = np.ones(512, np.float16)
+    graph = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["X", "scale"], ["Y"], axis=-1)], "repro",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT16, [1, 512])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT16, [1, 512])],
+        initializer=[onnx.numpy_helper.from_array(scale, "scale")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              ir_version=8)
+    wide = x.astype(np.float64)
+    diff = wide - wide.mean(axis=-1, keepdims=True)
+    return model, {"X": x}, diff / np.sqrt((diff * diff).mean(axis=-1, keepdims=True) + 1e-5)
+
+
+def _corrected_layer_norm(opset: int) -> Any:
+    from gero_runner.backends.reference_fixes import layer_normalization
+
+    return layer_normalization(opset)
+
+
 def _corrected_global_max_pool(opset: int) -> Any:
     from gero_runner.backends.reference_fixes import GlobalMaxPool
 
@@ -221,6 +244,19 @@ REGISTRY: tuple[ReferenceDefect, ...] = (
                      "maximum over L, [[[3], [7], [11]]] of shape (1, 3, 1); onnx takes the "
                      "maximum over C and L and returns [[11]] of shape (1, 1)",
         repro=_global_max_pool_repro, corrected=_corrected_global_max_pool),
+    ReferenceDefect(
+        key="layernorm-float16-stash", op_type="LayerNormalization", opsets=(17, 10_000),
+        dtypes=("float16", "bfloat16"),
+        upstream="onnx/reference/ops/op_layer_normalization.py",
+        cause="_layer_normalization sums and squares in X's dtype; stash_type (the stage "
+              "one precision, float32 by default) is only checked to be 1",
+        summary="LayerNormalization of float16 computes its mean and variance in float16 "
+                "(the sum of squares overflows to inf past 65504) and ignores stash_type",
+        reproduction="opset-17 LayerNormalization of one float16 row of 512 values "
+                     "linspace(-20, 20): the variance's sum (≈ 6.9e4) overflows, onnx "
+                     "returns 0 everywhere where the row normalised is up to ±1.73 (a "
+                     "molecular model's 1-node repro: 3.84 off, ORT 9.7e-4)",
+        repro=_layer_norm_repro, corrected=_corrected_layer_norm),
     _recurrent_defect("LSTM", "onnx/reference/ops/op_lstm.py"),
     _recurrent_defect("GRU", "onnx/reference/ops/op_gru.py"),
     _recurrent_defect("RNN", "onnx/reference/ops/op_rnn.py"),

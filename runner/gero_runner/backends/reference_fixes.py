@@ -79,3 +79,31 @@ def batch_normalization_9(opset: int) -> type[OpRun]:
             return result
 
     return BatchNormalization
+
+
+def layer_normalization(opset: int) -> type[OpRun]:
+    """LayerNormalization with its stage one (mean, variance) computed in ``stash_type``
+    (float32 by default) when the input is narrower, as the schema says; onnx computes it
+    in the input's type, so a float16 row's sum of squares overflows (≈ 2e5 > 65504)."""
+
+    class LayerNormalization(OpRun):
+        op_schema = onnx.defs.get_schema("LayerNormalization", opset, "")
+
+        def _run(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray | None = None,
+                 axis: Any = None, epsilon: Any = None, stash_type: Any = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            stash = np.float32 if stash_type in (None, 1) else np.float64
+            work = np.promote_types(x.dtype, stash)
+            k = int(-1 if axis is None else axis) % x.ndim
+            axes = tuple(range(k, x.ndim))
+            wide = x.astype(work)
+            mean = wide.mean(axis=axes, keepdims=True)
+            diff = wide - mean
+            inv_std = 1 / np.sqrt((diff * diff).mean(axis=axes, keepdims=True)
+                                  + (1e-5 if epsilon is None else float(epsilon)))
+            y = diff * inv_std * scale.astype(work)
+            if bias is not None:
+                y = y + bias.astype(work)
+            return (y.astype(x.dtype), mean, inv_std)
+
+    return LayerNormalization

@@ -145,8 +145,11 @@ class _Bars:
         running = "; ".join(f"{r.label} {r.elapsed_s:.0f}/{r.budget_s:g} s"
                             for r in activity.running)
         left = activity.parts_planned - activity.parts_done
+        # The newest first verdict (the deployed ONNX Runtime setting against float64) as
+        # soon as it exists, before the case is judged.
+        first = f"; {activity.early[-1]}" if activity.early else ""
         # rich reads a task's description as markup: what a path's label says stays text.
-        text = markup_escape(for_terminal(f"paths ({left} left)"
+        text = markup_escape(for_terminal(f"paths ({left} left{first})"
                                           + (f": {running}" if running else "")))
         if self.path_task is None:
             self.path_task = self.bar.add_task(text, total=activity.parts_planned)

@@ -51,6 +51,7 @@ from gero_runner.backends.base import (
 )
 from gero_runner.case import MODEL_SUITES, CaseInstance
 from gero_runner.checks.contracts.paths import execution_row
+from gero_runner.checks.early import first_verdict
 from gero_runner.checks.families import run_family
 from gero_runner.checks.model import (
     Floors,
@@ -538,6 +539,9 @@ class ModelCasePlan(Plan):
         if isinstance(part, RunPath):
             if part.variant == FP32:  # on the model itself
                 made.on_model[part.spec.name] = result
+                early = first_verdict(self.case, self.rule, part.spec, result,
+                                      list(self.specs.values()))
+                self.early += (early,) if early else ()
                 self._start_chain(part.spec.name, result)
             else:
                 made.on_variant[part.variant][part.spec.name] = result

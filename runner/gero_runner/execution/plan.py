@@ -43,6 +43,10 @@ class Part(ABC):
 class Plan(ABC):
     """A case's parts, in the parent: which can start, and what their results make."""
 
+    early: tuple[str, ...] = ()
+    """Verdicts known before the case is judged, a sentence each, for progress (a model
+    case's first: ``checks.early``)."""
+
     @abstractmethod
     def ready(self) -> list[Part]:
         """Parts that may start now (each returned once)."""
@@ -119,3 +123,5 @@ class Activity:
     running: tuple[Running, ...]
     parts_done: int
     parts_planned: int
+    early: tuple[str, ...] = ()
+    """The plans' verdicts known before their cases are judged (``Plan.early``)."""

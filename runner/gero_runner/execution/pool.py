@@ -358,7 +358,8 @@ class WorkerPool:
             watch(Activity(
                 tuple(Running(w.queue[0].label, now - w.started, w.queue[0].budget_s)
                       for w in workers if w.queue),
-                parts_done, sum(p.planned for p in plans)))
+                parts_done, sum(p.planned for p in plans),
+                tuple(e for p in plans for e in p.early)))
 
         try:
             grow()

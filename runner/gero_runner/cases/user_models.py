@@ -336,14 +336,16 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
         expected, exact, error = None, None, shadow.obstacle_sentence(ops)
         _check_task(checks.task, model, None, source)
         _check_axes(checks.decision_axes, model, None, source)
+    elif (lacking := evaluator_lacks(model)):  # no input would make it run: not started
+        expected, exact = None, None
+        error = (f"the ReferenceEvaluator has no implementation of {', '.join(lacking)}, "
+                 "so no float64 arbiter exists for this model")
+        _check_task(checks.task, model, None, source)
+        _check_axes(checks.decision_axes, model, None, source)
     else:
         expected, exact, error, found = _shadow(model, inputs, name, request.path_budget_s)
         warnings += found
-        lacking = evaluator_lacks(model)
-        if error and lacking:  # no input would make it run: say which operators
-            error = (f"the ReferenceEvaluator has no implementation of {', '.join(lacking)}, "
-                     f"so no float64 arbiter exists for this model ({error[:200]})")
-        elif error and any(c["values"].endswith("(default)") for c in choices):
+        if error and any(c["values"].endswith("(default)") for c in choices):
             warnings.append(f"{name}: the seeded run failed ({error[:200]}); the default "
                             "inputs may not suit the model: set them with --input "
                             "NAME=SHAPE, --input-range, --input-value or --inputs")

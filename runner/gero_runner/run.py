@@ -305,8 +305,12 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
                                tick=writer.save_if_due, warn=warn, task=task)):
             result = outcome.result
             position = todo[outcome.index]
-            writer.add(position, cases[position].case_id, _batch(result),
+            batch = _batch(result)
+            writer.add(position, cases[position].case_id, batch,
                        result.backend_seconds, result.evidence_seconds, result.total_seconds)
+            if warn is not None:
+                for note in build_notes(batch):
+                    warn(f"{cases[position].op_type}: {note}")
             if progress is not None:
                 progress(writer.case_count, len(cases))
             writer.save_if_due()
@@ -332,6 +336,18 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
 
 def _batch(result: CaseResult) -> pa.RecordBatch:
     return rows_to_batch(result.rows) if result.batch is None else batch_from_bytes(result.batch)
+
+
+BUILD_NOTE = ":build-note"
+"""The check suffix of a variant builder's warning (``checks.model``: a note, no verdict)."""
+
+
+def build_notes(batch: pa.RecordBatch) -> list[str]:
+    """The variant builders' warnings among a case's rows, printed as the run goes (a
+    tensor quantised over a near-FLT_MAX range)."""
+    checks = batch.column("check").to_pylist()
+    notes = batch.column("note").to_pylist()
+    return [n for c, n in zip(checks, notes, strict=True) if c.endswith(BUILD_NOTE) and n]
 
 
 def _unfinished(cases: list[CaseInstance], finished: list[str]) -> list[int]:

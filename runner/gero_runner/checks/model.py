@@ -532,6 +532,13 @@ class _Checker:
                        f"building the {name} variant failed: {error_text(e)}")
             return
         ctx.writer.add_bytes(f"variants/{name}.onnx", model)
+        for sentence in var.build_notes(model):  # the builder's warnings: notes, no verdict
+            self.rows.append(ctx.row(
+                check=f"model:{name}:build-note", output_name="", actual=fp32,
+                reference_name=base_label, reference_version=fp32.version,
+                dtype=self.case.dtype, cmp=None, rtol=math.nan, atol=math.nan,
+                result=PASSED, reason=f"a note, no verdict: {sentence}", scope=name,
+                note=sentence))
         runs = self.runs.variant_paths(ctx, name)
         for key, p in runs.items():
             p.name = f"{name}:{key}"

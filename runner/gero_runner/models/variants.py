@@ -6,6 +6,9 @@
   (``reduce_range``), as ONNX Runtime's quantization guide advises: its U8S8 kernels there
   (VPMADDUBSW) saturate int16 sums and are off by whole units otherwise (a 2.6 max error on
   an 8x4 MatMul). The model file says so in its ``gero.int8_reduce_range`` metadata.
+- A tensor quantised over a non-finite or near-FLT_MAX range (an additive attention mask
+  of 0 and -3.4e38: scale 1.33e36) is named in the file's ``gero.build_notes`` metadata
+  (``huge_ranges``); the variant's rows carry the sentence as a note.
 
 Before quantising, weights that an exporter wrote as Constant nodes become initializers
 (the quantizer only finds weights there).
@@ -379,6 +382,68 @@ def _quantised_something(name: str, model: bytes, written: onnx.ModelProto) -> N
                     f"file would be the fp32 model again{where}")
 
 
+HUGE_RANGE = 1e30
+"""A quantizer's range beyond this (or not finite) holds ±FLT_MAX-like values: an additive
+attention mask of 0 and -3.4e38 quantised at scale 1.33e36 keeps no finite value apart."""
+BUILD_NOTES = "gero.build_notes"
+"""Metadata key of a variant file's build notes (sentences, one a line)."""
+
+
+def _initializers(graph: onnx.GraphProto, outer: dict[str, onnx.TensorProto]
+                  ) -> Iterator[tuple[onnx.NodeProto, dict[str, onnx.TensorProto]]]:
+    """Each node with the initializers it can see (its graph's and the outer ones)."""
+    seen = {**outer, **{t.name: t for t in graph.initializer}}
+    for node in graph.node:
+        yield node, seen
+        for sub in subgraphs(node):
+            yield from _initializers(sub, seen)
+
+
+def huge_ranges(name: str, model: onnx.ModelProto) -> list[str]:
+    """A sentence for each tensor the quantizer put through a QuantizeLinear (or each
+    weight it quantised) over a non-finite or near-FLT_MAX range (|x| > HUGE_RANGE), read
+    from the file's scales and zero points, naming the tensor."""
+    from onnx import numpy_helper
+
+    found: dict[str, str] = {}
+    for node, inits in _initializers(model.graph, {}):
+        if node.op_type not in ("QuantizeLinear", "DequantizeLinear") or len(node.input) < 2:
+            continue
+        scale_t = inits.get(node.input[1])
+        if scale_t is None:
+            continue
+        if node.op_type == "QuantizeLinear":
+            tensor = node.input[0]
+        elif node.input[0] in inits:  # a weight's dequantisation: the weight itself
+            tensor = node.input[0].removesuffix("_quantized")
+        else:
+            continue  # an activation's DequantizeLinear: its QuantizeLinear says it
+        scale = numpy_helper.to_array(scale_t).astype(np.float64)
+        zp_t = inits.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+        zp = numpy_helper.to_array(zp_t) if zp_t is not None else np.zeros((), np.uint8)
+        info = np.iinfo(zp.dtype) if zp.dtype.kind in "iu" else np.iinfo(np.int8)
+        with np.errstate(all="ignore"):
+            lo = (info.min - zp.astype(np.float64)) * scale
+            hi = (info.max - zp.astype(np.float64)) * scale
+        ends = np.concatenate([np.ravel(lo), np.ravel(hi)])
+        finite = bool(np.isfinite(ends).all())
+        if tensor in found or (finite and float(np.abs(ends).max(initial=0)) <= HUGE_RANGE):
+            continue
+        kind = ("a non-finite range" if not finite
+                else f"a near-FLT_MAX range (|x| > {HUGE_RANGE:g})")
+        found[tensor] = (f"the {name} builder put tensor {tensor!r} through a quantizer "
+                         f"over {kind}, [{float(np.min(ends)):.3g}, "
+                         f"{float(np.max(ends)):.3g}] (scale {float(np.max(scale)):.3g}): "
+                         "every value of it comes back a multiple of that scale")
+    return list(found.values())
+
+
+def build_notes(model: bytes) -> list[str]:
+    """The build notes a variant file records (``BUILD_NOTES``)."""
+    props = {p.key: p.value for p in onnx.load_from_string(model).metadata_props}
+    return [line for line in props.get(BUILD_NOTES, "").split("\n") if line]
+
+
 def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
               calibration: Calibration) -> bytes:
     from onnxruntime.quantization import (
@@ -419,9 +484,11 @@ def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
         # The quantizer writes a subgraph's reads of outer names without ordering them
         # (silero-vad's If bodies): the ReferenceEvaluator runs nodes in file order.
         toposort(quantized.graph)
-        if not reduce_range:
-            return bytes(quantized.SerializeToString())
-        onnx.helper.set_model_props(quantized, {**{p.key: p.value for p in
-                                                   quantized.metadata_props},
-                                                "gero.int8_reduce_range": int8_reduce_range()})
+        props = {p.key: p.value for p in quantized.metadata_props}
+        if reduce_range:
+            props["gero.int8_reduce_range"] = int8_reduce_range()
+        if (notes := huge_ranges(name, quantized)):
+            props[BUILD_NOTES] = "\n".join(notes)
+        if props:
+            onnx.helper.set_model_props(quantized, props)
         return bytes(quantized.SerializeToString())

@@ -29,7 +29,7 @@ from gero_runner.errors import GeroError
 from gero_runner.escape import for_terminal
 
 COMMANDS = ("run", "tui", "summary", "verdict", "findings", "blame", "localize", "export", "replay",
-            "bundle", "diff", "parity", "gc", "compact", "report", "env")
+            "bundle", "diff", "parity", "gc", "compact", "report", "env", "bisect")
 
 
 def _available(only: str | None = None) -> list[ModuleType]:

@@ -25,10 +25,10 @@ from gero_runner.backends.names import (
     RELEASE,
     Names,
     label_template,
-    release_of,
 )
 from gero_runner.backends.names import levels as levels  # re-exported
 from gero_runner.backends.names import path_label as path_label
+from gero_runner.backends.names import release_of as release_of
 from gero_runner.backends.names import short_name as short_name
 from gero_runner.backends.names import title as title
 from gero_runner.backends.names import with_levels as with_levels

@@ -153,7 +153,8 @@ class _Session:
 
 
 class ReleaseBackend(Backend):
-    """A release of ``base`` (a runtime gero knows), run in its own interpreter."""
+    """A release of ``base`` (a runtime gero knows), run in its own interpreter; a release's
+    class also derives from its runtime's (``backend``)."""
 
     base: Backend
 
@@ -173,22 +174,6 @@ class ReleaseBackend(Backend):
         check_levels(self.name)
         return [self.spec(p.optimization, p.threads, p.settings)
                 for p in self.base.paths(threads)]
-
-    def model_baseline(self, paths: list[PathSpec]) -> PathSpec:
-        chosen = self.base.model_baseline(paths)
-        return next(p for p in paths if p.optimization == chosen.optimization)
-
-    def supports(self, case: Any) -> str | None:
-        return self.base.supports(case)
-
-    def with_threads(self, settings: Mapping[str, Any], threads: int) -> dict[str, Any] | None:
-        return self.base.with_threads(settings, threads)
-
-    def rewrite_aliases(self, rewrite: str) -> list[str]:
-        return self.base.rewrite_aliases(rewrite)
-
-    def float_precision(self, settings: Mapping[str, Any]) -> str | None:
-        return self.base.float_precision(settings)
 
     def build(self, model: bytes, settings: Mapping[str, Any]) -> Any:
         return self._build(model, settings, None)
@@ -236,7 +221,6 @@ def backend(name: str) -> Backend:
 
     release = release_env.parse(name)
     base = backends.get(release.runtime)
-    base_class = type(base)
     names = line(name)
     assert names is not None  # parse() accepted its runtime
     attributes: dict[str, Any] = {
@@ -244,12 +228,12 @@ def backend(name: str) -> Backend:
         "module": base.module, "extra": None, "title": names.title, "short": names.short,
         "path_label": names.path_label, "levels": names.levels, "base": base,
     }
-    for capability in ("level_setting", "keeps_optimized_graph", "disable_option",
-                       "rewrite_names", "inserts_precision_casts"):
-        attributes[capability] = getattr(base_class, capability)
-    made: type[ReleaseBackend] = type(f"Release_{release.runtime}", (ReleaseBackend,),
-                                      attributes)
-    return made()
+    # Its runtime's class after ReleaseBackend: every capability and setting rule (levels,
+    # rewrites, deployed and needed settings, precision) is the runtime's; building,
+    # running and releasing sessions, its version and its paths' names are the release's.
+    made = type(f"Release_{release.runtime}", (ReleaseBackend, type(base)), attributes)
+    release_backend: Backend = made()
+    return release_backend
 
 
 def check_levels(name: str) -> None:

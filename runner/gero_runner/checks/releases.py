@@ -123,7 +123,8 @@ def compare_releases(ctx: CaseContext, actual: PathResult, reference: PathResult
     for j, name in enumerate(ctx.output_names):
         dtype = ctx.case.dtype
         row = functools.partial(ctx.row, check=RELEASES, output_name=name, actual=actual,
-                                reference_name=reference.backend,
+                                # as a levels row names its base: a path localize can run
+                                reference_name=f"{reference.backend}:{reference.optimization}",
                                 reference_version=reference.version,
                                 reference_ms=reference.median_ms)
         if not (actual.ok and reference.ok):

@@ -89,7 +89,8 @@ def sides(directory: Path, row: dict[str, Any], record: dict[str, Any]) -> tuple
     if len(parts) == 3 and parts[0] in (*var.VARIANTS, "fp32"):
         graph = "model.onnx" if parts[0] == "fp32" else f"variants/{parts[0]}.onnx"
         parts = parts[1:]
-    if len(parts) == 2 and backends.is_backend(parts[0]) and parts[0] in backends.RUNTIMES:
+    if len(parts) == 2 and backends.is_backend(parts[0]) and (
+            parts[0] in backends.RUNTIMES or backends.release_of(parts[0])):  # a release's
         name, level = parts
         found = next((p for p in paths.values() if p.get("backend") == name
                       and p.get("optimization") == level), None)

@@ -93,6 +93,17 @@ def _ulps(a: np.ndarray, r: np.ndarray) -> int:
     return int(np.abs(ordered(a[finite]) - ordered(r[finite])).max(initial=0))
 
 
+def bits_differ(a: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Where two arrays of one shape and dtype differ bit for bit (-0.0 differs from 0.0,
+    which ``==`` calls equal)."""
+    if a.dtype.kind in "fc" and a.dtype.itemsize in (2, 4, 8, 16):
+        unsigned = {2: np.uint16, 4: np.uint32, 8: np.uint64, 16: np.uint64}[a.dtype.itemsize]
+        x = np.ascontiguousarray(a).view(unsigned).reshape(a.shape + (-1,))
+        y = np.ascontiguousarray(r).view(unsigned).reshape(r.shape + (-1,))
+        return np.asarray((x != y).any(axis=-1))
+    return np.asarray(a != r)
+
+
 def direction(a: np.ndarray, r: np.ndarray, truth: np.ndarray | None) -> str:
     """Which release float64 sides with at the elements that changed (``arbiter_side``)."""
     if truth is None or np.shape(truth) != a.shape or a.dtype.kind not in "fiu":
@@ -154,10 +165,12 @@ def compare_releases(ctx: CaseContext, actual: PathResult, reference: PathResult
         side = NOT_APPLICABLE
         if a.shape == r.shape and a.dtype == r.dtype:
             side = direction(a, r, exact[j] if j < len(exact) else None)
-        changed = (cmp.element_count if a.shape != r.shape
-                   else int(np.count_nonzero(~((a == r) | (np.isnan(a) & np.isnan(r))))))
+        same_layout = a.shape == r.shape and a.dtype == r.dtype
+        changed = int(bits_differ(a, r).sum()) if same_layout else cmp.element_count
         size = (f"max |Δ| {cmp.max_abs_error:.3g}, {format_ulp(_ulps(a, r))} ulp"
-                if a.dtype.kind == "f" and a.shape == r.shape else "")
+                if a.dtype.kind == "f" and same_layout else "")
+        if size and not cmp.max_abs_error > 0:  # equal values, other bits: -0.0 for 0.0
+            size = "equal values: the sign of a zero or a NaN's bits"
         inside = ("inside" if cmp.mismatch_count == 0 else "outside") + " tolerance"
         rows.append(row(
             dtype=dtype, cmp=cmp, rtol=rtol, atol=atol, result=DIVERGENCE,

@@ -13,7 +13,7 @@ import pytest
 from release_envs import OLD, old_release
 from shared_helpers import rows_of
 
-from gero_runner.checks.releases import _ulps, direction, runtime_of
+from gero_runner.checks.releases import _ulps, bits_differ, direction, runtime_of
 
 
 def test_direction_is_decided_at_the_changed_elements() -> None:
@@ -34,6 +34,15 @@ def test_ulps_count_float_steps_across_zero() -> None:
     tiny = np.array([np.float16(6e-8)])  # the smallest float16 subnormal
     assert _ulps(-tiny, tiny) == 2
     assert _ulps(np.array([1, 2]), np.array([1, 3])) == 0
+
+
+def test_a_changed_sign_of_zero_is_a_change() -> None:
+    """Ceil and Floor of ONNX Runtime 1.32.0 give -0.0 where 1.20.1 gave 0.0 (the default
+    synthetic suite): equal values, changed bits."""
+    new, old = np.array([-0.0, 1.0], np.float16), np.array([0.0, 1.0], np.float16)
+    assert bits_differ(new, old).tolist() == [True, False]
+    assert direction(new, old, np.array([-0.0, 1.0])) == "tie"
+    assert bits_differ(np.array([1, 2]), np.array([1, 3])).tolist() == [False, True]
 
 
 def test_a_release_is_of_its_runtime() -> None:

@@ -40,10 +40,22 @@ def main(args: argparse.Namespace) -> int:
     echo(f"{row['case_id']} {row['check']} {row['backend']} {row['optimization']}: "
          f"{row['result']} (graph {blame.graph}, {blame.backend} {blame.onnxruntime_version})")
     base = blame.levels[0].level if blame.levels else ""  # the unoptimised level
+    who = backends_title(blame.backend)
+    if blame.user_nodes:
+        echo(f"  your graph: {blame.user_nodes} node(s) ({_ops(blame.user_ops)}); each level "
+             f"counts the nodes of {who}'s optimised graph:")
     for o in blame.levels:
         state = (f"failed: {o.error}" if o.error else "bit-exact" if o.bit_exact_vs_disable_all
                  else f"max |Δ| = {o.max_abs_vs_disable_all:.3g}")
-        echo(f"  {o.level:<12} {o.node_count:>4} nodes  vs {base}: {state}")
+        changed = ""
+        if blame.user_nodes and not o.error and (o.added or o.removed):
+            changed = (f" ({blame.user_nodes} of yours; it adds {_ops(o.added)}"
+                       + (f", takes away {_ops(o.removed)}" if o.removed else "") + ")")
+        echo(f"  {o.level:<12} {o.node_count:>4} nodes{changed}  vs {base}: {state}")
+    precisions = list(dict.fromkeys(o.precision for o in blame.levels if o.precision))
+    for sentence in precisions:
+        at = [o.level for o in blame.levels if o.precision == sentence]
+        echo(f"  at {', '.join(at)}: {sentence}")
     if blame.first_level is not None:
         from gero_runner import backends
 
@@ -63,6 +75,13 @@ def main(args: argparse.Namespace) -> int:
     echo(blame.summary)
     echo(f"stored: {stored}")
     return EXIT_CLEAN
+
+
+def backends_title(name: str) -> str:
+    from gero_runner import backends
+
+    runtime = backends.find(name)
+    return runtime.label() if runtime is not None else name or "the runtime"
 
 
 def _ops(counts: dict[str, int]) -> str:

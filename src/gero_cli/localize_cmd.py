@@ -50,12 +50,22 @@ def main(args: argparse.Namespace) -> int:
          f"{result['seconds']:.1f} s")
     for o in result["origins"]:
         share = "" if o["share"] is None else f", {o['share']:.0%} of the final error"
-        echo(f"  origin     {o['node']} ({o['op_type']}): inputs {o['inputs_scaled_error']:.2g}"
+        more = (f" with the {len(o['nodes']) - 1} node(s) before it, run as one"
+                if len(o["nodes"]) > 1 else "")
+        echo(f"  origin     {o['node']} ({o['op_type']}){more}: inputs "
+             f"{o['inputs_scaled_error']:.2g}"
              f", alone {o['local_scaled_error']:.2g}, end to end "
              f"{o['output_scaled_error']:.2g}{share}")
+    for o in result["origins"]:
+        if o.get("cause"):
+            echo(f"  cause      {o['cause']}")
     for m in result["amplifiers"]:
-        echo(f"  amplifier  {m['node']} ({m['op_type']}): inputs {m['inputs_scaled_error']:.2g}"
-             f" -> {m['output_scaled_error']:.2g} (alone {m['local_scaled_error']:.2g})")
+        role = m.get("role") or "amplifier"
+        own = ("" if m.get("propagated") is None
+               else f", its own run makes {m['propagated']:.2g} of what it receives")
+        echo(f"  {role:<10} {m['node']} ({m['op_type']}): inputs "
+             f"{m['inputs_scaled_error']:.2g} -> {m['output_scaled_error']:.2g} (alone "
+             f"{m['local_scaled_error']:.2g}{own})")
     for note in result["notes"]:
         echo(f"  note: {note}")
     echo(result["summary"])

@@ -44,6 +44,7 @@ from gero_runner import backends
 from gero_runner.backends.base import Backend
 from gero_runner.errors import ArtifactError, GeroError
 from gero_runner.evidence.rebuild import load_model_bytes, read_case_record
+from gero_runner.evidence.rewrites import added_by_optimizer, precision_rewrite
 from gero_runner.storage.artifacts import (
     DERIVED_DIR,
     evidence_directory,
@@ -69,6 +70,13 @@ class LevelOutcome:
     node_count: int
     op_counts: dict[str, int]
     error: str = ""
+    added: dict[str, int] = field(default_factory=dict)
+    """Operators its optimised graph has more of than the user's graph, by count."""
+    removed: dict[str, int] = field(default_factory=dict)
+    """Operators of the user's graph its optimised graph has fewer of."""
+    precision: str = ""
+    """Its precision rewrite in a sentence (the user's float16 nodes it computes in
+    float32), or empty."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,9 @@ class Blame:
     summary: str = ""
     backend: str = ""
     """The runtime whose levels ran (absent from a result stored before it: ONNX Runtime)."""
+    user_nodes: int = 0
+    """Nodes of the user's graph (each level's optimised graph adds or fuses some)."""
+    user_ops: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -290,8 +301,14 @@ def _summary(b: Blame) -> str:
         errors = [o for o in b.levels if o.error]
         if errors:
             return (f"cannot blame a level: {errors[0].level} failed ({errors[0].error})")
-        return ("no optimisation level changes the output: all levels give bit-identical "
+        text = ("no optimisation level changes the output: all levels give bit-identical "
                 "outputs on this graph and these inputs")
+        precision = {o.precision for o in b.levels}
+        if len(precision) == 1 and "" not in precision:
+            text += (f"; every level (the unoptimised one too) holds {precision.pop()}: "
+                     "what differs from an engine computing float16 is that rewrite, which "
+                     "no level turns off")
+        return text
     parts = [f"the output first changes at `{b.first_level}` (against `{b.previous_level}`: "
              f"max |Δ| = {b.max_abs_difference:.3g})"]
     if b.rewrites:
@@ -316,6 +333,10 @@ def blame_case(directory: Path, row: dict[str, Any]) -> Blame:
     verify_manifest(directory)
     graph, model = _graph_of(directory, row)
     inputs = _inputs(directory)
+    import onnx
+
+    user = onnx.load_from_string(model)
+    user_ops = dict(Counter(n.op_type for n in user.graph.node))
     at = _Levels(runtime, max(1, int(row.get("threads") or 1)))
     outputs: dict[str, list[np.ndarray]] = {}
     nodes: dict[str, list[tuple[str, str]]] = {}
@@ -332,9 +353,12 @@ def blame_case(directory: Path, row: dict[str, Any]) -> Blame:
                                            error=f"{type(e).__name__}: {e}"[:300]))
                 continue
             base = outputs.get(runtime.levels[0], outputs[level])
+            ops = dict(Counter(op for op, _ in nodes[level]))
+            added, removed = added_by_optimizer(user_ops, ops)
             levels.append(LevelOutcome(
                 level, _max_abs(outputs[level], base), _same(outputs[level], base),
-                len(nodes[level]), dict(Counter(op for op, _ in nodes[level]))))
+                len(nodes[level]), ops, added=added, removed=removed,
+                precision=_precision(user, work / f"{level}.onnx", runtime)))
         ran = [lvl for lvl in runtime.levels if lvl in outputs]
         first = previous = None
         for before, after in itertools.pairwise(ran):
@@ -352,7 +376,20 @@ def blame_case(directory: Path, row: dict[str, Any]) -> Blame:
             blame = Blame(blame.observation_id, blame.case_id, graph, blame.onnxruntime_version,
                           levels, first, previous, _max_abs(outputs[first], outputs[previous]),
                           removed, added, rewrites, confirmed, note, backend=runtime.name)
+    blame = Blame(**{**blame.__dict__, "user_nodes": len(user.graph.node),
+                     "user_ops": user_ops})
     return Blame(**{**blame.__dict__, "summary": _summary(blame)})
+
+
+def _precision(user: Any, graph: Path, runtime: Backend) -> str:
+    """The precision rewrite of a level's optimised graph, in a sentence ('' where none)."""
+    import onnx
+
+    try:
+        rewrite = precision_rewrite(user, onnx.load(str(graph), load_external_data=False))
+    except Exception:  # an optimised graph shape inference cannot read: nothing said
+        return ""
+    return "" if rewrite is None else rewrite.sentence(runtime.label())
 
 
 def blame_path(directory: Path, observation_id: str) -> Path:

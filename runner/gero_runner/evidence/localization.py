@@ -70,6 +70,20 @@ class NodeFinding:
     within: str = ""
     """For a region of several nodes whose inner tensors could be traced without changing
     its output: the inner node where the difference first appears ("OpType 'name'")."""
+    role: str = ""
+    """For a node that is no origin: 'amplifier' when its own run (the reference side's
+    node fed each side's inputs) makes the difference it receives larger, 'carrier' when
+    it passes it on no larger (or it received non-finite values)."""
+    propagated: float | None = None
+    """The difference its own run makes of the difference it receives: the reference
+    side's region fed the path's own inputs, against it fed the reference's (None: not
+    measured)."""
+    widened: list[str] = field(default_factory=list)
+    """Tensors between nodes that read back the same on both sides but that the path does
+    not compute with: the region was run across them as one unit."""
+    cause: str = ""
+    """What the path's own graph does to this region, read from its optimised graph (a
+    precision rewrite: float16 nodes computed in float32)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +110,12 @@ class Localization:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     repro: str = ""
+    unaccounted: list[str] = field(default_factory=list)
+    """Diverging tensors whose difference neither their own run nor what they receive
+    accounts for (not localized)."""
+    within_gate: bool = False
+    """The row passed its own gate: its difference is one the check allows, so no origin
+    is named."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

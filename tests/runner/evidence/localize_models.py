@@ -97,3 +97,44 @@ def clean_chain(path: Path) -> Path:
              helper.make_node("Mul", ["r", "half"], ["h"], name="Half"),
              helper.make_node("Add", ["h", "one"], ["Y"], name="Shift")]
     return _save(nodes, [_f("half", 0.5), _f("one", 1.0)], [2, 8], path, "clean_chain")
+
+
+def quantized_mask(path: Path) -> Path:
+    """An additive attention mask (0 or −3.4e38) through a QuantizeLinear → DequantizeLinear
+    pair with scale 1.33e36 and zero point 127 (as an int8-static builder quantises such a
+    mask), added to a projection, then Softmax and an output MatMul. The dequantized mask is
+    a second graph output, so both sides keep it, and it reads back the same on both (0 and
+    −1.69e38). OpenVINO folds the pair into the Add after it and loses x where the mask is
+    0 (x + 0 becomes about −4.7e30), so every unmasked token gets the same weight; ONNX
+    Runtime adds the dequantized values as declared. Run alone from the dequantized mask,
+    the nodes after it agree: only the pair and the Add together show it."""
+    shape = [2, 8]
+    nodes = [helper.make_node("QuantizeLinear", ["M", "s", "zp"], ["mq"], name="Mask/Quantize"),
+             helper.make_node("DequantizeLinear", ["mq", "s", "zp"], ["md"],
+                              name="Mask/Dequantize"),
+             helper.make_node("MatMul", ["X", "W"], ["h"], name="Proj"),
+             helper.make_node("Add", ["h", "md"], ["xm"], name="Mask/Add"),
+             helper.make_node("Softmax", ["xm"], ["p"], axis=-1, name="Softmax"),
+             helper.make_node("MatMul", ["p", "W"], ["Y"], name="Out")]
+    weights = np.random.default_rng(1).standard_normal((8, 8)).astype(np.float32) * 0.3
+    inits = [_f("s", 1.33e36), numpy_helper.from_array(np.array(127, np.uint8), "zp"),
+             numpy_helper.from_array(weights, "W")]
+    graph = helper.make_graph(
+        nodes, "quantized_mask",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, shape),
+         helper.make_tensor_value_info("M", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, shape),
+         helper.make_tensor_value_info("md", TensorProto.FLOAT, shape)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 10
+    onnx.save(model, path)
+    return path
+
+
+def quantized_mask_inputs(path: Path) -> Path:
+    """Inputs for ``quantized_mask``: the last three of eight tokens masked."""
+    x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
+    mask = np.zeros((2, 8), np.float32)
+    mask[:, 5:] = -3.4e38
+    np.savez(path, X=x, M=mask)
+    return path

@@ -11,6 +11,9 @@ TRACE_BYTES = 192 << 20
 FLOOR_FACTOR = 10.0
 ROUNDINGS = 8
 NOISE_RELATIVE = 1e-7
+ACCOUNTED = 0.5
+"""A node that makes no difference of its own accounts for its output's difference when
+the difference it receives, through its own run, is at least this part of it."""
 MAX_CANDIDATES = 8
 """Diverging nodes run alone, first in topological order (each costs a session per side)."""
 MAX_SHARES = 3

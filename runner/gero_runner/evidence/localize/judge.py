@@ -19,10 +19,12 @@ from gero_runner.errors import ArtifactError
 from gero_runner.evidence import subgraphs as sg
 from gero_runner.evidence.localization import Localization, NodeFinding
 from gero_runner.evidence.localize.bounds import (
+    ACCOUNTED,
     BODY,
     KEEP_TENSOR_BYTES,
     MAX_CANDIDATES,
     MAX_SHARES,
+    RUNTIME,
     SHADOW_KIND,
     SUBGRAPH_OPS,
     TRACE_BYTES,
@@ -30,6 +32,7 @@ from gero_runner.evidence.localize.bounds import (
 from gero_runner.evidence.localize.figures import bit_exact, figure, rounding
 from gero_runner.evidence.localize.search import Search
 from gero_runner.evidence.localize.sides import run_side
+from gero_runner.evidence.rewrites import PrecisionRewrite, node_label, side_precision_rewrite
 from gero_runner.storage.artifacts import has_member, load_array
 
 
@@ -49,6 +52,7 @@ def judge(s: Search, window: list[str]
         s.notes.append(f"{len(diverging)} tensors diverge in the stretch traced; the first "
                        f"{MAX_CANDIDATES} were run alone")
     alone_values: dict[str, np.ndarray] = {}
+    unaccounted: list[str] = []
     feeds_of: dict[str, dict[str, np.ndarray]] = {}
     started = time.perf_counter()
     together = s.alone_together(diverging[:MAX_CANDIDATES])
@@ -63,10 +67,24 @@ def judge(s: Search, window: list[str]
             continue
         x, y, feeds, cast = got
         local, _ = figure(x, y)
+        fig = s.figures[t]
+        propagated = None
+        if math.isfinite(cast) and local <= fig.threshold:
+            # No difference of its own: the difference it receives, through its own run,
+            # must account for what it shows end to end; where it does not, the path
+            # computes the region together with nodes before it (a rewrite across a
+            # tensor that reads back the same): the region is widened across them.
+            propagated = s.propagated(t, y)
+            if propagated is None or propagated + local < ACCOUNTED * fig.scaled_error:
+                widened = s.widen(t, fig.threshold)
+                if widened is not None:
+                    x, y, feeds, cast = widened
+                    local, propagated = figure(x, y)[0], None
+                elif propagated is not None:
+                    unaccounted.append(t)
         ra, _ = s.regions(t)
         graph = s.model_a.graph
         node = graph.node[ra[-1]] if ra else None
-        fig = s.figures[t]
         ins = {n: s.figures[n].scaled_error for n in feeds if n in s.figures}
         in_err = max(ins.values(), default=0.0)
         gain = (fig.scaled_error / in_err if 0 < in_err < math.inf
@@ -78,9 +96,17 @@ def judge(s: Search, window: list[str]
             if fused:
                 op, _, quoted = fused.partition(" ")
                 name = quoted.strip("'") or name
+        role = ""
+        if local <= fig.threshold or not math.isfinite(cast):
+            # An amplifier only where its own run shows the gain: the difference it makes
+            # of the one it receives is larger than that one.
+            own_gain = (propagated / in_err if propagated is not None
+                        and 0 < in_err < math.inf and math.isfinite(propagated) else 0.0)
+            role = "amplifier" if own_gain > 1 else "carrier"
         finding = NodeFinding(
-            name, op, t, [f"{graph.node[i].op_type} {graph.node[i].name!r}" for i in ra], ins,
-            in_err, fig.scaled_error, local, fig.threshold, gain, None, fused)
+            name, op, t, [node_label(graph.node[i]) for i in ra], ins,
+            in_err, fig.scaled_error, local, fig.threshold, gain, None, fused, "", role,
+            propagated, sorted(s.widened.get(t, set())))
         if not math.isfinite(cast):
             # The reference's inputs do not fit the path's own type (a float16 overflow
             # already happened upstream): the node only carries what it was given.
@@ -88,6 +114,8 @@ def judge(s: Search, window: list[str]
             _keep(kept, t, x, y, feeds, s)
             continue
         if local > fig.threshold:
+            if finding.widened:
+                s.notes.append(_widened_note(s, finding))
             if node is not None and len(ra) == 1 and node.op_type in SUBGRAPH_OPS:
                 s.notes.append(_inside_note(node, feeds))
             origins.append(finding)
@@ -107,7 +135,60 @@ def judge(s: Search, window: list[str]
         measured.append(NodeFinding(**{**o.__dict__, "share": share}))
     by_tensor = {o.tensor: o for o in measured}
     origins = [by_tensor.get(o.tensor, o) for o in origins]
+    origins = _with_causes(s, origins)
+    if not origins and unaccounted:
+        s.notes.append(f"{', '.join(unaccounted[:4])}: no node run alone makes a difference "
+                       "over its floor, and what each receives, through its own run, does not "
+                       "account for what it shows (even run together with up to four steps "
+                       "of nodes before it): not localized")
+    s.unaccounted.extend(unaccounted)
     return origins, amplifiers, kept, repro
+
+
+def _widened_note(s: Search, o: NodeFinding) -> str:
+    across = ", ".join(o.widened[:4])
+    return (f"{o.tensor}: run alone from {across} (which read back the same on both sides "
+            f"when marked as outputs), its nodes agree; run as one with the nodes that make "
+            f"{across} ({len(o.nodes)} nodes: {_span(o.nodes)}), they differ by "
+            f"{o.local_scaled_error:.2g}: {s.a.label} does not compute with {across} as it "
+            "reads back (it rewrites those nodes together)")
+
+
+def _with_causes(s: Search, origins: list[NodeFinding]) -> list[NodeFinding]:
+    """Each origin with what the path's own optimised graph does to it: a precision rewrite
+    (its float16 nodes computed in float32 between inserted Casts) that covers the origin's
+    nodes on one side and not on the other is named as the cause."""
+    if not origins:
+        return origins
+    rewrites = []
+    for side, model in ((s.a, s.model_a), (s.b, s.model_b)):
+        try:
+            found = (side_precision_rewrite(side.backend, side.settings, model)
+                     if side.kind == RUNTIME else None)
+        except Exception:  # a runtime that cannot write its graph again: nothing to read
+            found = None
+        rewrites.append((side, found))
+    out = []
+    for o in origins:
+        cause = ""
+        covering = [(side, rw) for side, rw in rewrites
+                    if rw is not None and set(o.nodes) & set(rw.nodes)]
+        if len(covering) == 1:
+            side, rw = covering[0]
+            mine = [n for n in rw.nodes if n in o.nodes]
+            ra, _ = s.regions(o.tensor)
+            inside = {t for i in ra for t in s.model_a.graph.node[i].output}
+            cause = PrecisionRewrite(mine, [t for t in rw.skipped if t in inside],
+                                     rw.casts_inserted).sentence(side.label)
+        if cause:
+            # Named by the user's node: the node that writes the tensor in the rewritten
+            # graph is a Cast the runtime inserted, not one of the user's.
+            last = s.model_a.graph.node[ra[-1]] if ra else None
+            o = NodeFinding(**{**o.__dict__, "cause": cause, "fused_as": "",
+                               "node": (last.name or o.tensor) if last else o.node,
+                               "op_type": last.op_type if last else o.op_type})
+        out.append(o)
+    return out
 
 
 def _inside_note(node: onnx.NodeProto, feeds: dict[str, np.ndarray]) -> str:
@@ -178,12 +259,20 @@ def _refine(s: Search, o: NodeFinding, feeds: dict[str, np.ndarray]) -> NodeFind
             own, _ = figure(alone_a, y)
         except Exception:  # the inner node cannot run alone: name it from the marked run
             own = err
+        word = node_label(node)
         if own > limit:
-            word = f"{node.op_type} {node.name!r}"
             share = (f" ({int(np.sum(np.asarray(x) != np.asarray(y)))} of {np.asarray(x).size} "
                      "elements differ)" if exact else f" (scaled error {own:.2g})")
             s.notes.append(f"inside {o.node}: the difference first appears at {word}"
                            f"{share}, from the same inputs on both paths")
+            return NodeFinding(**{**o.__dict__, "within": word})
+        if o.widened:
+            # Alone it agrees; inside the region run as one it is the first to differ: the
+            # path computes it together with the nodes before it.
+            s.notes.append(f"inside the region of {o.tensor}: the first tensor that differs "
+                           f"is {t} of {word} (scaled error {err:.2g}), which run alone from "
+                           "the same inputs agrees: the path computes it together with the "
+                           "nodes before it")
             return NodeFinding(**{**o.__dict__, "within": word})
     return o
 
@@ -241,9 +330,15 @@ def instrumented(directory: Path, s: Search) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- words
-def summary(loc: Localization) -> str:
-    """The result in a sentence or two."""
+def summary(loc: Localization, gate: str = "") -> str:
+    """The result in a sentence or two (``gate``: the row's own verdict, for a row within
+    it)."""
     f = loc.final_scaled_error
+    if loc.within_gate:
+        said = f" ({gate})" if gate else ""
+        return (f"within its gate: the row passed{said}; {loc.output_name} differs by "
+                f"{f:.2g} scaled, a difference its check allows, so no origin is named "
+                "(the tensors are traced: see tensors)")
     if not loc.origins and not any(t.diverges for t in loc.tensors):
         final = next((t for t in loc.tensors if t.name == loc.output_name), None)
         tail = (f"; the output's own floor is {final.floor:.2g} (its sensitivity to 1e-7 "
@@ -254,25 +349,43 @@ def summary(loc: Localization) -> str:
                 f"{len(loc.tensors)} tensors compared, within their noise floors "
                 f"(final {loc.output_name}: scaled error {f:.2g}){tail}")
     if not loc.origins:
-        return (f"{loc.output_name} differs by {f:.2g} scaled, but no node run alone makes "
-                "a difference over its floor: the error builds up from many small ones "
-                "(see tensors)")
+        if loc.unaccounted:
+            return (f"{loc.output_name} differs by {f:.2g} scaled, but no node run alone makes "
+                    "a difference over its floor, and what the diverging nodes receive does "
+                    f"not account for theirs ({', '.join(loc.unaccounted[:3])}): not "
+                    "localized (the paths compute these nodes in a way running them alone "
+                    "does not show; see notes)")
+        if not loc.amplifiers:
+            return (f"{loc.output_name} differs by {f:.2g} scaled, but no diverging node "
+                    "could be run alone: not localized (see notes)")
+        return (f"{loc.output_name} differs by {f:.2g} scaled; no node run alone makes a "
+                "difference over its floor, and each diverging node's own difference with "
+                "what it receives, through its own run, accounts for its output's: the "
+                "error builds up from many small ones (see tensors)")
     o = loc.origins[0]
     what = f"{o.node} ({o.op_type})"
     if o.op_type in SUBGRAPH_OPS and len(o.nodes) == 1:
         what = (f"the {o.op_type} node {o.node!r}, inside its {BODY[o.op_type]} (tensors "
                 f"inside a subgraph are not traced: the {o.op_type} is localized as a unit)")
-    if o.fused_as:
+    if o.fused_as and not o.cause:
         what = (f"{o.fused_as}, which fuses {len(o.nodes)} nodes ({_span(o.nodes)})")
+    elif len(o.nodes) > 1:
+        what = f"the {len(o.nodes)} nodes {_span(o.nodes)}, run as one"
     if o.within:
         what += f", first inside it at {o.within}"
-    text = (f"the error enters at {what}: its inputs agree to {o.inputs_scaled_error:.2g} "
-            f"scaled, its output differs by {o.local_scaled_error:.2g}")
+    its = "their" if len(o.nodes) > 1 and not o.fused_as else "its"
+    text = (f"the error enters at {what}: {its} inputs agree to {o.inputs_scaled_error:.2g} "
+            f"scaled, {its} output differs by {o.local_scaled_error:.2g}")
     if o.share is not None:
         text += f" ({_share_text(o.share)} of the final {f:.2g})"
+    if o.cause:
+        text += f"; the cause is {o.cause}"
+    elif o.widened:
+        text += (f"; {loc.actual} computes them together, not from "
+                 f"{', '.join(o.widened[:3])} as it reads back")
     after = [m for m in loc.amplifiers if loc_position(loc, m.tensor)
              > loc_position(loc, o.tensor)]
-    growing = [m for m in after if m.gain > 1.5]
+    growing = [m for m in after if m.role == "amplifier"]
     if after and f < o.local_scaled_error:
         # Grown on the way or not, less of it reaches the output (a normalisation or a
         # softmax after it): "magnifies it to" a smaller figure would read backwards.
@@ -292,8 +405,7 @@ def summary(loc: Localization) -> str:
 
 
 def _span(nodes: list[str]) -> str:
-    names = [n.split(" ", 1)[-1].strip("'") for n in nodes]
-    return names[0] if len(names) == 1 else f"{names[0]} … {names[-1]}"
+    return nodes[0] if len(nodes) == 1 else f"{nodes[0]} … {nodes[-1]}"
 
 
 def _share_text(share: float) -> str:

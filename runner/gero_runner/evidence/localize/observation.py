@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from gero_runner.errors import ArtifactError, GeroError
-from gero_runner.evidence.localization import Localization
+from gero_runner.evidence.localization import Localization, NodeFinding
 from gero_runner.evidence.localize.bounds import DEFAULT_TIMEOUT_S
 from gero_runner.evidence.localize.judge import instrumented, judge, summary
 from gero_runner.evidence.localize.search import Search
@@ -47,7 +47,16 @@ def localize_case(directory: Path, row: dict[str, Any]) -> tuple[Localization,
         extra = [n for t in window for n in s.region_inputs(t) if n not in window]
         s.trace(window, list(dict.fromkeys(extra)), keep=True)
     started = time.perf_counter()
-    origins, amplifiers, kept, repro = judge(s, window)
+    within_gate = str(row.get("result") or "") == "passed"
+    if within_gate:
+        # The row's own gate passed it: its difference is one the check allows, and a
+        # node named as its origin would read as a fault. The tensors are still traced.
+        origins: list[NodeFinding] = []
+        amplifiers: list[NodeFinding] = []
+        kept: dict[str, np.ndarray] = {}
+        repro: bytes | None = None
+    else:
+        origins, amplifiers, kept, repro = judge(s, window)
     s.phases["alone_and_shares_s"] = time.perf_counter() - started
     s.passes.append({k: round(v, 3) for k, v in s.phases.items()})
     fig = s.figures.get(s.output)
@@ -59,9 +68,16 @@ def localize_case(directory: Path, row: dict[str, Any]) -> tuple[Localization,
         final, fig.threshold if fig is not None else math.nan, len(s.order),
         len(s.figures), s.passes,
         sorted(s.figures.values(), key=lambda f: f.position), origins, amplifiers,
-        checked, "", time.perf_counter() - start, s.notes)
-    loc = Localization(**{**loc.__dict__, "summary": summary(loc)})
+        checked, "", time.perf_counter() - start, s.notes, unaccounted=s.unaccounted,
+        within_gate=within_gate)
+    loc = Localization(**{**loc.__dict__, "summary": summary(loc, _gate(row))})
     return loc, kept, repro
+
+
+def _gate(row: dict[str, Any]) -> str:
+    """The row's own verdict in words, for a row its gate passed."""
+    reason = str(row.get("reason") or "").strip()
+    return reason.split(";")[0][:200] if reason else ""
 
 
 def _child(directory: str, row: dict[str, Any], scratch: str

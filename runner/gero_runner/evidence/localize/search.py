@@ -54,6 +54,10 @@ class Search:
         self.a_final: np.ndarray | None = None
         self.b_final: np.ndarray | None = None
         self.ops_a = {o: n for n in self.model_a.graph.node for o in n.output}
+        self.unaccounted: list[str] = []
+        """Diverging tensors no node's own run, nor what it receives, accounts for."""
+        self.widened: dict[str, set[str]] = {}
+        """Per diverging tensor, the compared tensors its region is run across (``widen``)."""
         made_b = {o for n in self.model_b.graph.node for o in n.output}
         started = time.perf_counter()
         surv_a = survivors(a, self.model_a)
@@ -179,10 +183,76 @@ class Search:
             window = narrowed
 
     def regions(self, t: str) -> tuple[list[int], list[int]]:
-        ra = sg.region(self.model_a.graph, t, self.available - {t})
+        stop = self.available - {t} - self.widened.get(t, set())
+        ra = sg.region(self.model_a.graph, t, stop)
         rb = (ra if self.model_b is self.model_a
-              else sg.region(self.model_b.graph, t, self.available - {t}))
+              else sg.region(self.model_b.graph, t, stop))
         return ra, rb
+
+    def trace_more(self, names: list[str]) -> None:
+        """Both sides' values of ``names`` (region inputs a widened region reads), kept
+        beside the traced ones."""
+        wanted = [n for n in dict.fromkeys(names)
+                  if n not in self.inputs and (n not in self.b_values or n not in self.a_values)]
+        if not wanted:
+            return
+        model_b = sg.prefix(self.model_b, wanted)
+        self.b_values.update(run_side(self.b, model_b, self.inputs, wanted))
+        model_a = model_b if self.model_a is self.model_b else sg.prefix(self.model_a, wanted)
+        self.a_values.update(run_side(self.a, model_a, self.inputs, wanted))
+
+    def propagated(self, t: str, y: np.ndarray) -> float | None:
+        """What ``t``'s own region makes of the difference it receives: the reference side's
+        region fed the path's own values of its inputs, against ``y`` (the same region fed
+        the reference's). None where an input's path value was not traced or the run
+        fails."""
+        _, rb = self.regions(t)
+        feeds: dict[str, np.ndarray] = {}
+        for n in self.region_inputs(t):
+            value = self.a_values.get(n, self.inputs.get(n))
+            if value is None:
+                return None
+            feeds[n] = (self.as_type(value, self.types_b.get(n)) if self.b.kind != SHADOW_KIND
+                        else value)
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                got = run_side(self.b, sg.region_model(self.model_b, rb, [t], feeds), feeds,
+                               [t])[t]
+        except Exception:  # a runtime that refuses the path's values: not measured
+            return None
+        return figure(got, y)[0]
+
+    def widen(self, t: str, threshold: float, steps: int = 4, most: int = 64
+              ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], float] | None:
+        """``t``'s region run alone again across the compared tensors it reads, one step
+        back at a time (at most ``steps``, ``most`` nodes), until its own output differs
+        over ``threshold``: where a side rewrites nodes together (a QuantizeLinear →
+        DequantizeLinear pair folded into the Add after it), a tensor between them reads
+        back the same when marked as an output, but is not what the side computes with.
+        The region found stays in ``widened``; None (and ``widened`` unchanged) where no
+        step shows the difference."""
+        made = sg.producers(self.model_a.graph)
+        crossed = set(self.widened.get(t, set()))
+        for _ in range(steps):
+            ra, _ = self.regions(t)
+            across = {n for n in sg.region_inputs(self.model_a.graph, ra)
+                      if n in made and n in self.available}
+            if not across:
+                break
+            crossed |= across
+            self.widened[t] = crossed
+            ra, _ = self.regions(t)
+            if len(ra) > most:
+                break
+            try:
+                self.trace_more(self.region_inputs(t))
+                got = self.alone(t)
+            except Exception:  # a runtime that cannot take the widened region: stop here
+                break
+            if got is not None and figure(got[0], got[1])[0] > threshold:
+                return got
+        self.widened.pop(t, None)
+        return None
 
     def region_inputs(self, t: str) -> list[str]:
         ra, rb = self.regions(t)

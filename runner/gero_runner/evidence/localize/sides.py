@@ -86,11 +86,17 @@ def sides(directory: Path, row: dict[str, Any], record: dict[str, Any]) -> tuple
         return a, Side(ref, REFERENCE, ref, {}, a_graph, str(row.get("reference_file") or ""))
     parts = ref.split(":")
     graph = a_graph
-    if len(parts) == 3 and parts[0] in (*var.VARIANTS, "fp32"):
+    if len(parts) in (2, 3) and parts[0] in (*var.VARIANTS, "fp32"):
         graph = "model.onnx" if parts[0] == "fp32" else f"variants/{parts[0]}.onnx"
-        parts = parts[1:]
-    if len(parts) == 2 and backends.is_backend(parts[0]) and (
-            parts[0] in backends.RUNTIMES or backends.release_of(parts[0])):  # a release's
+        if len(parts) == 2 and backends.is_reference(parts[1]):
+            # The same engine on another file of the model ('fp32:onnx-reference').
+            if not has_member(directory, graph):
+                raise ArtifactError(f"{graph}: the reference's graph is missing from "
+                                    f"{directory}")
+            return a, Side(ref, REFERENCE, parts[1], {}, graph,
+                           str(row.get("reference_file") or ""))
+        parts = parts[1:] if len(parts) == 3 else parts
+    if len(parts) == 2 and backends.is_backend(parts[0]) and parts[0] in backends.RUNTIMES:
         name, level = parts
         found = next((p for p in paths.values() if p.get("backend") == name
                       and p.get("optimization") == level), None)

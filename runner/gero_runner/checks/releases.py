@@ -98,8 +98,8 @@ def bits_differ(a: np.ndarray, r: np.ndarray) -> np.ndarray:
     which ``==`` calls equal)."""
     if a.dtype.kind in "fc" and a.dtype.itemsize in (2, 4, 8, 16):
         unsigned = {2: np.uint16, 4: np.uint32, 8: np.uint64, 16: np.uint64}[a.dtype.itemsize]
-        x = np.ascontiguousarray(a).view(unsigned).reshape(a.shape + (-1,))
-        y = np.ascontiguousarray(r).view(unsigned).reshape(r.shape + (-1,))
+        x = np.ascontiguousarray(a).view(unsigned).reshape((*a.shape, -1))
+        y = np.ascontiguousarray(r).view(unsigned).reshape((*r.shape, -1))
         return np.asarray((x != y).any(axis=-1))
     return np.asarray(a != r)
 

@@ -58,7 +58,10 @@ EXPECTED: Final = "expected"
 """Against the outputs a case ships with."""
 COMPARISON_CHECKS: Final = (AGREEMENT, ANALYTIC, EXPECTED, LEVELS)
 """Checks whose row compares two stored output files."""
-ARBITRATED_CHECKS: Final = (AGREEMENT, LEVELS)
+MODEL_FP32: Final = "model:fp32"
+"""Each path on a model against its float64 shadow or shipped outputs (its arbiter then
+names the path); without either, against another engine (arbiter '-': neither is blamed)."""
+ARBITRATED_CHECKS: Final = (AGREEMENT, LEVELS, MODEL_FP32)
 """Comparisons of two computations, whose disagreements float64 arbitrates."""
 TRUTH_CHECKS: Final = (ANALYTIC, EXPECTED)
 """Comparisons against a truth (a formula or shipped outputs): the path alone is at fault."""

@@ -112,6 +112,9 @@ class Backend(ABC):
     """Whether its graph at its base setting (``optimized_graph``) holds the Casts it
     inserts to compute a float16 model's nodes in float32 (ONNX Runtime's CPU kernels that
     lack float16), read by the fp16 precision check (``models.fp16_reference``)."""
+    widened_prefix: ClassVar[str] = ""
+    """The prefix its optimised graph gives a tensor it computes wider than declared
+    (ONNX Runtime's "InsertedPrecisionFreeCast_"), read by ``widened_nodes``."""
     survives_fork: ClassVar[bool] = True
     """Whether a process that has loaded it may fork a child that runs it (OpenVINO's
     thread pool does not survive a fork: the child hangs on its first inference)."""
@@ -287,6 +290,38 @@ class Backend(ABC):
         is computed as declared (the default)."""
         return None
 
+    def widened_nodes(self, model: bytes, settings: Mapping[str, Any]) -> dict[str, str] | None:
+        """The graph's float16 nodes that these settings compute in float32, skipping the
+        float16 roundings the graph declares (a precision rewrite), each node (its name, else
+        its first output) with its operator type; {} when none; None when it cannot tell. By
+        default: every one where ``float_precision`` is "f32", else those whose outputs its
+        optimised graph (``inserts_precision_casts``) no longer holds in float16."""
+        import onnx
+
+        proto = onnx.load_from_string(model)
+        halves = float16_nodes(proto)
+        if not halves:
+            return {}
+        if self.float_precision(settings) == "f32":
+            return {key: op for key, (op, _) in halves.items()}
+        if not self.inserts_precision_casts:
+            return None
+        seen = self.optimized_graph(model, settings)
+        if seen is None:
+            return None
+        still = float16_tensors(seen)
+        by_output = {o: key for key, (_, outs) in halves.items() for o in outs}
+        widened = {}
+        for node in seen.graph.node:
+            # a widened node keeps its name, or writes the user's output renamed with the
+            # prefix (a function the runtime inlined writes it from another node)
+            keys = {node.name} | {by_output.get(o.removeprefix(self.widened_prefix), "")
+                                  for o in node.output if self.widened_prefix}
+            for key in keys & halves.keys():
+                if not any(o in still for o in node.output):
+                    widened[key] = halves[key][0]
+        return widened
+
 
 @functools.cache  # reading package metadata costs ~1 ms; rows ask per output
 def _version(distribution: str) -> str:
@@ -309,6 +344,29 @@ def with_outputs(model: onnx.ModelProto, names: Iterable[str]) -> onnx.ModelProt
             out.graph.output.append(onnx.ValueInfoProto(name=name))
             have.add(name)
     return out
+
+
+def float16_tensors(model: onnx.ModelProto) -> set[str]:
+    """The main graph's tensors whose type is float16 (by shape inference; the declared
+    types alone where it fails on an operator it does not know)."""
+    import onnx
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:
+        inferred = model
+    g = inferred.graph
+    return {vi.name for vi in [*g.value_info, *g.output, *g.input]
+            if vi.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16}
+
+
+def float16_nodes(model: onnx.ModelProto) -> dict[str, tuple[str, list[str]]]:
+    """The graph's nodes that write a float16 tensor, Casts aside (a Cast writes the type it
+    names, whatever it computes in): each node (its name, else its first output) with its
+    operator type and its outputs."""
+    halves = float16_tensors(model)
+    return {(n.name or n.output[0]): (n.op_type, list(n.output)) for n in model.graph.node
+            if n.op_type != "Cast" and n.output and any(o in halves for o in n.output)}
 
 
 def input_dtypes(case: CaseInstance) -> set[str]:

@@ -190,6 +190,32 @@ class OpenVino(Backend):
         precision = settings.get("inference_precision")
         return str(precision) if precision else None
 
+    def widened_nodes(self, model: bytes, settings: Mapping[str, Any]) -> dict[str, str] | None:
+        # Its executed graph says what each executed node writes ("outputPrecisions") and
+        # which ONNX nodes it stands for, by node name or output tensor (as above); whatever
+        # the hint, a CPU without float16 arithmetic computes float16 nodes in f32.
+        import onnx
+
+        from gero_runner.backends.base import float16_nodes
+
+        halves = float16_nodes(onnx.load_from_string(model))
+        if not halves:
+            return {}
+        by_name = {name: key for key, (_, outs) in halves.items() for name in (key, *outs)}
+        compiled, _ = self.build(model, settings)
+        widened = {}
+        for op in compiled.get_runtime_model().get_ordered_ops():
+            info = op.get_rt_info()
+            if "outputPrecisions" not in info or "originalLayersNames" not in info:
+                continue
+            if "f32" not in info["outputPrecisions"].astype(str).split(","):
+                continue
+            for name in info["originalLayersNames"].astype(str).split(","):
+                if name in by_name:
+                    widened[by_name[name]] = halves[by_name[name]][0]
+        del compiled
+        return widened
+
     def run(self, session: Any, inputs: Arrays) -> list[np.ndarray]:
         compiled, request = session
         names = list(inputs)

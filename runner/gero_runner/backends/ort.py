@@ -34,6 +34,7 @@ class OnnxRuntime(Backend):
     rewrite_names = (r"[A-Z][A-Za-z0-9]*(?:Fusion|Fuse|Elimination|Folding|Transformer|"
                      r"Optimizer|Rewriter|Reorder)")
     inserts_precision_casts = True
+    widened_prefix = "InsertedPrecisionFreeCast_"
 
     def paths(self, threads: int) -> list[PathSpec]:
         return [self.level(level, threads) for level in LEVEL_NAMES]

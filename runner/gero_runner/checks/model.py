@@ -42,12 +42,12 @@ import numpy as np
 import onnx
 
 from gero_runner import backends
-from gero_runner.backends.base import Backend, PathSpec
+from gero_runner.backends.base import NOT_APPLICABLE, Backend, PathSpec
 from gero_runner.case import MODEL_SUITES, CaseInstance, ModelChecks
 from gero_runner.errors import GeroError, NotRun, PathFailed, error_text
-from gero_runner.facts import PRECISION_REWRITE, TOOLING, failure_cause, root_cause
+from gero_runner.facts import TOOLING, failure_cause, root_cause
 from gero_runner.metrics import model_level as ml
-from gero_runner.metrics.compare import compare
+from gero_runner.metrics.compare import REFERENCE, compare
 from gero_runner.models import variants as var
 from gero_runner.request import DECISION_TASKS
 from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, PASSED, Observation
@@ -289,7 +289,10 @@ class ModelRuns:
         # In the paths' order whatever order they finished in; a path not run on the
         # variant (it ran out earlier) is marked so, without a row of its own.
         runs = {}
-        for key in self.keys:
+        # A setting the plan ran on this file alone (an unoptimised base the model did not
+        # need, whose deployed setting is off here: checks.model_parts) comes last.
+        alone = [k for k in self.on_variant[name] if k not in self.keys]
+        for key in [*self.keys, *alone]:
             got = self.on_variant[name].get(key)
             if got is None:
                 got = dataclasses.replace(ctx.paths[key], outputs=None, files=[],
@@ -338,7 +341,8 @@ class _Checker:
     # ------------------------------------------------------------------ helpers
     def _row(self, check: str, name: str, actual: PathResult, ref_name: str, ref_version: str,
              a: np.ndarray | None, r: np.ndarray | None, result: str, reason: str,
-             details: dict[str, Any], files: tuple[str, str] = ("", "")) -> None:
+             details: dict[str, Any], files: tuple[str, str] = ("", ""),
+             arbiter: str = NOT_APPLICABLE) -> None:
         dtype = str(a.dtype) if a is not None else self.case.dtype
         rtol, atol = self.ctx.tolerance(dtype)
         cmp = None
@@ -350,7 +354,7 @@ class _Checker:
         self.rows.append(self.ctx.row(
             check=check, output_name=name, actual=actual, reference_name=ref_name,
             reference_version=ref_version, dtype=dtype, cmp=cmp, rtol=rtol, atol=atol,
-            result=result, reason=reason,
+            result=result, reason=reason, arbiter=arbiter,
             cause=root_cause(reason) if result != PASSED else "",
             actual_hash=tensor_hash(a) if a is not None else "",
             reference_hash=tensor_hash(r) if r is not None else "",
@@ -471,13 +475,20 @@ class _Checker:
                 result = PASSED if gate.passed else (CONTRACT_ISSUE if not stats.finite
                                                      else DIVERGENCE)
                 reason = gate.reason
+                # Who is off: against a truth (the shadow, shipped outputs) the path; against
+                # another engine nobody can say, and the findings blame neither (arbiter '-').
+                side = REFERENCE if result != PASSED and not shadowless else NOT_APPLICABLE
                 if shadowless:
-                    reason = (f"against {label}, the arbiter: no float64 shadow "
-                              f"({(self.case.shadow_error or 'none was made')[:120]}); {reason}")
+                    why = (self.case.shadow_error or "none was made")[:120]
+                    reason = (f"against {label}, the arbiter: no float64 shadow ({why}); "
+                              f"{reason}" if result == PASSED else
+                              f"two engines disagree and nothing arbitrates (no float64 "
+                              f"shadow: {why}): neither {_path_label(path)} nor {label} is "
+                              f"blamed; {reason}")
                 self._row("model:fp32", name, path, label, version, a, r, result, reason,
                           {**gate.figures, "arbiter": label,
                            "floor": own[j].as_dict() if j in own else None},
-                          (path.files[j] if j < len(path.files) else "", ""))
+                          (path.files[j] if j < len(path.files) else "", ""), arbiter=side)
 
     # ------------------------------------------------------------------ parity
     def parity_rows(self) -> None:
@@ -555,6 +566,8 @@ class _Checker:
                        f"building the {name} variant failed: the file it wrote is not a "
                        f"valid graph for {run_base.backend.label()}: {base.error}")
             return
+        failed_base = base
+        yard: Baseline | None = run_base
         if not base.ok:
             self._fail(f"model:{name}", base, base_label,
                        f"{run_base.backend.label()} cannot run the {name} variant: "
@@ -801,29 +814,40 @@ class _Checker:
     def _widening(self, model: bytes, base: PathResult, others: list[PathResult]
                   ) -> set[str]:
         """A runtime that inserts precision casts (``Backend.inserts_precision_casts``:
-        ONNX Runtime's CPU) computes float16 nodes of the file in float32: one row per such
-        runtime, on its first path that ran, says which and how many (as OpenVINO's lower
-        default precision is named); the backend names that do."""
+        ONNX Runtime's CPU) computes float16 nodes of the file in float32: one note per such
+        runtime says which and how many, on its path at the level whose graph is read (its
+        first: ONNX Runtime's ``disable_all``), a passed row (a note changes no count and no
+        exit status); the backend names that do."""
         from gero_runner.models import fp16_reference as fr
 
         asked: set[str] = set()
         wide: set[str] = set()
-        for p in (base, *others):
+        paths = (base, *others)
+        for p in paths:
             runtime = backends.find(p.backend)
             if (runtime is None or not runtime.inserts_precision_casts or not p.ok
                     or p.backend in asked):
                 continue
             asked.add(p.backend)
             try:
-                widened = fr.float32_nodes(model, runtime)
+                widened = fr.float32_nodes(model, runtime)  # its first level's graph
             except Exception:  # the session already ran: nothing new to say if this fails
                 continue
-            if widened.float32_nodes:
-                self._fail("model:fp16:precision", p, "fp16 file",
-                           f"{runtime.label()} {widened.sentence()}", kind="law:precision",
-                           cause_key=PRECISION_REWRITE)
-                wide.add(p.backend)
+            if not widened.float32_nodes:
+                continue
+            wide.add(p.backend)
+            first = runtime.paths(1)[0].optimization
+            at = next((q for q in paths if q.backend == p.backend and q.optimization == first
+                       and q.ok), None)
+            if at is not None:
+                sentence = f"{runtime.label()} {widened.sentence()}"
+                self.rows.append(self.ctx.row(
+                    check="model:fp16:precision", output_name="", actual=at,
+                    reference_name="fp16 file", reference_version=at.version,
+                    dtype=self.case.dtype, cmp=None, rtol=math.nan, atol=math.nan,
+                    result=PASSED, reason=f"a note, no verdict: {sentence}", note=sentence))
         return wide
+
 
 def _path_label(p: PathResult) -> str:
     """A path as a row's reference names it: 'onnxruntime:all', 'onnx-reference'."""

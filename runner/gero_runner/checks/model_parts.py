@@ -53,6 +53,7 @@ from gero_runner.case import MODEL_SUITES, CaseInstance
 from gero_runner.checks.contracts.paths import execution_row
 from gero_runner.checks.early import first_verdict
 from gero_runner.checks.families import run_family
+from gero_runner.checks.precision import explain_rows
 from gero_runner.checks.model import (
     Floors,
     ModelRuns,
@@ -305,7 +306,8 @@ class Judge(Part):
             return rows
 
         result = judge_case(made.case, settings, made.runtime_paths, made.ref, made.corrected,
-                            start=start, family_rows=family_rows, model_runs=runs)
+                            start=start, family_rows=family_rows, model_runs=runs,
+                            explain=explain_rows)
         backend = made.backend_seconds()
         return dataclasses.replace(result, backend_seconds=result.backend_seconds + backend)
 

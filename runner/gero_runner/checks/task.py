@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from gero_runner.case import CaseInstance
 from gero_runner.checks.families import run_family
+from gero_runner.checks.precision import explain_rows
 from gero_runner.checks.model_parts import ModelCasePlan
 from gero_runner.execution.evaluate import (
     CaseResult,
@@ -49,7 +50,7 @@ def evaluate_case(case: CaseInstance, settings: RunSettings,
     """One case in this process: a model case's plan run inline (each part to its end: no
     budget binds here), any other case whole (every path: ``paths`` is a model case's)."""
     if not in_parts(case):
-        return evaluate_whole(case, settings, run_family)
+        return evaluate_whole(case, settings, run_family, explain_rows)
     # Asked here: this process runs the paths itself (it starts no workers).
     plan = model_plan(case, settings, path_table(settings), math.inf, math.inf, paths)
     return run_inline(plan, settings)

@@ -47,10 +47,17 @@ __all__ = ["CaseResult", "FamilyRows", "RunSettings", "case_context", "evaluate_
 
 FamilyRows = Callable[[str, CaseContext], list[Observation]]
 """A check family's rows on a case, by the family's name (``RunSettings.checks``)."""
+Explain = Callable[[CaseContext, list[Observation]], list[Observation]]
+"""The path comparisons' rows again, each with the cause the layer above finds for it
+(``checks.precision``: a precision rewrite), before the check families run."""
+
+
+def _as_they_are(ctx: CaseContext, rows: list[Observation]) -> list[Observation]:
+    return rows
 
 
 def evaluate_whole(case: CaseInstance, settings: RunSettings,
-                   family_rows: FamilyRows) -> CaseResult:
+                   family_rows: FamilyRows, explain: Explain = _as_they_are) -> CaseResult:
     """Every path of one case, every comparison, every check family (``family_rows``) and
     the evidence, in this process, one after another (a case not split into parts)."""
     start = time.perf_counter()
@@ -67,7 +74,7 @@ def evaluate_whole(case: CaseInstance, settings: RunSettings,
                         settings.max_tensor_bytes, reuse)
     corrected = run_corrected_reference(case, ref, runtime_paths, settings.tolerances)
     return judge_case(case, settings, runtime_paths, ref, corrected, start=start,
-                      family_rows=family_rows)
+                      family_rows=family_rows, explain=explain)
 
 
 def case_context(case: CaseInstance, settings: RunSettings, runtime_paths: list[PathResult],
@@ -103,11 +110,13 @@ def case_context(case: CaseInstance, settings: RunSettings, runtime_paths: list[
 
 def judge_case(case: CaseInstance, settings: RunSettings, runtime_paths: list[PathResult],
                ref: PathResult, corrected: PathResult | None, *, start: float,
-               family_rows: FamilyRows, model_runs: Any = None) -> CaseResult:
+               family_rows: FamilyRows, model_runs: Any = None,
+               explain: Explain = _as_they_are) -> CaseResult:
     """A case whose paths ran: every comparison, every check family in
     ``settings.checks`` (``family_rows``: each family's rows, run here or taken from what a
     split case's parts computed) and the evidence. ``model_runs`` gives the model family
-    the runs a split case's parts made."""
+    the runs a split case's parts made; ``explain`` names the causes the layer above finds
+    for the comparisons' rows."""
     ctx, input_files, expected = case_context(case, settings, runtime_paths, ref, corrected)
     ctx.model_runs = model_runs
     paths = ctx.paths
@@ -135,6 +144,7 @@ def judge_case(case: CaseInstance, settings: RunSettings, runtime_paths: list[Pa
         check = "analytic" if case.expected_label == "numpy-float64" else "expected"
         for p in [*runtime_paths, ref]:
             rows += compare_paths(ctx, check, p, expected)
+    rows = explain(ctx, rows)
     for family in settings.checks:
         rows += family_rows(family, ctx)
 

@@ -1,0 +1,155 @@
+"""A path is judged against a yardstick of its own kind (issue 40, item 3), in real ``gero
+run`` processes: a variant file against the same runtime's fp32 output, never another
+engine's; without a float64 shadow two engines that disagree on the model blame neither.
+
+``gap`` is a runtime from outside gero's tree: ONNX Runtime whose every output is 1 % larger,
+an engine gap (as OpenVINO sat 0.0286 from ONNX Runtime on the speaker embedder), on the
+model and on its fp16 file alike.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from gero_runner.storage.reader import open_run
+
+pytestmark = pytest.mark.slow
+
+GAP = '''
+"""ONNX Runtime with its outputs 1 % larger: an engine gap (a test's runtime)."""
+from __future__ import annotations
+
+import numpy as np
+
+from gero_runner.backends import register
+from gero_runner.backends.names import Names
+
+register(Names("gap", "gap", "the gap runtime", "gap"), __name__)
+
+from gero_runner.backends import ort  # noqa: E402
+from gero_runner.backends.base import Backend  # noqa: E402
+
+
+class Gap(Backend):
+    name = "gap"
+    distribution = "onnxruntime"
+    module = "onnxruntime"
+
+    def paths(self, threads):
+        return [self.spec("plain", threads, ort.session_settings("all", threads))]
+
+    def build(self, model, settings):
+        return ort.make_session(model, settings)
+
+    def run(self, session, inputs):
+        return [(o.astype(np.float64) * 1.01).astype(o.dtype) for o in ort.run(session, inputs)]
+
+
+RUNTIME = Gap()
+'''
+
+
+def _gero(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gero_cli", *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    modules = tmp / "modules"
+    modules.mkdir()
+    (modules / "gap_runtime.py").write_text(GAP)
+    return {**os.environ, "GERO_RUNTIME_MODULES": "gap_runtime",
+            "PYTHONPATH": os.pathsep.join([str(modules), os.environ.get("PYTHONPATH", "")])}
+
+
+def _rows(root: Path) -> list[dict[str, Any]]:
+    with open_run(root) as run:
+        cursor = run.connection.execute("SELECT * FROM obs")
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+
+def _dense(tmp: Path) -> Path:
+    """X[4, 16] → MatMul → Sigmoid → Mul: float ops every engine runs."""
+    w = np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32) * 0.3
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["X", "W"], ["h"]),
+         helper.make_node("Sigmoid", ["h"], ["s"]),
+         helper.make_node("Mul", ["s", "h"], ["Y"])], "dense",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 16])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [4, 8])],
+        initializer=[numpy_helper.from_array(w, "W")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              ir_version=8)
+    path = tmp / "dense.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_a_variant_file_is_judged_against_its_own_runtimes_fp32_output(
+        tmp_path: Path) -> None:
+    """The gap runtime's fp16 file sits 1 % off ONNX Runtime's fp32 output (the engine gap,
+    over the 4e-3 gate) but as close to its own fp32 output as ONNX Runtime's file is to
+    ONNX Runtime's: its vs-fp32 row passes, judged against 'fp32:gap:plain'."""
+    env = _env(tmp_path)
+    root = tmp_path / "data"
+    done = _gero(env, "run", "--model", str(_dense(tmp_path)), "--variants", "fp16",
+                 "--backends", "onnxruntime,gap", "--jobs", "1", "--data-dir", str(root), "-q")
+    assert done.returncode in (0, 1), done.stderr
+    rows = _rows(root)
+    (gap,) = [r for r in rows if r["check"] == "model:fp16:vs-fp32" and r["backend"] == "gap"]
+    assert gap["reference"] == "fp32:gap:plain", gap["reference"]
+    assert gap["result"] == "passed", gap["reason"]
+    assert gap["scaled_error"] < 4e-3  # ~1e-3: the file's own float16 error, no engine gap
+    ort_rows = [r for r in rows if r["check"] == "model:fp16:vs-fp32"
+                and r["backend"] == "onnxruntime"]
+    assert {r["reference"] for r in ort_rows} == {f"fp32:onnxruntime:{r['optimization']}"
+                                                   for r in ort_rows}
+    # On the model the gap runtime is off the float64 shadow: the shadow names it.
+    (fp32,) = [r for r in rows if r["check"] == "model:fp32" and r["backend"] == "gap"]
+    assert (fp32["result"], fp32["arbiter"]) == ("divergence", "reference"), fp32["reason"]
+
+
+def _contrib(tmp: Path) -> Path:
+    """X → com.microsoft FastGelu: ONNX Runtime runs it, the ReferenceEvaluator cannot, so
+    no float64 shadow exists."""
+    graph = helper.make_graph(
+        [helper.make_node("FastGelu", ["X"], ["Y"], domain="com.microsoft")], "contrib",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 16])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [4, 16])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)],
+                              ir_version=8)
+    path = tmp / "contrib.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_without_a_shadow_two_engines_that_disagree_blame_neither(tmp_path: Path) -> None:
+    """No float64 shadow: the gap runtime's model:fp32 row against ONNX Runtime is a
+    disagreement nothing arbitrates (arbiter '-', its sentence says neither is blamed), and
+    the findings name the pair, not the gap runtime."""
+    env = _env(tmp_path)
+    root = tmp_path / "data"
+    done = _gero(env, "run", "--model", str(_contrib(tmp_path)), "--backends",
+                 "onnxruntime,gap", "--jobs", "1", "--data-dir", str(root), "-q")
+    assert done.returncode == 1, done.stderr
+    (row,) = [r for r in _rows(root) if r["check"] == "model:fp32" and r["backend"] == "gap"]
+    assert row["result"] == "divergence" and row["arbiter"] == "-"
+    assert row["reference"] == "onnxruntime:all"
+    assert "two engines disagree and nothing arbitrates" in row["reason"]
+    assert "neither gap:plain nor onnxruntime:all is blamed" in row["reason"]
+    found = _gero(env, "findings", "--data-dir", str(root), "--format", "json")
+    assert found.returncode in (0, 1), found.stderr
+    outliers = [f["outlier"] for f in json.loads(found.stdout)["findings"]]
+    assert "gap" not in outliers and "gap vs onnxruntime" in outliers, outliers

@@ -33,7 +33,7 @@ def obs(**kw: Any) -> dict[str, Any]:
         "optimization": "all", "reference": "onnx-reference", "arbiter": "reference",
         "max_abs_error": 0.0, "result": "passed", "reason": "", "session_settings": "{}",
         "nan_actual": 0, "nan_reference": 0, "mismatch_count": 0, "failed_path": "",
-        "failure_kind": None}
+        "failure_kind": None, "cause_key": None, "scope": None}
     return {**row, **kw}
 
 
@@ -46,8 +46,17 @@ def raw(**kw: Any) -> dict[str, Any]:
         "model_case": False, "backend": "onnxruntime", "path": "onnxruntime@all",
         "reference": "onnx-reference", "arbiter": "reference", "max_abs_error": 0.1,
         "reason": "r", "precision": None, "family": "numeric", "truth": False,
-        "severity": 2, "why": "", "failed_path": "", "failure_kind": None}
+        "severity": 2, "why": "", "failed_path": "", "failure_kind": None,
+        "recorded_key": None, "old": True, "scope": "graph"}
     return {**row, **kw}
+
+
+def fact(**kw: Any) -> dict[str, Any]:
+    """A row of ``facts``: ``raw``'s with its kind and cause key, without its reason."""
+    row = {**raw(), "kind": "outside", "cause_key": "", **kw}
+    for name in ("reason", "failure_kind", "recorded_key"):
+        row.pop(name)
+    return row
 
 
 def template(reason: str = "r", kind: str = "outside", text: str = OUTSIDE) -> dict[str, Any]:
@@ -57,7 +66,7 @@ def template(reason: str = "r", kind: str = "outside", text: str = OUTSIDE) -> d
 def test_the_stages_run_in_order_each_reading_only_those_above_it() -> None:
     chain = stages("obs")
     names = [name for name, _ in chain]
-    assert len(names) == len(set(names)) == 20
+    assert len(names) == len(set(names)) == 21
     for i, (name, sql) in enumerate(chain):
         read = set(re.findall(r"\b(?:FROM|JOIN)\s+([a-z_]+)\b(?!\.)", sql))
         assert read, name
@@ -93,6 +102,9 @@ def test_raw_keeps_the_non_passed_rows_with_their_path_family_and_seeding() -> N
     assert by_id["seeded"]["seeded"] and by_id["seeded"]["model_case"]
     assert by_id["seeded"]["precision"] == "f32" and not by_id["agree"]["seeded"]
     assert by_id["agree"]["severity"] > by_id["fail"]["severity"]
+    # a row of a gero before schema 5 (no scope) is ``old``: its facts are derived once
+    assert by_id["agree"]["old"] and by_id["agree"]["scope"] == "graph"
+    assert by_id["seeded"]["scope"] == "model"
 
 
 def test_a_reason_becomes_a_template_and_a_kind() -> None:
@@ -123,52 +135,71 @@ def test_a_reason_becomes_a_template_and_a_kind() -> None:
         "erf-float32-rounding", "law": "law:fully masked row not exactly zero"}
 
 
-def test_a_recorded_kind_is_read_and_only_an_unrecorded_one_derived() -> None:
-    """A row of schema 4 records its kind (``failure_kind``): ``rows`` takes it over what its
-    reason says, and ``templates`` derives a kind only for reasons a row lacks it for."""
+def test_a_recorded_kind_is_read_and_only_an_older_rows_derived() -> None:
+    """A row of schema 5 records its facts: ``facts`` takes its kind and cause key as they
+    are, and derives the typed ones, once, only for a row a gero before wrote (``old``):
+    its schema-4 kind (a masked sentence) or its reason read by
+    ``gero_runner.storage.derivation``."""
     outside = "57 of 64 elements outside atol=1e-13 + rtol=1e-12·|r|"
-    raws = [raw(observation_id="recorded", reason=outside, failure_kind="law:recorded"),
-            raw(observation_id="old", reason="masked_rows: row 3 not zero")]
-    derived = {r["reason"]: r["kind"]
-               for r in run_stage("templates", reasons=run_stage("reasons", raw=raws))}
-    assert derived == {outside: None, "masked_rows: row 3 not zero": "law:row # not zero"}
-    rows = run_stage("rows", raw=raws, templates=[
-        template(outside, "outside"), template("masked_rows: row 3 not zero", "law:old")])
-    assert {r["observation_id"]: r["kind"] for r in rows} == {"recorded": "law:recorded",
-                                                              "old": "law:old"}
+    lacks = ("openvino failed: RuntimeError: Check 'false' failed\n-- No conversion rule "
+             "found for operations: ai.onnx.ml.Scaler\nTo facilitate the conversion of "
+             "unsupported operations, refer to Frontend Extension documentation")
+    budget = "tract-optimized failed: ran out of its 60 s budget"
+    failed = {"result": "execution", "family": "execution"}
+    raws = [raw(observation_id="recorded", reason=outside, failure_kind="law:masked_rows",
+                recorded_key="", old=False),
+            raw(observation_id="schema-4", reason="masked_rows: row 3 not zero",
+                chk="contract:masked_rows", failure_kind="law:row # not zero"),
+            raw(observation_id="nonfinite-law", chk="contract:probability_extreme",
+                reason="probability_extreme: 7 non-finite value(s) (NaN 7, inf 0)"),
+            raw(observation_id="older", reason=outside + "; max |a−r| = 0.1"),
+            raw(observation_id="lacks", reason=lacks, **failed),
+            raw(observation_id="budget", reason=budget, **failed),
+            raw(observation_id="defect", reason="known upstream defect erf-x — off"),
+            raw(observation_id="tract", reason="tract-optimized failed: TractError: "
+                "Evaluating #1 \"Y\" Abs\n\nCaused by:\n    1: Abs does not support F64",
+                **failed)]
+    templates = run_stage("templates", reasons=run_stage("reasons", raw=raws))
+    assert outside not in {t["reason"] for t in templates}  # recorded: not read
+    got = {r["observation_id"]: (r["kind"], r["cause_key"])
+           for r in run_stage("facts", raw=raws, templates=templates)}
+    assert got == {
+        "recorded": ("law:masked_rows", ""), "schema-4": ("law:masked_rows", ""),
+        "nonfinite-law": ("law:probability_extreme:nonfinite", ""),
+        "older": ("outside", ""),
+        "lacks": ("cannot-run", "unsupported-op:ai.onnx.ml::Scaler"),
+        "budget": ("out-of-budget", ""), "defect": ("defect", "defect:erf-x"),
+        "tract": ("cannot-run", "error:TractError: OP does not support T")}
 
 
-def _blamed(*pairs: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, str]:
-    rows = run_stage("rows", raw=[r for r, _ in pairs], templates=[t for _, t in pairs])
-    return {r["observation_id"]: r["blamed"] for r in rows}
+def _blamed(*rows: dict[str, Any]) -> dict[str, str]:
+    return {r["observation_id"]: r["blamed"] for r in run_stage("rows", facts=list(rows))}
 
 
 def test_a_row_is_blamed_on_its_reference_when_float64_sides_with_the_actual() -> None:
     assert _blamed(
-        (raw(observation_id="actual", arbiter="actual", reason="a"), template("a")),
-        (raw(observation_id="own", arbiter="reference", reason="b"), template("b")),
-        (raw(observation_id="level", chk="levels", arbiter="actual",
-             reference="onnxruntime:disable_all", reason="c"), template("c")),
-        (raw(observation_id="corrected", arbiter="actual",
-             reference="onnx-reference-corrected", reason="d"), template("d")),
-        (raw(observation_id="tie", arbiter="tie", reason="e"), template("e")),
-        (raw(observation_id="nan-tie", arbiter="tie", reason="f"), template("f", "nan")),
+        fact(observation_id="actual", arbiter="actual"),
+        fact(observation_id="own", arbiter="reference"),
+        fact(observation_id="level", chk="levels", arbiter="actual",
+             reference="onnxruntime:disable_all"),
+        fact(observation_id="corrected", arbiter="actual",
+             reference="onnx-reference-corrected"),
+        fact(observation_id="tie", arbiter="tie"),
+        fact(observation_id="nan-tie", arbiter="tie", kind="nan"),
     ) == {"actual": "onnx-reference", "own": "onnxruntime@all",
           "level": "onnxruntime@disable_all", "corrected": "onnx-reference",
           "tie": "undecided", "nan-tie": "onnxruntime@all"}
 
 
 def test_an_execution_row_naming_another_path_blames_that_path() -> None:
-    failed = {"result": "execution", "family": "execution", "arbiter": "-"}
+    failed = {"result": "execution", "family": "execution", "arbiter": "-",
+              "kind": "cannot-run"}
     assert _blamed(
-        (raw(observation_id="reference", reason="a", failed_path="onnx-reference", **failed),
-         template("a", text="PATH failed: boom")),
-        (raw(observation_id="own", reason="b", failed_path="ort-all", **failed),
-         template("b", text="PATH failed: boom")),
-        (raw(observation_id="own-spelled", reason="c", failed_path="onnxruntime-all", **failed),
-         template("c", text="PATH failed: boom")),
-        (raw(observation_id="tooling", reason="d", **failed),
-         template("d", text="building the fp16 variant failed: boom")),
+        fact(observation_id="reference", failed_path="onnx-reference", **failed),
+        fact(observation_id="own", failed_path="ort-all", **failed),
+        fact(observation_id="own-spelled", failed_path="onnxruntime-all", **failed),
+        fact(observation_id="tooling", **{**failed, "kind": "tooling"},
+             cause_key="tooling:variant-build"),
     ) == {"reference": "onnx-reference", "own": "onnxruntime@all",
           "own-spelled": "onnxruntime@all", "tooling": VARIANT_TOOLING}
 
@@ -194,7 +225,7 @@ def test_an_undecided_row_blames_the_reference_float64_blames_or_the_pair() -> N
 
 def test_a_nan_only_row_is_one_cause_on_every_path() -> None:
     decided = [raw(observation_id=p, path=f"onnxruntime@{p}", blamed=f"onnxruntime@{p}",
-                   kind="nan", template=NAN_TEMPLATE) for p in ("basic", "all")]
+                   kind="nan", cause_key="") for p in ("basic", "all")]
     runtime_rows = run_stage("runtime_rows", decided=decided)
     assert {(r["runtime"], r["fam0"]) for r in runtime_rows} == {("onnxruntime", "nan")}
     blamed = [{**r, "fam": r["fam0"]} for r in runtime_rows]
@@ -203,7 +234,8 @@ def test_a_nan_only_row_is_one_cause_on_every_path() -> None:
     assert {(r["grp"], r["sub"]) for r in grouped} == {("every path", "")}
     labelled = [{"case_id": "c1", "fam": "nan", "grp": "every path", "sub": "",
                  "outlier": "every path", "own_path": True, "precision": None,
-                 "kind": "nan", "dtype": "float32", "op_type": "Softmax"}]
+                 "kind": "nan", "cause_key": "", "model_case": False, "dtype": "float32",
+                 "op_type": "Softmax"}]
     keyed = run_stage("keyed", labelled=labelled)
     signed = run_stage("signed", keyed=keyed)
     assert [(r["family"], r["template"], r["operator_key"]) for r in signed] == [
@@ -289,7 +321,8 @@ def test_a_law_broken_by_a_runtime_already_off_joins_its_numeric_finding() -> No
 def test_a_runtime_computing_in_fewer_bits_is_a_precision_finding_across_operators() -> None:
     labelled = [{"case_id": c, "fam": "numeric", "grp": "openvino", "sub": "",
                  "outlier": "openvino", "own_path": True, "precision": "f32",
-                 "kind": "outside", "dtype": dtype, "op_type": op}
+                 "kind": "outside", "cause_key": "", "model_case": False, "dtype": dtype,
+                 "op_type": op}
                 for c, dtype, op in (("c1", "float64", "Abs"), ("c2", "float32", "Add"))]
     signed = run_stage("signed", keyed=run_stage("keyed", labelled=labelled))
     assert sorted((r["family"], r["template"], r["operator_key"]) for r in signed) == [
@@ -318,3 +351,55 @@ def test_the_stages_composed_group_a_case_where_float64_sides_with_the_actual() 
     assert len({m["finding_id"] for m in members}) == 1
     through = con.execute(members_sql("obs", through="decided")).fetchall()
     assert len(through) == 3
+
+
+def _failure(oid: str, scope: str, key: str, *, case: str = "m1", runtime: str = "openvino",
+             model_case: bool = True, kind: str = "cannot-run") -> dict[str, Any]:
+    """A row of ``blamed``: a path of ``runtime`` that failed, with its recorded facts."""
+    return {**fact(observation_id=oid, case_id=case, result="execution", family="execution",
+                   kind=kind, cause_key=key, scope=scope, model_case=model_case,
+                   backend=runtime, path=runtime),
+            "blamed": runtime, "runtime": runtime, "fam0": "execution", "fam": "execution"}
+
+
+def test_a_runtime_that_cannot_run_the_model_is_one_group_with_its_variant_files() -> None:
+    """Issue 40 items 6-7: OpenVINO lacks ai.onnx.ml.Scaler: its failures on the model and
+    on the variant files (whose messages may name another operator first) are one group,
+    keyed by the operator; the ReferenceEvaluator's lacking DynamicQuantizeLSTM on the
+    model and two files, one; a graph case's missing kernels, one group across operators;
+    a failure with its own cause on a file the model ran is a group of its own."""
+    scaler = "unsupported-op:ai.onnx.ml::Scaler"
+    lstm = "unsupported-op:com.microsoft::DynamicQuantizeLSTM"
+    blamed = [
+        _failure("model", "model", scaler),
+        _failure("fp16", "fp16", "unsupported-op:com.microsoft::DynamicQuantizeMatMul"),
+        _failure("int8", "int8-static", scaler),
+        *(_failure(f"ref-{s}", s, lstm, runtime="onnx-reference")
+          for s in ("model", "fp16", "int8-dynamic")),
+        _failure("tract-file", "fp16", "error:TractError: boom", runtime="tract"),
+        _failure("abs", "graph", "unsupported-op:ai.onnx::Abs", case="g1", model_case=False),
+        _failure("erf", "graph", "unsupported-op:ai.onnx::Erf", case="g2", model_case=False)]
+    got = {r["observation_id"]: (r["grp"], r["sub"])
+           for r in run_stage("grouped", blamed=blamed, everyone=[
+               {"case_id": "none", "fam0": "numeric", "every_path": False}])}
+    assert got == {
+        "model": ("openvino", scaler), "fp16": ("openvino", scaler),
+        "int8": ("openvino", scaler),
+        **{f"ref-{s}": ("onnx-reference", lstm) for s in ("model", "fp16", "int8-dynamic")},
+        "tract-file": ("tract", "PATH failed: TractError: boom"),
+        "abs": ("openvino", "unsupported-op"), "erf": ("openvino", "unsupported-op")}
+
+
+def test_a_models_failure_is_keyed_by_its_model_a_graphs_across_operators() -> None:
+    """One id never covers one runtime's failures on two models (their causes are the
+    models'); a graph case's failure is one cause across operators (``*``)."""
+    labelled = [{"case_id": c, "fam": "execution", "grp": "tract", "sub": "PATH failed: x",
+                 "outlier": "tract", "own_path": True, "precision": None,
+                 "kind": "cannot-run", "cause_key": "error:x", "model_case": model,
+                 "dtype": "float32", "op_type": op}
+                for c, model, op in (("m1", True, "molecule"), ("m2", True, "speaker"),
+                                     ("g1", False, "Abs"), ("g2", False, "Erf"))]
+    hashed = run_stage("hashed", signed=run_stage("signed", keyed=run_stage(
+        "keyed", labelled=labelled)))
+    ids = {r["case_id"]: r["finding_id"] for r in hashed}
+    assert ids["m1"] != ids["m2"] and ids["g1"] == ids["g2"] != ids["m1"]

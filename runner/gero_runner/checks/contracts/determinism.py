@@ -18,7 +18,7 @@ from gero_runner.checks.contracts.paths import (
     law_row,
 )
 from gero_runner.errors import error_text
-from gero_runner.facts import law_cause
+from gero_runner.facts import NAN, law_cause
 from gero_runner.schema import CONTRACT_ISSUE, PASSED, Observation
 from gero_runner.storage.hashing import tensors_hash
 
@@ -57,6 +57,8 @@ def determinism_rows(ctx: CaseContext, paths: list[PathResult]) -> list[Observat
             actual=path, reference_name="law:repeated-run", reference_version=path.version,
             dtype=ctx.case.dtype, cmp=None, rtol=0.0, atol=0.0, result=result, reason=reason,
             cause=law_cause(reason) if result != PASSED else "", actual_hash=digest,
+            # identical NaN is the NaN fed in, as on any comparison: no law's doing
+            failure_kind=NAN if path.deterministic and nan else "",
             reference_hash=digest if path.deterministic else "",
             actual_file=path.files[0] if path.files else "",
             details={"law": "determinism", "repeats": path.repeats,

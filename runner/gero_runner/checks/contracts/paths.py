@@ -19,7 +19,7 @@ from gero_runner.checks.contracts import laws
 from gero_runner.checks.contracts.laws import LawResult
 from gero_runner.classify import failure_kind
 from gero_runner.errors import GeroError
-from gero_runner.facts import NAN, law_cause
+from gero_runner.facts import NAN, law_cause, law_name
 from gero_runner.schema import EXECUTION, PASSED, Observation
 from gero_runner.storage.hashing import npy_bytes, sha256
 
@@ -141,12 +141,22 @@ def law_row(ctx: CaseContext, evidence: Evidence, check: str, path: PathResult,
                    dtype=dtype, cmp=res.cmp, rtol=res.rtol, atol=res.atol,
                    result=res.result, reason=res.reason,
                    cause=law_cause(res.reason) if res.result != PASSED else "",
-                   # NaN fed to both sides breaks a law as any comparison: no law's doing
-                   failure_kind=NAN if res.cmp is not None and failure_kind(res.cmp) == NAN
-                   else "",
+                   failure_kind=law_kind(check, res) if res.result != PASSED else "",
                    actual_hash=ctx.digest(res.actual),
                    reference_hash=ctx.digest(res.reference),
                    actual_file=actual_file, reference_file=reference_file, details=details)
+
+
+def law_kind(check: str, res: LawResult) -> str:
+    """A broken law's kind: NaN fed to both sides of a comparing law (``nan``: no law's
+    doing), the law broken by non-finite values on its side (``law:NAME:nonfinite``), else
+    by finite ones (``law:NAME``): two causes on one law are two findings."""
+    if "nan_both" in res.details and res.cmp is not None and failure_kind(res.cmp) == NAN:
+        return NAN
+    side = np.asarray(res.actual)
+    if side.dtype.kind in "fc" and not np.isfinite(side).all():
+        return law_name(check) + ":nonfinite"
+    return law_name(check)
 
 
 def execution_row(ctx: CaseContext, check: str, path: PathResult, output_name: str,

@@ -107,6 +107,15 @@ class Finding:
     seeded_inputs: bool = False
     """Every row of it is of a model case fed gero's seeded default inputs: the verdict
     rests on noise, not on the user's data (its title says so)."""
+    kind: str = ""
+    """Its decisive rows' kind of failure (``gero_runner.facts``: ``cannot-run``,
+    ``law:NAME``, ``outside``, ...)."""
+    cause_key: str = ""
+    """The key of its cause where one is known (``unsupported-op:DOMAIN::OP``,
+    ``defect:KEY``, ``precision-rewrite``, ...), else ''."""
+    scope: str = ""
+    """What it is about: ``model`` when any of its rows is about the model itself, else the
+    variant files its rows are about (``fp16,int8-static``), or ``graph``."""
     cannot_assess: str = ""
     """Why no row of it can be assessed by construction (``assessable.REASONS``: NaN in,
     NaN out; an operator a runtime does not implement), ``''`` when some can. Such findings

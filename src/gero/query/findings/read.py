@@ -30,7 +30,10 @@ SELECT finding_id, any_value(family), any_value(outlier), any_value(template),
        first(observation_id ORDER BY severity DESC, max_abs_error DESC NULLS LAST,
              observation_id),
        max(severity), bool_and(seeded),
-       CASE WHEN bool_and(why <> '') THEN min(why) ELSE '' END
+       CASE WHEN bool_and(why <> '') THEN min(why) ELSE '' END,
+       mode(kind), coalesce(min(cause_key) FILTER (cause_key <> ''), ''),
+       CASE WHEN bool_or(scope = 'model') THEN 'model'
+            ELSE array_to_string(list_sort(list_distinct(list(scope))), ',') END
 FROM {table} GROUP BY finding_id
 """
 
@@ -56,6 +59,9 @@ class _FindingRow(NamedTuple):
     severity: int
     seeded: bool
     cannot_assess: str
+    kind: str
+    cause_key: str
+    scope: str
 
 
 _REPRESENTATIVE_COLUMNS = ("observation_id", "case_id", "check", "dtype", "input_shapes",
@@ -103,7 +109,8 @@ def read_findings(source: Queryable, table: str = MEMBERS_TABLE) -> list[Finding
             class_counts={k: int(v) for k, v in counts.items()},
             max_abs_error=None if r.max_abs_error is None else float(r.max_abs_error),
             representative=reps[str(r.representative_id)], seeded_inputs=bool(r.seeded),
-            cannot_assess=str(r.cannot_assess or ""))
+            cannot_assess=str(r.cannot_assess or ""), kind=str(r.kind or ""),
+            cause_key=str(r.cause_key or ""), scope=str(r.scope or ""))
         findings.append(with_title(finding))
     findings.sort(key=finding_order)
     return findings

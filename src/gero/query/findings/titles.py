@@ -1,10 +1,11 @@
 """Finding titles as data: one template per kind of finding (``TITLES``), filled from the
 finding's fields (``title_fields``); ``title_kind`` says which applies.
 
-A title names the outlier, the operators and dtypes, and the cause in a few words: the
-finding's template (the reason with its figures taken out, counts read "n") where its words
-are whole, else the representative's recorded cause (``gero_runner.facts``), whose names and
-figures the template masked.
+A title names the outlier, the operators and dtypes, its scope and its cause, all from the
+recorded facts (``gero_runner.facts``): the kind and cause key choose the title, the
+operator a runtime lacks is named from the cause key, and the words of the cause are the
+representative's recorded ``cause`` (never the ``reason``, never a masked template), said
+to be the worst row's where the finding holds more than one.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from gero.query.findings.model import (
     Finding,
 )
 from gero_runner.backends import title
+from gero_runner.facts import GRAPH_SCOPE, PRECISION_REWRITE, UNSUPPORTED_OP
 from gero_runner.schema import MODEL_VARIANTS
 
 _NO_ARBITER = "with no float64 arbiter to side with: neither is blamed"
@@ -35,6 +37,8 @@ TITLES: dict[str, str] = {
                "{cause}",
     "widens-fp16": "{Who} computes the fp16 file of {ops} in float32 {detail}",
     "no-kernel": "{Who} has no {dtypes} kernel for {n_ops} operator(s): {ops}",
+    # a model (or its variant file) holds an operator the runtime does not implement
+    "lacks-op": "{Who} cannot run {ops}{on}: it does not implement {operator}",
     "cannot-run": "{Who} cannot run {ops} ({dtypes}){on}: {cause}",
     # a runtime whose settings compute in fewer bits (``template``: "computes … in …")
     "precision": "{Who} {template} (its inference precision): {n_ops} operator(s) off, "
@@ -74,19 +78,18 @@ SEEDED = " [on gero's seeded default inputs, not your data: give --inputs FILE.n
 
 
 def title_kind(f: Finding) -> str:
-    """Which of ``TITLES`` names this finding (its family first, then its template and
-    outlier)."""
+    """Which of ``TITLES`` names this finding (its family, kind and cause key)."""
     if f.family == "nan":
         return "nan"
-    if "known upstream defect" in f.template:
+    if f.kind == "defect" or f.cause_key.startswith("defect:"):
         return "defect"
     if f.family == "execution":
-        if f.outlier == VARIANT_TOOLING:
+        if f.outlier == VARIANT_TOOLING or f.kind == "tooling":
             return "tooling"
-        if WIDENS_FP16 in f.template:  # a fact about the runtime, named like a precision
+        if f.cause_key == PRECISION_REWRITE:  # a fact about the runtime, like a precision
             return "widens-fp16"
-        if "Could not find an implementation" in f.template:
-            return "no-kernel"
+        if f.cause_key.startswith(UNSUPPORTED_OP):
+            return "no-kernel" if f.scope == GRAPH_SCOPE else "lacks-op"
         return "cannot-run"
     if f.family == "precision":
         return "precision"
@@ -114,17 +117,17 @@ def _numeric_kind(f: Finding) -> str:
 
 
 def title_fields(f: Finding) -> dict[str, str]:
-    """Every field a title may name, filled from the finding (and its representative)."""
+    """Every field a title may name, filled from the finding's facts (and its
+    representative's recorded cause)."""
     r = f.representative
     who = path_name(f.outlier)
     many = " and " in who or who == "every path"
     owner = _cap(_name(f.outlier.partition("@")[0]))
     a, _, b = f.outlier.partition(PAIR)
-    variant = _variant_of(r.check if f.family == "execution" else f.family)
-    widened = f.template.split(WIDENS_FP16, 1)[1].strip() if WIDENS_FP16 in f.template else ""
-    if _MASKED.search(widened) and WIDENS_FP16 in r.reason:
-        # the template masked the counts ("at # of its # float16 nodes"): the representative's
-        widened = r.reason.split(WIDENS_FP16, 1)[1].strip()
+    files = [s for s in f.scope.split(",") if s in MODEL_VARIANTS]
+    variant = (" and ".join(files) if f.family == "execution" or not _variant_of(f.family)
+               else _variant_of(f.family))
+    domain, _, op = f.cause_key.removeprefix(UNSUPPORTED_OP).partition("::")
     return {
         "ops": _list(f.operators), "n_ops": str(len(f.operators)),
         "dtypes": "/".join(f.dtypes), "family": f.family, "template": f.template,
@@ -135,50 +138,51 @@ def title_fields(f: Finding) -> dict[str, str]:
         "A": _cap(_name(a)), "b": _name(b),
         "settings": r.optimization, "other": r.reference.partition(":")[2] or r.reference,
         "variant": variant, "variant_file": variant or "variant",
-        "on": f" on the {variant} file" if variant else "",
+        "on": f" on the {variant} file{'s' if len(files) > 1 else ''}" if variant else "",
         "gate": f.family.rsplit(":", 1)[-1],
         # the representative may be the runtime's own vs-model row (reference fp32:…),
         # which its disagreement's finding holds too
         "baseline": (path_name(r.reference.split(":", 1)[-1].replace(":", "@"))
                      if variant and r.reference.startswith(f"{variant}:")
                      else "the run's baseline"),
-        "defect": _short(f.template), "detail": _short(widened),
+        "defect": f.cause_key.removeprefix("defect:").replace(",", ", "),
+        "detail": _short(_words(r.cause).partition(WIDENS_FP16)[2].strip()),
+        "operator": f"{domain}.{op}" if domain not in ("", "ai.onnx") else op,
         "what": "beyond tolerance" if f.template == OUTSIDE else f"({_short(f.template, 50)})",
         "cause": _cause(f, variant),
     }
 
 
+def _words(cause: str) -> str:
+    """A recorded cause as a title quotes it: one line, without ONNX Runtime's status prefix
+    ("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code returned while
+    running ScatterElements node. Name:'n' Status Message: ") that says nothing of the
+    cause: its status message is the meaning."""
+    return " ".join(_ORT_STATUS.sub("", _ORT_PREFIX.sub("", cause)).split())
+
+
+_ORT_PREFIX = re.compile(r"\[ONNXRuntimeError\] : \d+ : [A-Z_]+ : ")
+_ORT_STATUS = re.compile(r"Non-zero status code returned while running \w+ node\. "
+                         r"Name:'[^']*' Status Message: ")
+
+
 def _cause(f: Finding, variant: str) -> str:
-    """The cause in words: the template's words (shared by the finding's rows) where they
-    are whole, else the representative's own (its ``cause`` fact): the template masked a
-    name or figure ("Impossible to unify T with T", "n non-finite value")."""
-    words = _template_cause(f, variant)
-    own = " ".join(f.representative.cause.split())
+    """The cause in words: the representative's recorded cause, said to be the worst row's
+    where the finding holds more than one row and its words carry a figure (another row's
+    differ), a time budget as it is."""
+    own = _words(f.representative.cause)
     if variant and own.startswith("calibrated on "):  # where the ranges came from
-        own = own.partition("; ")[2]
-    return _short(own, 60) if own and _MASKED.search(words) else words
-
-
-_MASKED = re.compile(r"\bn\b|\bT\b|\bOP\b|#|…(?!$)")
-"""A template's mask in a title's words (a cut at the end, ``_short``'s, is no mask)."""
-
-
-def _template_cause(f: Finding, variant: str) -> str:
-    """The template's text with its counts read "n", a time budget kept from the
-    representative's cause."""
-    example = f.representative.cause
+        own = own.partition("; ")[2] or own
+    if f.family == "execution" and f.kind == "cannot-run" and len(f.operators) > 1:
+        return "e.g. " + _short(own, 90)
     if f.family == "execution":
-        text = (f.template.split(" failed: ", 1)[-1] if f.outlier == VARIANT_TOOLING
-                else f.template)
-        return _hint(text, example=example)
-    if variant:
-        template = f.template
-        if template.startswith("calibrated on "):  # where the ranges came from, not the cause
-            # the kind is the verdict's first clause: the figures are the representative's
-            rest = example.partition("; ")[2]
-            template = re.sub(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", "n", rest) or template
-        return _hint(template, example=example)
-    return _hint(f.template)
+        return _short(own, 90) or f.kind
+    if f.family != "execution" and f.observations > 1 and _FIGURE.search(own):
+        return "worst " + _short(own, 60)
+    return _short(own, 60) or f.kind.removeprefix("law:")
+
+
+_FIGURE = re.compile(r"\d")
 
 
 def render_title(f: Finding) -> str:
@@ -216,24 +220,14 @@ def _list(values: tuple[str, ...], limit: int = 4) -> str:
     return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
 
 
-def _short(template: str, limit: int = 70) -> str:
-    text = " ".join(template.replace("PATH failed: ", "").split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-_BUDGET = re.compile(r"(\d+(?:\.\d+)?) s budget")
-
-
-def _hint(template: str, limit: int = 60, example: str = "") -> str:
-    """A law's template as words: its name prefix and counts taken out. A time budget is a
-    setting, not a count: it keeps its figure from ``example`` (a member's reason), so the
-    title says "ran out of its 60 s budget", not "its n s budget"."""
-    text = template.split(": ", 1)[1] if ": " in template else template
-    text = " ".join(text.replace("# of # ", "").replace("#", "n").split())
-    budget = _BUDGET.search(example)
-    if budget and "n s budget" in text:
-        text = text.replace("n s budget", f"{budget.group(1)} s budget", 1)
-    return _short(text, limit)
+def _short(text: str, limit: int = 70) -> str:
+    """``text`` in at most ``limit`` characters, cut at a word's end (never mid-word)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
 
 
 def _cap(text: str) -> str:

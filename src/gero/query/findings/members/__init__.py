@@ -29,6 +29,7 @@ from gero.query.findings.members.keys import hashed_sql, keyed_sql, members_sele
 from gero.query.findings.members.reasons import reasons_sql, templates_sql
 from gero.query.findings.members.rows import (
     decided_sql,
+    facts_sql,
     present_sql,
     raw_sql,
     rows_sql,
@@ -47,6 +48,7 @@ def stages(relation: str = "obs") -> tuple[tuple[str, str], ...]:
         ("raw", raw_sql(relation)),
         ("reasons", reasons_sql()),
         ("templates", templates_sql()),
+        ("facts", facts_sql()),
         ("rows", rows_sql()),
         ("present", present_sql(relation)),
         ("runtimes", runtimes_sql()),

@@ -89,16 +89,32 @@ def blamed_sql() -> str:
         AND r.chk = 'model:' || f.file || ':vs-model'"""
 
 
+OWN_SUB = """CASE WHEN {b}.cause_key LIKE 'unsupported-op:%' AND NOT {b}.model_case
+                     THEN 'unsupported-op'
+                 WHEN {b}.cause_key LIKE 'error:%' THEN 'PATH failed: ' || substr({b}.cause_key, 7)
+                 WHEN {b}.cause_key <> '' THEN {b}.cause_key ELSE {b}.kind END"""
+"""A failure's own group key: its cause key (a graph case's operators a runtime lacks are
+one group, its kernels listed; a failure no known cause names, its masked error)."""
+
+
 def grouped_sql() -> str:
     """``grouped`` (reads ``blamed``, ``everyone``): each row's group in its case and family
-    (``grp``: ``every path`` or the blamed runtime) and, for a failure, its template
-    (``sub``: each different failure is a group of its own)."""
-    return """
+    (``grp``: ``every path`` or the blamed runtime) and, for a failure, its cause
+    (``sub``: each different cause is a group of its own). A runtime that cannot run the
+    model itself cannot run its variant files for that cause: those failures are members
+    of the model's (one finding about the model, not one per file)."""
+    own = OWN_SUB.format(b="b")
+    return f"""
     SELECT b.*, CASE WHEN b.fam = 'nan' THEN 'every path'
                      WHEN coalesce(e.every_path, false) THEN 'every path'
                      ELSE b.runtime END AS grp,
-           CASE WHEN b.fam = 'execution' THEN b.template ELSE '' END AS sub
-    FROM blamed b LEFT JOIN everyone e ON e.case_id = b.case_id AND e.fam0 = b.fam"""
+           CASE WHEN b.fam <> 'execution' THEN ''
+                WHEN b.kind = 'cannot-run' AND m.sub IS NOT NULL THEN m.sub
+                ELSE {own} END AS sub
+    FROM blamed b LEFT JOIN everyone e ON e.case_id = b.case_id AND e.fam0 = b.fam
+    LEFT JOIN (SELECT b.case_id, b.runtime, min({own}) AS sub FROM blamed b
+               WHERE b.fam = 'execution' AND b.kind = 'cannot-run' AND b.scope = 'model'
+               GROUP BY ALL) m ON m.case_id = b.case_id AND m.runtime = b.runtime"""
 
 
 def kinds_sql() -> str:
@@ -108,6 +124,7 @@ def kinds_sql() -> str:
     return """
     SELECT case_id, fam, grp, sub, kind, bool_or(truth) AS truth, max(severity) AS severity,
            count(*) AS n, list_distinct(list(blamed)) AS bad_settings,
+           min(cause_key) AS cause_key, bool_or(model_case) AS model_case,
            bool_and(blamed = path) AS own_path, first(op_type) AS op_type,
            first(dtype) AS dtype, first(precision) FILTER (blamed = path) AS precision
     FROM grouped GROUP BY case_id, fam, grp, sub, kind"""
@@ -119,6 +136,8 @@ def groups_sql() -> str:
     return """
     SELECT case_id, fam, grp, sub,
            first(kind ORDER BY truth DESC, severity DESC, n DESC, kind) AS kind,
+           first(cause_key ORDER BY truth DESC, severity DESC, n DESC, kind) AS cause_key,
+           bool_or(model_case) AS model_case,
            list_distinct(flatten(list(bad_settings))) AS bad_settings,
            bool_and(own_path) AS own_path, first(op_type) AS op_type, first(dtype) AS dtype,
            first(precision) FILTER (precision IS NOT NULL) AS precision

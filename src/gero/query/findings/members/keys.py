@@ -32,13 +32,13 @@ def keyed_sql() -> str:
            CASE WHEN fam = 'nan' THEN 'nan'
                 WHEN fam NOT IN ('execution') AND outlier <> 'every path' AND own_path
                      AND precision IS NOT NULL AND kind NOT LIKE 'nonfinite:%'
-                     AND kind NOT LIKE 'defect:%'
+                     AND kind <> 'defect'
                      AND {WIDTH.format(x='precision')} < {WIDTH.format(x='dtype')}
                     THEN 'precision'
                 WHEN kind LIKE 'nonfinite:%' AND outlier <> 'every path' THEN 'non-finite'
-                WHEN kind LIKE 'defect:%' THEN 'numeric'
+                WHEN kind = 'defect' THEN 'numeric'
                 ELSE fam END AS family,
-           kind, sub AS template, dtype, op_type, precision
+           kind, cause_key, model_case, sub AS template, dtype, op_type, precision
     FROM labelled"""
 
 
@@ -57,10 +57,12 @@ def signed_sql() -> str:
                 WHEN family = 'non-finite' THEN CASE
                     WHEN kind = 'nonfinite:actual' THEN '{NONFINITE}' ELSE '{SWALLOWED}' END
                 WHEN kind = 'outside' THEN '{OUTSIDE}'
-                WHEN kind LIKE 'defect:%' THEN substr(kind, 8)
+                WHEN kind = 'defect' THEN 'known upstream defect '
+                    || replace(substr(cause_key, 8), ',', ', ')
                 WHEN kind LIKE 'nonfinite:%' THEN '{NONFINITE}'
                 ELSE substr(kind, 5) END AS template,
-           CASE WHEN family IN ('nan', 'execution') OR kind LIKE 'defect:%' THEN '*'
+           CASE WHEN family = 'execution' AND model_case THEN op_type
+                WHEN family IN ('nan', 'execution') OR kind = 'defect' THEN '*'
                 WHEN family = 'precision' THEN '*' || dtype
                 WHEN family = 'non-finite' AND kind = 'nonfinite:actual' THEN '*' || dtype
                 WHEN family = 'non-finite' THEN '*'
@@ -83,6 +85,6 @@ def members_select() -> str:
     return """
 SELECT b.observation_id, s.finding_id, s.family, s.outlier, s.template, s.operator_key,
        b.case_id, b.op_type, b.dtype, b.optimization, b.result, b.severity, b.max_abs_error,
-       b.seeded, b.why
+       b.seeded, b.why, b.kind, b.cause_key, b.scope
 FROM grouped b JOIN hashed s ON s.case_id = b.case_id AND s.group_fam = b.fam
     AND s.grp = b.grp AND s.sub = b.sub"""

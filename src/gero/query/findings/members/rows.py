@@ -9,11 +9,17 @@ hand-made rows named like the stages it reads.
 from __future__ import annotations
 
 from gero.query.assessable import unassessable_sql
-from gero.query.findings.model import BUILD_FAILED, NUMERIC_CHECKS, PAIR, VARIANT_TOOLING
+from gero.query.findings.model import NUMERIC_CHECKS, PAIR, VARIANT_TOOLING
 from gero_runner.backends import path_name_sql
-from gero_runner.facts import FAILED_PATH
+from gero_runner.facts import VARIANT_BUILD
 from gero_runner.result_classes import ARBITRATED_CHECKS, TRUTH_CHECKS, severity_sql
 from gero_runner.schema import EXECUTION
+from gero_runner.storage.derivation import (
+    FAILED_PATH_SQL,
+    derived_key_sql,
+    derived_kind_sql,
+    scope_sql,
+)
 
 
 def sql_list(values: tuple[str, ...]) -> str:
@@ -29,9 +35,10 @@ def raw_sql(relation: str) -> str:
     ``backend@setting``), check family (``execution``, ``numeric`` for the checks that
     compare outputs, else the check), severity, whether float64 judged them (``truth``),
     whether they are of a model case fed gero's seeded defaults (``models.inputs`` marks
-    them), the path a failure names (``failed_path``), the kind of failure recorded
-    (``failure_kind``, NULL in a run of a gero before schema 4) and why they cannot be assessed by
-    construction (``''`` when they can)."""
+    them), their recorded facts (``failed_path``, ``failure_kind``, ``cause_key``,
+    ``scope``), whether a gero before schema 5 wrote them (``old``: their facts are derived
+    once, ``facts``) and why they cannot be assessed by construction (``''`` when they
+    can)."""
     return f"""
     SELECT observation_id, case_id, op_type, dtype, "check" AS chk, optimization, result,
            coalesce(suite = 'model' AND contains(details, '(default)'), false) AS seeded,
@@ -40,8 +47,11 @@ def raw_sql(relation: str) -> str:
                          ELSE backend || '@' || optimization END AS path,
            reference, arbiter, max_abs_error, reason,
            -- a row of a gero before the facts (schema 3): the path its reason names
-           coalesce(failed_path, regexp_extract(reason, '{FAILED_PATH}', 1)) AS failed_path,
-           failure_kind,
+           coalesce(failed_path, regexp_extract(reason, '{FAILED_PATH_SQL}', 1)) AS failed_path,
+           -- a row without its scope (NULL before schema 5; '' where a row was made
+           -- outside a case's row builder) has its facts derived once
+           failure_kind, cause_key AS recorded_key, coalesce(scope, '') = '' AS old,
+           coalesce(nullif(scope, ''), {scope_sql('suite', '"check"')}) AS scope,
            json_extract_string(session_settings, '$.inference_precision') AS precision,
            CASE WHEN result = '{EXECUTION}' THEN 'execution'
                 WHEN "check" IN ({sql_list(NUMERIC_CHECKS)}) THEN 'numeric'
@@ -52,18 +62,31 @@ def raw_sql(relation: str) -> str:
     FROM {relation} WHERE result <> 'passed'"""
 
 
+def facts_sql() -> str:
+    """``facts`` (reads ``raw``, ``templates``): each row's kind and cause key, as recorded
+    (schema 5), or derived once from the kind a gero before recorded (schema 4) or its
+    reason (``gero_runner.storage.derivation``)."""
+    old_kind = "coalesce(r.failure_kind, t.kind)"
+    kind = derived_kind_sql(old_kind, "r.result", "r.chk", "r.reason")
+    key = derived_key_sql("kind", "old_kind", "chk", "reason", "template")
+    return f"""
+    SELECT * EXCLUDE (reason, failure_kind, recorded_key, old_kind, template),
+           CASE WHEN old THEN {key} ELSE recorded_key END AS cause_key
+    FROM (SELECT r.*, t.template, {old_kind} AS old_kind,
+                 CASE WHEN r.old THEN {kind} ELSE r.failure_kind END AS kind
+          FROM raw r LEFT JOIN templates t ON r.old AND r.reason IS NOT DISTINCT FROM t.reason)"""
+
+
 def rows_sql() -> str:
-    """``rows`` (reads ``raw``, ``templates``): each row with its template and kind (the
-    recorded one; a row of a gero before schema 4, the one its reason says), and the
-    side it blames: its own path; gero's variant tooling for a variant it could not build;
-    the reference for a failure that names another path (the reference side failed) or a
-    disagreement float64 sides the actual side with; ``undecided`` for a disagreement no
-    float64 decides (``decided`` settles it)."""
+    """``rows`` (reads ``facts``): each row with the side it blames: its own path; gero's
+    variant tooling for a variant it could not build; the reference for a failure that
+    names another path (the reference side failed) or a disagreement float64 sides the
+    actual side with; ``undecided`` for a disagreement no float64 decides (``decided``
+    settles it)."""
     arbitrated = sql_list(ARBITRATED_CHECKS)
     return f"""
-    SELECT r.* EXCLUDE (reason, failure_kind), t.template,
-           coalesce(r.failure_kind, t.kind) AS kind,
-           CASE WHEN r.family = 'execution' AND t.template LIKE '{BUILD_FAILED}%'
+    SELECT r.*,
+           CASE WHEN r.family = 'execution' AND r.cause_key = '{VARIANT_BUILD}'
                     THEN '{VARIANT_TOOLING}'
                 WHEN r.family = 'execution'
                      AND r.failed_path NOT IN ('', replace(r.path, '@', '-'),
@@ -72,10 +95,9 @@ def rows_sql() -> str:
                     THEN {_REFERENCE_PATH}
                 WHEN r.chk IN ({arbitrated}) AND r.arbiter = 'actual' THEN {_REFERENCE_PATH}
                 WHEN r.chk IN ({arbitrated}) AND r.arbiter IN ('tie', '-')
-                     AND r.family <> 'execution'
-                     AND coalesce(r.failure_kind, t.kind) <> 'nan' THEN 'undecided'
+                     AND r.family <> 'execution' AND r.kind <> 'nan' THEN 'undecided'
                 ELSE r.path END AS blamed
-    FROM raw r JOIN templates t ON r.reason IS NOT DISTINCT FROM t.reason"""
+    FROM facts r"""
 
 
 def present_sql(relation: str) -> str:

@@ -1001,6 +1001,8 @@ table.verdict td.v-cannot-run strong{color:#5a5a5a}table.verdict td.v-off{backgr
 
 def render(report: RunReport) -> str:
     """The report as one HTML document (UTF-8 text)."""
+    from gero.html_releases import release_section  # it renders with this module's helpers
+
     versions = ", ".join(f"{k} {v}" for k, v in report.generated_with.items())
     page = fill("""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -1017,6 +1019,7 @@ $counts
 $comparison
 $landing
 $operations
+$releases
 $timing
 $criteria
 $note
@@ -1032,5 +1035,6 @@ no script, no network resource.</footer>
         header=_header(report), verdicts=_verdicts(report), comparison=_comparison(report),
         counts=_counts(report), note=Html(_NOTE), findings=_findings(report),
         operations=_operations(report), timing=_timing(report), scope=_scope(report),
+        releases=release_section(report.releases),
         versions=versions or "gero", root=str(report.data_root))
     return str(page)

@@ -19,6 +19,7 @@ from typing import Any
 
 from gero.query.assessable import Split, split_counts, unassessable_sql
 from gero.query.findings import MEMBERS_TABLE, Finding, FindingsReport, ensure_members
+from gero.query.releases import ReleaseMatrix, release_matrix
 from gero.query.runtimes import RuntimeTiming, timings
 from gero.query.stored_localization import StoredOrigin, parse_localization
 from gero.query.summary import OperationSummary, class_counts, operations, runtime_medians
@@ -272,6 +273,8 @@ class RunReport:
     """The folder beside the report that holds the representatives' downloads."""
     generated_with: dict[str, str] = field(default_factory=dict)
     verdicts: tuple[Verdict, ...] = ()
+    releases: ReleaseMatrix | None = None
+    """Operator × release: what each runtime release changed (None: no releases compared)."""
     """The verdict card of each model case (none for the operator suites)."""
 
     @property
@@ -312,7 +315,8 @@ def gather(source: OpenRun, findings: FindingsReport, commands: Commands,
         baseline_run_id=findings.baseline_run_id, baseline_problem=findings.baseline_problem,
         gone=tuple(findings.gone), unresolved=tuple(findings.unresolved),
         problems=tuple(dict.fromkeys(problems)), rows_per_segment=rows_per_segment,
-        non_passed=findings.non_passed, verdicts=tuple(verdicts(source)))
+        non_passed=findings.non_passed, verdicts=tuple(verdicts(source)),
+        releases=release_matrix(source))
 
 
 # What was compared ----------------------------------------------------------------------

@@ -82,3 +82,13 @@ def test_float16_sqrt_became_correctly_rounded_since_1_20_1(tmp_path: Path) -> N
         capture_output=True, text=True, timeout=120)
     assert ("Sqrt (float16) releases on ONNX Runtime: changed since ONNX Runtime 1.20.1, "
             "closer to float64") in findings.stdout, findings.stdout
+    # the report's release matrix: operator x release, against the reference release
+    page = tmp_path.parent / f"{tmp_path.name}-report.html"  # outside the data root
+    subprocess.run([sys.executable, "-m", "gero_cli", "report", "--data-dir", str(tmp_path),
+                    "-o", str(page)], capture_output=True, text=True, timeout=120, check=True)
+    html = page.read_text()
+    section = html[html.index('<section id="releases"'):]
+    section = section[:section.index("</section>")]
+    assert "against the same setting of ONNX Runtime 1.20.1" in section
+    assert f"<th>ONNX Runtime {releases[0]['backend_version']}</th>" in section
+    assert "<tr><th>Sqrt</th><td>float16</td><td><strong>closer</strong>" in section

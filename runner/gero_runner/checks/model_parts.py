@@ -53,7 +53,6 @@ from gero_runner.case import MODEL_SUITES, CaseInstance
 from gero_runner.checks.contracts.paths import execution_row
 from gero_runner.checks.early import first_verdict
 from gero_runner.checks.families import run_family
-from gero_runner.checks.precision import explain_rows
 from gero_runner.checks.model import (
     Floors,
     ModelRuns,
@@ -65,8 +64,9 @@ from gero_runner.checks.model import (
     fp16_yardsticks,
     int8_exact,
     int8_exact_needed,
-    noisy_runs,
 )
+from gero_runner.checks.precision import explain_rows
+from gero_runner.checks.reuse import noisy_runs_kept
 from gero_runner.classify import classify
 from gero_runner.errors import GeroError, error_text
 from gero_runner.execution.context import CaseContext, CaseResult, PathResult, RunSettings
@@ -137,7 +137,7 @@ class RunPath(Part):
                           self.max_tensor_bytes, path_outputs(settings))
         if self.spec.backend == reference.BACKEND and self.variant != FP32:
             # On the model, the corrected evaluator's part does it.
-            explain_reference_on_variant(self.case, result)
+            explain_reference_on_variant(self.case, result, path_outputs(settings))
         return result
 
 
@@ -206,7 +206,7 @@ class CorrectReference(Part):
 
     def run(self, settings: Any) -> tuple[PathResult | None, tuple[str, ...]]:
         corrected = run_corrected_reference(self.case, self.ref, self.runtime_paths,
-                                            settings.tolerances)
+                                            settings.tolerances, path_outputs(settings))
         return corrected, self.ref.known_defects
 
 
@@ -227,8 +227,9 @@ class NoiseRuns(Part):
 
     def run(self, settings: Any) -> tuple[Floors, float]:
         timer = _Timer()
-        runs = noisy_runs(_backend(self.spec), self.spec, self.model, self.case.inputs,
-                          self.case.seed, self.variant, timer)
+        runs = noisy_runs_kept(path_outputs(settings), _backend(self.spec), self.spec,
+                               self.model, self.case.inputs, self.case.seed, self.variant,
+                               timer)
         return floors_of(self.base, self.disabled, runs, self.rule), timer.seconds
 
 

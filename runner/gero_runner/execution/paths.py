@@ -149,6 +149,29 @@ def run_path(backend: Backend, spec: PathSpec, case: CaseInstance, repeats: int,
     return path
 
 
+def kept_runs(reuse: PathOutputs | None, spec: PathSpec, version: str, model: bytes,
+              inputs: dict[str, np.ndarray], how: dict[str, Any],
+              compute: Callable[[], list[list[np.ndarray]]]) -> list[list[np.ndarray]]:
+    """Several runs of a path on inputs ``how`` derives from ``inputs`` (a noise floor's:
+    its seed, count, scale and code), reused where a run kept them, else computed (and
+    kept). An entry that cannot be used is computed again, as a path's is; nothing of it
+    reaches a row but the floor made from the runs, which is the same."""
+    if reuse is None:
+        return compute()
+    key = path_key(model, inputs, spec.backend, version, spec.optimization, spec.threads,
+                   {"path": dict(spec.settings), "runs": how}, 1)
+    stored, _ = reuse.load(key)
+    if (stored is not None and stored.outputs and stored.repeats > 0
+            and len(stored.outputs) % stored.repeats == 0):
+        size = len(stored.outputs) // stored.repeats
+        return [stored.outputs[i:i + size] for i in range(0, len(stored.outputs), size)]
+    runs = compute()
+    if runs and all(len(r) == len(runs[0]) for r in runs):
+        reuse.store(key, Stored([x for r in runs for x in r], math.nan, math.nan, len(runs),
+                                True))
+    return runs
+
+
 def _reused(path: PathResult, stored: Stored, relative: str, case: CaseInstance,
             max_tensor_bytes: int | None) -> PathResult:
     if max_tensor_bytes is not None:  # the bound is this run's, not the earlier run's
@@ -207,7 +230,8 @@ def run_reference(case: CaseInstance, repeats: int,
 
 def run_corrected_reference(case: CaseInstance, ref: PathResult,
                             runtime_paths: list[PathResult],
-                            tolerances: Tolerances) -> PathResult | None:
+                            tolerances: Tolerances,
+                            reuse: PathOutputs | None = None) -> PathResult | None:
     """The ReferenceEvaluator with gero's corrections of its known defects, when the graph
     holds an affected operator and the stock evaluator disagrees with a runtime's base
     setting at the run's tolerances (or none ran): then the runtimes are compared with it,
@@ -250,7 +274,7 @@ def run_corrected_reference(case: CaseInstance, ref: PathResult,
 
     if ran and all(agrees(p) for p in ran):
         return None
-    return _corrected_differs(case, ref)
+    return _corrected_differs(case, ref, reuse)
 
 
 def explain_reference_failure(case: CaseInstance, ref: PathResult) -> None:
@@ -273,7 +297,8 @@ def explain_reference_failure(case: CaseInstance, ref: PathResult) -> None:
         return
 
 
-def explain_reference_on_variant(case: CaseInstance, ref: PathResult) -> None:
+def explain_reference_on_variant(case: CaseInstance, ref: PathResult,
+                                 reuse: PathOutputs | None = None) -> None:
     """The stock evaluator on a variant file (``case.model``) that holds a defective
     operator: a failure is explained as on the model (``explain_reference_failure``); where
     it ran, the corrected evaluator runs the file too, and if its outputs differ the stock
@@ -291,10 +316,11 @@ def explain_reference_on_variant(case: CaseInstance, ref: PathResult) -> None:
     entries = reference_defects.applicable(model)
     if not entries or ref.outputs is None:
         return
-    _corrected_differs(case, ref)
+    _corrected_differs(case, ref, reuse)
 
 
-def _corrected_differs(case: CaseInstance, ref: PathResult) -> PathResult | None:
+def _corrected_differs(case: CaseInstance, ref: PathResult,
+                       reuse: PathOutputs | None = None) -> PathResult | None:
     """The corrected evaluator on the case's graph; where its outputs differ from the stock
     ones (``ref``), the stock path carries the entries that show, and the corrected path
     is returned (None: nothing to correct on these inputs, or the correction failed)."""
@@ -302,7 +328,8 @@ def _corrected_differs(case: CaseInstance, ref: PathResult) -> PathResult | None
 
     from gero_runner.backends import reference_defects
 
-    path = run_path(reference.CORRECTED_RUNTIME, reference.CORRECTED_PATH, case, 1)
+    path = run_path(reference.CORRECTED_RUNTIME, reference.CORRECTED_PATH, case, 1,
+                    reuse=reuse)
     if not path.ok or _identical([ref.outputs or [], path.outputs or []]):
         return None
     model = onnx.load_from_string(case.model)

@@ -110,6 +110,12 @@ def _paths(rows: list[dict[str, Any]], backend: str) -> set[str]:
             and r["backend"] == backend}
 
 
+def _floors(rows: list[dict[str, Any]], backend: str) -> int:
+    """How many noise-floor runs of ``backend`` the run made (each kept as one entry)."""
+    return len({r["optimization"] for r in rows if r["check"] == "model:noise-floor"
+                and r["backend"] == backend})
+
+
 @pytest.mark.slow
 def test_a_rerun_after_one_runtime_changed_recomputes_only_its_paths(
         setup: tuple[Path, dict[str, str], list[str]]) -> None:
@@ -118,14 +124,18 @@ def test_a_rerun_after_one_runtime_changed_recomputes_only_its_paths(
     first = _entries(root)
     rows = _rows(root, "one")
     fake = _paths(rows, "fake")
-    # Each runtime setting that ran and the ReferenceEvaluator: one entry each.
-    assert fake and len(first) == len(_paths(rows, "onnxruntime")) + len(fake) + 1
+    # Each runtime setting that ran, the ReferenceEvaluator and each noise-floor runs: one
+    # entry each.
+    floors = _floors(rows, "onnxruntime") + _floors(rows, "fake")
+    assert fake and _floors(rows, "fake")
+    assert len(first) == len(_paths(rows, "onnxruntime")) + len(fake) + 1 + floors
     assert not any("reused" in r["details"] for r in rows)
     # Another tolerance: the rows are new observations, so this run's own details show.
     _gero(env, "2.0", *args, "--run-id", "two", "--rtol", "float32=2e-5")
     second = _entries(root)
     new = set(second) - set(first)
-    assert len(new) == len(fake)  # the fake's settings at its new version
+    # The fake's settings and its noise-floor runs at its new version.
+    assert len(new) == len(fake) + _floors(rows, "fake")
     assert all(second[k][0] == first[k][0] for k in first)  # reused, none rewritten
     rows = _rows(root, "two")
     reused = {r["backend"] for r in rows if "reused" in r["details"]}
@@ -178,6 +188,7 @@ def test_replay_reuses_what_its_data_root_kept(
     for path in root.joinpath(*OUTPUTS_DIR).glob("*.npz"):
         os.utime(path, (1e9, 1e9))
     before = _entries(root)
+    rows = _rows(root, "one")
     (directory,) = {p.parent for p in root.glob("artifacts/*/*/manifest.json")}
     done = subprocess.run([sys.executable, "-m", "gero_cli", "replay", str(directory), "-q"],
                           env={**env, "FAKE_VERSION": "1.0"}, capture_output=True, text=True,
@@ -185,5 +196,7 @@ def test_replay_reuses_what_its_data_root_kept(
     assert done.returncode == 0, done.stdout + done.stderr
     after = _entries(root)
     assert set(after) == set(before)  # nothing computed again, so nothing new kept
-    assert all(after[k][0] == before[k][0] and after[k][1] > 1e9 for k in before), (
-        before, after)  # each used
+    assert all(after[k][0] == before[k][0] for k in before)
+    # Each path's entry used (a replay makes no noise-floor runs).
+    used = [k for k in before if after[k][1] > 1e9]
+    assert len(used) == len(before) - _floors(rows, "onnxruntime") - _floors(rows, "fake")

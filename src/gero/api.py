@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from gero.query.diff import DiffReport
     from gero.query.export import ExportResult
     from gero.query.findings import Finding, FindingsReport
+    from gero.query.stored_localization import StoredLocalization
     from gero.query.verdicts import Verdict
     from gero_runner.evidence.blame import Blame
     from gero_runner.evidence.bundle import BundleResult
@@ -176,6 +177,17 @@ def localize(observation: Observation, data_dir: PathLike | None = None,
     loc, stored = localize_observation(root, row, Path(output) if output is not None else None,
                                        cancelled=cancelled)
     return {**loc.as_dict(), "stored": str(stored)}
+
+
+def finding_localization(reader: OpenRun, finding: Finding) -> StoredLocalization | None:
+    """The stored localization a finding shows (the explorer's Findings screen, ``gero
+    findings --format md``): its representative's, else another of its own members' in the
+    same evidence directory, one with an origin; never one of a row that is not the
+    finding's (a passed row of another path of the same case)."""
+    from gero.query.finding_report import finding_members, stored_localization
+
+    members = finding_members(reader).get(finding.finding_id, set())
+    return stored_localization(Path(reader.data_root), finding, members)
 
 
 def localization_file(observation: Mapping[str, Any], data_dir: PathLike | None = None) -> Path:

@@ -87,7 +87,8 @@ def main(args: argparse.Namespace) -> int:
                      f"findings of run {report.run_id}")
         return code
     data_flag = "" if args.data_dir is None else f" --data-dir {for_shell(root)}"
-    lines = (markdown(report, Path(root), data_flag) if args.format == "md"
+    lines = (markdown(report, Path(root), data_flag, _members(Path(root), report.run_id))
+             if args.format == "md"
              else text(report, lambda f: run.replay_command(f.representative.observation_id,
                                                             f.representative.artifact_path)))
     if whatif is not None:
@@ -101,3 +102,15 @@ def main(args: argparse.Namespace) -> int:
     except UnicodeEncodeError:
         sys.stdout.buffer.write(("\n".join(lines) + "\n").encode())
     return code
+
+
+def _members(root: Path, run_id: str) -> dict[str, set[str]]:
+    """Each finding's observations: a finding shows only its own rows' localizations."""
+    from gero.query.finding_report import finding_members
+    from gero_runner.storage.reader import open_run
+
+    source = open_run(root, run_id)
+    try:
+        return finding_members(source)
+    finally:
+        source.close()

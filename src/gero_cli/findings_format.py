@@ -4,7 +4,7 @@ its names escaped for where it goes (a terminal, Markdown)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 from gero.query.finding_report import finding_section, number, status_line
@@ -52,11 +52,14 @@ def worst_figure(f: Finding) -> str:
     return f"{measured}on {path} against {r.reference} ({r.check}, {r.dtype}): {reason}"
 
 
-def markdown(report: FindingsReport, root: Path, data_flag: str) -> list[str]:
+def markdown(report: FindingsReport, root: Path, data_flag: str,
+             members: Mapping[str, Collection[str]] | None = None) -> list[str]:
+    """``members``: each finding's observations, whose stored localizations it shows (none
+    given: its representative's only)."""
     lines = [f"# Findings of run {for_markdown(report.run_id)}", "",
              status_line(report, for_markdown), ""]
     for f in report.findings:
-        lines += finding_section(f, root, data_flag)
+        lines += finding_section(f, root, data_flag, (members or {}).get(f.finding_id, ()))
     if report.gone:
         lines += ["## Gone since " + for_markdown(report.baseline_run_id), ""]
         lines += [f"- `{f.finding_id}` {for_markdown(f.title)} ({f.observations} observations)"

@@ -10,10 +10,18 @@ become a link, an image, HTML or a table cell where the report is pasted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
-from gero.query.findings import Finding, FindingsReport, Representative, path_name
+from gero.query.findings import (
+    MEMBERS_TABLE,
+    Finding,
+    FindingsReport,
+    Queryable,
+    Representative,
+    ensure_members,
+    path_name,
+)
 from gero.query.stored_localization import StoredLocalization, read_stored_localization
 from gero_runner import backends
 from gero_runner.checks.gates import non_elementwise_gate
@@ -27,18 +35,31 @@ from gero_runner.escape import (
 from gero_runner.storage.artifacts import LOCALIZE_DIR
 
 
-def stored_localization(root: Path, f: Finding) -> StoredLocalization | None:
+def finding_members(source: Queryable) -> dict[str, set[str]]:
+    """Each finding's member observations (the members table, computed when not kept)."""
+    ensure_members(source)
+    members: dict[str, set[str]] = {}
+    for oid, fid in source.query(f"SELECT observation_id, finding_id FROM {MEMBERS_TABLE}"):
+        members.setdefault(str(fid), set()).add(str(oid))
+    return members
+
+
+def stored_localization(root: Path, f: Finding, members: Collection[str] = ()
+                        ) -> StoredLocalization | None:
     """The localization `gero localize` stored for the finding's representative, else for
-    another observation of its evidence directory, one that wrote a repro first (a later
-    `gero localize` without -o must not hide the repro an earlier one wrote); None when
-    there is none with an origin (or none can be read). Read through the checked reader:
-    a field of the wrong type in a hand-edited file counts as absent."""
+    another of its own ``members`` in the representative's evidence directory, one that
+    wrote a repro first (a later `gero localize` without -o must not hide the repro an
+    earlier one wrote); None when there is none with an origin (or none can be read). A
+    localization of an observation that is not the finding's (a passed row of another path
+    of the same case) is never its. Read through the checked reader: a field of the wrong
+    type in a hand-edited file counts as absent."""
     r = f.representative
     if not r.artifact_path:
         return None
     folder = root / r.artifact_path / LOCALIZE_DIR
     own = folder / f"{r.observation_id}.json"
-    candidates = [own] + (sorted(p for p in folder.glob("*.json") if p != own)
+    candidates = [own] + (sorted(p for p in folder.glob("*.json")
+                                 if p != own and p.stem in members)
                           if folder.is_dir() else [])
     found = [loc for loc in map(read_stored_localization, candidates)
              if loc is not None and loc.origins]
@@ -93,7 +114,8 @@ def status_line(report: FindingsReport, shown: Callable[[object], str] = for_ter
             f"{len(report.gone)} gone{tail}")
 
 
-def finding_section(f: Finding, root: Path, data_flag: str) -> list[str]:
+def finding_section(f: Finding, root: Path, data_flag: str, members: Collection[str] = ()
+                    ) -> list[str]:
     r = f.representative
     replay = f"gero replay {for_shell(root / r.artifact_path)}"
     bundle = f"gero bundle {r.observation_id[:16]}{data_flag} -o {bundle_name(f)}"
@@ -106,7 +128,7 @@ def finding_section(f: Finding, root: Path, data_flag: str) -> list[str]:
     two_paths = (r.result != "execution" and not str(r.reference).startswith("law:")
                  and not str(r.reference).endswith("+noise"))
     localize = [f"gero localize {r.observation_id[:16]}{data_flag}"] if two_paths else []
-    loc = stored_localization(root, f)
+    loc = stored_localization(root, f, members)
     md = for_markdown
 
     def listed(values: Iterable[str]) -> str:
@@ -143,7 +165,9 @@ def bundle_name(f: Finding) -> str:
     return f"finding-{f.finding_id}.tar.gz"
 
 
-def finding_report(report: FindingsReport, f: Finding, root: Path, data_flag: str) -> list[str]:
+def finding_report(report: FindingsReport, f: Finding, root: Path, data_flag: str,
+                   members: Collection[str] = ()) -> list[str]:
     """One finding's report: a title naming the run, the run's status line, its section."""
     return [f"# Finding {f.finding_id} of run {for_markdown(report.run_id)}", "",
-            status_line(report, for_markdown), "", *finding_section(f, root, data_flag)]
+            status_line(report, for_markdown), "",
+            *finding_section(f, root, data_flag, members)]

@@ -135,3 +135,34 @@ def test_a_row_within_its_gate_names_no_origin(tmp_path: Path) -> None:
     assert loc["final_scaled_error"] > 0.1  # the sides part, and the row's gate allows it
     assert loc["summary"].startswith("within its gate: the row passed")
     assert "the error enters" not in loc["summary"]
+
+
+@pytest.mark.slow
+def test_a_finding_shows_only_its_own_rows_localizations(tmp_path: Path) -> None:
+    """A localization stored for a passed row of the same case (as an older gero stored
+    one, with an origin) belongs to no finding: the Markdown report (the Findings screen's
+    reader, through gero.api) shows none for the finding, as the HTML report does."""
+    root = tmp_path / "data"
+    done = _gero("run", "--ops", "MaskedSoftmax.additive", "--dtypes", "float16",
+                 "--backends", "onnxruntime", "--data-dir", str(root), "-q", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    rows = _rows(root)
+    member = _row(rows, check="agreement", backend="onnxruntime", optimization="all")
+    loc = _localize(root, member)
+    assert loc["origins"]
+    findings = _gero("findings", "--data-dir", str(root), "--format", "md", cwd=tmp_path)
+    assert "Localized (`gero localize" in findings.stdout  # its own row's: shown
+    passed = next(r for r in rows if r["result"] == "passed"
+                  and r["artifact_path"] == member["artifact_path"])
+    stored = Path(loc["stored"])
+    moved = json.loads(stored.read_text())
+    moved["observation_id"] = passed["observation_id"]
+    (stored.parent / f"{passed['observation_id']}.json").write_text(json.dumps(moved))
+    stored.unlink()
+    findings = _gero("findings", "--data-dir", str(root), "--format", "md", cwd=tmp_path)
+    assert findings.returncode == 1, findings.stderr
+    assert "Localized (" not in findings.stdout
+    report = _gero("report", "--data-dir", str(root), "-o", str(tmp_path / "r.html"),
+                   cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert "Not localized" in (tmp_path / "r.html").read_text()

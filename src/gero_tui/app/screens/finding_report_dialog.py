@@ -115,7 +115,10 @@ class FindingReportDialog(Dialog[None]):
 
         root = data_root_of(self.source)
         flag = f" --data-dir {for_shell(root.resolve())}"
-        lines = finding_report(self.report, self.finding, root.resolve(), flag)
+        from gero.query.finding_report import finding_members
+
+        members = finding_members(self.source).get(self.finding.finding_id, set())
+        lines = finding_report(self.report, self.finding, root.resolve(), flag, members)
         try:
             refuse_inside_root(path, root, "the path")
             write_output(path, "\n".join(lines) + "\n", "the path")

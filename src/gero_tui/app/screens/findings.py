@@ -39,11 +39,11 @@ TITLE_MIN = 20
 
 def _origin_line(source: Any, f: Finding) -> list[Text | str | tuple[str, str]]:
     """Where the finding's error enters, when `gero localize` (or `L`) stored it."""
-    from gero.query.finding_report import stored_localization
+    from gero.api import finding_localization
 
     if source is None:
         return []
-    loc = stored_localization(Path(source.data_root), f)
+    loc = finding_localization(source, f)  # its own rows' only, as the HTML report
     if loc is None:
         return []
     o = loc.origins[0]

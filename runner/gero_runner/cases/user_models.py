@@ -336,7 +336,9 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
         expected, exact, error = None, None, shadow.obstacle_sentence(ops)
         _check_task(checks.task, model, None, source)
         _check_axes(checks.decision_axes, model, None, source)
-    elif (lacking := evaluator_lacks(model)):  # no input would make it run: not started
+    elif (lacking := [op for op in evaluator_lacks(model)  # the shadow dequantizes those
+                      if op.split(" ")[-1] not in shadow.needs_dequantizing(model)]):
+        # no input would make it run: not started
         expected, exact = None, None
         error = (f"the ReferenceEvaluator has no implementation of {', '.join(lacking)}, "
                  "so no float64 arbiter exists for this model")
@@ -345,6 +347,8 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
     else:
         expected, exact, error, found = _shadow(model, inputs, name, request.path_budget_s)
         warnings += found
+        if not error and (dequantized := shadow.needs_dequantizing(model)):
+            warnings.append(f"{name}: {shadow.dequantized_sentence(dequantized)}")
         if error and any(c["values"].endswith("(default)") for c in choices):
             warnings.append(f"{name}: the seeded run failed ({error[:200]}); the default "
                             "inputs may not suit the model: set them with --input "

@@ -237,14 +237,114 @@ def _localise_function_ops(model: onnx.ModelProto, opsets: dict[str, int]) -> No
         model.opset_import.append(onnx.helper.make_opsetid(FUNCTION_DOMAIN, 1))
 
 
-def widen(model: onnx.ModelProto) -> onnx.ModelProto:
+MS_DOMAIN = "com.microsoft"
+DEQUANTIZED = ("DynamicQuantizeLinear", "MatMulInteger", "DynamicQuantizeLSTM")
+"""The quantised operators an already quantised model's shadow computes dequantized:
+DynamicQuantizeLinear as the identity (scale 1, zero point 0), MatMulInteger as
+(A - a0)·(B - b0) in float64, com.microsoft DynamicQuantizeLSTM as an LSTM with its int8
+weights dequantized."""
+
+
+def needs_dequantizing(model: onnx.ModelProto) -> list[str]:
+    """The quantised com.microsoft operators (the ReferenceEvaluator has none) that the
+    shadow computes dequantized (``DEQUANTIZED``), sorted; empty: the shadow is exact."""
+    return sorted({n.op_type for n in _all_nodes(model.graph.node)
+                   if n.domain == MS_DOMAIN and n.op_type in DEQUANTIZED})
+
+
+def dequantized_sentence(ops: list[str]) -> str:
+    return (f"the float64 arbiter computes {', '.join(MS_DOMAIN + ' ' + o for o in ops)} "
+            "with the int8 weights dequantized, and DynamicQuantizeLinear as the identity "
+            "(no quantisation of activations): it arbitrates the model's float computation, "
+            "not its int8 rounding")
+
+
+def _const(name: str, value: float) -> onnx.NodeProto:
+    return onnx.helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+        np.array(value, np.float64)))
+
+
+def _centred(name: str, zero: str, out: str) -> list[onnx.NodeProto]:
+    """out = float64(name) - float64(zero) (just the cast without a zero point)."""
+    if not zero:
+        return [onnx.helper.make_node("Cast", [name], [out], to=TensorProto.DOUBLE)]
+    return [onnx.helper.make_node("Cast", [name], [f"{out}__v"], to=TensorProto.DOUBLE),
+            onnx.helper.make_node("Cast", [zero], [f"{out}__z"], to=TensorProto.DOUBLE),
+            onnx.helper.make_node("Sub", [f"{out}__v", f"{out}__z"], [out])]
+
+
+def _dequantized_lstm(node: onnx.NodeProto, inits: dict[str, TensorProto],
+                      graph: onnx.GraphProto) -> list[onnx.NodeProto] | None:
+    """An ONNX LSTM with W and R dequantized in float64 (None: weights not constant)."""
+    ins = [*node.input, *[""] * (12 - len(node.input))]
+    parts = [ins[i] for i in (1, 2, 8, 9, 10, 11)]
+    if not all(p in inits for p in parts):
+        return None
+    w, r, ws, wz, rs, rz = (numpy_helper.to_array(inits[p]).astype(np.float64) for p in parts)
+
+    def dequantize(q: np.ndarray, scale: np.ndarray, zero: np.ndarray) -> np.ndarray:
+        # [directions, rows, 4*hidden], scale/zero per direction or per direction and gate
+        shape = (q.shape[0], 1, -1)
+        wide = (q - zero.reshape(shape)) * scale.reshape(shape)
+        return np.ascontiguousarray(wide.transpose(0, 2, 1))  # ONNX LSTM: [dir, 4H, rows]
+
+    names = [f"{node.output[0] or node.name}__gero_W", f"{node.output[0] or node.name}__gero_R"]
+    graph.initializer.extend([numpy_helper.from_array(dequantize(w, ws, wz), names[0]),
+                              numpy_helper.from_array(dequantize(r, rs, rz), names[1])])
+    inputs = [ins[0], names[0], names[1], *ins[3:8]]
+    while inputs and not inputs[-1]:
+        inputs.pop()
+    lstm = onnx.helper.make_node("LSTM", inputs, list(node.output), name=node.name)
+    lstm.attribute.extend(node.attribute)
+    return [lstm]
+
+
+def _dequantize_graph(graph: onnx.GraphProto) -> None:
+    """Rewrite ``DEQUANTIZED`` operators of ``graph`` in place (see there)."""
+    inits = {t.name: t for t in graph.initializer}
+    out: list[onnx.NodeProto] = []
+    rewritten: set[str] = set()
+    for node in graph.node:
+        made: list[onnx.NodeProto] | None = None
+        if node.op_type == "DynamicQuantizeLinear" and node.domain in ("", "ai.onnx"):
+            y, scale, zero = [*node.output, "", ""][:3]
+            made = [onnx.helper.make_node("Identity", [node.input[0]], [y])] if y else []
+            made += [_const(n, v) for n, v in ((scale, 1.0), (zero, 0.0)) if n]
+        elif node.op_type == "MatMulInteger" and node.domain in ("", "ai.onnx"):
+            a, b, a0, b0 = [*node.input, "", ""][:4]
+            y = node.output[0]
+            made = [*_centred(a, a0, f"{y}__gero_a"), *_centred(b, b0, f"{y}__gero_b"),
+                    onnx.helper.make_node("MatMul", [f"{y}__gero_a", f"{y}__gero_b"], [y])]
+        elif node.op_type == "DynamicQuantizeLSTM" and node.domain == MS_DOMAIN:
+            made = _dequantized_lstm(node, inits, graph)
+        if made is None:
+            out.append(node)
+            continue
+        rewritten.update(node.output)
+        out.extend(made)
+    if not rewritten:
+        return
+    kept = [vi for vi in graph.value_info if vi.name not in rewritten]  # int types no more
+    del graph.value_info[:]
+    graph.value_info.extend(kept)
+    copies = [onnx.NodeProto() for _ in out]
+    for c, n in zip(copies, out, strict=True):
+        c.CopyFrom(n)
+    del graph.node[:]
+    graph.node.extend(copies)
+
+
+def widen(model: onnx.ModelProto, dequantize: bool = False) -> onnx.ModelProto:
     """A float64 copy of ``model`` (the original is untouched); raises ShadowUnavailable
-    when an operator cannot be widened (``obstacles``)."""
+    when an operator cannot be widened (``obstacles``). ``dequantize``: the quantised
+    operators are computed dequantized (``DEQUANTIZED``)."""
     ops = obstacles(model)
     if ops:
         raise ShadowUnavailable(obstacle_sentence(ops))
     wide = onnx.ModelProto()
     wide.CopyFrom(model)
+    if dequantize:
+        _dequantize_graph(wide.graph)
     opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version
               for o in wide.opset_import}
     _localise_function_ops(wide, opsets)
@@ -300,7 +400,7 @@ def run_shadow_traced(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> 
     """The float64 shadow's outputs by name and its first empty intermediate, watched as
     the run goes: no intermediate outlives its last consumer (raises what the evaluator
     raises)."""
-    evaluator: Any = corrected_evaluator(widen(model))
+    evaluator: Any = corrected_evaluator(widen(model, bool(needs_dequantizing(model))))
     empty: list[EmptyIntermediate] = []
 
     def watch(node: onnx.NodeProto, name: str, value: Any) -> None:

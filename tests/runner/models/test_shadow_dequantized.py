@@ -1,0 +1,109 @@
+"""An already quantised model with com.microsoft operators gets a float64 arbiter (issue
+40, item 3): DynamicQuantizeLSTM becomes an LSTM with its int8 weights dequantized,
+MatMulInteger (A - a0)·(B - b0) in float64, DynamicQuantizeLinear the identity; the int8
+file's own exact shadow (``run_shadow``) keeps its integer parts as they are."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+from shared_helpers import rows_of
+
+from gero_cli import main
+from gero_runner.models import shadow
+
+HIDDEN, FEATURES = 8, 6
+
+
+def _float_model() -> onnx.ModelProto:
+    """x[3, 2, 6] -> LSTM(8) -> its last hidden state · M[8, 5]."""
+    rng = np.random.default_rng(0)
+    weights = {"W": rng.standard_normal((1, 4 * HIDDEN, FEATURES)) * 0.3,
+               "R": rng.standard_normal((1, 4 * HIDDEN, HIDDEN)) * 0.3,
+               "B": rng.standard_normal((1, 8 * HIDDEN)) * 0.1,
+               "M": rng.standard_normal((HIDDEN, 5))}
+    graph = helper.make_graph(
+        [helper.make_node("LSTM", ["x", "W", "R", "B"], ["Y", "Yh"], hidden_size=HIDDEN),
+         helper.make_node("Squeeze", ["Yh"], ["h"]),
+         helper.make_node("MatMul", ["h", "M"], ["y"])], "lstm",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 2, FEATURES])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 5])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    return model
+
+
+def _quantised(tmp: Path) -> Path:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    src, dst = tmp / "lstm.onnx", tmp / "lstm_int8.onnx"
+    onnx.save(_float_model(), str(src))
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
+    finally:
+        logging.disable(previous)
+    return dst
+
+
+def test_the_shadow_computes_the_dequantized_model_in_float64(tmp_path: Path) -> None:
+    model = onnx.load(str(_quantised(tmp_path)))
+    assert shadow.needs_dequantizing(model) == ["DynamicQuantizeLSTM"]
+    assert {n.op_type for n in model.graph.node} >= {"DynamicQuantizeLSTM", "MatMulInteger",
+                                                      "DynamicQuantizeLinear"}
+    x = np.random.default_rng(1).standard_normal((3, 2, FEATURES)).astype(np.float32)
+    got = shadow.run_shadow_traced(model, {"x": x}).outputs["y"]
+    # Independently: the float model with its weights dequantized by hand, in float64.
+    q = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in model.graph.initializer}
+
+    def dq(name: str) -> np.ndarray:
+        return (q[f"{name}_quantized"] - q[f"{name}_zero_point"]) * q[f"{name}_scale"]
+
+    by_hand = _float_model()
+    for t in by_hand.graph.initializer:
+        if t.name in ("W", "R"):  # DynamicQuantizeLSTM holds them [dir, rows, 4H]
+            t.CopyFrom(numpy_helper.from_array(dq(t.name).transpose(0, 2, 1), t.name))
+        elif t.name == "M":
+            t.CopyFrom(numpy_helper.from_array(dq("M"), "M"))
+    (expected,) = shadow.run_shadow(by_hand, {"x": x})
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_a_model_of_ai_onnx_integer_ops_keeps_its_exact_shadow() -> None:
+    """Only a model with a com.microsoft quantised operator is dequantized: MatMulInteger
+    alone is run as it is (the int8 file's exact computation)."""
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["a", "b"], ["y"])], "g",
+        [helper.make_tensor_value_info("a", onnx.TensorProto.UINT8, [1, 2])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.INT32, [1, 1])],
+        [numpy_helper.from_array(np.array([[3], [4]], np.uint8), "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert shadow.needs_dequantizing(model) == []
+    (y,) = shadow.run_shadow(model, {"a": np.array([[1, 2]], np.uint8)})
+    assert y.dtype == np.int32 and y.tolist() == [[11]]
+
+
+@pytest.mark.slow
+def test_a_run_has_a_float64_arbiter_for_the_int8_lstm(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    """Real process: no 'no float64 arbiter' row (was: the ReferenceEvaluator has no
+    com.microsoft DynamicQuantizeLSTM), ORT is judged against the float64 shadow, and the
+    run says what that arbiter computes."""
+    data = tmp_path / "d"
+    main(["run", "--model", str(_quantised(tmp_path)), "--backends", "onnxruntime",
+          "--data-dir", str(data), "--jobs", "1", "--repeats", "1", "--run-id", "q"])
+    assert "the float64 arbiter computes com.microsoft DynamicQuantizeLSTM with the int8 " \
+           "weights dequantized" in capsys.readouterr().err
+    rows = rows_of(data, "q")
+    assert not [r for r in rows if r["check"] == "model:float64-shadow"]
+    fp32 = [r for r in rows if r["check"] == "model:fp32" and r["backend"] == "onnxruntime"]
+    assert fp32 and {r["reference"] for r in fp32} == {"float64-shadow"}

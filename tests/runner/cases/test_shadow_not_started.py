@@ -34,3 +34,34 @@ def test_no_shadow_is_started_for_an_operator_the_evaluator_lacks(
     assert case.shadow_error == ("the ReferenceEvaluator has no implementation of "
                                  "com.microsoft Gelu, so no float64 arbiter exists for this "
                                  "model")
+
+
+def _relu(tmp_path: Path) -> str:
+    return save(tmp_path / "relu.onnx", [helper.make_node("Relu", ["x"], ["y"])],
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])])
+
+
+@pytest.mark.slow
+def test_a_rerun_reuses_the_float64_shadow_a_run_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gero_runner.process import isolate
+
+    request = RunRequest(models=[_relu(tmp_path)], data_root=tmp_path / "data")
+    (first,) = user_models.cases_for_request(request)
+    assert first.expected_exact is not None
+    assert list((tmp_path / "data" / "cache" / "outputs").glob("*.npz"))
+
+    def started(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the float64 shadow was started")
+
+    monkeypatch.setattr(isolate, "call_isolated", started)
+    (again,) = user_models.cases_for_request(request)
+    assert again.expected_exact is not None and again.expected is not None
+    for name, x in first.expected_exact.items():
+        assert again.expected_exact[name].dtype == x.dtype == "float64"
+        assert again.expected_exact[name].tobytes() == x.tobytes()
+    assert again.expected["y"].dtype == "float32"
+    with pytest.raises(AssertionError, match="was started"):  # --no-reuse computes it
+        user_models.cases_for_request(RunRequest(models=request.models, reuse=False,
+                                                 data_root=tmp_path / "data"))

@@ -45,7 +45,8 @@ def _numpy(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     c = np.einsum("oi,nihw->nohw", w[:, :, 0, 0].astype(np.float64), x.astype(np.float64))
     g = np.maximum(c, 0).mean(axis=(2, 3))  # (1, 1000)
     e = np.exp(g - g.max(axis=1, keepdims=True))
-    return (e / e.sum(axis=1, keepdims=True)).reshape(1, CLASSES, 1, 1)
+    y: np.ndarray = (e / e.sum(axis=1, keepdims=True)).reshape(1, CLASSES, 1, 1)
+    return y
 
 
 def test_corrected_evaluator_and_ort_agree_with_numpy_on_the_tail() -> None:
@@ -68,7 +69,7 @@ def test_squeezenet_corrected_reference_matches_the_shipped_outputs(tmp_path: Pa
     light = shipped_models.data_dir() / "light"
     shipped = numpy_helper.to_array(onnx.load_tensor(str(light / "light_squeezenet_output_0.pb")))
     np.testing.assert_allclose(shipped.astype(np.float64).sum(axis=1), 1.0, rtol=1e-6)
-    record = execute(RunRequest(suite="models", ops=["squeezenet"], backends=["onnxruntime"],
+    record = execute(RunRequest(suite="models", ops=["squeezenet"], backends=("onnxruntime",),
                                 data_root=tmp_path, repeats=1, jobs=1))
     rows = rows_of(tmp_path, record.run_id)
     corrected = [r for r in rows if r["backend"] == "onnx-reference-corrected"]

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from gero_cli.common import add_data_dir, data_dir, echo
+from gero_runner.storage.path_outputs import OUTPUTS_DIR
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -13,8 +14,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "gc", help="list old runs and unreferenced evidence (--apply removes them)",
         description="A dry run by default: lists what it would remove and the bytes freed. "
         "Without a retention rule: the evidence directories that no stored observation "
-        "references (left by killed runs) and the findings kept for runs that are gone "
-        "(cache/findings). With --keep-runs N or --older-than DAYS: also "
+        "references (left by killed runs), the findings kept for runs that are gone "
+        "(cache/findings) and the path outputs kept for reuse (cache/outputs) that no kept "
+        "run used (with no run left, all of them). With --keep-runs N or --older-than DAYS: also "
         "the older runs (their directories and sightings), the stored observations no kept "
         "run sighted, and the evidence directories no kept observation references. "
         "--apply removes it all; nothing is removed while a run is running or an "
@@ -44,9 +46,12 @@ def main(args: argparse.Namespace) -> int:
                 apply=args.apply)
     for g in result.garbage:
         echo(f"{g.size_bytes / 1024:10.1f} KiB  {g.path}  ({g.why})")
-    directories = len(result.garbage) - len(result.runs)
+    outputs = sum(1 for g in result.garbage if g.path.parts[:2] == OUTPUTS_DIR)
+    directories = len(result.garbage) - len(result.runs) - outputs
     parts = [f"{len(result.runs)} runs"] if result.runs else []
     parts.append(f"{directories} directories")
+    if outputs:
+        parts.append(f"{outputs} kept path outputs")
     if result.observations:
         about = "" if args.apply else "about "
         change = (f"the store {about}{_size(result.store_bytes)} smaller"

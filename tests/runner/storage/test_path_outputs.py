@@ -122,3 +122,18 @@ def test_gc_collects_the_entries_no_kept_run_used(tmp_path: Path) -> None:
         (Path(cache.relative(old)), "kept path outputs no kept run used")]
     gc.apply(DataRoot(tmp_path))
     assert sorted(p.name for p in tmp_path.joinpath(*OUTPUTS_DIR).iterdir()) == [f"{new}.npz"]
+
+
+def test_gero_gc_lists_the_kept_outputs_it_would_remove(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gero_cli import main
+
+    cache = PathOutputs(tmp_path)
+    cache.store(_key(), _stored())
+    assert main(["gc", "--data-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"{cache.relative(_key())}  (kept path outputs no kept run used)" in out
+    assert "dry run: 0 directories, 1 kept path outputs:" in out
+    assert main(["gc", "--data-dir", str(tmp_path), "--apply"]) == 0
+    assert "removed 0 directories, 1 kept path outputs:" in capsys.readouterr().out
+    assert not (tmp_path / cache.relative(_key())).exists()

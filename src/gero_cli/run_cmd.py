@@ -59,6 +59,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--resume", default=None, metavar="RUN_ID",
                    help="finish an interrupted run (its own settings; finished cases are kept)")
     CHECKS.add_to(p)
+    p.add_argument("--env", action="append", default=[], metavar="RUNTIME==VERSION=PYTHON",
+                   help="the interpreter a release named in --backends runs in, for this run "
+                   "(an interpreter that has it; else its environment from `gero env add`)")
     p.set_defaults(handler=main)
 
 
@@ -69,6 +72,10 @@ def main(args: argparse.Namespace) -> int:
     # The library checks every value (a GeroError names the bad one), for the CLI and for
     # a script alike; only the options typed are passed (`--resume` refuses those).
     options = {k: v for group in GROUPS for k, v in group.read(args).items()}
+    if args.env:  # this process's workers and the releases' workers inherit it
+        from gero_runner.backends.release_env import use_pythons
+
+        use_pythons(args.env)
     stop = _Terminated()
     try:
         with stop, _progress(args) as progress:

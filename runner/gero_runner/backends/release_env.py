@@ -126,6 +126,22 @@ def named_pythons() -> dict[str, Path]:
     return named
 
 
+def use_pythons(items: list[str]) -> None:
+    """Name interpreters for releases, ``RUNTIME==VERSION=PYTHON`` each, for this process
+    and every process it starts (``$GERO_RELEASE_PYTHONS``); each must have its release."""
+    named = {k: str(v) for k, v in named_pythons().items()}
+    for item in items:
+        release, python = split_named(item)
+        if not python:
+            raise GeroError(f"--env {item!r}: name the interpreter, RUNTIME==VERSION=PYTHON")
+        have = installed_version(Path(python), parse(release)) if Path(python).exists() else None
+        if have != parse(release).version:
+            raise GeroError(f"--env {item}: {python} does not have {release} and NumPy"
+                            + (f" (it has {have})" if have else ""))
+        named[parse(release).name] = python
+    os.environ[PYTHONS_ENV] = ",".join(f"{k}={v}" for k, v in named.items())
+
+
 def python_for(name: str) -> Path | None:
     """The interpreter of that release: one named for this process, else the environment
     made with this Python's minor version, else any made for it; None when there is none."""
@@ -141,7 +157,7 @@ def python_for(name: str) -> Path | None:
 
 def add_hint(name: str) -> str:
     return (f"gero env add {name} (or name an interpreter that has it: "
-            f"gero env add {name}=/path/to/python)")
+            f"--env {name}=/path/to/python, or gero env add {name}=/path/to/python)")
 
 
 def _python_version(python: Path) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -147,3 +149,29 @@ def test_the_runtime_error_of_a_release_is_its_paths_error() -> None:
     bad.graph.node[0].op_type = "NoSuchOp"
     with pytest.raises(Exception, match=f"{OLD}: .*NoSuchOp"):
         release.build(bad.SerializeToString(), release.paths(1)[0].settings)
+
+
+@pytest.mark.slow
+def test_run_env_names_the_interpreter_of_a_release(tmp_path: Path) -> None:
+    """``gero run --env RELEASE=PYTHON``: a release with no environment under gero's cache
+    runs in the interpreter named; one that lacks the release is refused in one sentence."""
+    python = release_env.python_for(old_release())
+    env = {**os.environ, release_env.ENV_DIR: str(tmp_path / "no-envs")}
+    env.pop(release_env.PYTHONS_ENV, None)
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "gero_cli", "run", "--suite", "synthetic", "--ops", "Sqrt",
+             "--dtypes", "float16", "--backends", f"{OLD},onnxruntime", "--jobs", "1",
+             "--data-dir", str(tmp_path / "data"), *extra],
+            capture_output=True, text=True, timeout=300, env=env)
+
+    missing = run()
+    assert missing.returncode == 2
+    assert f"backend '{OLD}' is not installed: gero env add {OLD}" in missing.stderr
+    wrong = run("--env", f"onnxruntime==1.21.0={python}")
+    assert wrong.returncode == 2
+    assert wrong.stderr.strip().endswith("(it has 1.20.1)")
+    named = run("--env", f"{OLD}={python}")
+    assert named.returncode == 1, named.stderr  # it ran, and found the Sqrt change
+    assert "Backend divergences" in named.stdout

@@ -279,3 +279,22 @@ def test_the_scope_and_law_come_from_the_check() -> None:
     assert scope_of("synthetic", "contract:masked_rows") == "graph"
     assert law_name("contract:masked_rows") == "law:masked_rows"
     assert law_name("model:fp16:scaled") == "law:scaled"
+
+
+def test_a_models_own_per_tensor_dynamic_quantisation_is_found_in_its_graph() -> None:
+    """Issue 40 item 8: DynamicQuantizeLinear's one scale spans the batch; a batch law it
+    breaks is keyed ``model-quantization`` (``batch.SPANS_BATCH``), not a runtime's."""
+    from onnx import TensorProto, helper
+
+    from gero_runner.checks.contracts.batch import SPANS_BATCH, per_tensor_dynamic_quantization
+
+    def graph(op: str, outputs: list[str]) -> bytes:
+        node = helper.make_node(op, ["x"], outputs)
+        g = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+            "x", TensorProto.FLOAT, [2, 3])], [helper.make_tensor_value_info(
+                name, TensorProto.FLOAT, None) for name in outputs])
+        return helper.make_model(g).SerializeToString()
+
+    assert per_tensor_dynamic_quantization(graph("DynamicQuantizeLinear", ["y", "s", "z"]))
+    assert not per_tensor_dynamic_quantization(graph("Relu", ["y"]))
+    assert SPANS_BATCH == ("partition", "duplication")

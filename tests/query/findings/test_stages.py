@@ -403,3 +403,19 @@ def test_a_models_failure_is_keyed_by_its_model_a_graphs_across_operators() -> N
         "keyed", labelled=labelled)))
     ids = {r["case_id"]: r["finding_id"] for r in hashed}
     assert ids["m1"] != ids["m2"] and ids["g1"] == ids["g2"] != ids["m1"]
+
+
+def test_a_batch_law_the_models_own_quantisation_breaks_is_the_models_on_every_runtime(
+        ) -> None:
+    """Issue 40 item 8: a partition law broken by the model's own DynamicQuantizeLinear (its
+    scale spans the batch) is one group named after that cause, whichever runtimes broke it
+    (so one id in every run), not 'every path' nor one per runtime."""
+    blamed = [{**fact(observation_id=r, case_id="m1", chk="contract:partition",
+                      family="contract:partition", kind="law:partition",
+                      cause_key="model-quantization", scope="model", model_case=True,
+                      backend=r, path=r),
+               "blamed": r, "runtime": r, "fam0": "contract:partition",
+               "fam": "contract:partition"} for r in ("onnxruntime", "openvino")]
+    grouped = run_stage("grouped", blamed=blamed, everyone=[
+        {"case_id": "m1", "fam0": "contract:partition", "every_path": True}])
+    assert {(r["grp"], r["sub"]) for r in grouped} == {("model-quantization", "")}

@@ -206,12 +206,20 @@ EXAMPLES = {
                               cause="row cosine 0.5 < 0.99"),
     "law": _example("contract:masked_rows", "every path", "masked_rows",
                     kind="law:masked_rows", cause="1 of 4 fully masked row(s) not zero"),
+    "model-quantization": _example("contract:partition", "model-quantization", "partition",
+                                   kind="law:partition", cause_key="model-quantization",
+                                   scope="model", cause="|full − concat(parts)| = 0.0117 > "
+                                   "tol 1e-05 at 12 of 24 elements"),
     "variant-law": _example("variant:sigmoid_decomposed", "onnx-reference", OUTSIDE),
     "other": _example("model:noise-floor", "onnxruntime", "noise-floor",
                       kind="law:noise-floor", scope="model",
                       cause="the inputs' noise moves the output beyond tolerance"),
 }
 """A hand-made finding of each kind of title."""
+if "precision-rewrite" in TITLES:  # a divergence a precision rewrite explains (issue 40)
+    EXAMPLES["precision-rewrite"] = _example(
+        "numeric", "onnxruntime", OUTSIDE, cause_key="precision-rewrite",
+        cause="ONNX Runtime computes x + mask and the Softmax in float32 (2 Casts inserted)")
 
 
 def test_every_kind_of_title_has_a_hand_made_finding_without_placeholders() -> None:
@@ -224,6 +232,9 @@ def test_every_kind_of_title_has_a_hand_made_finding_without_placeholders() -> N
     # the operator a runtime lacks, never its help line (issue 40 item 6)
     assert render_title(EXAMPLES["lacks-op"]) == (
         "OpenVINO cannot run Erf, Softmax: it does not implement ai.onnx.ml.Scaler")
+    # the model's own per-tensor quantisation, not "on every path" (issue 40 item 8)
+    title = render_title(EXAMPLES["model-quantization"])
+    assert "own per-tensor dynamic quantisation" in title and "every path" not in title
     # a representative's figure is said to be the worst row's, not the group's
     assert ": worst 1 of 4 fully masked" in render_title(EXAMPLES["law"])
 

@@ -33,6 +33,7 @@ from gero_runner.checks.contracts.paths import (
     law_row,
 )
 from gero_runner.errors import error_text
+from gero_runner.facts import MODEL_QUANTIZATION
 from gero_runner.schema import CONTRACT_ISSUE, Observation
 
 if TYPE_CHECKING:
@@ -62,6 +63,9 @@ def independent_rows(ctx: CaseContext, paths: list[PathResult],
     dup_index[dst] = src
     figures = {"batch": n, "batched_inputs": list(layout.batched),
                "parts": [s.stop - s.start for s in parts]}
+    # the model's own per-tensor dynamic quantisation: its scale spans the batch, so a
+    # batch law it breaks is the model's doing, not a runtime's (issue 40 item 8)
+    own_quantization = per_tensor_dynamic_quantization(ctx.case.model)
     rows: list[Observation] = []
     feeds = ctx.case.inputs
     for path in paths:
@@ -115,8 +119,25 @@ def independent_rows(ctx: CaseContext, paths: list[PathResult],
             for law, res, label in checks:
                 rows.append(law_row(ctx, evidence, f"contract:{law}", path, name, res,
                                     reference_label=label, folder=f"contracts/{law}",
-                                    dtype=dtype, extra=figures))
+                                    dtype=dtype, extra=figures,
+                                    cause_key=MODEL_QUANTIZATION
+                                    if own_quantization and law in SPANS_BATCH else ""))
     return rows
+
+
+SPANS_BATCH = ("partition", "duplication")
+"""The laws a per-tensor range over the whole batch breaks: a part, or a batch with one
+example duplicated, has another range, so other scales (a permutation keeps the range)."""
+
+
+def per_tensor_dynamic_quantization(model: bytes) -> bool:
+    """Whether the graph quantises a tensor at run time with one scale for all of it
+    (ONNX's DynamicQuantizeLinear is per tensor by definition; ORT's DynamicQuantizeLSTM
+    and DynamicQuantizeMatMul quantise their input the same way): its scale then spans the
+    batch, and each example's output depends on the others' values."""
+    graph = onnx.load_from_string(model).graph
+    return any(n.op_type in ("DynamicQuantizeLinear", "DynamicQuantizeLSTM",
+                             "DynamicQuantizeMatMul") for n in graph.node)
 
 
 def _failed(ctx: CaseContext, path: PathResult, names: tuple[str, ...],

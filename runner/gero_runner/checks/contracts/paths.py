@@ -130,8 +130,10 @@ def compare_law(ctx: CaseContext, law: str, actual: np.ndarray, reference: np.nd
 
 def law_row(ctx: CaseContext, evidence: Evidence, check: str, path: PathResult,
             output_name: str, res: LawResult, *, reference_label: str, dtype: str,
-            folder: str, extra: dict[str, Any] | None = None) -> Observation:
-    """The observation of one law on one path and output, with both sides as evidence."""
+            folder: str, extra: dict[str, Any] | None = None,
+            cause_key: str = "") -> Observation:
+    """The observation of one law on one path and output, with both sides as evidence
+    (``cause_key``: a known cause of its breaking, ``facts.MODEL_QUANTIZATION``)."""
     stem = f"{folder}/{path.name}/{output_name or 'out'}"
     actual_file = evidence.add(f"{stem}.actual.npy", res.actual)
     reference_file = evidence.add(f"{stem}.reference.npy", res.reference)
@@ -142,6 +144,7 @@ def law_row(ctx: CaseContext, evidence: Evidence, check: str, path: PathResult,
                    result=res.result, reason=res.reason,
                    cause=law_cause(res.reason) if res.result != PASSED else "",
                    failure_kind=law_kind(check, res) if res.result != PASSED else "",
+                   cause_key=cause_key if res.result != PASSED else "",
                    actual_hash=ctx.digest(res.actual),
                    reference_hash=ctx.digest(res.reference),
                    actual_file=actual_file, reference_file=reference_file, details=details)

@@ -22,7 +22,12 @@ from gero.query.findings.model import (
     Finding,
 )
 from gero_runner.backends import title
-from gero_runner.facts import GRAPH_SCOPE, PRECISION_REWRITE, UNSUPPORTED_OP
+from gero_runner.facts import (
+    GRAPH_SCOPE,
+    MODEL_QUANTIZATION,
+    PRECISION_REWRITE,
+    UNSUPPORTED_OP,
+)
 from gero_runner.schema import MODEL_VARIANTS
 
 _NO_ARBITER = "with no float64 arbiter to side with: neither is blamed"
@@ -68,6 +73,11 @@ TITLES: dict[str, str] = {
                      "({gate}): {cause}",
     # laws and variants of the synthetic suite, and any other check
     "law": "{ops} ({dtypes}) breaks the {name} law on {who}: {cause}",
+    # a batch law the model's own per-tensor dynamic quantisation breaks (its scale spans
+    # the batch), whichever runtime runs it
+    "model-quantization": "{ops} ({dtypes}) breaks the {name} law by its own per-tensor "
+                          "dynamic quantisation, not a runtime's: one scale spans the batch "
+                          "({cause})",
     "variant-law": "{ops} ({dtypes}): the {name} variant disagrees on {who}: {cause}",
     "other": "{ops} ({dtypes}) {family} on {who}: {cause}",
 }
@@ -81,6 +91,8 @@ def title_kind(f: Finding) -> str:
     """Which of ``TITLES`` names this finding (its family, kind and cause key)."""
     if f.family == "nan":
         return "nan"
+    if f.cause_key == MODEL_QUANTIZATION:
+        return "model-quantization"
     if f.kind == "defect" or f.cause_key.startswith("defect:"):
         return "defect"
     if f.family == "execution":
@@ -197,7 +209,8 @@ def with_title(f: Finding) -> Finding:
 
 
 _OTHER_NAMES = {"numpy-float64": "the float64 formula",
-                VARIANT_TOOLING: "gero's variant tooling"}
+                VARIANT_TOOLING: "gero's variant tooling",
+                MODEL_QUANTIZATION: "the model's own quantisation"}
 """Outliers that are no backend (a case's expected values); a backend is named by its title."""
 
 

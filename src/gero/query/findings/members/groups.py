@@ -9,6 +9,7 @@ stage's SELECT and reads the stages above it by name.
 
 from __future__ import annotations
 
+from gero_runner.facts import MODEL_QUANTIZATION
 from gero_runner.schema import MODEL_VARIANTS
 
 VARIANT_CHECK = "^model:(" + "|".join(MODEL_VARIANTS) + ")(:|$)"
@@ -99,21 +100,25 @@ one group, its kernels listed; a failure no known cause names, its masked error)
 
 def grouped_sql() -> str:
     """``grouped`` (reads ``blamed``, ``everyone``): each row's group in its case and family
-    (``grp``: ``every path`` or the blamed runtime) and, for a failure, its cause
-    (``sub``: each different cause is a group of its own). A runtime that cannot run the
-    model itself cannot run its variant files for that cause: those failures are members
-    of the model's (one finding about the model, not one per file)."""
+    (``grp``: ``every path``, the blamed runtime, or the model's own quantisation for a
+    batch law it breaks: no runtime's doing) and, for a failure, its cause
+    (``sub``: each different cause is a group of its own). A runtime that lacks an operator
+    of the model itself lacks it in the variant files too (whose message may name another
+    missing operator first): those failures are members of the model's (one finding about
+    the model, not one per file); a failure of another cause on a file stays its own."""
     own = OWN_SUB.format(b="b")
     return f"""
-    SELECT b.*, CASE WHEN b.fam = 'nan' THEN 'every path'
+    SELECT b.*, CASE WHEN b.cause_key = '{MODEL_QUANTIZATION}' THEN '{MODEL_QUANTIZATION}'
+                     WHEN b.fam = 'nan' THEN 'every path'
                      WHEN coalesce(e.every_path, false) THEN 'every path'
                      ELSE b.runtime END AS grp,
            CASE WHEN b.fam <> 'execution' THEN ''
-                WHEN b.kind = 'cannot-run' AND m.sub IS NOT NULL THEN m.sub
+                WHEN b.cause_key LIKE 'unsupported-op:%' AND m.sub IS NOT NULL THEN m.sub
                 ELSE {own} END AS sub
     FROM blamed b LEFT JOIN everyone e ON e.case_id = b.case_id AND e.fam0 = b.fam
     LEFT JOIN (SELECT b.case_id, b.runtime, min({own}) AS sub FROM blamed b
-               WHERE b.fam = 'execution' AND b.kind = 'cannot-run' AND b.scope = 'model'
+               WHERE b.fam = 'execution' AND b.cause_key LIKE 'unsupported-op:%'
+                     AND b.scope = 'model' AND b.model_case
                GROUP BY ALL) m ON m.case_id = b.case_id AND m.runtime = b.runtime"""
 
 

@@ -85,6 +85,6 @@ def members_select() -> str:
     return """
 SELECT b.observation_id, s.finding_id, s.family, s.outlier, s.template, s.operator_key,
        b.case_id, b.op_type, b.dtype, b.optimization, b.result, b.severity, b.max_abs_error,
-       b.seeded, b.why, b.kind, b.cause_key, b.scope
+       b.seeded, b.why, b.kind, b.cause_key, b.scope, b.chk
 FROM grouped b JOIN hashed s ON s.case_id = b.case_id AND s.group_fam = b.fam
     AND s.grp = b.grp AND s.sub = b.sub"""

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from gero_cli.common import add_data_dir, data_dir, echo
-from gero_runner.storage.path_outputs import OUTPUTS_DIR
+from gero_runner.storage.layout import OUTPUTS_DIR
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

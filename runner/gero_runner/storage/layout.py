@@ -13,6 +13,8 @@ OBSERVATIONS_FILE = "observations.parquet"
 SIGHTINGS_FILE = "sightings.parquet"
 FINDINGS_CACHE_DIR = ("cache", "findings")
 """Under the data root, one folder per run: its findings, computed once (query.findings)."""
+OUTPUTS_DIR = ("cache", "outputs")
+"""Under the data root, the path outputs kept for reuse (``storage.path_outputs``)."""
 
 
 def run_ids(data_root: Path) -> list[str]:

@@ -5,12 +5,12 @@ runtime's version and gero's own code that feeds the runtime and reads its outpu
 entry is named by the SHA-256 of all of them (``path_key``), so a rerun after upgrading one
 runtime finds every other runtime's entries and recomputes only that runtime's paths.
 
-An entry is ``ROOT/cache/outputs/<key>.npz``: the outputs as .npy members (no pickles) and
-a JSON member with the timing the path had and the hash of its outputs. It is written whole
-or not at all (a temporary file renamed over it). One that cannot be read, was changed or
-belongs to another key is not used: the path is computed again and its entry rewritten,
-and the rows say so in one sentence. ``gero gc`` removes the entries no kept run could
-have used (``unused``: each use touches its entry).
+An entry is ``ROOT/cache/outputs/<key>.npz`` (``layout.OUTPUTS_DIR``): the outputs as .npy
+members (no pickles) and a JSON member with the timing the path had and the hash of its
+outputs. It is written whole or not at all (a temporary file renamed over it). One that
+cannot be read, was changed or belongs to another key is not used: the path is computed
+again and its entry rewritten, and the rows say so in one sentence. ``gero gc`` removes
+the entries no kept run could have used (``unused``: each use touches its entry).
 """
 
 from __future__ import annotations
@@ -30,10 +30,9 @@ from typing import Any
 import numpy as np
 
 from gero_runner.storage.hashing import load_npy, npy_bytes, tensor_hash, tensors_hash
+from gero_runner.storage.layout import OUTPUTS_DIR
 from gero_runner.storage.store import write_file
 
-OUTPUTS_DIR = ("cache", "outputs")
-"""Under the data root: one ``<key>.npz`` per path run on a model and its inputs."""
 FORMAT = 1
 """Bumped when an entry's layout changes: older entries are then never found."""
 _META = "meta.json"

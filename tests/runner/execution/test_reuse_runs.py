@@ -21,7 +21,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from gero_runner.storage.path_outputs import OUTPUTS_DIR
+from gero_runner.storage.layout import OUTPUTS_DIR
 from gero_runner.storage.reader import open_run
 
 FAKE = '''

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from gero_runner.storage import gc
-from gero_runner.storage.path_outputs import OUTPUTS_DIR, PathOutputs, Stored, path_key
+from gero_runner.storage.layout import OUTPUTS_DIR
+from gero_runner.storage.path_outputs import PathOutputs, Stored, path_key
 from gero_runner.storage.store import DataRoot
 
 MODEL = b"model bytes"

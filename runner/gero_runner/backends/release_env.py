@@ -225,13 +225,16 @@ def create(name: str, python: Path | None = None, progress: Progress | None = No
     partial = folder.with_name(f".{folder.name}.partial-{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
     partial.parent.mkdir(parents=True, exist_ok=True)
-    uv = shutil.which("uv")
+    uv = uv_binary()
     try:
         if uv is not None:
             say(f"creating {folder.name} with uv")
             _call([uv, "venv", "--quiet", "--python", str(base), str(partial)], say)
+            # every index as pip weighs them (uv's default takes the first that has the
+            # package, and misses a release another index has)
             _install([uv, "pip", "install", "--python", str(partial / "bin" / "python"),
-                      *_pip_index_options(base)], release, say)
+                      "--index-strategy", "unsafe-best-match", *_pip_index_options(base)],
+                     release, say)
         else:
             say(f"creating {folder.name} with python -m venv and pip")
             _call([str(base), "-m", "venv", str(partial)], say)
@@ -249,6 +252,16 @@ def create(name: str, python: Path | None = None, progress: Progress | None = No
         raise GeroError(f"{name}: the new environment does not import it (removed)")
     _write_record(folder, env)
     return env
+
+
+def uv_binary() -> str | None:
+    """uv: the one installed with gero (a dependency), else one on PATH; None: pip."""
+    try:
+        from uv import find_uv_bin
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        return shutil.which("uv")
 
 
 def _pip_index_options(python: Path) -> list[str]:
@@ -307,13 +320,39 @@ def no_wheel_or_failure(release: Release, output: str) -> GeroError:
         have = ", ".join(versions) if versions and versions[0] != "none" else "none"
         return NoWheel(f"{release.name} has no build for {where} on the package index; "
                        f"releases that have one: {have}")
-    uv_says = next((line.strip() for line in output.splitlines()
-                    if "no version of" in line or "no wheels" in line.lower()), "")
-    if uv_says:
-        return NoWheel(f"{release.name} has no build for {where} on the package index "
-                       f"(uv: {uv_says})")
+    uv_says = any("no version of" in line or "no wheels" in line.lower()
+                  for line in output.splitlines())
+    if uv_says:  # uv names none: pip's index lists the releases this Python can install
+        try:
+            have = ", ".join(published(release.runtime))
+        except GeroError:
+            have = "(pip index versions lists none)"
+        return NoWheel(f"{release.name} has no build for {where} on the package index; "
+                       f"releases that have one: {have}")
     last = [line for line in output.splitlines() if line.strip()][-3:]
     return GeroError(f"{release.name}: the install failed: {' / '.join(last)}")
+
+
+_FINAL = re.compile(r"\d+(\.\d+)*")
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+def published(runtime: str, python: Path | None = None) -> list[str]:
+    """The final releases of the runtime's distribution on the user's pip index that this
+    Python can install (``pip index versions``), oldest first."""
+    distribution = WORKER_RUNTIMES.get(runtime) or parse(f"{runtime}==0").runtime
+    done = subprocess.run([str(python or sys.executable), "-m", "pip", "index", "versions",
+                           distribution], capture_output=True, text=True, timeout=300)
+    found = re.search(r"Available versions: (.*)", done.stdout)
+    if done.returncode != 0 or found is None:
+        raise GeroError(f"pip index versions {distribution} gave no list of releases "
+                        f"({(done.stderr.strip() or done.stdout.strip())[-200:]}): give "
+                        "them with --releases")
+    return sorted((v.strip() for v in found.group(1).split(",") if _FINAL.fullmatch(v.strip())),
+                  key=version_key)
 
 
 def remove(name: str) -> list[Env]:

@@ -11,9 +11,6 @@ changed bit, a change of rounding included).
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,31 +21,9 @@ import onnx
 
 from gero_runner import backends
 from gero_runner.backends import release_env
+from gero_runner.backends.release_env import published, version_key
 from gero_runner.errors import GeroError
 from gero_runner.evidence.release_change import Entry, first_change, write_repro
-
-_FINAL = re.compile(r"\d+(\.\d+)*")
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split("."))
-
-
-def published(runtime: str, python: Path | None = None) -> list[str]:
-    """The final releases of the runtime's distribution on the user's pip index (``pip
-    index versions``), oldest first."""
-    distribution = release_env.WORKER_RUNTIMES.get(runtime)
-    if distribution is None:
-        release_env.parse(f"{runtime}==0")  # its sentence
-    done = subprocess.run([str(python or sys.executable), "-m", "pip", "index", "versions",
-                           str(distribution)], capture_output=True, text=True, timeout=300)
-    found = re.search(r"Available versions: (.*)", done.stdout)
-    if done.returncode != 0 or found is None:
-        raise GeroError(f"pip index versions {distribution} gave no list of releases "
-                        f"({(done.stderr.strip() or done.stdout.strip())[-200:]}): give "
-                        "them with --releases")
-    return sorted((v.strip() for v in found.group(1).split(",") if _FINAL.fullmatch(v.strip())),
-                  key=version_key)
 
 
 @dataclass

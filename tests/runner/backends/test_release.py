@@ -90,6 +90,16 @@ def test_a_release_with_no_build_here_names_the_releases_that_have_one() -> None
     assert str(error).endswith("releases that have one: 1.20.1, 1.21.0, 1.32.0")
 
 
+def test_uvs_no_version_names_the_releases_pip_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    uv_said = ("  × No solution found when resolving dependencies:\n"
+               "  ╰─▶ Because there is no version of onnxruntime==1.2.3 and you require "
+               "onnxruntime==1.2.3, we can conclude that your requirements are unsatisfiable.")
+    monkeypatch.setattr(release_env, "published", lambda runtime: ["1.20.1", "1.32.0"])
+    error = release_env.no_wheel_or_failure(release_env.parse("onnxruntime==1.2.3"), uv_said)
+    assert isinstance(error, release_env.NoWheel)
+    assert str(error).endswith("releases that have one: 1.20.1, 1.32.0")
+
+
 def test_an_interpreter_named_for_a_release_is_used(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(release_env.ENV_DIR, str(tmp_path))

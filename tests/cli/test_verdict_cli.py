@@ -57,6 +57,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     str(tmp / ("crushed.npz" if crushed else "x.npz")),
                     "--variants", "fp16,int8-dynamic", "--backends", "onnxruntime",
                     "--no-contracts", "--jobs", "1", "--repeats", "1", "--run-id", run_id,
+                    "--paths", "all",  # a line for every ORT level
                     "--data-dir", str(data))
         assert out.returncode in (0, 1), out.stderr
     out = _gero("run", "--ops", "Relu", "--dtypes", "float32", "--no-contracts", "--jobs", "1",

@@ -99,6 +99,7 @@ def test_a_keyword_left_out_takes_the_flags_default(monkeypatch: pytest.MonkeyPa
     ({"atol": {"float16": -1}}, "bad --atol 'float16=-1': a tolerance is a finite"),
     ({"contracts": "no"}, "contracts must be True or False, got 'no'"),
     ({"seed": -1}, "seed (--seed) must be a whole number from 0"),
+    ({"paths": "some"}, "paths (--paths) must be needed or all, got 'some'"),
 ])
 def test_a_bad_keyword_is_one_sentence_naming_it(keywords: dict[str, Any],
                                                   message: str) -> None:

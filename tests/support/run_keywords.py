@@ -25,4 +25,4 @@ def every_keyword(tmp_path: Path) -> dict[str, Any]:
         backends=["onnxruntime"], timeout=9.0, limit=2, contracts=False,
         command_line="gero run ...", executor="dask", scheduler="tcp://h:1",
         max_tensor_mb=8.0, max_evidence_mb=2.0, path_budget=5.0,
-        skip_paths=["tract:unoptimized", "ov:f32"], reuse=False)
+        skip_paths=["tract:unoptimized", "ov:f32"], reuse=False, paths="all")

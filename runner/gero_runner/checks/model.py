@@ -572,9 +572,20 @@ class _Checker:
             self._fail(f"model:{name}", base, base_label,
                        f"{run_base.backend.label()} cannot run the {name} variant: "
                        f"{base.error}", error=base.error or "")
-            return
+            # Every other path on the file is judged all the same: the next runtime whose
+            # baseline ran it stands in as the yardstick (the plan asks for its exact
+            # computation alike); with none, the fp16 file's own yardsticks still judge
+            # the ReferenceEvaluator.
+            stand_in = next((b for b in self.baselines[1:] if runs[b.spec.name].ok), None)
+            ran = [p for p in runs.values() if p.ok]
+            if stand_in is not None:
+                yard, base = stand_in, runs[stand_in.spec.name]
+            elif name == var.FP16 and ran:
+                yard, base = None, ran[0]
+            else:
+                return
         assert base.outputs is not None
-        others = [p for p in runs.values() if p is not base]
+        others = [p for p in runs.values() if p is not base and p is not failed_base]
         for p in others:
             if not p.ok and not p.skipped:
                 failed, cause = failure_cause(p.name, p.error or "")
@@ -599,14 +610,14 @@ class _Checker:
                            error_text(e))
                 continue
             self._vs_model_rows(name, own, original, floors, b)
-            if b is run_base:
+            if b is yard:
                 run_floors = floors
-        if run_floors is None:
-            return  # the run's baseline could not be floored: its row says why
+        if run_floors is None and yard is not None:
+            return  # the yardstick's runtime could not be floored: its row says why
         if name == var.FP16:
             self._fp16_rows(model, base, others, fp32, run_base)
-        else:
-            self._int8_rows(name, base, others, fp32, run_floors, run_base)
+        elif yard is not None and run_floors is not None:
+            self._int8_rows(name, base, others, ctx.paths[yard.spec.name], run_floors, yard)
 
     def _vs_model_rows(self, name: str, base: PathResult, fp32: PathResult,
                        floors: dict[int, tuple[ml.Floor, list[dict[str, Any]]]],

@@ -403,6 +403,9 @@ class _Made:
     paths_mode: str = PATHS_NEEDED
     not_needed: dict[str, str] = field(default_factory=dict)
     """Settings the plan did not run, each with why."""
+    ran_on_variants: dict[str, list[str]] = field(default_factory=dict)
+    """Of those, the variant files each ran on all the same (its deployed setting is off
+    there)."""
 
     @property
     def runtime_paths(self) -> list[PathResult]:
@@ -429,7 +432,7 @@ class _Made:
     def plan_record(self) -> dict[str, Any]:
         """``plan.json``: the plan's mode, the settings it ran and those it did not, why."""
         return {"paths": self.paths_mode, "ran": list(self.keys),
-                "not_run": dict(self.not_needed)}
+                "not_run": dict(self.not_needed), "ran_on_variants": self.ran_on_variants}
 
     def backend_seconds(self) -> float:
         """Backend time of the parts the judge does not count itself (contract graphs)."""
@@ -480,6 +483,11 @@ class ModelCasePlan(Plan):
         """Settings whose need is not decided yet (their deciding outputs are to come)."""
         self.not_needed: dict[str, str] = {}
         """Settings the plan did not run, each with why (``plan.json``)."""
+        self.variant_only: dict[str, PathSpec] = {}
+        """Unoptimised bases the model did not need: each may still run on a variant file
+        its deployed setting is off on (``_decide_variant_only``)."""
+        self.on_variant_only: dict[tuple[str, str], str] = {}
+        """(variant, setting) of those: "running", "done" or "skip" (not needed there)."""
         model_family = MODEL_FAMILY in settings.checks and case.suite in MODEL_SUITES
         checks = case.model_checks
         self.variants = tuple(checks.variants) if model_family and checks is not None else ()
@@ -548,7 +556,10 @@ class ModelCasePlan(Plan):
                 self._start_chain(part.spec.name, result)
             else:
                 made.on_variant[part.variant][part.spec.name] = result
-                self._link_done(part.spec.name)
+                if (part.variant, part.spec.name) in self.on_variant_only:
+                    self.on_variant_only[(part.variant, part.spec.name)] = "done"
+                else:
+                    self._link_done(part.spec.name)
         elif isinstance(part, BuildVariant):
             made.variant_models[part.name] = result
             if part.name == var.FP16 and isinstance(result, bytes):
@@ -612,6 +623,11 @@ class ModelCasePlan(Plan):
                 failed.ran_out = out_of_budget
                 made.on_model[key] = failed
                 self.chains[key], self.next_link[key] = [], 0
+            elif (part.variant, key) in self.on_variant_only:
+                failed = path_result(_backend(part.spec), part.spec)
+                failed.error = why(who(part.spec), _on(part.variant))
+                made.on_variant[part.variant][key] = failed
+                self.on_variant_only[(part.variant, key)] = "done"
             else:
                 failed = path_result(_backend(part.spec), part.spec)
                 failed.error = (why(who(part.spec), _on(part.variant))
@@ -647,6 +663,8 @@ class ModelCasePlan(Plan):
             del self.pending[key]
             if why:
                 self.not_needed[key] = why
+                if when == NEEDED_WHEN_OFF:
+                    self.variant_only[key] = self.specs[key]
                 del self.specs[key]
                 self.made.keys.remove(key)
             else:
@@ -780,6 +798,7 @@ class ModelCasePlan(Plan):
                 assert isinstance(part, Part)
                 self.busy.add(key)
                 self._add(part)
+        self._decide_variant_only()
         for name, state in self.exact_state.items():
             if state == "none":
                 self._decide_exact(name)
@@ -789,6 +808,7 @@ class ModelCasePlan(Plan):
                 and len(made.variant_models) == len(self.variants)
                 and self.yardsticks_state != "running"
                 and all(state == "done" for state in self.exact_state.values())
+                and self._variant_only_done()
                 and not self.judging):
             self.judging = True
             self._add(Judge(made, "judging the case", self.timeout_s))
@@ -840,11 +860,17 @@ class ModelCasePlan(Plan):
         made = self.made
         on = made.on_variant[name]
         model = made.variant_models.get(name)
-        if model is None or not all(k in on or self._gone(k, name) for k in self.specs):
+        if (model is None or not all(k in on or self._gone(k, name) for k in self.specs)
+                or not self._variant_only_done(name)):
             return  # its build or a path on it still runs
-        base = on.get(self.run_base) if self.run_base is not None else None
+        # The run's baseline on the file, else the next runtime's baseline that ran it (the
+        # judge's stand-in yardstick).
+        yard = next((k for i, k in enumerate(self.bases)
+                     if (i == 0 or not self._ran_ok(on, self.run_base))
+                     and self._ran_ok(on, k)), self.run_base)
+        base = on.get(yard) if yard is not None else None
         others = [p.outputs for k, p in on.items()
-                  if k != self.run_base and p.ok and p.outputs is not None]
+                  if k not in (yard, self.run_base) and p.ok and p.outputs is not None]
         if (isinstance(model, str) or base is None or not base.ok or base.outputs is None
                 or not int8_exact_needed(base.outputs, others, self.rule)):
             self.exact_state[name] = "done"
@@ -852,6 +878,48 @@ class ModelCasePlan(Plan):
         self.exact_state[name] = "running"
         self._add(Int8Exact(model, self.case.inputs, name,
                             f"the {name} variant computed exactly", self.budget))
+
+    def _decide_variant_only(self) -> None:
+        """An unoptimised base the model did not need runs on a variant file where its
+        runtime's deployed setting cannot run the file or is off its gates there without a
+        floor (which can only lower them; ``floors_unneeded``, as the judge reads it): is
+        the optimiser at fault on that file?"""
+        made = self.made
+        for key, spec in self.variant_only.items():
+            deployed = self.deployed[spec.backend]
+            for name in self.variants:
+                if (name, key) in self.on_variant_only:
+                    continue
+                model = made.variant_models.get(name)
+                on = made.on_variant[name].get(deployed)
+                if isinstance(model, str) or (on is None and self._gone(deployed, name)):
+                    self.on_variant_only[(name, key)] = "skip"
+                    continue
+                if model is None or on is None:
+                    continue  # the build, or the deployed setting on the file, runs
+                original = made.on_model.get(deployed)
+                if on.skipped or (on.ok and original is not None and original.ok
+                                  and floors_unneeded(name, on.outputs or [],
+                                                      original.outputs or [],
+                                                      self.rule) is not None):
+                    self.on_variant_only[(name, key)] = "skip"
+                    continue
+                self.on_variant_only[(name, key)] = "running"
+                made.ran_on_variants.setdefault(key, []).append(name)
+                self._add(RunPath(dataclasses.replace(self.case, model=model), spec, 1, None,
+                                  f"{who(spec)} on {_on(name)}", self.budget, name))
+
+    def _variant_only_done(self, variant: str | None = None) -> bool:
+        """Each unoptimised base the model did not need is decided (and has run, where it
+        runs) on the variant file, or on every one."""
+        names = self.variants if variant is None else (variant,)
+        return all(self.on_variant_only.get((name, key)) in ("done", "skip")
+                   for name in names for key in self.variant_only)
+
+    @staticmethod
+    def _ran_ok(on: dict[str, PathResult], key: str | None) -> bool:
+        got = on.get(key) if key is not None else None
+        return got is not None and got.ok
 
     def _gone(self, key: str, variant: str) -> bool:
         """The path will never run on the variant (it ran out on the model, or earlier, or

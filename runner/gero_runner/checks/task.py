@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from gero_runner.case import CaseInstance
 from gero_runner.checks.families import run_family
-from gero_runner.checks.precision import explain_rows
 from gero_runner.checks.model_parts import ModelCasePlan
+from gero_runner.checks.precision import explain_rows
 from gero_runner.execution.evaluate import (
     CaseResult,
     RunSettings,

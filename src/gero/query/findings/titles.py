@@ -220,6 +220,8 @@ def _name(outlier: str) -> str:
 
 def path_name(outlier: str) -> str:
     """An outlier label in words: ``onnxruntime@extended,all`` -> ONNX Runtime at extended, all."""
+    if PAIR in outlier:  # two engines no float64 decides between, each by its name
+        return " and ".join(path_name(side) for side in outlier.split(PAIR))
     parts = []
     for part in outlier.split("+"):
         runtime, _, settings = part.partition("@")

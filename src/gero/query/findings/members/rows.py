@@ -11,7 +11,7 @@ from __future__ import annotations
 from gero.query.assessable import unassessable_sql
 from gero.query.findings.model import NUMERIC_CHECKS, PAIR, VARIANT_TOOLING
 from gero_runner.backends import path_name_sql
-from gero_runner.facts import VARIANT_BUILD
+from gero_runner.facts import VARIANT_BUILD, VARIANT_FILES
 from gero_runner.result_classes import ARBITRATED_CHECKS, TRUTH_CHECKS, severity_sql
 from gero_runner.schema import EXECUTION
 from gero_runner.storage.derivation import (
@@ -26,6 +26,8 @@ def sql_list(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
 
 
+_FILE_PREFIX = "^(?:fp32|" + "|".join(VARIANT_FILES) + "):"
+"""A reference on a model file names the file first (``int8-static:onnxruntime:all``)."""
 _REFERENCE_PATH = "regexp_replace(replace(r.reference, ':', '@'), '-corrected$', '')"
 """The path a row's reference names (``onnxruntime:all`` -> ``onnxruntime@all``)."""
 
@@ -133,8 +135,10 @@ def decided_sql(relation: str) -> str:
            CASE WHEN r.blamed <> 'undecided' THEN r.blamed
                 WHEN c.reference_off THEN regexp_replace(r.reference, '-corrected$', '')
                 WHEN r.model_case AND t.case_id IS NULL THEN list_aggregate(list_sort(
-                    [r.backend, split_part(regexp_replace(r.reference, '-corrected$', ''),
-                                           ':', 1)]), 'string_agg', '{PAIR}')
+                    -- the reference's runtime, without the file it ran (int8-static:…)
+                    [r.backend, split_part(regexp_replace(regexp_replace(
+                        r.reference, '-corrected$', ''), '{_FILE_PREFIX}', ''), ':', 1)]),
+                    'string_agg', '{PAIR}')
                 ELSE r.path END AS blamed
     FROM rows r LEFT JOIN (
         SELECT case_id, bool_or(truth AND path = 'onnx-reference') AS reference_off

@@ -202,3 +202,18 @@ def test_the_python_api_localizes_by_prefix(
     result = gero.localize(str(row["observation_id"])[:10], data_dir=root)
     assert result["origins"][0]["op_type"] == "LayerNormalization"
     assert Path(result["stored"]).is_file()
+
+
+def test_a_row_against_the_fp16_files_own_shadow_is_localized(overflow: Run) -> None:
+    """The ReferenceEvaluator's fp16 row is judged against the fp16 file computed as a
+    correct float16 engine would (float64, rounded to float16 at each node): that yardstick
+    runs again as a side (it was 'not a path gero can run again'). Both overflow at the
+    same Mul, so nothing parts: the file itself overflows, not the engine."""
+    root, rows = overflow
+    row = row_where(rows, check="model:fp16:scaled", backend="onnx-reference")
+    assert row["reference"] == "fp16-rounded-shadow" and row["result"] == "contract_issue"
+    loc, _ = localize_observation(root, row)
+    assert loc.reference == "fp16-rounded-shadow" and loc.origins == []
+    up = next(t for t in loc.tensors if t.name == "b")
+    assert up.nonfinite == 0 and not up.diverges  # inf on both sides, the same
+    assert loc.summary.startswith("nothing diverges")

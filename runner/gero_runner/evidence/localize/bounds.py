@@ -5,6 +5,9 @@ run alone at once, and the operators localized as a unit. The result's dataclass
 from __future__ import annotations
 
 SHADOW = "float64-shadow"
+ROUNDED = "float64-shadow-rounded"
+"""A shadow side whose float16 tensors are rounded to float16 at each node (the fp16 file
+computed as a correct float16 engine would)."""
 RUNTIME, REFERENCE, SHADOW_KIND = "runtime", "reference", "shadow"
 TRACE_BYTES = 192 << 20
 """Intermediates held per side at once."""

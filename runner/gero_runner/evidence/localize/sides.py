@@ -14,10 +14,12 @@ import onnx
 from onnx import TensorProto
 
 from gero_runner import backends
+from gero_runner.checks.model import FP16_EXACT, FP16_SHADOW, INT8_EXACT
 from gero_runner.errors import ArtifactError, GeroError
 from gero_runner.evidence.localization import Side
 from gero_runner.evidence.localize.bounds import (
     REFERENCE,
+    ROUNDED,
     ROUNDINGS,
     RUNTIME,
     SHADOW,
@@ -84,6 +86,11 @@ def sides(directory: Path, row: dict[str, Any], record: dict[str, Any]) -> tuple
         return a, Side(ref, SHADOW_KIND, SHADOW, {}, a_graph, stored)
     if backends.is_reference(ref):
         return a, Side(ref, REFERENCE, ref, {}, a_graph, str(row.get("reference_file") or ""))
+    if ref in (FP16_SHADOW, FP16_EXACT, INT8_EXACT):
+        # The variant file computed exactly (float64), or rounded to float16 at each node
+        # as a correct float16 engine would: the shadow of the path's own graph.
+        return a, Side(ref, SHADOW_KIND, ROUNDED if ref == FP16_SHADOW else SHADOW, {},
+                       a_graph, str(row.get("reference_file") or ""))
     parts = ref.split(":")
     graph = a_graph
     if len(parts) in (2, 3) and parts[0] in (*var.VARIANTS, "fp32"):
@@ -153,7 +160,12 @@ def run_side_each(side: Side, model: onnx.ModelProto, feeds_list: list[dict[str,
         from gero_runner.backends.reference_evaluator import run_releasing
         from gero_runner.models.shadow import widen, widen_inputs
 
-        evaluator: Any = corrected_evaluator(widen(model))
+        if side.backend == ROUNDED:
+            from gero_runner.models.fp16_reference import rounding_model
+
+            evaluator: Any = corrected_evaluator(rounding_model(model))
+        else:
+            evaluator = corrected_evaluator(widen(model))
         out = []
         for feeds in (widen_inputs(f) for f in all_feeds):
             with np.errstate(all="ignore"):

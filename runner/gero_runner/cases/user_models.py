@@ -367,8 +367,9 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
         expected, exact, error = None, None, shadow.obstacle_sentence(ops)
         _check_task(checks.task, model, None, source)
         _check_axes(checks.decision_axes, model, None, source)
-    elif (lacking := [op for op in evaluator_lacks(model)  # the shadow dequantizes those
-                      if op.split(" ")[-1] not in shadow.needs_dequantizing(model)]):
+    elif (lacking := [op for op in evaluator_lacks(model)  # the shadow computes those
+                      if op != f"{shadow.MS_DOMAIN} {op.split(' ')[-1]}"
+                      or op.split(" ")[-1] not in shadow.SHADOW_COMPUTES]):
         # no input would make it run: not started
         expected, exact = None, None
         error = (f"the ReferenceEvaluator has no implementation of {', '.join(lacking)}, "

@@ -334,6 +334,78 @@ def _dequantize_graph(graph: onnx.GraphProto) -> None:
     graph.node.extend(copies)
 
 
+QLINEAR: dict[str, tuple[str, int]] = {
+    "QLinearAdd": ("Add", 2), "QLinearMul": ("Mul", 2), "QLinearSigmoid": ("Sigmoid", 1),
+    "QLinearLeakyRelu": ("LeakyRelu", 1), "QLinearGlobalAveragePool": ("GlobalAveragePool", 1),
+    "QLinearSoftmax": ("Softmax", 1)}
+"""com.microsoft QLinear operators the shadow computes as what they stand for, exactly:
+each (x, scale, zero point) input dequantized, the float operator, the result quantized
+with the output's scale and zero point (float op, number of quantized inputs)."""
+_QLINEAR_ATTRIBUTES = {"LeakyRelu": ("alpha",), "Softmax": ("axis",)}
+
+
+def _dequantized(x: str, scale: str, zero: str, out: str) -> list[onnx.NodeProto]:
+    """out = (float64(x) - float64(zero)) * scale, in plain arithmetic: the evaluator has
+    DequantizeLinear only from opset 19."""
+    return [*_centred(x, zero, f"{out}__c"),
+            onnx.helper.make_node("Mul", [f"{out}__c", scale], [out])]
+
+
+def _quantized(f: str, scale: str, zero: str, elem: int, out: str) -> list[onnx.NodeProto]:
+    """out = saturate(round_half_even(f / scale) + zero) in ``elem`` (QuantizeLinear)."""
+    info = np.iinfo(onnx.helper.tensor_dtype_to_np_dtype(elem))
+    made = [onnx.helper.make_node("Div", [f, scale], [f"{out}__d"]),
+            onnx.helper.make_node("Round", [f"{out}__d"], [f"{out}__r"]),
+            onnx.helper.make_node("Cast", [zero], [f"{out}__z"], to=TensorProto.DOUBLE),
+            onnx.helper.make_node("Add", [f"{out}__r", f"{out}__z"], [f"{out}__s"]),
+            _const(f"{out}__lo", float(info.min)), _const(f"{out}__hi", float(info.max)),
+            onnx.helper.make_node("Max", [f"{out}__s", f"{out}__lo"], [f"{out}__m"]),
+            onnx.helper.make_node("Min", [f"{out}__m", f"{out}__hi"], [f"{out}__q"]),
+            onnx.helper.make_node("Cast", [f"{out}__q"], [out], to=elem)]
+    return made
+
+
+def _emulated_qlinear(node: onnx.NodeProto, inits: dict[str, TensorProto]
+                      ) -> list[onnx.NodeProto] | None:
+    """The QLinear node as dequantize → op → quantize in float64 arithmetic (None: not
+    one of QLINEAR, channels-last, or an output zero point that is not a constant)."""
+    if node.domain != MS_DOMAIN or node.op_type not in QLINEAR:
+        return None
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    op, count = QLINEAR[node.op_type]
+    ins = [*node.input, *[""] * (3 * count + 2 - len(node.input))]
+    y_scale, y_zero = ins[3 * count:3 * count + 2]
+    if attrs.get("channels_last", 0) or y_zero not in inits:
+        return None
+    y = node.output[0]
+    made: list[onnx.NodeProto] = []
+    for i in range(count):
+        x, scale, zero = ins[3 * i:3 * i + 3]
+        made += _dequantized(x, scale, zero, f"{y}__gero_x{i}")
+    kept = {k: v for k, v in attrs.items() if k in _QLINEAR_ATTRIBUTES.get(op, ())}
+    made.append(onnx.helper.make_node(op, [f"{y}__gero_x{i}" for i in range(count)],
+                                      [f"{y}__gero_f"], **kept))
+    return made + _quantized(f"{y}__gero_f", y_scale, y_zero, inits[y_zero].data_type, y)
+
+
+def _emulate_qlinear_graph(graph: onnx.GraphProto) -> None:
+    inits = {t.name: t for t in graph.initializer}
+    out: list[onnx.NodeProto] = []
+    for node in graph.node:
+        out.extend(_emulated_qlinear(node, inits) or [node])
+    if len(out) == len(graph.node):
+        return
+    copies = [onnx.NodeProto() for _ in out]
+    for c, n in zip(copies, out, strict=True):
+        c.CopyFrom(n)
+    del graph.node[:]
+    graph.node.extend(copies)
+
+
+SHADOW_COMPUTES = frozenset({*DEQUANTIZED, *QLINEAR})
+"""The com.microsoft operators the shadow computes although the evaluator has none."""
+
+
 def widen(model: onnx.ModelProto, dequantize: bool = False) -> onnx.ModelProto:
     """A float64 copy of ``model`` (the original is untouched); raises ShadowUnavailable
     when an operator cannot be widened (``obstacles``). ``dequantize``: the quantised
@@ -345,6 +417,7 @@ def widen(model: onnx.ModelProto, dequantize: bool = False) -> onnx.ModelProto:
     wide.CopyFrom(model)
     if dequantize:
         _dequantize_graph(wide.graph)
+    _emulate_qlinear_graph(wide.graph)
     opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version
               for o in wide.opset_import}
     _localise_function_ops(wide, opsets)

@@ -107,3 +107,62 @@ def test_a_run_has_a_float64_arbiter_for_the_int8_lstm(tmp_path: Path,
     assert not [r for r in rows if r["check"] == "model:float64-shadow"]
     fp32 = [r for r in rows if r["check"] == "model:fp32" and r["backend"] == "onnxruntime"]
     assert fp32 and {r["reference"] for r in fp32} == {"float64-shadow"}
+
+
+def _qoperator_model(tmp: Path) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """Conv, Add, Mul, Sigmoid, LeakyRelu, GlobalAveragePool quantised by ONNX Runtime in
+    QOperator format: com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid,
+    QLinearLeakyRelu, QLinearGlobalAveragePool around an ai.onnx QLinearConv."""
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    rng = np.random.default_rng(0)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]),
+         helper.make_node("Add", ["c", "b"], ["a"]), helper.make_node("Mul", ["a", "c"], ["m"]),
+         helper.make_node("Sigmoid", ["m"], ["s"]),
+         helper.make_node("LeakyRelu", ["a"], ["r"], alpha=0.1),
+         helper.make_node("Add", ["s", "r"], ["t"]),
+         helper.make_node("GlobalAveragePool", ["t"], ["y"])], "q",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 4, 4]),
+         helper.make_tensor_value_info("b", onnx.TensorProto.FLOAT, [1, 4, 4, 4])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 4, 1, 1])],
+        [numpy_helper.from_array(rng.standard_normal((4, 3, 1, 1)).astype(np.float32), "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 9
+    onnx.save(model, str(tmp / "q.onnx"))
+    feeds = [{"x": rng.standard_normal((1, 3, 4, 4)).astype(np.float32),
+              "b": rng.standard_normal((1, 4, 4, 4)).astype(np.float32)} for _ in range(4)]
+
+    class Reader:
+        def __init__(self) -> None:
+            self.left = iter(feeds)
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.left, None)
+
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        quantize_static(str(tmp / "q.onnx"), str(tmp / "q_int8.onnx"), Reader(),
+                        quant_format=QuantFormat.QOperator, activation_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8)
+    finally:
+        logging.disable(previous)
+    return onnx.load(str(tmp / "q_int8.onnx")), feeds[0]
+
+
+@pytest.mark.slow
+def test_qlinear_contrib_operators_are_computed_exactly(tmp_path: Path) -> None:
+    """Each QLinear operator as dequantize → float operator → quantize in float64: the
+    shadow equals ONNX Runtime's own int8 result (was: no implementation of QLinearAdd)."""
+    import onnxruntime as ort
+
+    model, feeds = _qoperator_model(tmp_path)
+    ops = {n.op_type for n in model.graph.node if n.domain == shadow.MS_DOMAIN}
+    assert ops == {"QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu",
+                   "QLinearGlobalAveragePool"}
+    (got,) = shadow.run_shadow(model, feeds)
+    (rt,) = ort.InferenceSession(model.SerializeToString(),
+                                 providers=["CPUExecutionProvider"]).run(None, feeds)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, rt, rtol=1e-6, atol=1e-7)  # ORT's float32 output

@@ -472,7 +472,9 @@ class ShadowTrace:
 def run_shadow_traced(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> ShadowTrace:
     """The float64 shadow's outputs by name and its first empty intermediate, watched as
     the run goes: no intermediate outlives its last consumer (raises what the evaluator
-    raises)."""
+    raises). The arbiter of a user's model: one holding a quantised com.microsoft operator
+    is computed dequantized (``needs_dequantizing``); ``run_shadow``, the exact shadow of
+    a variant file, never is."""
     evaluator: Any = corrected_evaluator(widen(model, bool(needs_dequantizing(model))))
     empty: list[EmptyIntermediate] = []
 

@@ -92,3 +92,25 @@ def test_float16_sqrt_became_correctly_rounded_since_1_20_1(tmp_path: Path) -> N
     assert "against the same setting of ONNX Runtime 1.20.1" in section
     assert f"<th>ONNX Runtime {releases[0]['backend_version']}</th>" in section
     assert "<tr><th>Sqrt</th><td>float16</td><td><strong>closer</strong>" in section
+
+
+@pytest.mark.slow
+def test_gero_localize_runs_a_release_change_beyond_tolerance(tmp_path: Path) -> None:
+    """1.20.1's float32 Log is off by up to 15.9 on the synthetic suite's tiny inputs,
+    where 1.32.0 is not: ``gero localize`` on that releases row runs both releases again
+    (1.20.1 in its interpreter) and finds the Log."""
+    old_release()
+    subprocess.run(
+        [sys.executable, "-m", "gero_cli", "run", "--suite", "synthetic", "--ops", "Log",
+         "--dtypes", "float32", "--backends", f"{OLD},onnxruntime", "--jobs", "1",
+         "--run-id", "log", "--data-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=300)
+    beyond = [r for r in rows_of(tmp_path, "log")
+              if r["check"] == "releases" and r["mismatch_count"]]
+    assert beyond and {r["arbiter"] for r in beyond} == {"actual"}
+    done = subprocess.run(
+        [sys.executable, "-m", "gero_cli", "localize", beyond[0]["observation_id"],
+         "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"against {OLD}:{beyond[0]['optimization']}" in done.stdout
+    assert "the error enters at Y (Log)" in done.stdout

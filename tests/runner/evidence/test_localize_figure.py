@@ -54,3 +54,11 @@ def test_the_fast_figure_is_the_float64_figure(pair: tuple[np.ndarray, np.ndarra
         assert math.isclose(got[0], want[0], rel_tol=1e-6), (got, want)
     else:
         assert got[0] == want[0], (got, want)
+
+
+def test_a_scalar_tensor_is_compared() -> None:
+    """A 0-d tensor (a DynamicQuantizeLinear's scale in ddddocr's shadow): numpy's
+    difference of two 0-d arrays is a scalar, which cannot take ``out=``."""
+    a, r = np.asarray(np.float64(0.5)), np.asarray(np.float64(0.25))
+    assert figure(a, r) == (1.0, 0)
+    assert figure(np.asarray(np.float32(2.0)), np.asarray(np.float32(2.0))) == (0.0, 0)

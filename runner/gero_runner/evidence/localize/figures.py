@@ -34,7 +34,7 @@ def figure(a: np.ndarray, r: np.ndarray) -> tuple[float, int]:
         # to 2^-24 of itself at worst) is finite exactly when no element is NaN or inf on
         # either side: two passes and one temporary instead of a dozen float64 ones.
         with np.errstate(invalid="ignore", over="ignore"):
-            d = np.subtract(a, r)
+            d = np.atleast_1d(np.subtract(a, r))  # a 0-d difference is a scalar
             np.abs(d, out=d)
             diff = float(d.max())
         if math.isfinite(diff):

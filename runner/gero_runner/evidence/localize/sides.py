@@ -158,14 +158,15 @@ def run_side_each(side: Side, model: onnx.ModelProto, feeds_list: list[dict[str,
     if side.kind == SHADOW_KIND:
         from gero_runner.backends.reference_defects import corrected_evaluator
         from gero_runner.backends.reference_evaluator import run_releasing
-        from gero_runner.models.shadow import widen, widen_inputs
+        from gero_runner.models.shadow import needs_dequantizing, widen, widen_inputs
 
         if side.backend == ROUNDED:
             from gero_runner.models.fp16_reference import rounding_model
 
             evaluator: Any = corrected_evaluator(rounding_model(model))
         else:
-            evaluator = corrected_evaluator(widen(model))
+            # As the run computed it: quantised com.microsoft operators dequantized.
+            evaluator = corrected_evaluator(widen(model, bool(needs_dequantizing(model))))
         out = []
         for feeds in (widen_inputs(f) for f in all_feeds):
             with np.errstate(all="ignore"):

@@ -114,3 +114,18 @@ def test_gero_localize_runs_a_release_change_beyond_tolerance(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     assert f"against {OLD}:{beyond[0]['optimization']}" in done.stdout
     assert "the error enters at Y (Log)" in done.stdout
+
+
+@pytest.mark.slow
+def test_the_python_api_names_releases_as_the_command_line_does(tmp_path: Path) -> None:
+    old_release()
+    code = ("import gero, sys; run = gero.run(suite='synthetic', ops=['Sqrt'], "
+            f"dtypes=['float16'], backends=[{OLD!r}, 'onnxruntime'], data_dir=sys.argv[1], "
+            "run_id='api', jobs=1); print(run.counts['divergence'])")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    changed = [r for r in rows_of(tmp_path, "api")
+               if r["check"] == "releases" and r["result"] == "divergence"]
+    assert int(done.stdout) == len(changed) > 0
+    assert {r["reference"].partition(":")[0] for r in changed} == {OLD}

@@ -61,7 +61,11 @@ COMPARISON_CHECKS: Final = (AGREEMENT, ANALYTIC, EXPECTED, LEVELS)
 MODEL_FP32: Final = "model:fp32"
 """Each path on a model against its float64 shadow or shipped outputs (its arbiter then
 names the path); without either, against another engine (arbiter '-': neither is blamed)."""
-ARBITRATED_CHECKS: Final = (AGREEMENT, LEVELS, MODEL_FP32)
+INT8_GATES: Final = tuple(f"model:{v}:{g}" for v in ("int8-dynamic", "int8-static")
+                          for g in ("cosine", "decision"))
+"""Each path on an int8 file against the run's baseline on it (the file computed exactly
+names the path off; without it, arbiter '-': neither is blamed)."""
+ARBITRATED_CHECKS: Final = (AGREEMENT, LEVELS, MODEL_FP32, *INT8_GATES)
 """Comparisons of two computations, whose disagreements float64 arbitrates."""
 TRUTH_CHECKS: Final = (ANALYTIC, EXPECTED)
 """Comparisons against a truth (a formula or shipped outputs): the path alone is at fault."""

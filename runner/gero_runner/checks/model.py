@@ -691,9 +691,13 @@ class _Checker:
                         if exact is None:
                             exact = self._int8_exact(name)
                         gate = self._by_exact(kind, gate, j, a, r, exact, floor)
+                    # Two engines on one file: the exact computation names the path off;
+                    # without it nothing arbitrates and neither is blamed (arbiter '-').
+                    side = (REFERENCE if not gate.passed and "vs_exact" in gate.figures
+                            else NOT_APPLICABLE)
                     self._row(f"model:{name}:{kind}", out, p, ref_label, base.version, a, r,
                               _gate_class(gate, stats), gate.reason,
-                              {**gate.figures, "int8_vs_fp32": accuracy}, files)
+                              {**gate.figures, "int8_vs_fp32": accuracy}, files, arbiter=side)
 
     def _int8_exact(self, name: str) -> list[np.ndarray] | str:
         """The int8 file computed exactly, or why it could not be made."""
@@ -709,8 +713,10 @@ class _Checker:
         ex = exact[j] if isinstance(exact, list) and exact[j].shape == r.shape else None
         if ex is None:
             why = exact if isinstance(exact, str) else "its output's shape differs"
-            return dataclasses.replace(gate, reason=f"{gate.reason}; the file computed "
-                                       f"exactly could not arbitrate: {why[:200]}")
+            return dataclasses.replace(gate, reason=f"{gate.reason}; two engines disagree "
+                                       "on the file and nothing arbitrates (the file "
+                                       f"computed exactly could not be made: {why[:200]}): "
+                                       "neither is blamed")
         vs_p, vs_b = self._stats(j, a, ex), self._stats(j, r, ex)
         by = (ml.int8_exact_gate(vs_p, vs_b, floor) if kind == "cosine"
               else ml.int8_exact_decision_gate(vs_p, vs_b))

@@ -7,6 +7,7 @@ without its float16 roundings."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -121,3 +122,11 @@ def test_a_real_run_names_the_rewrite_on_the_default_suites_worst_divergence(
     assert {r["cause_key"] for r in rows} == {"precision-rewrite"}
     assert all("(Add 'masked', Softmax 'Y')" in r["reason"] for r in rows)
     assert max(r["max_abs_error"] for r in rows) == pytest.approx(0.401, abs=1e-3)
+    found = subprocess.run([sys.executable, "-m", "gero_cli", "findings", "--data-dir",
+                            str(tmp_path), "--format", "json"], capture_output=True, text=True,
+                           timeout=120)
+    titles = [f["title"] for f in json.loads(found.stdout)["findings"]]
+    # the finding names the rewrite, not "ONNX Runtime's Softmax (float16) is off"
+    assert any(t.startswith("ONNX Runtime computes Softmax (float16) wider than the graph "
+                            "declares, not its kernel: 2 of the graph's 2 float16 node(s) in "
+                            "float32 (Add 'masked', Softmax 'Y')") for t in titles), titles

@@ -60,6 +60,10 @@ TITLES: dict[str, str] = {
     "every-path": "{ops} ({dtypes}) differs from float64 beyond tolerance on every path",
     "off-at": "{Who}: {ops} ({dtypes}) is off from float64 {what}",
     "off": "{owner} {ops} ({dtypes}) is off from float64 {what}",
+    # a divergence its path's precision rewrite explains (cause_key 'precision-rewrite'):
+    # the rewrite is named, not the operator's kernel
+    "precision-rewrite": "{Who} computes {ops} ({dtypes}) wider than the graph declares, "
+                         "not its kernel: {rewrite}",
     # a verdict on a variant file (family ``model:VARIANT:GATE``) names the path and what it
     # was measured against: the fp32 model (vs-model, vs-fp32), the run's baseline on the
     # same file (cosine, decision), a correct computation of the fp16 file (scaled)
@@ -108,7 +112,8 @@ def title_kind(f: Finding) -> str:
     if f.family == "non-finite":
         return "non-finite" if f.template == NONFINITE else "swallowed"
     if f.family == "numeric":
-        return _numeric_kind(f)
+        return ("precision-rewrite" if f.cause_key == PRECISION_REWRITE
+                else _numeric_kind(f))
     if _variant_of(f.family):
         gate = f.family.rsplit(":", 1)[-1]
         if gate in ("vs-model", "vs-fp32"):
@@ -162,6 +167,7 @@ def title_fields(f: Finding) -> dict[str, str]:
         "operator": f"{domain}.{op}" if domain not in ("", "ai.onnx") else op,
         "what": "beyond tolerance" if f.template == OUTSIDE else f"({_short(f.template, 50)})",
         "cause": _cause(f, variant),
+        "rewrite": _short(r.cause.partition(" computes ")[2], 90),
     }
 
 

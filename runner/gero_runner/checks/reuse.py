@@ -15,7 +15,7 @@ import numpy as np
 
 from gero_runner.backends.base import Backend, PathSpec
 from gero_runner.checks import model as model_checks
-from gero_runner.execution.paths import kept_runs
+from gero_runner.execution.paths import kept_runs, kept_version
 from gero_runner.storage.path_outputs import PathOutputs
 
 
@@ -34,6 +34,6 @@ def noisy_runs_kept(reuse: PathOutputs | None, backend: Backend, spec: PathSpec,
     """``checks.model.noisy_runs``, reused where a run kept the same (``reuse`` None:
     computed)."""
     how = {"noise": label, "seed": seed, "code": _noise_code()}
-    return kept_runs(reuse, spec, backend.version(), model, inputs, how,
+    return kept_runs(reuse, spec, kept_version(backend), model, inputs, how,
                      lambda: model_checks.noisy_runs(backend, spec, model, inputs, seed, label,
                                                      timer))

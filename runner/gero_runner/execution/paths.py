@@ -4,10 +4,13 @@ outputs) and comparing one path with another, row by row."""
 from __future__ import annotations
 
 import functools
+import hashlib
+import inspect
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -109,6 +112,21 @@ def path_result(backend: Backend, spec: PathSpec) -> PathResult:
                       spec.threads, dict(spec.settings))
 
 
+@functools.cache
+def _code_of(cls: type) -> str:
+    try:
+        return hashlib.sha256(Path(inspect.getfile(cls)).read_bytes()).hexdigest()
+    except (OSError, TypeError):
+        return ""
+
+
+def kept_version(backend: Backend) -> str:
+    """What a kept entry of ``backend`` is keyed on besides its settings: the runtime's
+    version and the code of its adapter class (one registered from outside gero's tree
+    too: a change to it, or to how it reads its settings, computes its paths again)."""
+    return f"{backend.version()}/{_code_of(type(backend))}"
+
+
 def path_outputs(settings: RunSettings) -> PathOutputs | None:
     """Where the run's paths reuse and keep their outputs (None: ``--no-reuse``)."""
     return PathOutputs(settings.reuse_root) if settings.reuse_root else None
@@ -135,8 +153,8 @@ def run_path(backend: Backend, spec: PathSpec, case: CaseInstance, repeats: int,
     key = ""
     if reuse is not None:
         start = time.perf_counter()
-        key = path_key(case.model, case.inputs, spec.backend, path.version, spec.optimization,
-                       spec.threads, spec.settings, max(1, repeats))
+        key = path_key(case.model, case.inputs, spec.backend, kept_version(backend),
+                       spec.optimization, spec.threads, spec.settings, max(1, repeats))
         stored, problem = reuse.load(key)
         path.backend_seconds = time.perf_counter() - start
         if stored is not None:

@@ -124,11 +124,11 @@ def test_a_rerun_after_one_runtime_changed_recomputes_only_its_paths(
     first = _entries(root)
     rows = _rows(root, "one")
     fake = _paths(rows, "fake")
-    # Each runtime setting that ran, the ReferenceEvaluator and each noise-floor runs: one
-    # entry each.
+    # Each runtime setting that ran, the ReferenceEvaluator, each noise-floor runs and the
+    # float64 shadow: one entry each.
     floors = _floors(rows, "onnxruntime") + _floors(rows, "fake")
     assert fake and _floors(rows, "fake")
-    assert len(first) == len(_paths(rows, "onnxruntime")) + len(fake) + 1 + floors
+    assert len(first) == len(_paths(rows, "onnxruntime")) + len(fake) + 1 + floors + 1
     assert not any("reused" in r["details"] for r in rows)
     # Another tolerance: the rows are new observations, so this run's own details show.
     _gero(env, "2.0", *args, "--run-id", "two", "--rtol", "float32=2e-5")
@@ -197,6 +197,34 @@ def test_replay_reuses_what_its_data_root_kept(
     after = _entries(root)
     assert set(after) == set(before)  # nothing computed again, so nothing new kept
     assert all(after[k][0] == before[k][0] for k in before)
-    # Each path's entry used (a replay makes no noise-floor runs).
+    # Each path's entry used (a replay makes no noise-floor runs, and takes the float64
+    # shadow from the evidence).
     used = [k for k in before if after[k][1] > 1e9]
-    assert len(used) == len(before) - _floors(rows, "onnxruntime") - _floors(rows, "fake")
+    floors = _floors(rows, "onnxruntime") + _floors(rows, "fake")
+    assert len(used) == len(before) - floors - 1
+
+
+def test_a_runtimes_adapter_code_is_part_of_its_entries_key(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """A runtime registered from outside gero's tree changes its code, not its version
+    (a local build): its kept outputs are not reused."""
+    import importlib.util
+
+    from gero_runner.execution.paths import kept_version
+
+    monkeypatch.setenv("FAKE_VERSION", "1.0")
+    versions = []
+    for i, comment in enumerate(("", "# rounds differently now\n")):
+        path = tmp_path / f"adapter_{i}.py"
+        path.write_text(FAKE.replace('register(Names("fake", "fake", "the fake runtime", '
+                                     '"fake", levels=("plain", "again")),\n         __name__)\n',
+                                     "") + comment)
+        spec = importlib.util.spec_from_file_location(f"adapter_{i}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, f"adapter_{i}", module)
+        spec.loader.exec_module(module)
+        versions.append(kept_version(module.RUNTIME))
+    assert versions[0].startswith("1.0/") and versions[1].startswith("1.0/")
+    assert versions[0] != versions[1]

@@ -488,7 +488,7 @@ def test_a_defect_is_one_finding_across_the_model_and_its_variant_files(tmp_path
     assert len(found) == 1, [(f.family, f.outlier, f.template) for f in found]
     (f,) = found
     assert f.observations == 3 and f.title.startswith("Known upstream ReferenceEvaluator defect")
-    assert f.title.endswith("known upstream defect batchnorm9-momentum"), f.title
+    assert f.title.endswith("defect (magika, int32): batchnorm9-momentum"), f.title
 
 
 def test_an_int8_static_title_gives_the_figures_not_the_calibration(tmp_path: Path) -> None:

@@ -1,10 +1,11 @@
 """Every finding title is words and figures: no template placeholder ('#', 'OP', 'T',
 'PATH', '{', '}', a masked '…') and no unfilled figure ('n' where a count belongs).
 
-``data/run_findings.json`` holds the findings of the default suite and of ``--suite models``
-as ``gero findings --format json`` listed them (``gero run`` and ``gero run --suite models``
-on one machine, their ``findings`` lists kept): their titles are rendered again from their
-fields, and hand-made findings of every title kind are drawn by hypothesis.
+``data/run_findings.json`` holds the findings of real runs as ``gero findings --format json``
+lists them: the default suite (schema 5), ``--suite models`` and the real models magika and
+ddddocr (``--variants fp16,int8-dynamic,int8-static``, runs the previous release wrote, read
+through the derivation of their facts): their titles are rendered again from their fields,
+and hand-made findings of every title kind are drawn by hypothesis.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from gero.query.findings import (
     Finding,
     Representative,
 )
-from gero.query.findings.titles import SEEDED, TITLES, render_title, title_kind
+from gero.query.findings.titles import SEEDED, TITLES, _short, render_title, title_kind
 from gero_runner.facts import cause_of
 
 DATA = Path(__file__).parent / "data" / "run_findings.json"
@@ -68,7 +69,7 @@ placeholder fails the test below."""
 
 
 def test_the_placeholders_the_runs_titles_still_show_are_these_and_no_other() -> None:
-    assert len(RUN_FINDINGS) == 47
+    assert len(RUN_FINDINGS) == 70
     seen = {f.finding_id: placeholders(f.title) for f in RUN_FINDINGS
             if placeholders(f.title)}
     assert seen == STILL_READ_FROM_PROSE
@@ -269,3 +270,19 @@ def test_onnx_runtimes_status_prefix_is_not_the_cause() -> None:
     title = render_title(f)
     assert "ONNXRuntimeError" not in title and "MLFloat16 data type is not supported" in title
     assert not placeholders(title), title
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab ,;:0.9"), max_size=120),
+       st.integers(min_value=10, max_value=90))
+def test_a_cut_ends_at_a_words_end(text: str, limit: int) -> None:
+    """'…' never cuts a word ('RUNTIME_EXCEPTIO…' said nothing): what a title keeps of a
+    longer cause is whole words."""
+    words = " ".join(text.split())
+    cut = _short(text, limit)
+    assert len(cut) <= limit
+    if cut != words:
+        kept = cut.removesuffix("…")
+        assert words.startswith(kept)
+        # a word is cut only where one word alone is longer than the limit
+        assert words[len(kept)] in " ,;:" or " " not in words[:limit]

@@ -195,9 +195,10 @@ def _cause(f: Finding, variant: str) -> str:
         return "e.g. " + _short(own, 90)
     if f.family == "execution":
         return _short(own, 90) or f.kind
+    limit = 110 if variant else 60  # a file's verdict says what its figure means
     if f.family != "execution" and f.observations > 1 and _FIGURE.search(own):
-        return "worst " + _short(own, 60)
-    return _short(own, 60) or f.kind.removeprefix("law:")
+        return "worst " + _short(own, limit)
+    return _short(own, limit) or f.kind.removeprefix("law:")
 
 
 _FIGURE = re.compile(r"\d")
@@ -248,7 +249,7 @@ def _short(text: str, limit: int = 70) -> str:
         return text
     cut = text[:limit - 1]
     space = cut.rfind(" ")
-    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
+    return (cut[:space] if space > 0 else cut).rstrip(" ,;:") + "…"
 
 
 def _cap(text: str) -> str:

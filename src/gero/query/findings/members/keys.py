@@ -45,8 +45,9 @@ def keyed_sql() -> str:
 def signed_sql() -> str:
     """``signed`` (reads ``keyed``): each group's template (the kind in words; a failure's
     own template) and operator key (``*`` for a cause shared across operators: NaN fed to
-    every path, a failure, a registered defect, a lower precision or a runtime's
-    non-finite outputs of one dtype, ``*DTYPE``)."""
+    every path, a failure of a graph case or a time budget, a registered defect, a lower
+    precision or a runtime's non-finite outputs of one dtype, ``*DTYPE``; a model's failure
+    is its model's: one id never spans two models' causes)."""
     precision = ("replace(replace('" + LOWER_PRECISION + "', '{dtype}', dtype), "
                  "'{precision}', precision)")
     return f"""
@@ -61,7 +62,8 @@ def signed_sql() -> str:
                     || replace(substr(cause_key, 8), ',', ', ')
                 WHEN kind LIKE 'nonfinite:%' THEN '{NONFINITE}'
                 ELSE substr(kind, 5) END AS template,
-           CASE WHEN family = 'execution' AND model_case THEN op_type
+           CASE WHEN family = 'execution' AND model_case AND kind <> 'out-of-budget'
+                    THEN op_type
                 WHEN family IN ('nan', 'execution') OR kind = 'defect' THEN '*'
                 WHEN family = 'precision' THEN '*' || dtype
                 WHEN family = 'non-finite' AND kind = 'nonfinite:actual' THEN '*' || dtype

@@ -95,6 +95,8 @@ def rows_sql() -> str:
                                                r.backend || '-' || r.optimization,
                                                {path_name_sql('r.backend', 'r.optimization')})
                     THEN {_REFERENCE_PATH}
+                -- a registered defect is the evaluator's own (its path), whatever arbitrates
+                WHEN r.kind = 'defect' THEN r.path
                 WHEN r.chk IN ({arbitrated}) AND r.arbiter = 'actual' THEN {_REFERENCE_PATH}
                 WHEN r.chk IN ({arbitrated}) AND r.arbiter IN ('tie', '-')
                      AND r.family <> 'execution' AND r.kind <> 'nan' THEN 'undecided'

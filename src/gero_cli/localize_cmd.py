@@ -18,7 +18,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "the model or its int8/fp16 variant), compare them tensor by tensor in topological "
         "order against each tensor's noise floor, and run each diverging node alone on the "
         "reference side's inputs on both paths: a node that makes the difference from "
-        "agreeing inputs is an origin, one that only carries or magnifies it an amplifier. "
+        "agreeing inputs is an origin; one whose own run magnifies what it receives an "
+        "amplifier, else a carrier. Where a path computes nodes together (a "
+        "QuantizeLinear/DequantizeLinear pair folded into the node after it, a precision "
+        "rewrite read from its optimised graph), they run as one region and the rewrite is "
+        "named. A row its own gate passed is traced but names no origin. "
         "Large models are traced at checkpoints first, then the stretch where the error "
         "appears. The result is stored with the evidence (localize/OBSERVATION_ID.json) and "
         "shown in the explorer.")

@@ -30,8 +30,9 @@ def _counted_init(self: pool._Worker, *args: Any, **kwargs: Any) -> None:
     _note(f"worker:{self.process.pid}")
 
 
-def _counted_submit(self: pool._Worker, unit: Any, message: bytes) -> bool:
-    sent = _submit(self, unit, message)
+def _counted_submit(self: pool._Worker, unit: Any, message: bytes,
+                    blobs: dict[str, bytes] | None = None) -> bool:
+    sent = _submit(self, unit, message, blobs)
     if sent:
         _note(f"unit:{unit.case}")
     return sent

@@ -1,12 +1,11 @@
 """What a verdict is about, recorded beside its sentence: the path a failure names, the
-words of its cause and the kind of failure, so that findings and titles read columns, not
-the English ``reason``.
+words of its cause, the kind of failure, its scope, the key of its cause and the figures a
+title needs, so that findings and titles read columns, not the English ``reason``.
 
 Standard library only: the reader names these columns (a file of a gero before schema
-version 3 lacks the first two, before 4 the kind, and reads them as NULL) and the query
-layer derives them for such rows with ``FAILED_PATH``, ``cause_of`` and
-``gero.query.findings.members.reasons.kind_sql``, the one place the reason is still read
-for them.
+version 3 lacks the first two, before 4 the kind, before 5 the rest, and reads them as
+NULL) and the findings derive them once for such rows (``gero_runner.storage.derivation``,
+and ``cause_of`` for a representative's words), the one place the reason is still read.
 """
 
 from __future__ import annotations
@@ -25,13 +24,15 @@ FACT_COLUMNS: Final = (
                      "values out of tolerance), 'nonfinite:actual' or 'nonfinite:reference' "
                      "(the side that is non-finite), 'nan' (NaN fed on both sides, nothing "
                      "else), 'defect' (a registered defect, named by cause_key), 'law:NAME' "
-                     "(a law broken), 'cannot-run', 'out-of-budget', 'tooling' (gero's own "
+                     "(a law or model gate broken; 'law:NAME:nonfinite' by non-finite values "
+                     "on its side), 'cannot-run', 'out-of-budget', 'tooling' (gero's own "
                      "builder failed); '' on a passed row (older rows: masked sentences)"),
     ("scope", "what the verdict is about: 'model', a variant file ('fp16', 'int8-dynamic', "
               "'int8-static'), or the case's graph ('graph'); '' when not recorded"),
     ("cause_key", "the machine key of a known cause: 'defect:KEY', "
                   "'unsupported-op:DOMAIN::OP', 'precision-rewrite', 'model-quantization', "
-                  "'tooling:WHAT'; '' when none is known"),
+                  "'tooling:WHAT'; a failure no known cause names: 'error:' and its error "
+                  "with names and figures masked; '' when none"),
     ("note", "a sentence that changes no verdict (a runtime computing float16 in float32), "
              "else ''"),
     ("figures", "JSON object of the numbers a title needs ({\"mismatches\": 7, ...}), "
@@ -95,10 +96,7 @@ def cause_of(reason: str, check: str) -> str:
     return root_cause(text) if check.startswith("model:") else ""
 
 
-# The kind of a failure (``failure_kind``), the values the findings group on. A site that
-# knows it says it (``classify.failure_kind``: NaN on both sides, the non-finite side,
-# outside tolerance; ``CaseContext.row``: a registered defect); a law's, a model verdict's or
-# a failed path's is its sentence's first clause with the figures masked (``law_kind``).
+# The kind of a failed comparison (``failure_kind``), as ``classify.failure_kind`` names it.
 
 NAN: Final = "nan"
 OUTSIDE: Final = "outside"
@@ -109,13 +107,9 @@ def nonfinite_kind(side: str) -> str:
     return f"nonfinite:{side}"
 
 
-def defect_kind(keys: list[str]) -> str:
-    """Registered ReferenceEvaluator defects, by their keys (sorted, once each)."""
-    return "defect:known upstream defect " + ", ".join(sorted(set(keys)))
-
-
-# The masks the findings' template applies (``reasons.template_sql``, in DuckDB's RE2, whose
-# ``\b`` is ASCII's): (pattern, replacement, every occurrence or the first).
+# The masks of a failure's error in its cause key (``error_key``); the derivation for rows of
+# a gero before applies the same to their reason (``storage.derivation.template_sql``, in
+# DuckDB's RE2, whose ``\b`` is ASCII's): (pattern, replacement, every occurrence or first).
 _MASKS = tuple((re.compile(p, re.ASCII), r, g) for p, r, g in (
     (r"^(variant \S+: )?\S+ failed: ", r"\1PATH failed: ", False),
     (r"\b[A-Z][A-Za-z0-9]*\(\d+\)", "OP(#)", True),
@@ -129,10 +123,6 @@ _MASKS = tuple((re.compile(p, re.ASCII), r, g) for p, r, g in (
     (r"(#,)+", "…,", True),
     (r"^(PATH failed: [A-Za-z]+: )[\s\S]*\n\s*(?:#: )?([^\n]*[^\s])\s*\Z", r"\1\2", False),
 ))
-_LAW_NAME = re.compile(r"^(variant )?[A-Za-z0-9_.-]+: ", re.ASCII)
-_PARENS = re.compile(r" ?\([^()]*\)")
-
-
 def masked(sentence: str) -> str:
     """The sentence with the path, operator and node names, quoted names, element types and
     figures masked, as the findings' template reads it."""
@@ -141,38 +131,7 @@ def masked(sentence: str) -> str:
     return sentence
 
 
-def law_kind(sentence: str) -> str:
-    """A law's, a model verdict's or a failed path's kind: its sentence's first clause
-    without its law's (or variant's) name, its parenthesised details and its figures."""
-    body = _LAW_NAME.sub("", masked(sentence), count=1)
-    return "law:" + _PARENS.sub("", _PARENS.sub("", body)).split(";", 1)[0].strip(" ")
-
-
-_NAN_ONLY_NOT = re.compile(r" is (NaN|\+inf|-inf) at|elements outside|non-finite value")
-_NONFINITE_SIDE = re.compile(r"(?:^|; )(actual|reference) is (NaN|\+inf|-inf) at")
-_DEFECT_KEY = re.compile(r"known upstream defect ([A-Za-z0-9_-]+)")
-_OUTSIDE = re.compile(r"# of # elements outside")
-
-
-def sentence_kind(sentence: str) -> str:
-    """The kind a sentence written by a site that does not say it names (a parity
-    comparison's, a contract's own comparison), by the rules the findings read a row of a
-    gero before schema version 4 with (``reasons.kind_sql``): a row reads the same
-    whichever gero wrote it."""
-    template = masked(sentence)
-    if "NaN on both sides" in template and not _NAN_ONLY_NOT.search(template):
-        return NAN
-    if "known upstream defect" in template:
-        return defect_kind(_DEFECT_KEY.findall(template))
-    side = _NONFINITE_SIDE.search(_LAW_NAME.sub("", template, count=1))
-    if side:
-        return nonfinite_kind(side.group(1))
-    if _OUTSIDE.match(_LAW_NAME.sub("", template, count=1)):
-        return OUTSIDE
-    return law_kind(sentence)
-
-
-# Schema 5: the typed facts a row builder records (``verdict_facts``), the values the
+# Schema 5: the typed facts a row builder records (``CaseContext.row``), the values the
 # findings group on and the titles are rendered from.
 
 DEFECT: Final = "defect"

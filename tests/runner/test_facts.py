@@ -31,12 +31,10 @@ from gero_runner.facts import (
     failure_cause,
     failure_facts,
     law_cause,
-    law_kind,
     law_name,
     nonfinite_kind,
     root_cause,
     scope_of,
-    sentence_kind,
     unsupported_op,
 )
 from gero_runner.metrics.compare import compare
@@ -120,21 +118,34 @@ def test_a_comparison_records_its_typed_kind() -> None:
                         "shape": OUTSIDE}
 
 
-def test_a_law_or_failure_records_its_first_clause_with_its_figures_masked() -> None:
-    sentences = ["fp16:tract-optimized failed: " + TRACT_ERROR,
-                 "variant mul_add: " + TRACT_ERROR,
-                 "ort-all failed: NotImplemented: Could not find an implementation for "
-                 "Erf(13) node with name 'n1'",
-                 "probability_extreme: 7 non-finite value(s) (NaN 7, inf 0)",
-                 "masked_rows: 2 of 4 fully masked row not exactly zero; max 0.5",
-                 "calibrated on 8 samples; scaled error 0.472 > 0.0315"]
-    assert [law_kind(s) for s in sentences] == _derived_kinds(*sentences)
-    assert law_kind(sentences[0]) == "law:PATH failed: TractError: OP does not support T"
-    assert law_kind(sentences[3]) == "law:# non-finite value"
-    defect = ("known upstream defect erf-float32-rounding (onnx#1): float32 — "
-              "12 of 64 elements outside atol=1e-05")
-    assert sentence_kind(defect) == _derived_kinds(defect)[0] == (
-        "defect:known upstream defect erf-float32-rounding")
+def test_a_failures_cause_key_is_the_one_derived_for_a_row_written_before() -> None:
+    """The runner keys a failure no known cause names by its masked error (``error_key``);
+    the derivation for a row a gero before wrote gives the same key from its reason
+    (``storage.derivation``): the same finding ids whichever gero wrote the run."""
+    from gero_runner.facts import error_key
+    from gero_runner.storage.derivation import derived_key_sql
+
+    errors = {"fp16:tract-optimized": TRACT_ERROR,
+              "tract-optimized": "TractError: Impossible to unify F16 with F32.",
+              "ort-all": "RuntimeException: [ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : "
+                         "Non-zero status code returned while running ScatterElements node. "
+                         "Name:'n' Status Message: MLFloat16 is not supported",
+              "ort-basic": "NotImplemented: Could not find an implementation for Erf(13) "
+                           "node with name 'n1'"}
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (reason VARCHAR)")
+    reasons = [f"{path} failed: {error}" for path, error in errors.items()]
+    con.executemany("INSERT INTO t VALUES (?)", [[r] for r in reasons])
+    key = derived_key_sql("'cannot-run'", "''", "'agreement'", "reason", "tpl")
+    template = template_sql("reason")
+    derived = [k for (k,) in con.execute(
+        f"SELECT {key} FROM (SELECT reason, {template} AS tpl FROM t)").fetchall()]
+    recorded = [failure_facts(failure_cause(path, error)[1], error)[1]
+                for path, error in errors.items()]
+    assert derived == recorded
+    assert recorded[0] == error_key(root_cause(TRACT_ERROR)) == (
+        "error:TractError: OP does not support T")
+    assert recorded[3] == "unsupported-op:ai.onnx::Erf"
 
 
 def test_the_blamed_column_reads_the_recorded_failed_path() -> None:

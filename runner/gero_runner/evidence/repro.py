@@ -23,6 +23,7 @@ from gero_runner.errors import GeroError
 from gero_runner.evidence.localization import Localization
 from gero_runner.evidence.rows import OBSERVATIONS_JSON, row_to_json
 from gero_runner.process import scratch
+from gero_runner.request import PATHS_ALL
 from gero_runner.schema import Observation
 from gero_runner.storage.artifacts import MANIFEST
 from gero_runner.storage.hashing import sha256
@@ -103,7 +104,8 @@ def write_repro(output: Path, model: bytes, feeds: dict[str, np.ndarray],
         settings = RunSettings(data_root=str(work / "data"), backends=runtimes,
                                threads=max(1, int(row.get("threads") or 1)), repeats=1,
                                checks=())
-        rows = evaluate_case(case, settings).rows
+        # Every setting: the localized row's own may be one the default plan leaves out.
+        rows = evaluate_case(case, settings, PATHS_ALL).rows
         if not rows or not rows[0].artifact_path:
             raise GeroError(f"-o {output}: the origin's nodes could not be run as a case "
                             f"({rows[0].reason if rows else 'no observation'})")

@@ -36,7 +36,7 @@ from gero_tui.app.widgets.tensor_view import TensorView
 CHART_WIDTH = 28
 LOW, HIGH = -9.0, 1.0
 """log10 of the scaled errors the chart spans (below: an empty bar; above: full)."""
-ORIGIN, AMPLIFIER = "◆ origin", "▲ amplifier"
+ORIGIN, AMPLIFIER, CARRIER = "◆ origin", "▲ amplifier", "· carrier"
 
 
 def bar(value: float, threshold: float, width: int = CHART_WIDTH) -> Text:
@@ -162,8 +162,10 @@ class LocalizeScreen(Screen[None]):
                     stored: bool = True) -> None:
         self.result, self.kept = result, kept
         roles = {o["tensor"]: ORIGIN for o in result.get("origins", [])}
-        roles.update({a["tensor"]: AMPLIFIER for a in result.get("amplifiers", [])
-                      if a["tensor"] not in roles})
+        # A node is an amplifier only where its own run showed the gain (a result stored
+        # before roles has none: it called every such node one).
+        roles.update({a["tensor"]: CARRIER if a.get("role") == "carrier" else AMPLIFIER
+                      for a in result.get("amplifiers", []) if a["tensor"] not in roles})
         head = Text.assemble(
             ("error through the graph" + (" (stored)" if stored else ""), "bold"),
             for_terminal(f" · {result.get('actual')} against {result.get('reference')} · "
@@ -199,7 +201,9 @@ class LocalizeScreen(Screen[None]):
         for group in ("origins", "amplifiers"):
             for f in self.result.get(group, []):
                 if f["tensor"] == tensor:
-                    return {**f, "role": ORIGIN if group == "origins" else AMPLIFIER}
+                    role = (ORIGIN if group == "origins" else
+                            CARRIER if f.get("role") == "carrier" else AMPLIFIER)
+                    return {**f, "role": role}
         return None
 
     def highlighted(self) -> str | None:

@@ -30,7 +30,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="a later release whose outputs changed")
     p.add_argument("--releases", type=split_list, default=None, metavar="V1,V2",
                    help="the releases to search among (default: those the package index "
-                   "lists)")
+                   "lists); --releases GOOD,BAD compares just those two and names the node "
+                   "where their outputs first differ")
     p.add_argument("--setting", default=None, metavar="SETTING",
                    help="the runtime's setting to run at (default: its first, ONNX "
                    "Runtime's disable_all)")

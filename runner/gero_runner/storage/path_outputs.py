@@ -150,6 +150,9 @@ class PathOutputs:
 
 def _read(path: Path, key: str) -> Stored:
     with zipfile.ZipFile(path) as z:
+        # Stored, never compressed: a member inflates to no more than the file holds.
+        if any(i.compress_type != zipfile.ZIP_STORED for i in z.infolist()):
+            raise ValueError("it is compressed, as gero never writes it")
         info = z.getinfo(_META)
         if info.file_size > _MAX_META_BYTES:
             raise ValueError("its description is too large")

@@ -59,7 +59,8 @@ def test_the_key_changes_with_everything_a_path_depends_on() -> None:
     assert base == _key() and len({base, *changed}) == len(changed) + 1
 
 
-@pytest.mark.parametrize("damage", ["truncated", "tampered", "another key", "not a zip"])
+@pytest.mark.parametrize("damage", ["truncated", "tampered", "another key", "not a zip",
+                                    "compressed"])
 def test_a_damaged_entry_is_not_used_and_says_why(tmp_path: Path, damage: str) -> None:
     cache = PathOutputs(tmp_path)
     key = _key()
@@ -75,16 +76,19 @@ def test_a_damaged_entry_is_not_used_and_says_why(tmp_path: Path, damage: str) -
         if damage == "tampered":  # a value changed, its hash left as it was
             x = np.array([9.0, -2.0], dtype=np.float32)
             members["0.npy"] = members["0.npy"][:-8] + x.tobytes()
-        else:
+        elif damage == "another key":
             meta = json.loads(members["meta.json"])
             members["meta.json"] = json.dumps({**meta, "key": _key(version="2")}).encode()
-        with zipfile.ZipFile(path, "w") as z:
+        packing = zipfile.ZIP_DEFLATED if damage == "compressed" else zipfile.ZIP_STORED
+        with zipfile.ZipFile(path, "w", packing) as z:
             for name, data in members.items():
                 z.writestr(name, data)
     got, problem = cache.load(key)
     assert got is None and problem is not None
     assert problem.startswith(f"the stored outputs {cache.relative(key)} could not be used (")
     assert problem.endswith("the path was computed again") and "\n" not in problem
+    if damage == "compressed":  # a member could inflate past the file: never read
+        assert "(it is compressed, as gero never writes it)" in problem
     cache.store(key, _stored())  # the recomputed outputs replace it
     assert cache.load(key)[0] is not None
 

@@ -766,17 +766,16 @@ class _Checker:
             # The path's own fp32 output is its yardstick on the model: another runtime's
             # would charge the gap between the two engines to the file (the speaker
             # embedder: OpenVINO's fp16 output 2.1e-4 from its own fp32 one, 0.0286 from
-            # ONNX Runtime's). A path with no fp32 output is judged on the file alone.
-            own = self.ctx.paths.get(p.name.partition(":")[2])
-            f32 = own.outputs if own is not None and own.ok else None
-            own_label = f"fp32:{_path_label(p)}"
+            # ONNX Runtime's). A runtime with no fp32 output is judged on the file alone.
+            own = self._own_fp32(p)
+            f32 = own.outputs if own is not None else None
             floors = self.model_floors.get(p.backend, run_floor)
             for j in self._float_outputs(p.outputs):
                 out, a = self.ctx.output_names[j], p.outputs[j]
                 finite = bool(np.isfinite(a).all())
                 if own is not None and f32 is not None and j < len(f32):
-                    self._fp16_vs_fp32(out, j, p, own, own_label, f32[j], floors,
-                                       (rounded, exact), finite)
+                    self._fp16_vs_fp32(out, j, p, own, f"fp32:{_path_label(own)}", f32[j],
+                                       floors, (rounded, exact), finite)
                 yard = exact if wide else rounded
                 if yard is None or yard[j].shape != a.shape:
                     continue
@@ -784,6 +783,16 @@ class _Checker:
                 same = ml.fp16_reference_gate(ml.scaled_error(a, yard[j]), wide, spread)
                 self._fp16_row("model:fp16:scaled", out, p, label, onnx.__version__, a,
                                yard[j].astype(a.dtype), same, finite, (p.files[j], ""))
+
+    def _own_fp32(self, p: PathResult) -> PathResult | None:
+        """A path's own output on the fp32 model, else its runtime's baseline's (a setting
+        the plan ran on the variant file alone), or None."""
+        same = self.ctx.paths.get(p.name.partition(":")[2])
+        if same is not None and same.ok:
+            return same
+        base = next((self.ctx.paths.get(b.spec.name) for b in self.baselines
+                     if b.backend.name == p.backend), None)
+        return base if base is not None and base.ok else None
 
     def _fp16_vs_fp32(self, out: str, j: int, p: PathResult, own: PathResult, label: str,
                       f: np.ndarray, floors: dict[int, ml.Floor],

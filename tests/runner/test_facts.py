@@ -309,3 +309,35 @@ def test_a_models_own_per_tensor_dynamic_quantisation_is_found_in_its_graph() ->
     assert per_tensor_dynamic_quantization(graph("DynamicQuantizeLinear", ["y", "s", "z"]))
     assert not per_tensor_dynamic_quantization(graph("Relu", ["y"]))
     assert SPANS_BATCH == ("partition", "duplication")
+
+
+def test_every_row_builder_records_typed_facts_never_a_sentence() -> None:
+    """``CaseContext.row`` (every check's rows, a parity comparison's, a failed path's, a
+    crashed worker's) records a kind of the typed vocabulary, the scope and the figures."""
+    from gero_runner.execution.context import CaseContext, PathResult, RunSettings
+    from gero_runner.execution.evaluate import execution_rows
+    from gero_runner.run import RunRequest, collect_cases
+    from gero_runner.storage.artifacts import EvidenceWriter
+
+    (case, *_) = collect_cases(RunRequest(ops=["Exp"], dtypes=["float32"]))
+    ctx = CaseContext(case, RunSettings(data_root=""), EvidenceWriter(), {}, ["y"], "g", "i")
+    path = PathResult("ort-all", "onnxruntime", "1", "all", 1, {"level": "all"})
+    cmp = compare(np.array([1.0, 2.0], np.float32), np.array([1.0, 3.0], np.float32),
+                  1e-5, 1e-6)
+    common: dict[str, Any] = {"output_name": "y", "actual": path, "reference_name": "r",
+                              "reference_version": "1", "dtype": "float32", "rtol": 1e-5,
+                              "atol": 1e-6}
+    parity = ctx.row(check="expected", cmp=cmp, result="divergence",
+                     reason="1 of 2 elements outside atol", **common)
+    gate = ctx.row(check="model:fp16:scaled", cmp=cmp, result="divergence",
+                   reason="scaled error 0.3 > 0.1", **common)
+    failed = ctx.row(check="agreement", cmp=None, result="execution",
+                     reason="ort-all failed: boom", failed_path="ort-all", cause="boom",
+                     error="ran out of its 60 s budget", **common)
+    (crash,) = execution_rows(case, "worker process crashed with SIGSEGV")
+    assert (parity.failure_kind, parity.scope) == ("outside", "graph")
+    assert json.loads(parity.figures) == {"mismatches": 1, "elements": 2, "max_abs_error": 1.0}
+    assert (gate.failure_kind, gate.scope) == ("law:scaled", "fp16")
+    assert failed.failure_kind == CANNOT_RUN and failed.cause_key == "error:boom"
+    assert crash.failure_kind == CANNOT_RUN and crash.scope == "graph"
+    assert crash.cause_key.startswith("error:")

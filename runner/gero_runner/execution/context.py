@@ -18,6 +18,7 @@ import numpy as np
 
 from gero_runner.backends import ort
 from gero_runner.case import MODEL_SUITES, CaseInstance
+from gero_runner.classify import failure_kind as comparison_kind
 from gero_runner.facts import (
     DEFECT,
     NAN,
@@ -30,6 +31,7 @@ from gero_runner.facts import (
 )
 from gero_runner.metrics.compare import Comparison, compare
 from gero_runner.metrics.model_level import MODEL_REL_FLOOR
+from gero_runner.result_classes import COMPARISON_CHECKS
 from gero_runner.schema import COLUMN_NAMES, EXECUTION, IDENTITY_COLUMNS, PASSED, Observation
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import row_hash, tensor_hash
@@ -241,6 +243,8 @@ class CaseContext:
         elif not failure_kind and (failed_path or result == EXECUTION):
             failure_kind, found = failure_facts(cause or reason, error, self.op_domains)
             cause_key = cause_key or found
+        elif not failure_kind and cmp is not None and check in COMPARISON_CHECKS:
+            failure_kind = comparison_kind(cmp)  # a parity row's, like any comparison's
         elif not failure_kind:
             failure_kind = law_name(check)
         scope = scope or scope_of(self.case.suite, check)

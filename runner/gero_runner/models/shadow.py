@@ -238,11 +238,11 @@ def _localise_function_ops(model: onnx.ModelProto, opsets: dict[str, int]) -> No
 
 
 MS_DOMAIN = "com.microsoft"
-DEQUANTIZED = ("DynamicQuantizeLinear", "MatMulInteger", "DynamicQuantizeLSTM")
+DEQUANTIZED = ("DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "DynamicQuantizeLSTM")
 """The quantised operators an already quantised model's shadow computes dequantized:
 DynamicQuantizeLinear as the identity (scale 1, zero point 0), MatMulInteger as
-(A - a0)·(B - b0) in float64, com.microsoft DynamicQuantizeLSTM as an LSTM with its int8
-weights dequantized."""
+(A - a0)·(B - b0) and ConvInteger as Conv(x - x0, w - w0) in float64, com.microsoft
+DynamicQuantizeLSTM as an LSTM with its int8 weights dequantized."""
 
 
 def needs_dequantizing(model: onnx.ModelProto) -> list[str]:
@@ -299,14 +299,62 @@ def _dequantized_lstm(node: onnx.NodeProto, inits: dict[str, TensorProto],
     return [lstm]
 
 
+def _dequantized_conv(node: onnx.NodeProto, inits: dict[str, TensorProto],
+                      graph: onnx.GraphProto) -> list[onnx.NodeProto] | None:
+    """ConvInteger as a float64 Conv of x - x0 and w - w0 (None: w or w0 not constant).
+    Left as it is, the evaluator's ConvInteger would truncate the identity's float
+    activations to integers (X.astype(np.int32))."""
+    x, w, x0, w0 = [*node.input, "", ""][:4]
+    if w not in inits or (w0 and w0 not in inits):
+        return None
+    weight = numpy_helper.to_array(inits[w]).astype(np.float64)
+    if w0:  # a scalar, or one per output channel
+        zero = numpy_helper.to_array(inits[w0]).astype(np.float64)
+        weight = weight - (zero if zero.ndim == 0
+                           else zero.reshape((-1,) + (1,) * (weight.ndim - 1)))
+    y = node.output[0]
+    graph.initializer.append(numpy_helper.from_array(weight, f"{y}__gero_w"))
+    conv = onnx.helper.make_node("Conv", [f"{y}__gero_x", f"{y}__gero_w"], [y], name=node.name)
+    conv.attribute.extend(node.attribute)
+    return [*_centred(x, x0, f"{y}__gero_x"), conv]
+
+
+def _run_time_bias_rounding(graph: onnx.GraphProto) -> set[str]:
+    """Outputs of the Floor/Round nodes that quantise a bias at run time: Floor(b /
+    (x_scale·w_scale)), cast to int32 (maybe reshaped) and added to a ConvInteger's or
+    MatMulInteger's int32 sum (ONNX Runtime's dynamic Conv). With the identity's scale 1
+    the shadow keeps them unrounded, in float64 (its Cast too)."""
+    producer = {o: n for n in graph.node for o in n.output}
+    sums = {n.output[0] for n in graph.node if n.op_type in ("ConvInteger", "MatMulInteger")}
+    found: set[str] = set()
+    for add in graph.node:
+        if add.op_type != "Add" or not set(add.input) & sums:
+            continue
+        name = next((i for i in add.input if i not in sums), "")
+        node = producer.get(name)
+        while node is not None and node.op_type in ("Reshape", "Unsqueeze"):
+            node = producer.get(node.input[0])
+        if node is None or node.op_type != "Cast" or not any(
+                a.name == "to" and a.i == TensorProto.INT32 for a in node.attribute):
+            continue
+        rounding = producer.get(node.input[0])
+        if rounding is not None and rounding.op_type in ("Floor", "Round"):
+            found.add(rounding.output[0])
+    return found
+
+
 def _dequantize_graph(graph: onnx.GraphProto) -> None:
     """Rewrite ``DEQUANTIZED`` operators of ``graph`` in place (see there)."""
     inits = {t.name: t for t in graph.initializer}
     out: list[onnx.NodeProto] = []
     rewritten: set[str] = set()
+    bias_rounding = _run_time_bias_rounding(graph)
     for node in graph.node:
         made: list[onnx.NodeProto] | None = None
-        if node.op_type == "DynamicQuantizeLinear" and node.domain in ("", "ai.onnx"):
+        if (node.op_type in ("Floor", "Round") and node.output[0] in bias_rounding) or \
+                (node.op_type == "Cast" and node.input[0] in bias_rounding):
+            made = [onnx.helper.make_node("Identity", [node.input[0]], [node.output[0]])]
+        elif node.op_type == "DynamicQuantizeLinear" and node.domain in ("", "ai.onnx"):
             y, scale, zero = [*node.output, "", ""][:3]
             made = [onnx.helper.make_node("Identity", [node.input[0]], [y])] if y else []
             made += [_const(n, v) for n, v in ((scale, 1.0), (zero, 0.0)) if n]
@@ -315,6 +363,8 @@ def _dequantize_graph(graph: onnx.GraphProto) -> None:
             y = node.output[0]
             made = [*_centred(a, a0, f"{y}__gero_a"), *_centred(b, b0, f"{y}__gero_b"),
                     onnx.helper.make_node("MatMul", [f"{y}__gero_a", f"{y}__gero_b"], [y])]
+        elif node.op_type == "ConvInteger" and node.domain in ("", "ai.onnx"):
+            made = _dequantized_conv(node, inits, graph)
         elif node.op_type == "DynamicQuantizeLSTM" and node.domain == MS_DOMAIN:
             made = _dequantized_lstm(node, inits, graph)
         if made is None:

@@ -12,9 +12,12 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 from shared_helpers import rows_of
 
 from gero_cli import main
+from gero_runner.backends.reference_defects import corrected_evaluator
+from gero_runner.backends.reference_evaluator import run_releasing
 from gero_runner.models import shadow
 
 HIDDEN, FEATURES = 8, 6
@@ -166,3 +169,56 @@ def test_qlinear_contrib_operators_are_computed_exactly(tmp_path: Path) -> None:
                                  providers=["CPUExecutionProvider"]).run(None, feeds)
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, rt, rtol=1e-6, atol=1e-7)  # ORT's float32 output
+
+
+def _old_dynamic_conv(w: np.ndarray, b: np.ndarray) -> onnx.ModelProto:
+    """A dynamic Conv as older ONNX Runtime quantizers wrote it (ddddocr's int8 model):
+    the bias quantised at run time, Floor(b / (x_scale·w_scale)) as int32, added to
+    ConvInteger's int32 sum, the sum cast and scaled."""
+    scale = float(np.abs(w).max() / 127)
+    wq = np.clip(np.round(w / scale), -127, 127).astype(np.int8)
+    n = helper.make_node
+    nodes = [n("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             n("Mul", ["xs", "ws"], ["s"]), n("Div", ["b", "s"], ["bd"]),
+             n("Floor", ["bd"], ["bf"]), n("Cast", ["bf"], ["bi"], to=onnx.TensorProto.INT32),
+             n("Reshape", ["bi", "shape"], ["br"]),
+             n("ConvInteger", ["xq", "wq", "xz", "wz"], ["c"], kernel_shape=[3, 3]),
+             n("Add", ["c", "br"], ["cb"]), n("Cast", ["cb"], ["cf"], to=onnx.TensorProto.FLOAT),
+             n("Mul", ["cf", "s"], ["y"])]
+    inits = [numpy_helper.from_array(wq, "wq"), numpy_helper.from_array(np.array(0, np.int8), "wz"),
+             numpy_helper.from_array(np.array(scale, np.float32), "ws"),
+             numpy_helper.from_array(b, "b"),
+             numpy_helper.from_array(np.array([1, -1, 1, 1], np.int64), "shape")]
+    graph = helper.make_graph(
+        nodes, "conv", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 5, 5])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 4, 3, 3])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    onnx.checker.check_model(model)
+    return model
+
+
+def test_conv_integer_and_its_run_time_bias_are_dequantized() -> None:
+    """Dequantized, the shadow equals the float Conv with the weights dequantized by hand
+    and the bias as it is (the evaluator's own ConvInteger would truncate the identity's
+    float activations to integers; the bias's Cast to int32 would not add to float64)."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    quantised = _old_dynamic_conv(w, b)
+    wq = numpy_helper.to_array(next(t for t in quantised.graph.initializer if t.name == "wq"))
+    ws = numpy_helper.to_array(next(t for t in quantised.graph.initializer if t.name == "ws"))
+    by_hand = helper.make_model(helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3])], "conv",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.DOUBLE, [1, 3, 5, 5])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.DOUBLE, [1, 4, 3, 3])],
+        [numpy_helper.from_array(wq.astype(np.float64) * float(ws), "w"),
+         numpy_helper.from_array(b.astype(np.float64), "b")]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.standard_normal((1, 3, 5, 5)).astype(np.float32)
+    (expected,) = ReferenceEvaluator(by_hand).run(None, {"x": x.astype(np.float64)})
+    assert isinstance(expected, np.ndarray)
+    wide = shadow.widen(quantised, dequantize=True)
+    got = run_releasing(corrected_evaluator(wide), shadow.widen_inputs({"x": x}))["y"]
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)

@@ -16,17 +16,18 @@ from typing import Any
 
 from gero_cli import console, main
 from gero_runner.checks import task
+from gero_runner.request import PATHS_NEEDED
 
 GATED = set(filter(None, os.environ.get("GERO_TEST_GATED", "").split(",")))
 GATE = os.environ.get("GERO_TEST_GATE", "")
 _evaluate = task.evaluate_case
 
 
-def _gated(case: Any, settings: Any) -> Any:
+def _gated(case: Any, settings: Any, paths: str = PATHS_NEEDED) -> Any:
     if case.op_type in GATED:
         while not os.path.exists(GATE):
             time.sleep(0.02)
-    return _evaluate(case, settings)
+    return _evaluate(case, settings, paths)
 
 
 task.evaluate_case = _gated

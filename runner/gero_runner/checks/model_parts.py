@@ -20,9 +20,11 @@ when its other settings can change or explain a verdict (``Backend.needed_when``
 plan decides from their outputs as the judge reads them (``ends_agree``, ``within_gates``):
 the unoptimised base where the deployed setting is off its gates (is the optimiser at
 fault?), a level between base and deployed where those two differ (which level makes the
-difference?). A setting that runs, runs on each variant file too; the contract graphs run
-on the deployed settings and the ReferenceEvaluator. A setting not run has no row (it counts
-as nothing); the case's ``plan.json`` (evidence) names it and says why.
+difference?). A setting that runs, runs on each variant file too, and an unoptimised base
+the model did not need still runs on a variant file its deployed setting is off on; the
+contract graphs run on the deployed settings and the ReferenceEvaluator. A setting not run
+has no row (it counts as nothing); the case's ``plan.json`` (evidence) names it and says
+why, and the variant files it ran on all the same.
 
 A part that runs out of its budget, or whose worker dies, becomes one row that names the
 path, the time it had and what it ran on, and its path is not run on the rest of its chain

@@ -169,28 +169,30 @@ def test_the_findings_report_shows_the_origin_and_the_repro(
     assert "gero localize " in report.split("```sh", 1)[1]
 
 
-REAL = Path("/work/models/ddddocr_old_int8")
+REAL = next((p for p in (Path("/work/models/ddddocr_old_int8"),
+                          Path("/tmp/verify/models/ddddocr_old_int8"))
+             if (p / "model.onnx").is_file()), Path("/work/models/ddddocr_old_int8"))
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (REAL / "model.onnx").is_file(), reason="needs /work/models")
-def test_a_real_int8_recogniser_parts_at_one_quantize_rounding(tmp_path: Path) -> None:
-    """ddddocr 1.6.1's dynamic-int8 recogniser: OpenVINO (f32) and ONNX Runtime part where a
-    DynamicQuantizeLinear's scale differs by one ulp and one element rounds the other way
-    (confirmed without gero by running that node alone in both runtimes)."""
+@pytest.mark.skipif(not (REAL / "model.onnx").is_file(), reason="needs the ddddocr model")
+def test_a_real_int8_recogniser_within_its_gate_names_no_origin(tmp_path: Path) -> None:
+    """ddddocr 1.6.1's dynamic-int8 recogniser against its float64 shadow (com.microsoft
+    operators dequantized): OpenVINO f32 passes its gate (0.0125 within the noise floor's
+    0.014), so localize names no origin although the sides part; at bf16 it diverges, and
+    where marking tensors changes what OpenVINO computes localize says it cannot localize
+    rather than that the error 'builds up from many small ones'."""
     pytest.importorskip("openvino")
     rows = model_rows(tmp_path, REAL / "model.onnx", backends=("onnxruntime", "openvino"),
-                 inputs_file=str(REAL / "inputs.npz"))
+                      inputs_file=str(REAL / "inputs.npz"))
     row = row_where(rows, check="model:fp32", backend="openvino", optimization="f32")
-    assert row["reference"] == "onnxruntime:all"
-    # The row passes its gate (1.2e-2 scaled, inside ONNX Runtime's own 1e-7 input-noise
-    # floor of 1.4e-2: no runtime is blamed), and the two paths still part: where, is
-    # what localize answers.
+    assert row["reference"] == "float64-shadow" and row["result"] == "passed"
     loc, _ = localize_observation(tmp_path, row)
-    origin = loc.origins[0]
-    assert origin.op_type == "ConvInteger" and origin.inputs_scaled_error < 1e-5
-    assert origin.within == "DynamicQuantizeLinear '154_QuantizeLinear'"
-    assert any("1 of 65280 elements differ" in n for n in loc.notes)
+    assert loc.within_gate and loc.origins == [] and loc.final_scaled_error > 1e-3
+    bf16 = row_where(rows, check="model:fp32", backend="openvino", optimization="bf16-default")
+    assert bf16["result"] == "divergence"
+    loc, _ = localize_observation(tmp_path, bf16)
+    assert not loc.within_gate and "builds up" not in loc.summary
 
 
 def test_the_python_api_localizes_by_prefix(

@@ -6,7 +6,7 @@ path is judged on a variant file its baseline cannot run.
 ``fake`` (registered from a temporary module, $GERO_RUNTIME_MODULES) is the onnx
 ReferenceEvaluator with three levels, ``base``, ``mid``, ``top`` (its deployed setting);
 ``$FAKE_SKEW`` (``LEVEL=FACTOR,...``) scales a level's outputs, so a test decides which
-level is off.
+level is off; ``LEVEL@fp16=roll`` rolls its outputs' last axis on a float16 file only.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ FAKE = '''
 import os
 
 import numpy as np
+import onnx
 from onnx.reference import ReferenceEvaluator
 
 from gero_runner.backends import register
@@ -52,11 +53,16 @@ class Fake(Backend):
     def build(self, model, settings):
         skew = dict(item.split("=") for item in os.environ.get("FAKE_SKEW", "").split(",")
                     if item)
-        return ReferenceEvaluator(model), float(skew.get(settings["level"], 1.0))
+        half = any(t.data_type == onnx.TensorProto.FLOAT16
+                   for t in onnx.load_from_string(model).graph.initializer)
+        roll = half and skew.get(settings["level"] + "@fp16") == "roll"
+        return ReferenceEvaluator(model), float(skew.get(settings["level"], 1.0)), roll
 
     def run(self, session, inputs):
-        evaluator, factor = session
+        evaluator, factor, roll = session
         outputs = [as_array(o) for o in evaluator.run(None, dict(inputs))]
+        if roll:
+            outputs = [np.roll(o, 1, axis=-1) for o in outputs]
         return [(o * o.dtype.type(factor)).astype(o.dtype) for o in outputs]
 
 
@@ -163,6 +169,28 @@ def test_the_default_plan_finds_what_every_path_finds(tmp_path: Path, skew: str,
     found = _causes(env, needed, "needed")
     assert found == _causes(env, every, "all")
     assert bool(found) == bool(skew)  # the skewed level is a finding in both
+
+
+@pytest.mark.slow
+def test_an_unoptimised_base_runs_on_a_file_its_deployed_setting_is_off_on(
+        tmp_path: Path) -> None:
+    env = _env(tmp_path, "top@fp16=roll")
+    model, inputs = _dense_model(tmp_path)
+    needed, every = tmp_path / "needed", tmp_path / "all"
+    args = ("--backends", "onnxruntime,fake", "--no-contracts", "--variants", "fp16")
+    _run(env, model, inputs, needed, "needed", *args)
+    _run(env, model, inputs, every, "all", *args, "--paths", "all")
+    plan = _plan(needed)
+    # Not needed on the model (top is within its gates there), run on the fp16 file, where
+    # top is off: is the optimiser at fault on that file?
+    assert "fake-base" in plan["not_run"] and plan["ran_on_variants"] == {"fake-base": ["fp16"]}
+    with open_run(needed, "needed") as run:
+        on_file = set(run.connection.execute(
+            'SELECT DISTINCT optimization FROM obs WHERE backend = \'fake\' '
+            'AND "check" LIKE \'model:fp16:%\'').fetchall())
+    assert ("base",) in on_file and ("mid",) not in on_file
+    found = _causes(env, needed, "needed")
+    assert found and found == _causes(env, every, "all")
 
 
 def _scatter_add_model(tmp_path: Path) -> tuple[Path, Path]:

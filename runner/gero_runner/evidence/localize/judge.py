@@ -248,7 +248,10 @@ def _refine(s: Search, o: NodeFinding, feeds: dict[str, np.ndarray]) -> NodeFind
         err, _ = figure(x, y)
         limit = 0.0 if exact else max(rounding(x.dtype if x.dtype.kind == "f"
                                                 else np.dtype("float32")), s.rounding)
-        if err <= limit:
+        if err <= limit and not (o.widened and _elementwise(x, y) > max(limit, GROSS)):
+            # Inside a widened region element by element too: a difference small against
+            # the tensor's largest value (x + 0 become -4.7e30 beside a -1.7e38 mask) is
+            # still where the region first parts.
             continue
         node = graph.node[produced[t]]
         try:  # the inner node alone, from the reference's inner values
@@ -270,11 +273,33 @@ def _refine(s: Search, o: NodeFinding, feeds: dict[str, np.ndarray]) -> NodeFind
             # Alone it agrees; inside the region run as one it is the first to differ: the
             # path computes it together with the nodes before it.
             s.notes.append(f"inside the region of {o.tensor}: the first tensor that differs "
-                           f"is {t} of {word} (scaled error {err:.2g}), which run alone from "
+                           f"is {t} of {word} (scaled error {err:.2g}; element by element "
+                           f"up to {_elementwise(x, y):.2g} of its own size), which run alone from "
                            "the same inputs agrees: the path computes it together with the "
                            "nodes before it")
             return NodeFinding(**{**o.__dict__, "within": word})
     return o
+
+
+GROSS = 1e-2
+"""An element this far off its own size is a gross difference, not a rounding."""
+
+
+def _elementwise(x: np.ndarray, y: np.ndarray) -> float:
+    """The largest difference of one element against that element's own size (a floor of
+    1e-3 of the tensor's 10th-percentile size for elements near zero); 0 for integers or
+    shapes that differ (``figure`` judges those)."""
+    a, r = np.asarray(x), np.asarray(y)
+    if a.shape != r.shape or a.dtype.kind != "f" or r.dtype.kind != "f" or a.size == 0:
+        return 0.0
+    a, r = a.astype(np.float64), r.astype(np.float64)
+    both = np.isfinite(a) & np.isfinite(r)
+    if not both.any():
+        return 0.0
+    size = np.abs(r[both])
+    floor = 1e-3 * float(np.percentile(size, 10)) + 1e-30
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.max(np.abs(a[both] - r[both]) / (size + floor)))
 
 
 def _keep(kept: dict[str, np.ndarray], t: str, x: np.ndarray, y: np.ndarray,

@@ -27,6 +27,7 @@ from gero_runner.facts import (
     MODEL_QUANTIZATION,
     PRECISION_REWRITE,
     UNSUPPORTED_OP,
+    VARIANT_BUILD,
 )
 from gero_runner.schema import MODEL_VARIANTS
 
@@ -40,6 +41,10 @@ TITLES: dict[str, str] = {
     # failures (family ``execution``)
     "tooling": "gero's variant tooling could not build the {variant_file} file of {ops}: "
                "{cause}",
+    # gero's own yardstick (the float64 shadow, the fp16 yardstick) could not run: no path
+    # is at fault, and nothing is judged against it
+    "tooling-yardstick": "gero's {tool} could not run on {ops}{on}, so nothing is judged "
+                         "against it: {cause}",
     "widens-fp16": "{Who} computes the fp16 file of {ops} in float32 {detail}",
     "no-kernel": "{Who} has no {dtypes} kernel for {n_ops} operator(s): {ops}",
     # a model (or its variant file) holds an operator the runtime does not implement
@@ -100,8 +105,10 @@ def title_kind(f: Finding) -> str:
     if f.kind == "defect" or f.cause_key.startswith("defect:"):
         return "defect"
     if f.family == "execution":
-        if f.outlier == VARIANT_TOOLING or f.kind == "tooling":
+        if f.outlier == VARIANT_TOOLING or f.cause_key == VARIANT_BUILD:
             return "tooling"
+        if f.kind == "tooling":
+            return "tooling-yardstick"
         if f.cause_key == PRECISION_REWRITE:  # a fact about the runtime, like a precision
             return "widens-fp16"
         if f.cause_key.startswith(UNSUPPORTED_OP):
@@ -165,10 +172,15 @@ def title_fields(f: Finding) -> dict[str, str]:
         "defect": f.cause_key.removeprefix("defect:").replace(",", ", "),
         "detail": _short(_words(r.cause).partition(WIDENS_FP16)[2].strip()),
         "operator": f"{domain}.{op}" if domain not in ("", "ai.onnx") else op,
+        "tool": _TOOLS.get(f.cause_key, "own tooling"),
         "what": "beyond tolerance" if f.template == OUTSIDE else f"({_short(f.template, 50)})",
         "cause": _cause(f, variant),
         "rewrite": _short(r.cause.partition(" computes ")[2], 90),
     }
+
+
+_TOOLS = {"tooling:shadow": "float64 shadow", "tooling:fp16-yardstick": "fp16 yardstick"}
+"""gero's yardsticks by their cause key (``tooling:WHAT``), in words."""
 
 
 def _words(cause: str) -> str:

@@ -49,7 +49,7 @@ TITLES: dict[str, str] = {
     "no-kernel": "{Who} has no {dtypes} kernel for {n_ops} operator(s): {ops}",
     # a model (or its variant file) holds an operator the runtime does not implement
     "lacks-op": "{Who} cannot run {ops}{on}: it does not implement {operator}",
-    "cannot-run": "{Who} cannot run {ops} ({dtypes}){on}: {cause}",
+    "cannot-run": "{Who} cannot run {ops_counted} ({dtypes}){on}: {cause}",
     # a runtime whose settings compute in fewer bits (``template``: "computes … in …")
     "precision": "{Who} {template} (its inference precision): {n_ops} operator(s) off, "
                  "{ops}",
@@ -154,6 +154,9 @@ def title_fields(f: Finding) -> dict[str, str]:
     domain, _, op = f.cause_key.removeprefix(UNSUPPORTED_OP).partition("::")
     return {
         "ops": _list(f.operators), "n_ops": str(len(f.operators)),
+        # many operators are counted: the representative's words are one of them
+        "ops_counted": (f"{len(f.operators)} operators ({_list(f.operators)})"
+                        if len(f.operators) > 1 else _list(f.operators)),
         "dtypes": "/".join(f.dtypes), "family": f.family, "template": f.template,
         "name": f.family.partition(":")[2],
         "who": who, "Who": _cap(who), "owner": owner + ("'" if owner.endswith("s") else "'s"),

@@ -10,7 +10,9 @@ its settings or cases disagree on the direction.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from gero_runner.backends.names import release_of, title
 from gero_runner.storage.reader import OpenRun
@@ -59,6 +61,17 @@ def named(backend: str, version: str) -> str:
     """A release as a sentence names it: "ONNX Runtime 1.20.1" (a release's name holds its
     version; the installed runtime's is its row's)."""
     return title(backend) if release_of(backend) else f"{title(backend)} {version}"
+
+
+def compared_releases(fields: Mapping[str, Any]) -> str:
+    """What a ``releases`` row compares, as the detail view says it: "ONNX Runtime 1.32.0
+    against the reference release ONNX Runtime 1.20.1"; '' for any other row."""
+    if fields.get("check") != RELEASES_CHECK:
+        return ""
+    reference = str(fields.get("reference") or "").split(":")[0]
+    new = named(str(fields.get("backend") or ""), str(fields.get("backend_version") or ""))
+    old = named(reference, str(fields.get("reference_version") or ""))
+    return f"{new} against the reference release {old}"
 
 
 def release_matrix(source: OpenRun) -> ReleaseMatrix | None:

@@ -31,7 +31,7 @@ RunSource = OpenRun
 TABLE_COLUMNS = ("observation_id", "suite", "case_id", "op_type", "case_name", "check",
                  "dtype", "input_shapes", "output_name", "backend", "optimization", "reference",
                  "max_abs_error", "result", "reason", "arbiter", "scaled_error", "max_ulp",
-                 "min_atol", "failed_path")
+                 "min_atol", "failed_path", "backend_version", "reference_version")
 """What the ``evals`` view holds besides ``rn``: the evaluations table's columns and filters."""
 TABLE_RELATION = "evals"
 NUMBERED_RELATION = "obs_numbered"

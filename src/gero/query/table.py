@@ -100,10 +100,21 @@ int64 indices of float16, float32 and float64 inputs are three cases)."""
 # "MaskedSoftmax 3x4x10") is shown alone: the room goes to what tells cases apart.
 CASE_SQL = ("CASE WHEN contains(case_name, op_type) THEN case_name "
             "ELSE op_type || ' / ' || case_name END")
+RELEASES_CHECK = "releases"
+"""The releases check's name (``gero_runner.checks.releases.RELEASES``)."""
+RELEASE_SQL = (f"CASE WHEN \"check\" = '{RELEASES_CHECK}' "
+               "AND coalesce(reference_version, '') <> '' "
+               "THEN backend_version || ' vs ' || reference_version ELSE backend_version END")
+"""The release of a row's runtime ("1.20.1"); for a ``releases`` row, the reference release
+it was compared with after it ("1.32.0 vs 1.20.1"): issue 42's changelog rows."""
+HAS_RELEASES_SQL = (f"bool_or(\"check\" = '{RELEASES_CHECK}' OR contains(backend, '=='))")
+"""Whether a run names a runtime's release (``RUNTIME==VERSION``): only then does the
+explorer show the Release column (a run of one release per runtime needs none)."""
 COLUMNS: tuple[Column, ...] = (
     Column("case", "Operation / test case", CASE_SQL, sort_sql="op_type, case_name"),
     Column("input", "Input", "input_shapes"),
     Column("runtime", "Runtime", "backend"),
+    Column("release", "Release", RELEASE_SQL),
     # ONNX Runtime's levels alone (the common case), other runtimes' settings with a short
     # runtime name, so that rows of a multi-runtime run say which runtime they are.
     Column("optimization", "Path", PATH_SQL, sort_sql=OPTIMIZATION_ORDER_SQL),
@@ -121,7 +132,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("details", "Details", "reason"),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
-WIDTH_COLUMNS = ("case", "input", "optimization", "check", "dtype", "blamed")
+WIDTH_COLUMNS = ("case", "input", "release", "optimization", "check", "dtype", "blamed")
 """The columns whose width the explorer takes from the run's values (``TableQuery.content``):
 the names that tell rows apart. The others' values are short and known."""
 
@@ -131,7 +142,8 @@ class ColumnContent:
     """What the explorer sizes and cuts its columns by (``TableQuery.content``)."""
 
     widths: dict[str, int]
-    """The longest value of each of ``WIDTH_COLUMNS`` in the run, in characters."""
+    """The longest value of each of ``WIDTH_COLUMNS`` in the run, in characters ("release":
+    0 for a run that names no runtime's release)."""
     values: dict[str, list[str]]
     """Every value (or a superset) of the few-valued columns (paths, checks, blamed): where
     one must be cut, it is cut so that no two of them read the same."""
@@ -150,6 +162,7 @@ VALUE_FILTERS: dict[str, tuple[str, str]] = {
     "dtypes": (f"({DTYPE_SQL})", "dtype"),
     "optimizations": (f"({PATH_SQL})", "optimisation"),
     "backends": ('"backend"', "runtime"),
+    "releases": (f"({RELEASE_SQL})", "release"),
     "suites": ('"suite"', "suite"),
     "checks": ('"check"', "check"),
     "arbiters": ("coalesce(arbiter, '-')", "arbiter"),
@@ -162,7 +175,7 @@ VALUE_FILTERS: dict[str, tuple[str, str]] = {
 COLUMN_FILTERS: dict[str, str] = {"case": "cases", "input": "inputs",
                                   "optimization": "optimizations", "check": "checks",
                                   "dtype": "dtypes", "blamed": "blamed", "details": "reasons",
-                                  "runtime": "backends",
+                                  "runtime": "backends", "release": "releases",
                                   "result": "classes"}
 """The filter ``enter`` in a column's frequency view sets (``classes``: the result keys)."""
 DECADE_SQL = ("CASE WHEN max_abs_error IS NULL OR isnan(max_abs_error) THEN '-' "
@@ -216,6 +229,7 @@ class TableFilter:
     dtypes: frozenset[str] = frozenset()
     optimizations: frozenset[str] = frozenset()
     backends: frozenset[str] = frozenset()
+    releases: frozenset[str] = frozenset()
     suites: frozenset[str] = frozenset()
     checks: frozenset[str] = frozenset()
     arbiters: frozenset[str] = frozenset()
@@ -650,8 +664,11 @@ class TableQuery:
         keys = [c.key for c in COLUMNS if c.key in WIDTH_COLUMNS]
         sql = ", ".join(f"max(length(CAST({c.sql} AS VARCHAR)))"
                         for c in COLUMNS if c.key in WIDTH_COLUMNS)
-        row = self.cursor.execute(f"SELECT {sql} FROM {TABLE_RELATION}").fetchone()
+        row = self.cursor.execute(
+            f"SELECT {sql}, {HAS_RELEASES_SQL} FROM {TABLE_RELATION}").fetchone()
         widths = {k: int(v or 0) for k, v in zip(keys, row or (), strict=False)}
+        if not (row and row[-1]):
+            widths["release"] = 0
 
         def distinct(expression: str, columns: str) -> list[str]:
             return sorted(str(r[0]) for r in self.cursor.execute(

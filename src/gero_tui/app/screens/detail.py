@@ -25,6 +25,7 @@ from textual.worker import Worker, get_current_worker
 
 from gero import api
 from gero.query.detail import DetailRecord, deciding_gate, fetch_observation
+from gero.query.releases import compared_releases
 from gero.query.tensors import (
     CaseInput,
     ElementAnalysis,
@@ -192,6 +193,9 @@ class DetailScreen(Screen[None]):
         title.append(for_terminal(f" · {f['case_name']} · {f['dtype']} · {f['check']}: "))
         opt = f" ({f['optimization']})" if f["optimization"] not in ("-", None) else ""
         title.append(for_terminal(f"{f['backend']}{opt} vs {f['reference']}") + "\n")
+        releases = compared_releases(f)
+        if releases:  # both releases by name: the reference path names only one
+            title.append(for_terminal(releases) + "\n", style="bold")
         title.append(f"{f['result']}", style=_RESULT_STYLE.get(str(f["result"]), "bold"))
         title.append(for_terminal(f" — {f['reason']}"))
         arbiter = arbiter_text(obs)

@@ -96,6 +96,10 @@ class EvaluationsScreen(Screen[None]):
         Binding("b", "pick_values('backends')", "Runtime",
                 tooltip="Filter by runtime (onnxruntime, openvino, tract, onnx-reference)",
                 priority=True),
+        # Not in the key bar: only a run that names a runtime's release (issue 42) has them.
+        Binding("v", "pick_values('releases')", "Release",
+                tooltip="Filter by release (a releases row: the release and the reference "
+                "release it was compared with)", show=False, priority=True),
         Binding("u", "pick_values('suites')", "Suite",
                 tooltip="Filter by suite (synthetic, onnx-backend, models)", priority=True),
         Binding("c", "pick_values('checks')", "Check",
@@ -623,7 +627,9 @@ class EvaluationsScreen(Screen[None]):
             if column is not None:
                 self._sort_by(column)
 
-        self.app.push_screen(SortPickerScreen(self.sort), chosen)
+        # A run that names no release has no Release column to sort by.
+        hidden = frozenset() if (self.table.content or {}).get("release") else {"release"}
+        self.app.push_screen(SortPickerScreen(self.sort, frozenset(hidden)), chosen)
 
     def _sort_by(self, column: str) -> None:
         if column == self.sort.column and column != NATURAL:

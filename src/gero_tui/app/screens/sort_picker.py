@@ -21,13 +21,17 @@ class SortPickerScreen(Dialog[str | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, current: TableSort) -> None:
+    def __init__(self, current: TableSort, hidden: frozenset[str] = frozenset()) -> None:
         super().__init__()
         self.current = current
+        self.hidden = hidden
+        """Columns not offered (the Release column of a run that names no release)."""
 
     def compose(self) -> ComposeResult:
         options = [Option("Run order (as the runner wrote them)", id=NATURAL)]
         for column in (*COLUMNS, *SORT_ONLY):
+            if column.key in self.hidden:
+                continue
             mark = ""
             if column.key == self.current.column:
                 mark = "  ▼ (enter: ▲)" if self.current.descending else "  ▲ (enter: ▼)"

@@ -60,7 +60,7 @@ CONTENT_MAX = {"case": 40, "input": 24, "optimization": 30, "check": 32, "blamed
 """No wider than this however long a value: the rest goes to the details."""
 FLOORS = {"case": 16, "check": 10, "optimization": 9, "blamed": 9, "input": 5}
 """How narrow a content column may be cut where even the fewest columns do not fit
-(80 columns), widest first."""
+(80 columns), widest first. Never the Release column: a cut version reads as another."""
 NARROW_LABELS = {"max_abs_error": "|a−r|", "runtime": "Rt", "case": "Case"}
 # Richest first: the first whose columns fit with DETAILS_MIN cells of details is used, else
 # the last. Input goes first (synthetic case names carry the shape), then the details (the
@@ -96,6 +96,8 @@ def column_width(key: str, narrow: bool = False,
     """A column's width: from the run's values (``content``) for a content column, its fixed
     width (narrowed where asked) otherwise, else its header's."""
     label = next(c.label for c in COLUMNS if c.key == key)
+    if key == RELEASE:
+        return max(len(label), min((content or {}).get(key, 0), RELEASE_MAX))
     if key in UNKNOWN_CONTENT:
         longest = (content or UNKNOWN_CONTENT).get(key, UNKNOWN_CONTENT[key])
         if key == "dtype" and narrow:
@@ -111,13 +113,17 @@ def column_width(key: str, narrow: bool = False,
 
 
 DEFAULT_MIN_WIDTH = 6
+RELEASE = "release"
+"""The Release column (issue 42): shown only where the run names a runtime's release
+(``content`` says how wide, 0 where it names none), so other runs' tables keep their room."""
+RELEASE_MAX = len("2025.10.0 vs 2024.6.0")
 
 
 def _config(width: int, content: Mapping[str, int] | None
             ) -> tuple[list[str], dict[str, int]]:
     """The columns shown and their widths (details aside): the richest configuration whose
     columns fit, else the last one's."""
-    keys = [c.key for c in COLUMNS]
+    keys = [c.key for c in COLUMNS if c.key != RELEASE or (content or {}).get(RELEASE)]
     shown: list[str] = []
     widths: dict[str, int] = {}
     for dropped, narrow in CONFIGS:
@@ -179,6 +185,8 @@ def format_value(key: str, value: Any, width: int | None = None,
         text = RESULT_WORDS.get(text, text)
     if width is not None and cell_len(text) > width:
         short = NARROW_VALUES.get(key, {}).get(str(value))
+        if short is None and key == "runtime":  # a release: the Release column has its version
+            short = RUNTIME_SHORT.get(str(value).partition("==")[0])
         if short is not None:
             return short
         if key == "dtype" and "→" in text:  # the input's dtype → the output's
@@ -442,6 +450,7 @@ class EvaluationsTable(Widget, can_focus=True):
         if not self._seen_widths and not run:
             return None
         content = {k: max(self._seen_widths.get(k, 0), run.get(k, 0)) for k in UNKNOWN_CONTENT}
+        content[RELEASE] = run.get(RELEASE, 0)  # the run's alone: whether it names releases
         if self.grouped_column in content:  # it says what each group covers
             content[self.grouped_column] = max(content[self.grouped_column], GROUPED_MIN)
         return content

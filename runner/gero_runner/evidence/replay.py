@@ -22,6 +22,7 @@ import numpy as np
 
 from gero_runner import backends
 from gero_runner.case import MODEL_SUITES
+from gero_runner.checks.releases import RELEASES
 from gero_runner.classify import classify
 from gero_runner.errors import ArtifactError, GeroError
 from gero_runner.evidence.rebuild import load_artifact_case
@@ -207,14 +208,17 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
         if x.dtype.kind == "c":  # no case gero makes has one; ONNX Runtime runs none
             raise ArtifactError(f"{directory}: input {name!r} is {x.dtype}; gero replays "
                                 "real-valued cases only")
-    runtimes = tuple(name for name in art.backends if backends.get(name).installed())
-    for name in art.backends:
+    named = _with_releases(art.backends, rows)
+    runtimes = tuple(name for name in named if backends.get(name).installed())
+    for name in named:
         if name not in runtimes:
             note(f"{name} is not installed here ({backends.get(name).install_hint()}): its "
                  "observations are not replayed")
     checks = tuple(family for family, prefix in (("contracts", "contract:"),
                                                  ("variants", "variant:"))
                    if any(str(r.check).startswith(prefix) for r in rows))
+    if any(backends.release_of(name) for name in runtimes):
+        checks = (*checks, RELEASES)  # as ``run.RunRequest`` adds it
     with tempfile.TemporaryDirectory(prefix="gero-replay-") as tmp:
         kept = find_data_root(directory) if reuse else None
         settings = RunSettings(data_root=tmp, levels=art.levels, threads=art.threads,
@@ -238,6 +242,15 @@ def replay_artifact(directory: Path | str, observation_ids: Iterable[str] | None
                       if o.installed_version and o.installed_version != o.recorded_version})
     return ReplayReport(str(directory), art.case.case_id, source, len(files), results,
                         tuple(changes), tuple(problems), time.perf_counter() - start)
+
+
+def _with_releases(runtimes: Iterable[str], rows: list[Observation]) -> tuple[str, ...]:
+    """The runtimes to run again, with the releases the rows name (issue 42): a releases
+    row's reference release first (the releases check compares every other release of its
+    runtime with the first named), then the artifact's runtimes and the rows' releases."""
+    references = [str(r.reference).split(":")[0] for r in rows if r.check == RELEASES]
+    releases = [str(r.backend) for r in rows if backends.release_of(str(r.backend))]
+    return tuple(dict.fromkeys([*references, *runtimes, *releases]))
 
 
 def select_rows(rows: list[Observation], given: Iterable[str], directory: Path

@@ -73,12 +73,15 @@ def _matching(rows: list[Observation], row: dict[str, Any], loc: Localization
 
 def write_repro(output: Path, model: bytes, feeds: dict[str, np.ndarray],
                 expected: dict[str, np.ndarray], loc: Localization, row: dict[str, Any],
-                timeout_s: float) -> None:
+                timeout_s: float, reuse_root: str = "") -> None:
     """Write the repro directory (see the module docstring): the region ``model`` fed
     ``feeds`` (the reference side's values in the path's own types), its ``expected``
     outputs the reference side's own alone-outputs (computed from its unrounded values:
     a float64 shadow run on the rounded inputs would hide a cancellation that rounding
-    causes); raises GeroError when the region cannot be run as a case."""
+    causes); raises GeroError when the region cannot be run as a case. With ``reuse_root``
+    (the localized run's data root), the region's paths reuse the outputs that root kept
+    for the same region, feeds, settings and runtime version, and keep theirs there: the
+    same repro written again runs nothing twice."""
     from gero_runner.case import CaseInstance, ModelChecks
     from gero_runner.checks.task import evaluate_case
     from gero_runner.execution.context import RunSettings
@@ -103,7 +106,7 @@ def write_repro(output: Path, model: bytes, feeds: dict[str, np.ndarray],
         runtimes = _runtimes(loc, row)
         settings = RunSettings(data_root=str(work / "data"), backends=runtimes,
                                threads=max(1, int(row.get("threads") or 1)), repeats=1,
-                               checks=())
+                               checks=(), reuse_root=reuse_root)
         # Every setting: the localized row's own may be one the default plan leaves out.
         rows = evaluate_case(case, settings, PATHS_ALL).rows
         if not rows or not rows[0].artifact_path:

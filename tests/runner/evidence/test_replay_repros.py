@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -134,3 +135,31 @@ def test_observation_takes_the_short_ids_gero_prints(mixed: Run, tmp_path: Path)
     done = gero("replay", artifact, "--data-dir", str(root), "--observation",
                 model_row["observation_id"][:12], cwd=tmp_path, check=1)
     assert done.stdout.splitlines()[-1].startswith("nothing re-run: 1 not replayed")
+
+
+def _repro_rows(directory: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = json.loads((directory / "observations.json").read_text())
+    for r in rows:
+        if isinstance(r["details"], str):
+            r["details"] = json.loads(r["details"] or "{}")
+    return rows
+
+
+def test_a_repro_written_again_reuses_its_regions_kept_outputs(mixed: Run,
+                                                               tmp_path: Path) -> None:
+    """``localize -o`` runs the origin's region as a case: its paths keep their outputs in
+    the localized run's data root, and the same repro written again reuses them (issue 41)."""
+    shared, rows = mixed
+    root = tmp_path / "data"  # a copy, its kept outputs (other tests' repros') removed
+    shutil.copytree(shared, root)
+    shutil.rmtree(root / "cache" / "outputs", ignore_errors=True)
+    oid = _row(rows, check="model:fp32", optimization="disable_all")["observation_id"][:12]
+    for name in ("first", "second"):
+        gero("localize", oid, "--data-dir", str(root), "-o", str(tmp_path / name),
+             cwd=tmp_path)
+    first, second = _repro_rows(tmp_path / "first"), _repro_rows(tmp_path / "second")
+    runtime = [r for r in second if r["backend"] == "onnxruntime"]
+    assert runtime and all(r["details"].get("reused", "").startswith("cache/outputs/")
+                           for r in runtime), [r["details"] for r in runtime]
+    assert not any("reused" in r["details"] for r in first)
+    assert [r["result"] for r in first] == [r["result"] for r in second]

@@ -155,5 +155,5 @@ def localize_observation(data_root: Path, row: dict[str, Any], output: Path | No
     loc = Localization(**{**loc.__dict__, "notes": [*loc.notes]})
     loc.passes.append({"peak_rss_mb": round(peak, 1)})
     if output is not None:
-        loc = write_origin_repro(output, repro, kept, loc, row, timeout_s)
+        loc = write_origin_repro(output, repro, kept, loc, row, timeout_s, str(data_root))
     return loc, store_localization(directory, loc, kept, data_root)

@@ -72,11 +72,11 @@ def read_kept_tensors(directory: Path, observation_id: str) -> dict[str, np.ndar
 
 
 def write_origin_repro(output: Path, repro: bytes | None, kept: dict[str, np.ndarray],
-                       loc: Localization, row: dict[str, Any], timeout_s: float
-                       ) -> Localization:
+                       loc: Localization, row: dict[str, Any], timeout_s: float,
+                       reuse_root: str = "") -> Localization:
     """The first origin's region (``repro``, its inputs and expected output among ``kept``)
-    written as a repro directory at ``output`` that ``gero replay`` runs again; the
-    localization that names it."""
+    written as a repro directory at ``output`` that ``gero replay`` runs again (its paths
+    reusing what ``reuse_root`` kept, ``write_repro``); the localization that names it."""
     if repro is None:
         raise GeroError(f"-o {output}: no origin was found, so there is no node to "
                         f"write as a repro ({loc.summary})")
@@ -87,7 +87,7 @@ def write_origin_repro(output: Path, repro: bytes | None, kept: dict[str, np.nda
     expected = {k.removeprefix("repro/out/"): v for k, v in kept.items()
                 if k.startswith("repro/out/")}
     try:
-        write_repro(output, repro, feeds, expected, loc, row, timeout_s)
+        write_repro(output, repro, feeds, expected, loc, row, timeout_s, reuse_root)
     except OSError as e:
         raise output_error(output, e) from None
     return Localization(**{**loc.__dict__, "repro": str(output)})

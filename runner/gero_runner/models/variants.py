@@ -8,7 +8,12 @@
   an 8x4 MatMul). The model file says so in its ``gero.int8_reduce_range`` metadata.
 - A tensor quantised over a non-finite or near-FLT_MAX range (an additive attention mask
   of 0 and -3.4e38: scale 1.33e36) is named in the file's ``gero.build_notes`` metadata
-  (``huge_ranges``); the variant's rows carry the sentence as a note.
+  (``huge_ranges``); the variant's rows carry the sentence as a note. An activation whose
+  calibrated range is not finite (an additive mask of 0 and -inf: scale +inf, every value
+  NaN after its Q/DQ pair) is kept float in the int8-static file, and a note says which
+  (``keep_nonfinite_float``): the file then measures int8, not the builder.
+- The fp16 file of a model without ai.onnx operators (ai.onnx.ml only) imports ai.onnx for
+  the Casts the converter adds.
 
 Before quantising, weights that an exporter wrote as Constant nodes become initializers
 (the quantizer only finds weights there).
@@ -314,6 +319,7 @@ def build(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
             proto, keep_io_types=True,
             op_block_list=[*DEFAULT_OP_BLOCK_LIST, *quantised] if quantised else None)
         toposort(fp16.graph)  # the converter appends its input Casts after their consumers
+        _import_default_domain(fp16)
         return bytes(fp16.SerializeToString())
 
     # The quantizer logs advice (pre-processing) on the root logger for every model.
@@ -323,6 +329,25 @@ def build(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
         return _quantize(name, model, inputs, seed, calibration or Calibration())
     finally:
         logging.disable(previous)
+
+
+FP16_CAST_OPSET = 13
+"""The default-domain opset a float16 file gets for the converter's Casts when the model
+imports none (an ai.onnx.ml-only model)."""
+
+
+def _import_default_domain(model: onnx.ModelProto) -> None:
+    """The converter adds ai.onnx Casts but no import of that domain: a model of ai.onnx.ml
+    operators alone became a file that onnx.checker refuses (no opset import for domain
+    '') and the ReferenceEvaluator cannot load. The import is added, with the IR version
+    that opset needs."""
+    if any(o.domain in ("", "ai.onnx") for o in model.opset_import):
+        return
+    if not any(n.domain in ("", "ai.onnx") for n in model.graph.node):
+        return
+    model.opset_import.append(onnx.helper.make_opsetid("", FP16_CAST_OPSET))
+    model.ir_version = max(model.ir_version,
+                           onnx.helper.find_min_ir_version_for(list(model.opset_import)))
 
 
 @cache
@@ -438,6 +463,62 @@ def huge_ranges(name: str, model: onnx.ModelProto) -> list[str]:
     return list(found.values())
 
 
+def keep_nonfinite_float(name: str, graph: onnx.GraphProto,
+                         outer: dict[str, onnx.TensorProto] | None = None) -> list[str]:
+    """Take out of ``graph`` (in place, subgraphs too) each activation's
+    QuantizeLinear → DequantizeLinear pair whose scale is not finite: the calibrated range
+    of a tensor holding ±inf (an additive attention mask of 0 and -inf: khmersm's five
+    'view_16'… at scale +inf) makes the pair return NaN for every finite value, so the file
+    measured its builder, not int8 (khmersm: row cosine -0.942; 0.996 without those
+    pairs). Each DequantizeLinear becomes an Identity of the float tensor (names kept), its
+    QuantizeLinear goes; a sentence per tensor kept float says so."""
+    from onnx import numpy_helper
+
+    inits = {**(outer or {}), **{t.name: t for t in graph.initializer}}
+    quantizers: dict[str, onnx.NodeProto] = {}
+    for node in graph.node:
+        if node.op_type != "QuantizeLinear" or len(node.input) < 2 \
+                or node.input[0] in inits or node.input[1] not in inits:
+            continue
+        scale = numpy_helper.to_array(inits[node.input[1]]).astype(np.float64)
+        if not np.isfinite(scale).all():
+            quantizers[node.output[0]] = node
+    kept: dict[str, str] = {}
+    nodes: list[onnx.NodeProto] = []
+    for node in graph.node:
+        if node.op_type == "QuantizeLinear" and node.output[0] in quantizers:
+            continue
+        if node.op_type == "DequantizeLinear" and node.input[0] in quantizers:
+            q = quantizers[node.input[0]]
+            scale = numpy_helper.to_array(inits[q.input[1]]).astype(np.float64)
+            kept[q.input[0]] = (
+                f"the {name} builder kept tensor {q.input[0]!r} in float, not quantised: its "
+                f"calibrated range is not finite (scale {float(np.max(scale)):.3g}), and a "
+                "quantizer over it turns every finite value into NaN")
+            nodes.append(onnx.helper.make_node("Identity", [q.input[0]], list(node.output),
+                                               name=node.name))
+            continue
+        nodes.append(node)
+    consumed = {i for n in nodes for i in [*n.input, *subgraph_reads(n)]}
+    if any(q in consumed or q in {o.name for o in graph.output} for q in quantizers):
+        return []  # a quantised tensor read as int8 elsewhere: the file is left as it is
+    if quantizers:
+        copies = [onnx.NodeProto() for _ in nodes]
+        for c, n in zip(copies, nodes, strict=True):
+            c.CopyFrom(n)
+        del graph.node[:]
+        graph.node.extend(copies)
+        unused = {i for q in quantizers.values() for i in q.input[1:]} - consumed
+        left = [t for t in graph.initializer if t.name not in unused]
+        del graph.initializer[:]
+        graph.initializer.extend(left)
+    sentences = list(kept.values())
+    for node in graph.node:
+        for sub in subgraphs(node):
+            sentences += keep_nonfinite_float(name, sub, inits)
+    return sentences
+
+
 def build_notes(model: bytes) -> list[str]:
     """The build notes a variant file records (``BUILD_NOTES``)."""
     props = {p.key: p.value for p in onnx.load_from_string(model).metadata_props}
@@ -487,7 +568,8 @@ def _quantize(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
         props = {p.key: p.value for p in quantized.metadata_props}
         if reduce_range:
             props["gero.int8_reduce_range"] = int8_reduce_range()
-        if (notes := huge_ranges(name, quantized)):
+        kept = keep_nonfinite_float(name, quantized.graph) if name == INT8_STATIC else []
+        if (notes := kept + huge_ranges(name, quantized)):
             props[BUILD_NOTES] = "\n".join(notes)
         if props:
             onnx.helper.set_model_props(quantized, props)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gero_cli.common import EXIT_CLEAN, echo
+from gero_cli.common import EXIT_CLEAN, echo, quiet
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,7 +56,9 @@ def main_add(args: argparse.Namespace) -> int:
             echo(f"{env.release.name}: recorded {env.python} (Python {env.python_version})")
             continue
         known = {e.folder for e in release_env.envs()}
-        env = release_env.create(release, args.python, progress=_progress)
+        # -q: the installer's lines are progress, which -q silences with the rest
+        env = release_env.create(release, args.python,
+                                 progress=None if quiet(args) else _progress)
         made = "reused" if env.folder in known else "made"
         echo(f"{env.release.name}: {made} {env.folder} (Python {env.python_version})")
     return EXIT_CLEAN

@@ -109,7 +109,7 @@ def derived_kind_sql(old_kind: str, result: str, check: str, reason: str) -> str
                     THEN {old_kind}
                 WHEN {check} IN ({checks}) THEN 'outside'
                 WHEN {check} LIKE 'contract:%'
-                     AND regexp_matches({old_kind}, 'non-finite|NaN|[+-]?inf\\b')
+                     AND regexp_matches({reason}, 'non-finite|NaN|[+-]?inf\\b')
                     THEN {law_name_sql(check)} || ':nonfinite'
                 ELSE {law_name_sql(check)} END"""
 

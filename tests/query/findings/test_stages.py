@@ -152,6 +152,9 @@ def test_a_recorded_kind_is_read_and_only_an_older_rows_derived() -> None:
                 chk="contract:masked_rows", failure_kind="law:row # not zero"),
             raw(observation_id="nonfinite-law", chk="contract:probability_extreme",
                 reason="probability_extreme: 7 non-finite value(s) (NaN 7, inf 0)"),
+            raw(observation_id="nan-in-masked", chk="contract:masked_rows",
+                reason="masked_rows: 1 of 1 fully masked row(s) not exactly zero (NaN in 12 "
+                       "of 12 masked cells)"),
             raw(observation_id="older", reason=outside + "; max |a−r| = 0.1"),
             raw(observation_id="lacks", reason=lacks, **failed),
             raw(observation_id="budget", reason=budget, **failed),
@@ -166,6 +169,7 @@ def test_a_recorded_kind_is_read_and_only_an_older_rows_derived() -> None:
     assert got == {
         "recorded": ("law:masked_rows", ""), "schema-4": ("law:masked_rows", ""),
         "nonfinite-law": ("law:probability_extreme:nonfinite", ""),
+        "nan-in-masked": ("law:masked_rows:nonfinite", ""),
         "older": ("outside", ""),
         "lacks": ("cannot-run", "unsupported-op:ai.onnx.ml::Scaler"),
         "budget": ("out-of-budget", ""), "defect": ("defect", "defect:erf-x"),

@@ -34,7 +34,11 @@ def explain_rows(ctx: CaseContext, rows: list[Observation]) -> list[Observation]
     roundings (the float64 shadow): the rewrite is their cause, named in the reason and
     recorded (cause_key 'precision-rewrite'), not the operator's kernel. MaskedSoftmax
     x + mask in float16: ONNX Runtime adds and normalises in float32, 0.401 off the float16
-    sum the graph declares, 1.9e-4 off the float64 one."""
+    sum the graph declares, 1.9e-4 off the float64 one. A model case's element-wise rows
+    against a dequantized arbiter are notes first (``model.dequantized_expected_rows``)."""
+    from gero_runner.checks.model import dequantized_expected_rows
+
+    rows = dequantized_expected_rows(ctx, rows)
     if not any(r.result == DIVERGENCE and r.check in _REWRITE_CHECKS for r in rows):
         return rows
     unrounded: list[list[np.ndarray] | None] = []  # made at the first row it may explain

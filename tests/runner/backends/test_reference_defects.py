@@ -215,3 +215,36 @@ def test_one_hot_with_a_1_element_depth_runs_in_a_loop_body_too() -> None:
     (wide,) = shadow.run_shadow(model, feeds)
     assert wide.dtype == np.float64
     np.testing.assert_array_equal(wide, 3 * np.eye(5)[[3, 4]])
+
+
+@pytest.mark.slow
+def test_an_opset_17_quantised_model_has_its_float64_arbiter(tmp_path: Path) -> None:
+    """Real process (H6's R1 on t5_enc, tashkeel, khmersm's int8-dynamic file): a model of
+    opset 17 with a DequantizeLinear; the stock evaluator's failure is the registered
+    defect, and the float64 shadow (which could not run: no arbiter) judges ORT."""
+    rng = np.random.default_rng(0)
+    graph = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"]),
+         helper.make_node("MatMul", ["x", "w"], ["y"])], "q17",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])],
+        [numpy_helper.from_array(rng.integers(-127, 127, (8, 4)).astype(np.int8), "wq"),
+         numpy_helper.from_array(np.array(0.02, np.float32), "ws"),
+         numpy_helper.from_array(np.array(0, np.int8), "wz")])
+    path = tmp_path / "q17.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=8), str(path))
+    data = tmp_path / "d"
+    from gero_cli import main
+
+    main(["run", "--model", str(path), "--data-dir", str(data), "--jobs", "1",
+          "--repeats", "1", "--backends", "onnxruntime", "--run-id", "q"])
+    rows = rows_of(data, "q")
+    stock = [r for r in rows if r["backend"] == "onnx-reference"]
+    assert stock and {r["cause_key"] for r in stock} == {"defect:dequantizelinear-below-19"}
+    assert not [r for r in rows if r["backend"] == "float64-shadow"
+                and r["result"] != "passed"]  # was 'the float64 shadow could not run'
+    judged = [r for r in rows if r["check"] == "model:fp32" and r["backend"] == "onnxruntime"
+              and r["optimization"] == "disable_all"]
+    assert judged and {r["reference"] for r in judged} == {"float64-shadow"}
+    assert {r["result"] for r in judged} == {"passed"}

@@ -423,3 +423,23 @@ def test_a_batch_law_the_models_own_quantisation_breaks_is_the_models_on_every_r
     grouped = run_stage("grouped", blamed=blamed, everyone=[
         {"case_id": "m1", "fam0": "contract:partition", "every_path": True}])
     assert {(r["grp"], r["sub"]) for r in grouped} == {("model-quantization", "")}
+
+
+def test_a_file_off_on_every_path_keeps_only_the_rows_no_cause_of_their_own_explains(
+        ) -> None:
+    """Issue 40 item 7: the int8-static file is off the fp32 model on every runtime, and
+    OpenVINO also disagrees with the baseline on that file: OpenVINO's vs-model row is that
+    disagreement's (its own cause), ONNX Runtime's stays the file's."""
+    rows = [{**_runtime_row("m1", "openvino"), "fam0": "model:int8-static:cosine",
+             "chk": "model:int8-static:cosine"},
+            *({**_runtime_row("m1", r), "fam0": "model:int8-static:vs-model",
+               "chk": "model:int8-static:vs-model"} for r in ("onnxruntime", "openvino"))]
+    got = run_stage("blamed", runtime_rows=rows,
+                    everyone=[{"case_id": "m1", "fam0": "model:int8-static:vs-model",
+                               "every_path": True}],
+                    off=[{"case_id": "none", "runtime": "none"}],
+                    off_on_file=run_stage("off_on_file", runtime_rows=rows))
+    assert sorted((r["runtime"], r["chk"], r["fam"]) for r in got) == [
+        ("onnxruntime", "model:int8-static:vs-model", "model:int8-static:vs-model"),
+        ("openvino", "model:int8-static:cosine", "model:int8-static:cosine"),
+        ("openvino", "model:int8-static:vs-model", "model:int8-static:cosine")]

@@ -74,14 +74,15 @@ def blamed_sql() -> str:
     (and not every runtime does) is the same cause as its outputs (``numeric``); not a row
     on a variant file: a disagreement there is a cause of its own. A runtime's own verdict
     on a variant file (vs-model) where it also disagrees on that file is that
-    disagreement's consequence: one cause (OpenVINO's int8-static fault), one finding."""
+    disagreement's consequence: one cause (OpenVINO's int8-static fault), one finding, even
+    where the file is off on every path (the file's finding keeps the rows no cause of
+    their own explains, and its headline figure is theirs)."""
     return f"""
     SELECT r.*, CASE WHEN r.fam0 NOT IN ('nan', 'execution', 'numeric')
                           AND NOT coalesce(e.every_path, false) AND o.runtime IS NOT NULL
                           AND NOT regexp_matches(r.chk, '{VARIANT_CHECK}')
                      THEN 'numeric'
                      WHEN r.chk LIKE 'model:%:vs-model' AND f.fam0 IS NOT NULL
-                          AND NOT coalesce(e.every_path, false)
                      THEN f.fam0 ELSE r.fam0 END AS fam
     FROM runtime_rows r
     LEFT JOIN everyone e ON e.case_id = r.case_id AND e.fam0 = r.fam0

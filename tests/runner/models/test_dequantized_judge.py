@@ -114,3 +114,36 @@ def test_a_floor_on_integer_inputs_says_it_measured_nothing(tmp_path: Path) -> N
     for r in floor:
         assert "no noisy runs: no input can carry noise (ids: int64)" in r["reason"], r["reason"]
         assert "relative input noise" not in r["reason"]
+
+
+def test_a_variant_as_far_from_float64_as_the_fp32_model_is_the_models_sensitivity() -> None:
+    """t5's int8 encoder moves 0.307 (scaled) between float32 and float64 of the same graph;
+    its fp16 file is 0.327 from float64: the file's failed gate against the fp32 model is the
+    model's own sensitivity and passes saying so; a file 3x further stays failed, and
+    without an arbiter nothing changes."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from gero_runner.checks.model import _Checker
+    from gero_runner.metrics import model_level as ml
+
+    rng = np.random.default_rng(0)
+    truth = rng.standard_normal((2, 50))
+    truth[0, 0] = 10.0  # max|truth| = 10: an error of e at one element is scaled e / 10
+
+    def off(e: float, at: int) -> np.ndarray:
+        x = truth.astype(np.float32)
+        x[1, at] += 10 * e
+        return x
+
+    fp32, file = off(0.307, 1), off(0.327, 2)
+    failed = ml.Gate(False, "row cosine 0.871 < 0.99", {})
+    judge = cast(Any, SimpleNamespace(arbiter=lambda: ("float64-shadow", "1", [truth])))
+    got = _Checker._within_sensitivity(judge, failed, 0, file, fp32)
+    assert got.passed and got.reason.startswith(
+        "the model's own sensitivity, not the file's: the fp32 model is 0.307 (scaled) from "
+        "float64-shadow, the file 0.327, within 1.5x; against the fp32 model: row cosine"), \
+        got.reason
+    assert not _Checker._within_sensitivity(judge, failed, 0, off(0.92, 2), fp32).passed
+    alone = cast(Any, SimpleNamespace(arbiter=lambda: None))
+    assert _Checker._within_sensitivity(alone, failed, 0, file, fp32) is failed

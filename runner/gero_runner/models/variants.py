@@ -13,7 +13,8 @@
   NaN after its Q/DQ pair) is kept float in the int8-static file, and a note says which
   (``keep_nonfinite_float``): the file then measures int8, not the builder.
 - The fp16 file of a model without ai.onnx operators (ai.onnx.ml only) imports ai.onnx for
-  the Casts the converter adds.
+  the Casts the converter adds; a Resize given ``sizes`` keeps its empty ``scales`` a
+  float32 initializer (``_empty_resize_scales``).
 
 Before quantising, weights that an exporter wrote as Constant nodes become initializers
 (the quantizer only finds weights there).
@@ -320,6 +321,7 @@ def build(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
             op_block_list=[*DEFAULT_OP_BLOCK_LIST, *quantised] if quantised else None)
         toposort(fp16.graph)  # the converter appends its input Casts after their consumers
         _import_default_domain(fp16)
+        _empty_resize_scales(fp16.graph)
         return bytes(fp16.SerializeToString())
 
     # The quantizer logs advice (pre-processing) on the root logger for every model.
@@ -348,6 +350,54 @@ def _import_default_domain(model: onnx.ModelProto) -> None:
     model.opset_import.append(onnx.helper.make_opsetid("", FP16_CAST_OPSET))
     model.ir_version = max(model.ir_version,
                            onnx.helper.find_min_ir_version_for(list(model.opset_import)))
+
+
+def _empty_value(name: str, graph: onnx.GraphProto,
+                 producer: dict[str, onnx.NodeProto]) -> bool:
+    """Whether ``name`` is an initializer or a Constant's value with no element."""
+    from onnx import numpy_helper
+
+    init = next((t for t in graph.initializer if t.name == name), None)
+    if init is not None:
+        return numpy_helper.to_array(init).size == 0
+    node = producer.get(name)
+    if node is None or node.op_type != "Constant":
+        return False
+    value = next((a.t for a in node.attribute if a.name == "value"), None)
+    return value is not None and numpy_helper.to_array(value).size == 0
+
+
+def _empty_resize_scales(graph: onnx.GraphProto) -> None:
+    """A Resize given ``sizes`` and an empty ``scales`` (paddle2onnx writes both, as opset
+    11 asked): the converter routes the empty scales through a Cast to float32, and ONNX
+    Runtime, which no longer sees it empty, refuses the file ('Either `sizes` or `scales`
+    must be provided, but not both': SLANet's fp16 file). The Resize reads an empty
+    float32 initializer instead."""
+    producer = {o: n for n in graph.node for o in n.output}
+    bypassed: set[str] = set()
+    for node in graph.node:
+        if node.op_type != "Resize" or len(node.input) < 4 or not node.input[3]:
+            continue
+        cast = producer.get(node.input[2])
+        if cast is None or cast.op_type != "Cast" or \
+                not _empty_value(cast.input[0], graph, producer):
+            continue
+        name = f"{node.name or node.output[0]}__gero_empty_scales"
+        graph.initializer.append(onnx.helper.make_tensor(name, onnx.TensorProto.FLOAT, [0],
+                                                         []))
+        bypassed.add(node.input[2])
+        node.input[2] = name
+    if not bypassed:
+        return
+    read = {i for n in graph.node for i in [*n.input, *subgraph_reads(n)]}
+    read |= {o.name for o in graph.output}
+    kept = [n for n in graph.node if not (set(n.output) & bypassed) or n.output[0] in read]
+    if len(kept) < len(graph.node):
+        copies = [onnx.NodeProto() for _ in kept]
+        for c, n in zip(copies, kept, strict=True):
+            c.CopyFrom(n)
+        del graph.node[:]
+        graph.node.extend(copies)
 
 
 @cache

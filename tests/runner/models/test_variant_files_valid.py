@@ -128,3 +128,25 @@ def test_a_run_keeps_the_mask_float_and_says_so(tmp_path: Path,
     judged = [r for r in rows if r not in notes]
     assert judged and not [r for r in judged if "nonfinite" in str(r.get("failure_kind"))
                            or "NaN" in str(r.get("reason"))], judged
+
+
+def test_the_fp16_file_of_a_resize_given_sizes_and_empty_scales_loads() -> None:
+    """paddle2onnx's Resize (SLANet): empty roi and scales Constants beside ``sizes``; the
+    converter's Cast of the empty scales made ONNX Runtime refuse the file ('Either
+    `sizes` or `scales` must be provided, but not both')."""
+    empty = onnx.helper.make_tensor("e", TensorProto.FLOAT, [0], [])
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["roi"], value=empty),
+         helper.make_node("Constant", [], ["scales"], value=empty),
+         helper.make_node("Resize", ["x", "roi", "scales", "sizes"], ["y"], mode="nearest",
+                          coordinate_transformation_mode="asymmetric", nearest_mode="floor")],
+        "resize", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 6, 6])],
+        [numpy_helper.from_array(np.array([1, 2, 6, 6], np.int64), "sizes")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    x = np.arange(18, dtype=np.float32).reshape(1, 2, 3, 3)
+    built = variants.build(variants.FP16, model.SerializeToString(), {"x": x}, 0)
+    onnx.checker.check_model(onnx.load_from_string(built))
+    got = _ort(built, {"x": x})  # was: the session refused the file
+    np.testing.assert_array_equal(got, x.repeat(2, axis=2).repeat(2, axis=3))

@@ -42,6 +42,7 @@ def test_int8_and_fp16_variants_pass_their_gates(tmp_path: Path) -> None:
     path = classifier(tmp_path / "small.onnx")
     record = execute(RunRequest(
         models=[path], data_root=tmp_path / "data", repeats=1, jobs=1, checks=(),
+        paths="all",  # every ORT level on every file: the counts below are per path
         model_options=ModelOptions(dims=("batch=8",), task="classifier",
                                    variants=("int8-dynamic", "int8-static", "fp16"))))
     rows = rows_of(tmp_path / "data", record.run_id)

@@ -133,7 +133,11 @@ class OpenVino(Backend):
     survives_fork = False  # a forked child of a process that ran it hangs on inference
 
     def paths(self, threads: int) -> list[PathSpec]:
-        default = default_precision()
+        return self.paths_at(default_precision(), threads)
+
+    def paths_at(self, default: str, threads: int) -> list[PathSpec]:
+        """Its paths where the CPU plugin's default precision is ``default`` (a release's
+        is asked of its worker: ``backends.release``)."""
         # No threads contract (with_threads): a thread count is a compile-time setting here,
         # and a compile costs ~30-150 ms a session; the inference threads are recorded.
         f32 = _settings(F32, F32, threads)

@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from gero_runner.backends import release_env
 from gero_runner.backends.base import Backend, PathSpec
 from gero_runner.backends.names import line
 from gero_runner.errors import GeroError, PathFailed
+
+if TYPE_CHECKING:
+    import onnx
 
 WORKER = Path(__file__).with_name("release_worker.py")
 
@@ -172,8 +175,25 @@ class ReleaseBackend(Backend):
 
     def paths(self, threads: int) -> list[PathSpec]:
         check_levels(self.name)
-        return [self.spec(p.optimization, p.threads, p.settings)
-                for p in self.base.paths(threads)]
+        # OpenVINO's paths depend on its plugin's default precision: the release's own
+        at = getattr(self, "paths_at", None)
+        default = hello(self.name).get("default_precision")
+        found = at(str(default), threads) if at and default else self.base.paths(threads)
+        return [self.spec(p.optimization, p.threads, p.settings) for p in found]
+
+    def surviving_tensors(self, model: onnx.ModelProto, settings: Mapping[str, Any]
+                          ) -> dict[str, str] | None:
+        # From its optimised graph where the worker writes one as ONNX (ONNX Runtime's); a
+        # runtime's executed graph otherwise stays in the worker: not known, every tensor.
+        if self.keeps_optimized_graph:
+            return Backend.surviving_tensors(self, model, settings)
+        return None
+
+    def widened_nodes(self, model: bytes, settings: Mapping[str, Any]) -> dict[str, str] | None:
+        # As above: read from an ONNX graph, or not known (None) for OpenVINO's.
+        if self.keeps_optimized_graph:
+            return Backend.widened_nodes(self, model, settings)
+        return None
 
     def build(self, model: bytes, settings: Mapping[str, Any]) -> Any:
         return self._build(model, settings, None)

@@ -32,7 +32,7 @@ ENV_DIR = "GERO_ENV_DIR"
 PYTHONS_ENV = "GERO_RELEASE_PYTHONS"
 """``RELEASE=PYTHON,...``: interpreters named for this process and its workers (``--env``)."""
 RECORD = "gero-env.json"
-WORKER_RUNTIMES = {"onnxruntime": "onnxruntime"}
+WORKER_RUNTIMES = {"onnxruntime": "onnxruntime", "openvino": "openvino"}
 """The runtimes ``release_worker`` can drive, with the distribution that installs each."""
 _VERSION = re.compile(r"[0-9][0-9A-Za-z.+!-]*")
 

@@ -86,10 +86,64 @@ def _ort_run(session: Any, inputs: dict[str, np.ndarray]) -> list[Any]:
     return list(session.run(None, inputs))
 
 
+# ------------------------------------------------------------------------------ OpenVINO
+# The same compile as gero_runner.backends.openvino.OpenVino.build, without its model cache
+# (a cached blob is named after the graph alone, and this worker's is another release's).
+_OV: dict[str, Any] = {}
+
+
+def _ov_core() -> Any:
+    if "core" not in _OV:
+        sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
+        import openvino
+
+        _OV["module"], _OV["core"] = openvino, openvino.Core()
+    return _OV["core"]
+
+
+def _ov_hello() -> dict[str, Any]:
+    from importlib import metadata
+
+    hint = _ov_core().get_property("CPU", "INFERENCE_PRECISION_HINT")
+    return {"version": metadata.version("openvino"), "levels": [],
+            "distributions": ["openvino"], "keeps_optimized_graph": False,
+            "default_precision": str(hint.get_type_name())}
+
+
+def _ov_build(model: bytes, settings: Mapping[str, Any], graph: str | None) -> Any:
+    core = _ov_core()
+    read = core.read_model(model, _OV["module"].Tensor(np.empty(0, np.uint8)))
+    config: dict[str, Any] = {"INFERENCE_NUM_THREADS": int(settings["inference_num_threads"]),
+                              "NUM_STREAMS": 1, "ENABLE_CPU_PINNING": False}
+    if settings["inference_precision_hint"] != "default":
+        config["INFERENCE_PRECISION_HINT"] = settings["inference_precision_hint"]
+    if settings["inference_precision_hint"] == "f32" and "plugin_default" not in settings:
+        config["DYNAMIC_QUANTIZATION_GROUP_SIZE"] = 0
+    compiled = core.compile_model(read, "CPU", config)
+    return compiled, compiled.create_infer_request()
+
+
+def _ov_run(session: Any, inputs: dict[str, np.ndarray]) -> list[Any]:
+    compiled, request = session
+    names = list(inputs)
+    feeds = {}
+    for i, port in enumerate(compiled.inputs):
+        # the graph input a port stands for, as gero_runner.backends.openvino._input_name
+        found = [n for n in inputs if n in port.get_names()]
+        if len(found) != 1 and (found or i >= len(names)):
+            raise ValueError(f"OpenVINO input {port.get_any_name()!r} matches {len(found)} "
+                             f"of the case's inputs ({', '.join(inputs)})")
+        feeds[i] = inputs[found[0] if found else names[i]]
+    request.infer(feeds)
+    return [np.array(request.get_output_tensor(i).data, copy=True)
+            for i in range(len(compiled.outputs))]
+
+
 RUNTIMES: dict[str, tuple[Callable[[], dict[str, Any]],
                           Callable[[bytes, Mapping[str, Any], str | None], Any],
                           Callable[[Any, dict[str, np.ndarray]], list[Any]]]] = {
     "onnxruntime": (_ort_hello, _ort_build, _ort_run),
+    "openvino": (_ov_hello, _ov_build, _ov_run),
 }
 
 

@@ -48,15 +48,21 @@ def judge(s: Search, window: list[str]
     amplifiers: list[NodeFinding] = []
     kept: dict[str, np.ndarray] = {}
     repro: bytes | None = None
+    candidates = diverging[:MAX_CANDIDATES]
     if len(diverging) > MAX_CANDIDATES:
+        sharp = _sharp(s, diverging[MAX_CANDIDATES:])
+        candidates = sorted([*candidates, *sharp], key=lambda t: s.position.get(t, -1))
+        also = (f", and {len(sharp)} sharp one(s) after them ({', '.join(sharp)}: non-finite "
+                "where the reference is finite, or a sudden jump over what they read)"
+                if sharp else "")
         s.notes.append(f"{len(diverging)} tensors diverge in the stretch traced; the first "
-                       f"{MAX_CANDIDATES} were run alone")
+                       f"{MAX_CANDIDATES} were run alone{also}")
     alone_values: dict[str, np.ndarray] = {}
     unaccounted: list[str] = []
     feeds_of: dict[str, dict[str, np.ndarray]] = {}
     started = time.perf_counter()
-    together = s.alone_together(diverging[:MAX_CANDIDATES])
-    for t in diverging[:MAX_CANDIDATES]:
+    together = s.alone_together(candidates)
+    for t in candidates:
         try:
             got = together[t] if t in together else s.alone(t)
         except Exception as e:  # a runtime that cannot take the cut node: named, not fatal
@@ -126,15 +132,18 @@ def judge(s: Search, window: list[str]
         else:
             amplifiers.append(finding)
         _keep(kept, t, x, y, feeds, s)
+    # A non-finite origin first: it is refined (and its share measured) whatever its place.
+    origins = sorted(origins, key=lambda o: not math.isinf(o.local_scaled_error))
     origins = [_refine(s, o, feeds_of.get(o.tensor, {})) for o in origins[:MAX_SHARES]] + \
         origins[MAX_SHARES:]
+    origins = sorted(origins, key=lambda o: s.position.get(o.tensor, -1))
     s.phases["alone_s"] = time.perf_counter() - started
     measured = []
     for o in sorted(origins, key=lambda o: -o.local_scaled_error)[:MAX_SHARES]:
         share = s.share(o.tensor, alone_values[o.tensor], final)
         measured.append(NodeFinding(**{**o.__dict__, "share": share}))
     by_tensor = {o.tensor: o for o in measured}
-    origins = [by_tensor.get(o.tensor, o) for o in origins]
+    origins = _sharp_first([by_tensor.get(o.tensor, o) for o in origins])
     origins = _with_causes(s, origins)
     if not origins and unaccounted:
         s.notes.append(f"{', '.join(unaccounted[:4])}: no node run alone makes a difference "
@@ -143,6 +152,46 @@ def judge(s: Search, window: list[str]
                        "of nodes before it): not localized")
     s.unaccounted.extend(unaccounted)
     return origins, amplifiers, kept, repro
+
+
+SHARP_JUMP = 10.0
+"""A diverging tensor whose error is this many times what its region reads jumps there."""
+MAX_SHARP = 2
+"""Sharp tensors after the first ``MAX_CANDIDATES`` also run alone."""
+
+
+def _sharp(s: Search, later: list[str]) -> list[str]:
+    """Among diverging tensors past the first ``MAX_CANDIDATES``, the ones where the error
+    turns sharp: the first non-finite where the reference is finite (an inf-scale
+    quantisation of a mask), then the largest jumps over what their regions read: many
+    small differences before them must not hide them."""
+    picked: list[str] = []
+    first_bad = next((t for t in later if s.figures[t].nonfinite), None)
+    if first_bad is not None:
+        picked.append(first_bad)
+    jumps: list[tuple[float, str]] = []
+    for t in later:
+        if t in picked or s.figures[t].nonfinite:
+            continue
+        read = [s.figures[n].scaled_error for n in s.region_inputs(t) if n in s.figures]
+        before = max(read, default=0.0)
+        err = s.figures[t].scaled_error
+        if math.isfinite(err) and err > SHARP_JUMP * before:
+            jumps.append((err / before if before > 0 else math.inf, t))
+    picked += [t for _, t in sorted(jumps, key=lambda j: -j[0])[:MAX_SHARP - len(picked)]]
+    return picked
+
+
+def _sharp_first(origins: list[NodeFinding]) -> list[NodeFinding]:
+    """Origins in topological order, except that a sharp one comes first: one whose own run
+    is non-finite where the reference is finite, then one that alone explains most of the
+    final error (its share at least ``ACCOUNTED``). A small finite difference earlier
+    (a quantised embedding's 0.005) is not where a row's error comes from."""
+    def rank(o: NodeFinding) -> int:
+        if math.isinf(o.local_scaled_error):
+            return 0
+        return 1 if o.share is not None and o.share >= ACCOUNTED else 2
+    return sorted(origins, key=rank)
 
 
 def _widened_note(s: Search, o: NodeFinding) -> str:
@@ -213,6 +262,8 @@ def _refine(s: Search, o: NodeFinding, feeds: dict[str, np.ndarray]) -> NodeFind
     ra, rb = s.regions(o.tensor)
     if len(ra) < 2 or not feeds:
         return o
+    if math.isinf(o.local_scaled_error):
+        return _first_nan(s, o, feeds)
     graph = s.model_a.graph
     inner = [t for i in ra for t in graph.node[i].output if t and t != o.tensor
              and t in s.types_b and any(t in n.output for n in s.model_b.graph.node)]
@@ -278,6 +329,36 @@ def _refine(s: Search, o: NodeFinding, feeds: dict[str, np.ndarray]) -> NodeFind
                            "the same inputs agrees: the path computes it together with the "
                            "nodes before it")
             return NodeFinding(**{**o.__dict__, "within": word})
+    return o
+
+
+def _first_nan(s: Search, o: NodeFinding, feeds: dict[str, np.ndarray]) -> NodeFinding:
+    """Inside a non-finite origin of several nodes: the first node of the path's graph whose
+    output holds NaN where none of its inputs does (a DequantizeLinear with an inf scale
+    makes 0 × inf), named ``within``; its tensor may be one the reference's graph lacks."""
+    ra, _ = s.regions(o.tensor)
+    graph = s.model_a.graph
+    inner = [t for i in ra for t in graph.node[i].output if t]
+    try:
+        fa = {n: s.as_type(v, s.types_a.get(n)) for n, v in feeds.items()}
+        got = {**fa, **run_side(s.a, sg.region_model(s.model_a, ra, inner, fa), fa, inner)}
+    except Exception as e:  # a runtime that cannot take the marked region: keep the region
+        s.notes.append(f"inside {o.node}: the marked region did not run ({type(e).__name__})")
+        return o
+
+    def nans(name: str) -> int:
+        v = np.asarray(got.get(name, np.zeros(0)))
+        return int(np.isnan(v).sum()) if v.dtype.kind == "f" else 0
+    for i in ra:
+        node = graph.node[i]
+        made = next((t for t in node.output if t and nans(t)), None)
+        if made is None or any(nans(r) for r in sg.node_reads(node)):
+            continue
+        word = node_label(node)
+        s.notes.append(f"inside {o.node}: NaN first appears at {word} ({nans(made)} of "
+                       f"{np.asarray(got[made]).size} elements of {made}), whose inputs hold "
+                       "none")
+        return NodeFinding(**{**o.__dict__, "within": word})
     return o
 
 
@@ -355,15 +436,26 @@ def instrumented(directory: Path, s: Search) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- words
-def summary(loc: Localization, gate: str = "") -> str:
-    """The result in a sentence or two (``gate``: the row's own verdict, for a row within
-    it)."""
+def summary(loc: Localization, gate: str = "", stored: float | None = None) -> str:
+    """The result in a sentence or two (``gate``: the row's own verdict; ``stored``: the
+    row's own scaled error, which a failed row's traced run may not give again)."""
     f = loc.final_scaled_error
     if loc.within_gate:
         said = f" ({gate})" if gate else ""
         return (f"within its gate: the row passed{said}; {loc.output_name} differs by "
                 f"{f:.2g} scaled, a difference its check allows, so no origin is named "
                 "(the tensors are traced: see tensors)")
+    if not loc.origins and not any(t.diverges for t in loc.tensors) and gate:
+        # A failed row: never "nothing diverges"; why it cannot be localized, precisely.
+        again = ""
+        if stored is not None and not (0.5 * stored <= f <= 2 * stored):
+            again = (f"; the traced run does not give the stored run again ({loc.actual}'s "
+                     f"output differs by {f:.2g} scaled with its tensors marked as outputs, "
+                     f"{stored:.2g} in the run: marking them changes what it computes)")
+        return (f"not localized: the row failed ({gate}), but {loc.actual} and "
+                f"{loc.reference} agree at all {len(loc.tensors)} tensors compared within "
+                f"float32's roundings and their noise floors (final {loc.output_name}: "
+                f"scaled error {f:.2g}){again}")
     if not loc.origins and not any(t.diverges for t in loc.tensors):
         final = next((t for t in loc.tensors if t.name == loc.output_name), None)
         tail = (f"; the output's own floor is {final.floor:.2g} (its sensitivity to 1e-7 "
@@ -399,8 +491,10 @@ def summary(loc: Localization, gate: str = "") -> str:
     if o.within:
         what += f", first inside it at {o.within}"
     its = "their" if len(o.nodes) > 1 and not o.fused_as else "its"
+    differs = (f"differs by {o.local_scaled_error:.2g}" if math.isfinite(o.local_scaled_error)
+               else "is NaN or inf where the reference's is finite")
     text = (f"the error enters at {what}: {its} inputs agree to {o.inputs_scaled_error:.2g} "
-            f"scaled, {its} output differs by {o.local_scaled_error:.2g}")
+            f"scaled, {its} output {differs}")
     if o.share is not None:
         text += f" ({_share_text(o.share)} of the final {f:.2g})"
     if o.cause:

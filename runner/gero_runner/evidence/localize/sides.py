@@ -176,7 +176,25 @@ def run_side_each(side: Side, model: onnx.ModelProto, feeds_list: list[dict[str,
                 raise RuntimeError(f"the evaluator computed no value for {', '.join(missing)}")
             out.append({n: np.asarray(values[n]) for n in wanted})
         return out
-    return backends.get(side.backend).intermediates(model, side.settings, wanted, all_feeds)
+    runtime = backends.get(side.backend)
+    try:
+        return runtime.intermediates(model, side.settings, wanted, all_feeds)
+    except Exception as e:
+        if "TDim" not in str(e):
+            raise
+        # tract computes shape arithmetic as symbolic dimensions (TDim), which it cannot
+        # hand back as an output: the int64, int32 and bool tensors are left to the other
+        # side (a caller skips a tensor one side lacks; a region alone reads the
+        # reference's).
+        from gero_runner.evidence.subgraphs import FLOAT_TYPES, QUANTIZED_TYPES, elem_types, prefix
+
+        types = elem_types(model, feeds_list[0] if feeds_list else {})
+        kept = (FLOAT_TYPES | QUANTIZED_TYPES) - {TensorProto.INT32}
+        floats = [n for n in wanted if n in types and types[n][0] in kept]
+        if not floats or len(floats) == len(wanted):
+            raise
+        return runtime.intermediates(prefix(model, floats), side.settings, floats, all_feeds)
+
 
 
 def survivors(side: Side, model: onnx.ModelProto) -> dict[str, str] | None:

@@ -147,3 +147,42 @@ def test_a_variant_as_far_from_float64_as_the_fp32_model_is_the_models_sensitivi
     assert not _Checker._within_sensitivity(judge, failed, 0, off(0.92, 2), fp32).passed
     alone = cast(Any, SimpleNamespace(arbiter=lambda: None))
     assert _Checker._within_sensitivity(alone, failed, 0, file, fp32) is failed
+
+
+@pytest.mark.slow
+def test_without_an_arbiter_a_fewer_bits_setting_is_judged_by_its_own_full_precision(
+        tmp_path: Path) -> None:
+    """Real process: MatMul(256) -> com.microsoft Gelu, which the float64 shadow cannot
+    compute. OpenVINO's default on a BF16 CPU computes float32 in bf16: its model:fp32 row
+    is judged against OpenVINO f32 (the same engine computing as declared), blames the
+    precision and says so (was: against ONNX Runtime, 'two engines disagree and nothing
+    arbitrates', neither blamed)."""
+    pytest.importorskip("openvino")
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((256, 64)).astype(np.float32), "W")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["h"]),
+         helper.make_node("Gelu", ["h"], ["y"], domain="com.microsoft")], "gelu",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4, 256])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [4, 64])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 9
+    path = tmp_path / "gelu.onnx"
+    onnx.save(model, str(path))
+    data = tmp_path / "d"
+    main(["run", "--model", str(path), "--backends", "onnxruntime,openvino", "--data-dir",
+          str(data), "--jobs", "1", "--repeats", "1", "--run-id", "g", "-q"])
+    rows = [r for r in rows_of(data, "g") if r["check"] == "model:fp32"]
+    narrow = [r for r in rows if r["optimization"] == "bf16-default"]
+    if not narrow:
+        pytest.skip("OpenVINO's default precision is not bf16 on this CPU")
+    for r in narrow:
+        assert r["reference"] == "openvino:f32", r["reference"]
+        assert r["reason"].startswith("OpenVINO at bf16-default computes float32 in bf16 (its "
+                                      "inference precision), against its own openvino:f32 "
+                                      "computing as the graph declares"), r["reason"]
+        # MatMul of 256 terms in bf16: far beyond 1e-4 of the output's scale
+        assert r["result"] == "divergence" and r["arbiter"] == "reference"
+    full = [r for r in rows if r["optimization"] == "f32"]
+    assert full and all(r["reference"] == "onnxruntime:all" for r in full)

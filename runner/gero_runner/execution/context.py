@@ -12,7 +12,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -76,6 +76,31 @@ class RunSettings:
     adds to; empty: every path is computed and nothing is kept (``--no-reuse``)."""
 
 
+class _Outputs:
+    """``PathResult.outputs``: the arrays, or, in a process that received a result whose
+    outputs lie in a kept entry (``PathResult.kept``), read from that entry the first time
+    they are asked for. A worker sends a path's result without its arrays, so the parent
+    and the part that judges the case hold only the outputs they have read."""
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> None: ...
+    @overload
+    def __get__(self, obj: PathResult, owner: type | None = None) -> list[np.ndarray] | None:
+        ...
+
+    def __get__(self, obj: PathResult | None, owner: type | None = None
+                ) -> list[np.ndarray] | None:
+        if obj is None:
+            return None  # the field's default
+        if "_outputs" not in obj.__dict__:
+            obj.__dict__["_outputs"] = obj.read_kept()
+        got: list[np.ndarray] | None = obj.__dict__["_outputs"]
+        return got
+
+    def __set__(self, obj: PathResult, value: list[np.ndarray] | None) -> None:
+        obj.__dict__["_outputs"] = value
+
+
 @dataclass
 class PathResult:
     """One path's outputs (or its error) for a case."""
@@ -86,7 +111,7 @@ class PathResult:
     optimization: str
     threads: int
     settings: dict[str, Any]
-    outputs: list[np.ndarray] | None = None
+    outputs: _Outputs = _Outputs()
     error: str | None = None
     median_ms: float = math.nan
     build_ms: float = math.nan
@@ -112,12 +137,36 @@ class PathResult:
     reuse_problem: str = ""
     """Why a kept entry of this path could not be used (it was computed again): a sentence
     its rows' details carry (``reuse_problem``)."""
+    kept: tuple[str, str] | None = None
+    """(data root, key) of the kept entry (``storage.path_outputs``) that holds exactly these
+    outputs; None: none does. A result pickled with one leaves its arrays behind."""
     _settings_cache: tuple[dict[str, Any], str] | None = field(
         default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
         return self.outputs is not None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        if self.kept and state.get("_outputs") is not None:
+            del state["_outputs"]  # read back from the entry where they are used
+        return state
+
+    def read_kept(self) -> list[np.ndarray] | None:
+        """The outputs from the kept entry (None without one). An entry that cannot be read
+        back (removed, changed since this run wrote or read it) leaves the path failed, with
+        the sentence saying why."""
+        if self.kept is None:
+            return None
+        from gero_runner.storage.path_outputs import PathOutputs
+
+        stored, problem = PathOutputs(self.kept[0]).load(self.kept[1])
+        if stored is None:
+            self.error = self.error or problem or (
+                f"its kept outputs {self.kept[1]} could not be read back")
+            return None
+        return stored.outputs
 
     @property
     def settings_json(self) -> str:

@@ -158,12 +158,15 @@ def run_path(backend: Backend, spec: PathSpec, case: CaseInstance, repeats: int,
         stored, problem = reuse.load(key)
         path.backend_seconds = time.perf_counter() - start
         if stored is not None:
-            return _reused(path, stored, reuse.relative(key), case, max_tensor_bytes)
+            path = _reused(path, stored, reuse.relative(key), case, max_tensor_bytes)
+            path.kept = (str(reuse.root), key) if path.ok else None
+            return path
         path.reuse_problem = problem or ""
     _compute(path, backend, spec, case, repeats, max_tensor_bytes)
-    if reuse is not None and path.ok and path.outputs is not None:
-        reuse.store(key, Stored(path.outputs, path.median_ms, path.build_ms, path.repeats,
-                                path.deterministic))
+    if reuse is not None and path.ok and path.outputs is not None and reuse.store(
+            key, Stored(path.outputs, path.median_ms, path.build_ms, path.repeats,
+                        path.deterministic)):
+        path.kept = (str(reuse.root), key)  # sent on without its arrays (PathResult.kept)
     return path
 
 

@@ -124,12 +124,12 @@ class PathOutputs:
         return (f"the stored outputs {self.relative(key)} could not be used ({why}); the "
                 "path was computed again")
 
-    def store(self, key: str, stored: Stored) -> None:
-        """Keep the entry; a root gero cannot write (read-only, full) keeps none: the
-        outputs are only not reused."""
+    def store(self, key: str, stored: Stored) -> bool:
+        """Keep the entry (True: it is kept); a root gero cannot write (read-only, full)
+        keeps none: the outputs are only not reused."""
         path = self._file(key)
         if path is None:
-            return
+            return False
         meta = {"format": FORMAT, "key": key, "outputs": len(stored.outputs),
                 "hash": tensors_hash(stored.outputs), "median_ms": stored.median_ms,
                 "build_ms": stored.build_ms, "repeats": stored.repeats,
@@ -145,7 +145,8 @@ class PathOutputs:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_file(path, write)
         except (OSError, ValueError):  # ValueError: an object array, never stored
-            return
+            return False
+        return True
 
 
 def _read(path: Path, key: str) -> Stored:

@@ -369,9 +369,10 @@ def shown(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[str, ..
     """The keys of the applicable entries whose defect shows on ``feeds``: the corrected
     evaluator runs the model once, and each affected node (of the main graph) is run again
     by the stock operator on the very inputs it got there; an entry shows where a node's
-    stock output differs from the corrected one beyond a few ULPs, or fails. Where none
-    shows at the main graph's level (a node in a subgraph), every applicable entry is
-    named. Raises what the corrected evaluator raises."""
+    stock output differs from the corrected one beyond a few ULPs, or fails; an entry
+    whose nodes are all in subgraphs is named too (it cannot be judged at the main graph's
+    level). Where none shows, every applicable entry is named. Raises what the corrected
+    evaluator raises."""
     entries = applicable(model)
     if not entries:
         return ()
@@ -380,7 +381,11 @@ def shown(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[str, ..
     wanted = sorted({name for _, n in affected for name in [*n.input, *n.output] if name})
     values = run_releasing(corrected_evaluator(model), feeds, wanted=wanted)
     keys = {d.key for d, n in affected if _stock_differs(model, n, values)}
-    named = tuple(d.key for d in entries if d.key in keys)
+    # An entry whose nodes are all in subgraphs cannot be judged here: it is named beside
+    # those that show (SLANet: the stock evaluator failed on the OneHot of its Loop body,
+    # and only the main graph's BatchNormalization was named).
+    unjudged = {d.key for d in entries} - {d.key for d, _ in affected}
+    named = tuple(d.key for d in entries if d.key in keys | unjudged)
     return named or tuple(d.key for d in entries)
 
 

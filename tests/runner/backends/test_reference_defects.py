@@ -248,3 +248,40 @@ def test_an_opset_17_quantised_model_has_its_float64_arbiter(tmp_path: Path) -> 
               and r["optimization"] == "disable_all"]
     assert judged and {r["reference"] for r in judged} == {"float64-shadow"}
     assert {r["result"] for r in judged} == {"passed"}
+
+
+def test_an_entry_inside_a_loop_body_is_named_beside_one_that_shows_outside() -> None:
+    """SLANet (opset 13): a BatchNormalization in the main graph shows its defect, and the
+    stock evaluator fails on the OneHot in its Loop body; both are named (was the
+    BatchNormalization alone, so the failure's cause went unnamed)."""
+    body = helper.make_graph(
+        [helper.make_node("OneHot", ["idx", "depth", "values"], ["hot"], axis=-1),
+         helper.make_node("Add", ["c_in", "hot"], ["c_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("c_in", TensorProto.FLOAT, [1, 2, 5])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("c_out", TensorProto.FLOAT, [1, 2, 5])])
+    params = {"scale": np.full(2, 2.0, np.float32), "B": np.zeros(2, np.float32),
+              "mean": np.zeros(2, np.float32), "var": np.ones(2, np.float32)}
+    graph = helper.make_graph(
+        [helper.make_node("BatchNormalization", ["x", "scale", "B", "mean", "var"], ["bn"],
+                          epsilon=0.0),
+         helper.make_node("Loop", ["n", "cond", "bn"], ["Y"], body=body)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5]),
+         helper.make_tensor_value_info("idx", TensorProto.INT64, [1, 2])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 2, 5])],
+        [numpy_helper.from_array(np.array(1, np.int64), "n"),
+         numpy_helper.from_array(np.array(True), "cond"),
+         numpy_helper.from_array(np.array([5], np.int32), "depth"),
+         numpy_helper.from_array(np.array([0, 1], np.float32), "values"),
+         *(numpy_helper.from_array(v, k) for k, v in params.items())])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              ir_version=8)
+    feeds: dict[str, np.ndarray] = {
+        "x": np.arange(10, dtype=np.float32).reshape(1, 2, 5),
+        "idx": np.array([[1, 4]], np.int64)}
+    assert rd.shown(model, feeds) == ("batchnorm9-momentum", "onehot-depth-tensor")
+    (got,) = rd.corrected_evaluator(model).run(None, feeds)
+    np.testing.assert_array_equal(got, 2 * feeds["x"] + np.eye(5)[[[1, 4]]])

@@ -141,7 +141,10 @@ def test_a_zipmap_output_is_one_named_row_and_the_label_is_compared(tmp_path: Pa
     assert outputs[0]["output_name"] == "probabilities"
     assert "seq(map(int64,tensor(float32)))" in str(outputs[0]["reason"])
     label = [r for r in rows if r["output_name"] == "label" and r["check"] == "agreement"]
-    assert len(label) == 4 and all(r["result"] == "passed" for r in label)
+    # one row on each setting the plan ran (--paths needed: ORT disable_all and all)
+    ran = {r["optimization"] for r in rows if r["check"] == "agreement"}
+    assert sorted(r["optimization"] for r in label) == sorted(ran) and len(ran) >= 2
+    assert all(r["result"] == "passed" for r in label)
     assert not any("pickle" in str(r["reason"]) for r in rows)
 
 
@@ -254,7 +257,9 @@ def test_task_classifier_takes_a_zipmap_classifiers_integer_label(tmp_path: Path
     ZipMap): --task classifier is accepted, and the label is compared exactly."""
     rows = run(tmp_path, zipmap_classifier(tmp_path), dims=["batch=4"], task="classifier")
     label = [r for r in rows if r["output_name"] == "label" and r["check"] == "agreement"]
-    assert len(label) == 4 and all(r["result"] == "passed" for r in label)
+    ran = {r["optimization"] for r in rows if r["check"] == "agreement"}
+    assert sorted(r["optimization"] for r in label) == sorted(ran) and len(ran) >= 2
+    assert all(r["result"] == "passed" for r in label)
 
 
 def test_a_failed_fp16_yardstick_names_the_shadow_not_a_runtime(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ RELEASE = "onnxruntime==1.20.1"
 def fake_create(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """An environment made without installing anything: the installer's one line of
     progress, then the record."""
-    monkeypatch.setenv(release_env.ENV_DIR, str(tmp_path / "envs"))
+    monkeypatch.setenv(release_env.DIR_ENV, str(tmp_path / "envs"))
 
     def create(name: str, python: Path | None = None,
                progress: Any = None) -> release_env.Env:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from gero_runner.errors import GeroError
 
-ENV_DIR = "GERO_ENV_DIR"
+DIR_ENV = "GERO_ENV_DIR"
 """The folder of the environments, when not the user's cache directory."""
 PYTHONS_ENV = "GERO_RELEASE_PYTHONS"
 """``RELEASE=PYTHON,...``: interpreters named for this process and its workers (``--env``)."""
@@ -84,8 +84,8 @@ def parse(name: str) -> Release:
 
 
 def root() -> Path:
-    if os.environ.get(ENV_DIR):
-        return Path(os.environ[ENV_DIR])
+    if os.environ.get(DIR_ENV):
+        return Path(os.environ[DIR_ENV])
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(cache) / "gero" / "envs"
 

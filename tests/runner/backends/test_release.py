@@ -66,7 +66,7 @@ def test_a_release_gero_cannot_run_is_one_sentence(name: str, says: str) -> None
 
 def test_a_release_without_an_environment_says_how_to_make_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(release_env.ENV_DIR, str(tmp_path))
+    monkeypatch.setenv(release_env.DIR_ENV, str(tmp_path))
     monkeypatch.delenv(release_env.PYTHONS_ENV, raising=False)
     with pytest.raises(GeroError, match=r"'onnxruntime==1\.19\.2' is not installed: "
                        r"gero env add onnxruntime==1\.19\.2 \(or name an interpreter"):
@@ -102,7 +102,7 @@ def test_uvs_no_version_names_the_releases_pip_lists(monkeypatch: pytest.MonkeyP
 
 def test_an_interpreter_named_for_a_release_is_used(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(release_env.ENV_DIR, str(tmp_path))
+    monkeypatch.setenv(release_env.DIR_ENV, str(tmp_path))
     monkeypatch.setenv(release_env.PYTHONS_ENV, f"{OLD}=/opt/py/bin/python")
     assert release_env.python_for(OLD) == Path("/opt/py/bin/python")
     assert release_env.python_for("onnxruntime==1.21.0") is None
@@ -166,7 +166,7 @@ def test_run_env_names_the_interpreter_of_a_release(tmp_path: Path) -> None:
     """``gero run --env RELEASE=PYTHON``: a release with no environment under gero's cache
     runs in the interpreter named; one that lacks the release is refused in one sentence."""
     python = release_env.python_for(old_release())
-    env = {**os.environ, release_env.ENV_DIR: str(tmp_path / "no-envs")}
+    env = {**os.environ, release_env.DIR_ENV: str(tmp_path / "no-envs")}
     env.pop(release_env.PYTHONS_ENV, None)
 
     def run(*extra: str) -> subprocess.CompletedProcess[str]:

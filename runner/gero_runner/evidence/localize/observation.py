@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from gero_runner import backends
 from gero_runner.errors import ArtifactError, GeroError
-from gero_runner.evidence.localization import Localization, NodeFinding
-from gero_runner.evidence.localize.bounds import DEFAULT_TIMEOUT_S
+from gero_runner.evidence.localization import Localization, NodeFinding, Side
+from gero_runner.evidence.localize.bounds import DEFAULT_TIMEOUT_S, RUNTIME
 from gero_runner.evidence.localize.judge import instrumented, judge, summary
 from gero_runner.evidence.localize.search import Search
 from gero_runner.evidence.localize.sides import sides
@@ -47,7 +48,9 @@ def localize_case(directory: Path, row: dict[str, Any]) -> tuple[Localization,
         extra = [n for t in window for n in s.region_inputs(t) if n not in window]
         s.trace(window, list(dict.fromkeys(extra)), keep=True)
     within_gate = str(row.get("result") or "") == "passed"
+    narrowed = ""
     if not within_gate and not any(f.diverges for f in s.figures.values()) and s.rounding:
+        narrowed = _precision_cause(a, s.rounding)
         # A failed row whose tensors all stay within the path's own precision (bf16's
         # roundings, 0.03, over a row failed at 0.0095): judged again against float32's
         # roundings and the noise floors, as the row's gate judged its output.
@@ -71,6 +74,8 @@ def localize_case(directory: Path, row: dict[str, Any]) -> tuple[Localization,
         repro: bytes | None = None
     else:
         origins, amplifiers, kept, repro = judge(s, window)
+        if narrowed and origins and not origins[0].cause:
+            origins[0] = NodeFinding(**{**origins[0].__dict__, "cause": narrowed})
     s.phases["alone_and_shares_s"] = time.perf_counter() - started
     s.passes.append({k: round(v, 3) for k, v in s.phases.items()})
     fig = s.figures.get(s.output)
@@ -87,6 +92,19 @@ def localize_case(directory: Path, row: dict[str, Any]) -> tuple[Localization,
     loc = Localization(**{**loc.__dict__, "summary": summary(loc, _gate(row),
                                                              _stored_error(row))})
     return loc, kept, repro
+
+
+def _precision_cause(side: Side, allowance: float) -> str:
+    """Where a failed row's tensors all stay within ``side``'s own precision: that
+    precision, as the cause of an origin found below it ('' where the side declares none)."""
+    if side.kind != RUNTIME:
+        return ""
+    precision = backends.get(side.backend).float_precision(side.settings) or ""
+    if precision not in ("bf16", "f16"):
+        return ""
+    return (f"{side.label} computes float32 in {precision} (its inference precision): every "
+            f"tensor's difference is within the {allowance:.2g} its roundings allow, and "
+            "the row's gate is tighter")
 
 
 def _stored_error(row: dict[str, Any]) -> float | None:

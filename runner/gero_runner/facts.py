@@ -143,6 +143,13 @@ GRAPH_SCOPE: Final = "graph"
 MODEL_QUANTIZATION: Final = "model-quantization"
 PRECISION_REWRITE: Final = "precision-rewrite"
 VARIANT_BUILD: Final = "tooling:variant-build"
+TENSOR_OUTPUTS: Final = "tooling:tensor-outputs"
+"""A model output gero does not compare (a sequence or map, not a tensor): gero's own limit,
+no runtime's failure (the runtime computed it)."""
+OUTPUTS_CHECK: Final = "model:outputs"
+YARDSTICKS: Final = ("tooling:shadow", "tooling:fp16-yardstick")
+"""The cause keys of gero's yardsticks that could not run (the float64 shadow, the fp16
+yardstick): the ReferenceEvaluator computes both, so its own failure is theirs."""
 UNSUPPORTED_OP: Final = "unsupported-op:"
 ERROR_KEY: Final = "error:"
 """A cause key of a failure no known cause names: its error with names and figures masked
@@ -156,7 +163,8 @@ _BUDGET_WORDS = re.compile(r"ran out of its \d+(?:\.\d+)? s budget")
 # "... for ONNX op 'ai.onnx.ml.Scaler'"), ONNX Runtime "Could not find an implementation
 # for Abs(13) node" and "com.microsoft:FooBar(-1) is not a registered function/op", tract
 # "Unimplemented(Scaler)", the ReferenceEvaluator "Node type 'X' from domain 'D' is
-# unknown" and "No registered schema for operator 'X' and domain 'D'".
+# unknown", "No registered schema for operator 'X' and domain 'D'" and, for an opset it has
+# no version of, "No implementation for operator 'DequantizeLinear' domain '' and version 17".
 _UNSUPPORTED = tuple(re.compile(p) for p in (
     r"No conversion rule found for operations: (?:(?P<domain>[a-z][\w.]*)\.)?(?P<op>[A-Z]\w*)",
     r"for ONNX op '(?:(?P<domain>[a-z][\w.]*)\.)?(?P<op>[A-Z]\w*)'",
@@ -165,8 +173,8 @@ _UNSUPPORTED = tuple(re.compile(p) for p in (
     r"Unimplemented\((?P<op>[A-Z]\w*)\)",
     r"Node type '(?P<op>\w+)' from domain '(?P<domain>[\w.]*)' is unknown",
     r"No registered schema for operator '(?P<op>\w+)' and domain '(?P<domain>[\w.]*)'",
-    r"(?:Unable to find operator|No implementation for) '?(?P<op>[A-Z]\w*)'?"
-    r"(?: (?:from|and) domain '(?P<domain>[\w.]*)')?",
+    r"(?:Unable to find operator|No implementation for(?: operator)?) '?(?P<op>[A-Z]\w*)'?"
+    r"(?: (?:from |and )?domain '(?P<domain>[\w.]*)')?",
 ))
 
 

@@ -22,6 +22,8 @@ from gero_runner.classify import failure_kind as comparison_kind
 from gero_runner.facts import (
     DEFECT,
     NAN,
+    OUTPUTS_CHECK,
+    TENSOR_OUTPUTS,
     TOOLING,
     VARIANT_BUILD,
     failure_facts,
@@ -289,6 +291,8 @@ class CaseContext:
             failure_kind = cause_key = ""
         elif not failure_kind and check.endswith(":build"):  # gero's builder, no runtime
             failure_kind, cause_key = TOOLING, cause_key or VARIANT_BUILD
+        elif not failure_kind and check == OUTPUTS_CHECK:  # an output gero cannot compare
+            failure_kind, cause_key = TOOLING, cause_key or TENSOR_OUTPUTS
         elif not failure_kind and (failed_path or result == EXECUTION):
             failure_kind, found = failure_facts(cause or reason, error, self.op_domains)
             cause_key = cause_key or found

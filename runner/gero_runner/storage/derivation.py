@@ -19,6 +19,7 @@ names no other kind (``result_classes.COMPARISON_CHECKS`` restated: a test holds
 _FAILED = r"^(?:variant \S+: )?(?:(?:int8-dynamic|int8-static|fp16):)?(\S+) failed: "
 _BUDGET = r"ran out of its \d+(?:\.\d+)? s budget"
 _YARDSTICK = "the fp16 yardstick"
+_SHADOW = "the float64 shadow could not run"
 # ``facts._UNSUPPORTED``, each runtime's words for an operator it lacks: (pattern, the
 # group of the domain or 0, the group of the operator).
 _UNSUPPORTED: Final = (
@@ -29,8 +30,8 @@ _UNSUPPORTED: Final = (
     (r"Unimplemented\(([A-Z]\w*)\)", 0, 1),
     (r"Node type '(\w+)' from domain '([\w.]*)' is unknown", 2, 1),
     (r"No registered schema for operator '(\w+)' and domain '([\w.]*)'", 2, 1),
-    (r"(?:Unable to find operator|No implementation for) '?([A-Z]\w*)'?"
-     r"(?: (?:from|and) domain '([\w.]*)')?", 2, 1),
+    (r"(?:Unable to find operator|No implementation for(?: operator)?) '?([A-Z]\w*)'?"
+     r"(?: (?:from |and )?domain '([\w.]*)')?", 2, 1),
 )
 
 
@@ -99,7 +100,9 @@ def derived_kind_sql(old_kind: str, result: str, check: str, reason: str) -> str
     return f"""CASE WHEN {result} = 'passed' THEN ''
                 WHEN {old_kind} LIKE 'defect:%' THEN 'defect'
                 WHEN {result} = 'execution' AND {check} LIKE '%:build' THEN 'tooling'
-                WHEN {result} = 'execution' AND starts_with({reason}, '{_YARDSTICK}')
+                WHEN {result} = 'execution' AND {check} = 'model:outputs' THEN 'tooling'
+                WHEN {result} = 'execution' AND (starts_with({reason}, '{_YARDSTICK}')
+                                                 OR starts_with({reason}, '{_SHADOW}'))
                     THEN 'tooling'
                 WHEN {check} = 'model:fp16:precision' THEN 'law:precision'
                 WHEN {result} = 'execution' AND regexp_matches({reason}, '{_BUDGET}')
@@ -134,6 +137,9 @@ def derived_key_sql(kind: str, old_kind: str, check: str, reason: str, template:
     return f"""CASE WHEN {kind} = 'defect' THEN 'defect:' || replace(
                     substr({old_kind}, {len('defect:known upstream defect ') + 1}), ', ', ',')
                 WHEN {kind} = 'tooling' AND {check} LIKE '%:build' THEN 'tooling:variant-build'
+                WHEN {kind} = 'tooling' AND {check} = 'model:outputs' THEN 'tooling:tensor-outputs'
+                WHEN {kind} = 'tooling' AND starts_with({reason}, '{_SHADOW}')
+                    THEN 'tooling:shadow'
                 WHEN {kind} = 'tooling' THEN 'tooling:fp16-yardstick'
                 WHEN {kind} = 'law:precision' THEN 'precision-rewrite'
                 WHEN {kind} = 'cannot-run' THEN coalesce(nullif({unsupported_sql(reason)}, ''),

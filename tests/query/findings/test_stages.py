@@ -33,7 +33,7 @@ def obs(**kw: Any) -> dict[str, Any]:
         "optimization": "all", "reference": "onnx-reference", "arbiter": "reference",
         "max_abs_error": 0.0, "result": "passed", "reason": "", "session_settings": "{}",
         "nan_actual": 0, "nan_reference": 0, "mismatch_count": 0, "failed_path": "",
-        "failure_kind": None, "cause_key": None, "scope": None}
+        "failure_kind": None, "cause_key": None, "scope": None, "cause": None}
     return {**row, **kw}
 
 
@@ -47,7 +47,7 @@ def raw(**kw: Any) -> dict[str, Any]:
         "reference": "onnx-reference", "arbiter": "reference", "max_abs_error": 0.1,
         "reason": "r", "precision": None, "family": "numeric", "truth": False,
         "severity": 2, "why": "", "failed_path": "", "failure_kind": None,
-        "recorded_key": None, "old": True, "scope": "graph"}
+        "recorded_key": None, "old": True, "scope": "graph", "cause": ""}
     return {**row, **kw}
 
 
@@ -443,3 +443,42 @@ def test_a_file_off_on_every_path_keeps_only_the_rows_no_cause_of_their_own_expl
         ("onnxruntime", "model:int8-static:vs-model", "model:int8-static:vs-model"),
         ("openvino", "model:int8-static:cosine", "model:int8-static:cosine"),
         ("openvino", "model:int8-static:vs-model", "model:int8-static:cosine")]
+
+
+def test_a_yardstick_failing_with_the_reference_evaluators_error_is_that_failure() -> None:
+    """Issue 40 item 9 (logreg_iris): the ReferenceEvaluator's own path, the float64 shadow
+    and the fp16 yardstick (which it computes) failing with one error are one group: the
+    path's; a yardstick failing with an error of its own stays a group of its own."""
+    error = "ValueError: operands could not be broadcast together with shapes (3,6) (3,)"
+    key = "error:ValueError: operands could not be broadcast together with shapes (…) (…)"
+    ref = {"cause": error}
+    blamed = [
+        {**_failure("ref", "model", key, runtime="onnx-reference"), **ref},
+        {**_failure("ref-fp16", "fp16", key, runtime="onnx-reference"), **ref},
+        {**_failure("shadow", "model", "tooling:shadow", runtime="float64-shadow",
+                    kind="tooling"), "cause": f"the float64 shadow could not run: {error}"},
+        {**_failure("yardstick", "fp16", "tooling:fp16-yardstick", runtime="float64-shadow",
+                    kind="tooling"),
+         "cause": "the fp16 yardstick (the float64 shadow rounded to float16 at each node) "
+                  f"could not run on the fp16 file: {error}"},
+        {**_failure("own", "model", "tooling:shadow", runtime="float64-shadow", case="m2",
+                    kind="tooling"), "cause": f"the float64 shadow could not run: {error}"}]
+    got = {r["observation_id"]: (r["grp"], r["sub"])
+           for r in run_stage("grouped", blamed=blamed, everyone=[
+               {"case_id": "none", "fam0": "numeric", "every_path": False}])}
+    path = ("onnx-reference", "PATH failed: " + key.removeprefix("error:"))
+    assert got == {"ref": path, "ref-fp16": path, "shadow": path, "yardstick": path,
+                   "own": ("float64-shadow", "tooling:shadow")}
+
+
+def test_an_output_gero_does_not_compare_blames_gero_not_the_runtime() -> None:
+    """Issue 40 item 10: ONNX Runtime computed logreg_iris's seq(map) output; gero does not
+    compare it: its limit, not ONNX Runtime's failure (a row of this release, and one a
+    gero before recorded as ONNX Runtime's failure)."""
+    failed = {"result": "execution", "family": "execution", "arbiter": "-",
+              "chk": "model:outputs", "failed_path": ""}
+    assert _blamed(
+        fact(observation_id="new", kind="tooling", cause_key="tooling:tensor-outputs",
+             **failed),
+        fact(observation_id="old", kind="cannot-run", cause_key="error:output '…' is seq",
+             **failed)) == {"new": "gero", "old": "gero"}

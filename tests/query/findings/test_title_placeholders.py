@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gero.query.findings import (
+    GERO_LIMIT,
     NAN_TEMPLATE,
     NONFINITE,
     OUTSIDE,
@@ -70,7 +71,7 @@ placeholder fails the test below."""
 
 
 def test_the_placeholders_the_runs_titles_still_show_are_these_and_no_other() -> None:
-    assert len(RUN_FINDINGS) == 89
+    assert len(RUN_FINDINGS) == 108
     seen = {f.finding_id: placeholders(f.title) for f in RUN_FINDINGS
             if placeholders(f.title)}
     assert seen == STILL_READ_FROM_PROSE
@@ -188,8 +189,17 @@ EXAMPLES = {
                          kind="cannot-run", cause_key="unsupported-op:ai.onnx.ml::Scaler",
                          scope="model", cause="RuntimeError: Check 'false' failed at "
                          "src/frontends/common_translators/src/unconverted_ops_report.cpp"),
-    "cannot-run": _example("execution", "tract", "out-of-budget", kind="out-of-budget",
-                           reason="tract failed: tract ran out of its 60 s budget"),
+    "cannot-run": _example("execution", "tract", "PATH failed: TractError: x",
+                           kind="cannot-run", cause="TractError: Abs does not support F64"),
+    "out-of-budget": _example("execution", "tract", "out-of-budget", kind="out-of-budget",
+                              reason="tract failed: tract ran out of its 60 s budget"),
+    "gero-limit": _example("execution", GERO_LIMIT, "tooling:tensor-outputs", kind="tooling",
+                           cause_key="tooling:tensor-outputs", scope="model",
+                           cause="output 'probabilities' is seq(map(int64,tensor(float32))), "
+                           "not a tensor: gero compares tensor outputs only, so this one is "
+                           "not compared"),
+    "model-gate": _example("model:fp32", "openvino", "fp32", kind="law:fp32", scope="model",
+                           cause="scaled error against float64 0.35 > 0.0001"),
     "precision": _example("precision", "openvino", "computes float64 in f32"),
     "non-finite": _example("non-finite", "tract", NONFINITE, kind="nonfinite:actual"),
     "swallowed": _example("non-finite", "openvino", SWALLOWED, kind="nonfinite:reference"),
@@ -234,10 +244,21 @@ def test_every_kind_of_title_has_a_hand_made_finding_without_placeholders() -> N
     for kind, f in EXAMPLES.items():
         assert title_kind(f) == kind
         assert not placeholders(render_title(f)), (kind, render_title(f))
-    assert "60 s budget" in render_title(EXAMPLES["cannot-run"])
+    # a time budget spent is no inability (issue 40 item 15)
+    assert render_title(EXAMPLES["out-of-budget"]).startswith(
+        "Tract ran out of its time budget on Erf, Softmax: ")
+    assert "60 s budget" in render_title(EXAMPLES["out-of-budget"])
     # one operator's error is not the group's: the operators are counted (issue 39)
     assert render_title(EXAMPLES["cannot-run"]).startswith(
         "Tract cannot run 2 operators (Erf, Softmax) (float16)")
+    # gero's own limit is no runtime's failure (issue 40 item 10)
+    assert render_title(EXAMPLES["gero-limit"]) == (
+        "gero does not compare an output of Erf, Softmax (its limit, not a runtime's "
+        "failure): output 'probabilities' is seq(map(int64,tensor(float32))), not a tensor")
+    # the fp32 model's gate names the runtime and its figure, not 'model:fp32 on …: fp32'
+    assert render_title(EXAMPLES["model-gate"]) == (
+        "OpenVINO is off on Erf, Softmax (float16): worst scaled error against float64 0.35 > "
+        "0.0001")
     assert "with ONNX Runtime at all there" in render_title(EXAMPLES["file-baseline"])
     # the operator a runtime lacks, never its help line (issue 40 item 6)
     assert render_title(EXAMPLES["lacks-op"]) == (

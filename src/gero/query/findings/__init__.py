@@ -38,6 +38,7 @@ from gero.query.findings.compute import compute_findings, compute_findings_fresh
 from gero.query.findings.members import build_members, has_members, members_sql
 from gero.query.findings.model import (
     BUILD_FAILED,
+    GERO_LIMIT,
     LOWER_PRECISION,
     MEMBERS_TABLE,
     NAN_TEMPLATE,
@@ -63,6 +64,7 @@ __all__ = [
     "ALGORITHM",
     "BUILD_FAILED",
     "CACHE_DIR",
+    "GERO_LIMIT",
     "LOWER_PRECISION",
     "MEMBERS_TABLE",
     "NAN_TEMPLATE",

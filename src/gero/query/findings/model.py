@@ -37,6 +37,9 @@ BUILD_FAILED = "building the "
 """How a variant build failure's reason starts (``building the fp16 variant failed: …``)."""
 VARIANT_TOOLING = "variant-tooling"
 """The outlier of a variant gero's own tools could not build (no runtime is to blame)."""
+GERO_LIMIT = "gero"
+"""The outlier of what gero itself does not do (compare a sequence or map output): the
+runtime computed it, so no runtime is to blame."""
 
 PAIR = " vs "
 """Joins the two runtimes of a disagreement no float64 can decide (``onnxruntime vs

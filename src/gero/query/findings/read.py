@@ -27,12 +27,15 @@ SELECT finding_id, any_value(family), any_value(outlier), any_value(template),
        count(*) FILTER (result = 'contract_issue'), count(*) FILTER (result = 'divergence'),
        count(*) FILTER (result = 'execution'),
        max(max_abs_error) FILTER (isfinite(max_abs_error)),
-       -- its own rows first: a verdict on a file that joined it (vs-model) is no headline
-       first(observation_id ORDER BY chk = family DESC, severity DESC,
+       -- its own rows first: a verdict on a file that joined it (vs-model), or gero's
+       -- yardstick that failed with its path (the ReferenceEvaluator's), is no headline
+       first(observation_id ORDER BY chk = family DESC, kind <> 'tooling' DESC, severity DESC,
              max_abs_error DESC NULLS LAST, observation_id),
        max(severity), bool_and(seeded),
        CASE WHEN bool_and(why <> '') THEN min(why) ELSE '' END,
-       mode(kind), coalesce(min(cause_key) FILTER (cause_key <> ''), ''),
+       coalesce(mode(kind) FILTER (kind <> 'tooling'), mode(kind)),
+       coalesce(min(cause_key) FILTER (cause_key <> '' AND kind <> 'tooling'),
+                min(cause_key) FILTER (cause_key <> ''), ''),
        CASE WHEN bool_or(scope = 'model') THEN 'model'
             ELSE array_to_string(list_sort(list_distinct(list(scope))), ',') END
 FROM {table} GROUP BY finding_id

@@ -14,6 +14,7 @@ import re
 from dataclasses import asdict
 
 from gero.query.findings.model import (
+    GERO_LIMIT,
     NONFINITE,
     OUTSIDE,
     PAIR,
@@ -25,19 +26,22 @@ from gero_runner.backends import title
 from gero_runner.facts import (
     GRAPH_SCOPE,
     MODEL_QUANTIZATION,
+    OUT_OF_BUDGET,
     PRECISION_REWRITE,
     UNSUPPORTED_OP,
     VARIANT_BUILD,
 )
 from gero_runner.schema import MODEL_VARIANTS
 
+FP32_GATE = "model:fp32"
+"""The family of the fp32 model's own gate (a runtime against float64 or the baseline)."""
 _NO_ARBITER = "with no float64 arbiter to side with: neither is blamed"
 
 TITLES: dict[str, str] = {
     # NaN fed to every path and nothing else
     "nan": "NaN inputs propagate: NaN == NaN cannot be assessed ({ops}, {dtypes})",
     # a registered upstream defect of the ReferenceEvaluator, on any check
-    "defect": "Known upstream ReferenceEvaluator defect ({ops}, {dtypes}): {defect}",
+    "defect": "Known upstream ReferenceEvaluator defect ({ops_dtypes}){on}: {defect}",
     # failures (family ``execution``)
     "tooling": "gero's variant tooling could not build the {variant_file} file of {ops}: "
                "{cause}",
@@ -45,14 +49,19 @@ TITLES: dict[str, str] = {
     # is at fault, and nothing is judged against it
     "tooling-yardstick": "gero's {tool} could not run on {ops}{on}, so nothing is judged "
                          "against it: {cause}",
+    # an output gero does not compare (a sequence or map): gero's limit, no runtime's failure
+    "gero-limit": "gero does not compare an output of {ops}{on} (its limit, not a runtime's "
+                  "failure): {cause}",
     "widens-fp16": "{Who} computes the fp16 file of {ops} in float32 {detail}",
     "no-kernel": "{Who} has no {dtypes} kernel for {n_ops} operator(s): {ops}",
     # a model (or its variant file) holds an operator the runtime does not implement
     "lacks-op": "{Who} cannot run {ops}{on}: it does not implement {operator}",
-    "cannot-run": "{Who} cannot run {ops_counted} ({dtypes}){on}: {cause}",
+    # a failure on a model names no dtype: the dtypes are its outputs', not the failing op's
+    "cannot-run": "{Who} cannot run {ops_counted}{of_dtypes}{on}: {cause}",
+    # a time budget spent: the path may well compute it, given the time
+    "out-of-budget": "{Who} ran out of its time budget on {ops}{on}: {cause}",
     # a runtime whose settings compute in fewer bits (``template``: "computes … in …")
-    "precision": "{Who} {template} (its inference precision): {n_ops} operator(s) off, "
-                 "{ops}",
+    "precision": "{Who} {template} (its inference precision): {precision_off}",
     # a runtime's non-finite outputs, or its finite ones where the other side is not
     "non-finite": "{Who} {gives} NaN or inf where the compared output is finite ({dtypes}): "
                   "{ops}",
@@ -80,6 +89,8 @@ TITLES: dict[str, str] = {
                    "of it: {cause}",
     "file-baseline": "{Who} on the {variant} file of {ops} {disagrees} with {baseline} there "
                      "({gate}): {cause}",
+    # the fp32 model off its yardstick (float64, or the run's baseline without one)
+    "model-gate": "{Who} {is} off on {ops} ({dtypes}): {cause}",
     # laws and variants of the synthetic suite, and any other check
     "law": "{ops} ({dtypes}) breaks the {name} law on {who}: {cause}",
     # a batch law the model's own per-tensor dynamic quantisation breaks (its scale spans
@@ -107,13 +118,15 @@ def title_kind(f: Finding) -> str:
     if f.family == "execution":
         if f.outlier == VARIANT_TOOLING or f.cause_key == VARIANT_BUILD:
             return "tooling"
+        if f.outlier == GERO_LIMIT:
+            return "gero-limit"
         if f.kind == "tooling":
             return "tooling-yardstick"
         if f.cause_key == PRECISION_REWRITE:  # a fact about the runtime, like a precision
             return "widens-fp16"
         if f.cause_key.startswith(UNSUPPORTED_OP):
             return "no-kernel" if f.scope == GRAPH_SCOPE else "lacks-op"
-        return "cannot-run"
+        return "out-of-budget" if f.kind == OUT_OF_BUDGET else "cannot-run"
     if f.family == "precision":
         return "precision"
     if f.family == "non-finite":
@@ -121,6 +134,8 @@ def title_kind(f: Finding) -> str:
     if f.family == "numeric":
         return ("precision-rewrite" if f.cause_key == PRECISION_REWRITE
                 else _numeric_kind(f))
+    if f.family == FP32_GATE:  # the model's own gate: a runtime off its yardstick
+        return "model-gate" if PAIR not in f.outlier else _numeric_kind(f)
     if _variant_of(f.family):
         gate = f.family.rsplit(":", 1)[-1]
         if gate in ("vs-model", "vs-fp32"):
@@ -145,19 +160,30 @@ def title_fields(f: Finding) -> dict[str, str]:
     representative's recorded cause)."""
     r = f.representative
     who = path_name(f.outlier)
-    many = " and " in who or who == "every path"
+    many = " and " in who  # "every path is", "ONNX Runtime and OpenVINO are"
     owner = _cap(_name(f.outlier.partition("@")[0]))
     a, _, b = f.outlier.partition(PAIR)
     files = [s for s in f.scope.split(",") if s in MODEL_VARIANTS]
     variant = (" and ".join(files) if f.family == "execution" or not _variant_of(f.family)
                else _variant_of(f.family))
     domain, _, op = f.cause_key.removeprefix(UNSUPPORTED_OP).partition("::")
+    scopes = set(f.scope.split(","))
+    graph = not scopes - {GRAPH_SCOPE, ""}  # a graph case's (or an unrecorded) scope
+    ops = _list(f.operators)
+    on = f" on the {variant} file{'s' if len(files) > 1 else ''}" if variant else ""
     return {
         "ops": _list(f.operators), "n_ops": str(len(f.operators)),
         # many operators are counted: the representative's words are one of them
         "ops_counted": (f"{len(f.operators)} operators ({_list(f.operators)})"
                         if len(f.operators) > 1 else _list(f.operators)),
-        "dtypes": "/".join(f.dtypes), "family": f.family, "template": f.template,
+        "dtypes": "/".join(f.dtypes),
+        "of_dtypes": f" ({'/'.join(f.dtypes)})" if graph else "",
+        "ops_dtypes": f"{_list(f.operators)}, {'/'.join(f.dtypes)}" if graph else ops,
+        # a model is no operator to count (its rows on its variant files are its own)
+        "precision_off": (f"{len(f.operators)} operator(s) off, {ops}" if graph
+                          else f"off on the {variant} file of {ops}" if variant
+                          else f"off on {ops}"),
+        "family": f.family, "template": f.template,
         "name": f.family.partition(":")[2],
         "who": who, "Who": _cap(who), "owner": owner + ("'" if owner.endswith("s") else "'s"),
         "gives": "give" if many else "gives", "is": "are" if many else "is",
@@ -165,7 +191,7 @@ def title_fields(f: Finding) -> dict[str, str]:
         "A": _cap(_name(a)), "b": _name(b),
         "settings": r.optimization, "other": r.reference.partition(":")[2] or r.reference,
         "variant": variant, "variant_file": variant or "variant",
-        "on": f" on the {variant} file{'s' if len(files) > 1 else ''}" if variant else "",
+        "on": on,
         "gate": f.family.rsplit(":", 1)[-1],
         # the representative may be the runtime's own vs-model row (reference fp32:…),
         # which its disagreement's finding holds too
@@ -204,6 +230,10 @@ def _cause(f: Finding, variant: str) -> str:
     where the finding holds more than one row and its words carry a figure (another row's
     differ), a time budget as it is."""
     own = _words(f.representative.cause)
+    if f.outlier == GERO_LIMIT:  # the title says it is gero's limit
+        own = own.partition(": gero compares")[0]
+    if f.kind == "tooling" and " could not run" in own:  # the yardstick is the title's
+        own = own.partition(" could not run")[2].partition(": ")[2] or own
     if variant and own.startswith("calibrated on "):  # where the ranges came from
         own = own.partition("; ")[2] or own
     if f.family == "execution" and f.kind == "cannot-run" and len(f.operators) > 1:
@@ -231,7 +261,7 @@ def with_title(f: Finding) -> Finding:
 
 
 _OTHER_NAMES = {"numpy-float64": "the float64 formula",
-                VARIANT_TOOLING: "gero's variant tooling",
+                VARIANT_TOOLING: "gero's variant tooling", GERO_LIMIT: "gero",
                 MODEL_QUANTIZATION: "the model's own quantisation"}
 """Outliers that are no backend (a case's expected values); a backend is named by its title."""
 

@@ -9,7 +9,7 @@ stage's SELECT and reads the stages above it by name.
 
 from __future__ import annotations
 
-from gero_runner.facts import MODEL_QUANTIZATION
+from gero_runner.facts import MODEL_QUANTIZATION, YARDSTICKS
 from gero_runner.schema import MODEL_VARIANTS
 
 VARIANT_CHECK = "^model:(" + "|".join(MODEL_VARIANTS) + ")(:|$)"
@@ -108,15 +108,26 @@ def grouped_sql() -> str:
     missing operator first): those failures are members of the model's (one finding about
     the model, not one per file); a failure of another cause on a file stays its own."""
     own = OWN_SUB.format(b="b")
+    yardsticks = ", ".join(f"'{k}'" for k in YARDSTICKS)
     return f"""
     SELECT b.*, CASE WHEN b.cause_key = '{MODEL_QUANTIZATION}' THEN '{MODEL_QUANTIZATION}'
                      WHEN b.fam = 'nan' THEN 'every path'
                      WHEN coalesce(e.every_path, false) THEN 'every path'
+                     WHEN y.sub IS NOT NULL THEN y.runtime
                      ELSE b.runtime END AS grp,
            CASE WHEN b.fam <> 'execution' THEN ''
+                WHEN y.sub IS NOT NULL THEN y.sub
                 WHEN b.cause_key LIKE 'unsupported-op:%' AND m.sub IS NOT NULL THEN m.sub
                 ELSE {own} END AS sub
     FROM blamed b LEFT JOIN everyone e ON e.case_id = b.case_id AND e.fam0 = b.fam
+    -- gero's yardstick (the float64 shadow, the fp16 yardstick) that could not run for the
+    -- error the ReferenceEvaluator's own path failed with: one cause, that path's finding
+    LEFT JOIN (SELECT b.case_id, b.cause, min(b.runtime) AS runtime, min({own}) AS sub
+               FROM blamed b WHERE b.fam = 'execution' AND b.kind <> 'tooling'
+                    AND b.runtime LIKE 'onnx-reference%' AND b.cause <> ''
+               GROUP BY ALL) y
+        ON b.cause_key IN ({yardsticks}) AND y.case_id = b.case_id
+        AND y.cause = regexp_extract(b.cause, 'could not run[^:]*: (.*)$', 1)
     LEFT JOIN (SELECT b.case_id, b.runtime, min({own}) AS sub FROM blamed b
                WHERE b.fam = 'execution' AND b.cause_key LIKE 'unsupported-op:%'
                      AND b.scope = 'model' AND b.model_case

@@ -9,9 +9,9 @@ hand-made rows named like the stages it reads.
 from __future__ import annotations
 
 from gero.query.assessable import unassessable_sql
-from gero.query.findings.model import NUMERIC_CHECKS, PAIR, VARIANT_TOOLING
+from gero.query.findings.model import GERO_LIMIT, NUMERIC_CHECKS, PAIR, VARIANT_TOOLING
 from gero_runner.backends import path_name_sql
-from gero_runner.facts import VARIANT_BUILD, VARIANT_FILES
+from gero_runner.facts import OUTPUTS_CHECK, TENSOR_OUTPUTS, VARIANT_BUILD, VARIANT_FILES
 from gero_runner.result_classes import ARBITRATED_CHECKS, TRUTH_CHECKS, severity_sql
 from gero_runner.schema import EXECUTION
 from gero_runner.storage.derivation import (
@@ -47,7 +47,7 @@ def raw_sql(relation: str) -> str:
            suite IN ('model', 'models') AS model_case,
            backend, CASE WHEN optimization = '-' THEN backend
                          ELSE backend || '@' || optimization END AS path,
-           reference, arbiter, max_abs_error, reason,
+           reference, arbiter, max_abs_error, reason, coalesce(cause, '') AS cause,
            -- a row of a gero before the facts (schema 3): the path its reason names
            coalesce(failed_path, regexp_extract(reason, '{FAILED_PATH_SQL}', 1)) AS failed_path,
            -- a row without its scope (NULL before schema 5; '' where a row was made
@@ -81,7 +81,8 @@ def facts_sql() -> str:
 
 def rows_sql() -> str:
     """``rows`` (reads ``facts``): each row with the side it blames: its own path; gero's
-    variant tooling for a variant it could not build; the reference for a failure that
+    variant tooling for a variant it could not build, gero for an output it does not
+    compare; the reference for a failure that
     names another path (the reference side failed) or a disagreement float64 sides the
     actual side with; ``undecided`` for a disagreement no float64 decides (``decided``
     settles it)."""
@@ -90,6 +91,10 @@ def rows_sql() -> str:
     SELECT r.*,
            CASE WHEN r.family = 'execution' AND r.cause_key = '{VARIANT_BUILD}'
                     THEN '{VARIANT_TOOLING}'
+                -- an output gero does not compare: gero's limit, not the runtime's
+                WHEN r.family = 'execution'
+                     AND (r.cause_key = '{TENSOR_OUTPUTS}' OR r.chk = '{OUTPUTS_CHECK}')
+                    THEN '{GERO_LIMIT}'
                 WHEN r.family = 'execution'
                      AND r.failed_path NOT IN ('', replace(r.path, '@', '-'),
                                                r.backend || '-' || r.optimization,

@@ -795,7 +795,7 @@ class _Checker:
         return ml.Gate(True, f"the model's own sensitivity, not the file's: the fp32 model is "
                        f"{model_err:.3g} (scaled) from {arb[0]}, the file {file_err:.3g}"
                        f"{'' if file_truth is None else ' from its own correct computation'}, "
-                       f"within {DEQUANTIZED_MARGIN:g}x; against the fp32 model: "
+                       f"within {DEQUANTIZED_MARGIN:g}x; alone its gate failed: "
                        f"{gate.reason}", figures)
 
     def _int8_rows(self, name: str, base: PathResult,

@@ -484,13 +484,14 @@ def summary(loc: Localization, gate: str = "", stored: float | None = None) -> s
     if o.op_type in SUBGRAPH_OPS and len(o.nodes) == 1:
         what = (f"the {o.op_type} node {o.node!r}, inside its {BODY[o.op_type]} (tensors "
                 f"inside a subgraph are not traced: the {o.op_type} is localized as a unit)")
+    its = "its"
     if o.fused_as and not o.cause:
         what = (f"{o.fused_as}, which fuses {len(o.nodes)} nodes ({_span(o.nodes)})")
     elif len(o.nodes) > 1:
         what = f"the {len(o.nodes)} nodes {_span(o.nodes)}, run as one"
+        its = "their"
     if o.within:
         what += f", first inside it at {o.within}"
-    its = "their" if len(o.nodes) > 1 and not o.fused_as else "its"
     differs = (f"differs by {o.local_scaled_error:.2g}" if math.isfinite(o.local_scaled_error)
                else "is NaN or inf where the reference's is finite")
     text = (f"the error enters at {what}: {its} inputs agree to {o.inputs_scaled_error:.2g} "

@@ -1,0 +1,36 @@
+"""A worker gives back the heap a model case's part freed (issue 41, memory): glibc keeps
+freed blocks below the top of its heap resident, so without ``malloc_trim`` a worker stays
+as large as its largest part for the rest of the run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+CODE = """
+import numpy as np
+from gero_runner.execution import pool
+
+def rss_mb():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS")) / 1024
+
+blocks = [np.ones(64 * 1024 // 8) for _ in range(3200)]  # 200 MB of heap blocks
+last = blocks[-1]  # the top of the heap stays in use: free() alone cannot shrink it
+del blocks
+before = rss_mb()
+pool._give_back_memory()
+print(before, rss_mb())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's heap")
+def test_the_heap_a_part_freed_goes_back_to_the_system() -> None:
+    done = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True,
+                          timeout=120, check=True)
+    before, after = (float(x) for x in done.stdout.split())
+    assert before - after > 150, (before, after)

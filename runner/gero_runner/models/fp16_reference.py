@@ -49,10 +49,7 @@ def rounding_model(model: onnx.ModelProto) -> onnx.ModelProto:
     """The widened (float64) fp16 model with a round trip through float16 after every node
     output that is float16 in the original."""
     halves = _float16_values(model)
-    # An already quantised model's fp16 file keeps its com.microsoft quantised operators
-    # (DynamicQuantizeLSTM): computed dequantized, as the model's own arbiter is; the
-    # evaluator has none of them ('could not run on the fp16 file' on tashkeel).
-    wide = shadow.widen(model, bool(shadow.needs_dequantizing(model)))
+    wide = shadow.widen(model)  # exact: a dequantized operator would not be the file's
     graph = wide.graph
     nodes: list[onnx.NodeProto] = []
     for node in graph.node:

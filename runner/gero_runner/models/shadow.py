@@ -259,6 +259,15 @@ def dequantized_sentence(ops: list[str]) -> str:
             "not its int8 rounding")
 
 
+def inexact_sentence(ops: list[str]) -> str:
+    """Why a file holding quantised com.microsoft operators has no exact float64 shadow
+    (an already quantised model's fp16 file: tashkeel's DynamicQuantizeLSTM)."""
+    return (f"no exact float64 computation of {', '.join(MS_DOMAIN + ' ' + o for o in ops)}: "
+            "the ReferenceEvaluator has none, and the model's arbiter computes it with the "
+            "int8 weights dequantized and no activation rounding, which is not this file's "
+            "computation")
+
+
 def _const(name: str, value: float) -> onnx.NodeProto:
     return onnx.helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
         np.array(value, np.float64)))
@@ -463,6 +472,8 @@ def widen(model: onnx.ModelProto, dequantize: bool = False) -> onnx.ModelProto:
     ops = obstacles(model)
     if ops:
         raise ShadowUnavailable(obstacle_sentence(ops))
+    if not dequantize and (quantised := needs_dequantizing(model)):
+        raise ShadowUnavailable(inexact_sentence(quantised))
     wide = onnx.ModelProto()
     wide.CopyFrom(model)
     if dequantize:

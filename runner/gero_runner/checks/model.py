@@ -1129,7 +1129,8 @@ def _level_within_sensitivity(ctx: CaseContext, row: Observation, ops: list[str]
     distance from the float64 arbiter: the model's own sensitivity moved it, and the arbiter
     cannot side with either element by element (t5's encoder: OpenVINO bf16-default against
     f32 0.22 scaled, the closest engine 0.307 from float64; the row blamed f32)."""
-    by_label = {_path_label(p): p for p in ctx.paths.values() if p.ok and p.outputs}
+    by_label = {_path_label(p): p for n, p in ctx.paths.items()
+                if p.ok and p.outputs and n != ctx.case.expected_label}  # not the arbiter
     actual = by_label.get(f"{row.backend}:{row.optimization}")
     ref = by_label.get(row.reference)
     names = ctx.output_names

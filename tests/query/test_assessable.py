@@ -27,7 +27,8 @@ _ORT_MISSING = ("ort-{level} failed: NotImplemented: [ONNXRuntimeError] : 9 : NO
 
 def _classify(**row: Any) -> str:
     columns = {"result": "contract_issue", "check": "agreement", "reason": "", "details": "{}",
-               "nan_actual": 0, "nan_reference": 0, "mismatch_count": 0, **row}
+               "nan_actual": 0, "nan_reference": 0, "mismatch_count": 0, "cause_key": None,
+               **row}
     names = ", ".join(f'? AS "{k}"' for k in columns)
     got = duckdb.connect().execute(
         f"SELECT {unassessable_sql()} FROM (SELECT {names}) AS obs",
@@ -65,6 +66,18 @@ def _classify(**row: Any) -> str:
       "6 : RUNTIME_EXCEPTION : Non-zero status code"}, ""),
     ({"result": "divergence", "mismatch_count": 3,
       "reason": "3 of 8 elements outside atol=1e-06"}, ""),
+    # a row of schema 5: its recorded cause key is read, never its sentence
+    ({"result": "execution", "reason": "any sentence",
+      "cause_key": "unsupported-op:ai.onnx.ml::LinearClassifier"}, NOT_IMPLEMENTED),
+    ({"result": "execution", "reason": "any sentence",
+      "cause_key": "error:TractError: OP does not support T"}, NOT_IMPLEMENTED),
+    ({"result": "execution", "reason": "any sentence",
+      "cause_key": "error:not supported: OpenVINO takes no string tensors"}, NOT_IMPLEMENTED),
+    ({"result": "execution", "reason": _ORT_MISSING.format(level="all"),
+      "cause_key": "error:RuntimeException: boom"}, ""),
+    # gero's own tooling (a time budget, a yardstick) is no operator a runtime lacks
+    ({"result": "execution", "reason": "tract-optimized failed: Unimplemented(X)",
+      "cause_key": "tooling:shadow"}, ""),
 ])
 def test_the_predicate_reads_what_the_row_carries(row: dict[str, Any], why: str) -> None:
     assert _classify(**row) == why

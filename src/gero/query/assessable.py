@@ -11,10 +11,12 @@ From structured columns where the rows carry them: a comparison's NaN counts (Na
 same positions of both sides, and no other mismatch: ``mismatch_count`` counts NaN on both
 sides, non-finite mismatches and finite pairs out of tolerance, so equality of the three
 counts leaves only the NaN pairs), a determinism law's ``details.deterministic`` (identical
-hashes that did not pass: NaN in them). A path failure carries only its message, so the
-not-implemented case reads ``reason``: ONNX Runtime's NOT_IMPLEMENTED status, tract's
-"Unimplemented(OP)" and "OP does not support F64", and the runner's own "not supported:"
-refusal (``execution.paths``).
+hashes that did not pass: NaN in them). A path failure records the key of its cause
+(``cause_key``, schema 5): the operator the runtime lacks (``unsupported-op:``), tract's
+"OP does not support T" and the runner's own "not supported:" refusal (``execution.paths``)
+in its masked error. Only a row a gero before schema 5 wrote, without the key, has its
+``reason`` read: ONNX Runtime's NOT_IMPLEMENTED status, tract's "Unimplemented(OP)" and
+"OP does not support F64", the "not supported:" refusal.
 
 Only the standard library: the explorer's overview imports it before its first paint.
 """
@@ -51,6 +53,14 @@ def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+_NOT_IMPLEMENTED_KEYS: Final = (
+    "starts_with({k}, 'unsupported-op:')",  # ONNX Runtime, tract, OpenVINO, the evaluator
+    "regexp_matches({k}, '^error:.* OP does not support ')",  # tract: "Abs … F64"
+    "starts_with({k}, 'error:not supported: ')",  # execution.paths: supports() refused it
+)
+"""A recorded cause key (``gero_runner.facts``) of an operator or type not implemented."""
+
+
 def unassessable_sql(table: str = "") -> str:
     """SQL: why a row cannot be assessed by construction (``'nan'``, ``'not-implemented'``),
     or ``''`` for a row that can (every passed row, every other non-passed row). ``table``:
@@ -58,6 +68,7 @@ def unassessable_sql(table: str = "") -> str:
     t = f"{table}." if table else ""
     messages = " OR ".join(f"contains({t}reason, {_sql_text(m)})"
                            for m in _NOT_IMPLEMENTED_MESSAGES)
+    keys = " OR ".join(k.format(k=f"{t}cause_key") for k in _NOT_IMPLEMENTED_KEYS)
     return f"""CASE
         WHEN {t}result = '{PASSED}' THEN ''
         WHEN {t}nan_actual > 0 AND {t}nan_actual = {t}nan_reference
@@ -65,6 +76,9 @@ def unassessable_sql(table: str = "") -> str:
         WHEN {t}"check" = 'contract:determinism' AND {t}result = '{CONTRACT_ISSUE}'
              AND coalesce(TRY_CAST(json_extract({t}details, '$.deterministic') AS BOOLEAN),
                           false) THEN '{NAN}'
+        -- the recorded fact; a row of a gero before schema 5 (no key) has its reason read
+        WHEN {t}result = '{EXECUTION}' AND coalesce({t}cause_key, '') <> ''
+            THEN CASE WHEN {keys} THEN '{NOT_IMPLEMENTED}' ELSE '' END
         WHEN {t}result = '{EXECUTION}' AND ({messages}) THEN '{NOT_IMPLEMENTED}'
         ELSE '' END"""
 

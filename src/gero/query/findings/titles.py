@@ -160,7 +160,8 @@ def title_fields(f: Finding) -> dict[str, str]:
     representative's recorded cause)."""
     r = f.representative
     who = path_name(f.outlier)
-    many = " and " in who  # "every path is", "ONNX Runtime and OpenVINO are"
+    # "every path is", "ONNX Runtime and OpenVINO are", "the outputs shipped … are"
+    many = " and " in who or who.startswith("the outputs")
     owner = _cap(_name(f.outlier.partition("@")[0]))
     a, _, b = f.outlier.partition(PAIR)
     files = [s for s in f.scope.split(",") if s in MODEL_VARIANTS]
@@ -262,6 +263,7 @@ def with_title(f: Finding) -> Finding:
 
 _OTHER_NAMES = {"numpy-float64": "the float64 formula",
                 VARIANT_TOOLING: "gero's variant tooling", GERO_LIMIT: "gero",
+                "onnx-shipped": "the outputs shipped with the model",
                 MODEL_QUANTIZATION: "the model's own quantisation"}
 """Outliers that are no backend (a case's expected values); a backend is named by its title."""
 

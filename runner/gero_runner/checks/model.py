@@ -10,12 +10,16 @@ Each selected runtime has a baseline setting (``Backend.model_baseline``: ONNX R
 
 - ``model:noise-floor``: each runtime's own sensitivity, on its baseline: its first setting
   (ORT ``disable_all``) against the baseline, and 16 baseline runs with 1e-7 relative noise
-  on the float inputs.
+  on the float inputs (without a float input the row says no input can carry noise, and a
+  runtime with one setting has no floor to gate with).
 - ``model:fp32``: each runtime setting and the ReferenceEvaluator against the arbiter (the
   float64 shadow or the shipped expected outputs; the run's baseline when there is
   neither): scaled error ≤ 1e-4 for float32 (8 roundings of a narrower output dtype: 4e-3
   for float16), and with a decision task, argmax agreement at least the floor's (the
-  runtime's own; the run's baseline's for the ReferenceEvaluator).
+  runtime's own; the run's baseline's for the ReferenceEvaluator). Where the model rounds
+  its activations at run time (``arbiter_quantisation``) the arbiter decides between
+  engines (within 1.5x the closest path); without an arbiter, a setting computing in fewer
+  bits (OpenVINO bf16) is judged against its own runtime's full-precision setting.
 - ``model:VARIANT:vs-model``: per runtime, the variant itself (its baseline on it) against
   the fp32 model it replaces (its baseline on the original), on the same inputs: row cosine
   (and mean-pooled cosine) at least min(0.99, floor), argmax agreement with a decision

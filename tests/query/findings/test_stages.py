@@ -161,7 +161,15 @@ def test_a_recorded_kind_is_read_and_only_an_older_rows_derived() -> None:
             raw(observation_id="defect", reason="known upstream defect erf-x — off"),
             raw(observation_id="tract", reason="tract-optimized failed: TractError: "
                 "Evaluating #1 \"Y\" Abs\n\nCaused by:\n    1: Abs does not support F64",
-                **failed)]
+                **failed),
+            # gero's float64 shadow, recorded 'cannot-run' by a gero before its tooling kind
+            # (H6's tashkeel run): gero's own yardstick, never a path's failure
+            raw(observation_id="shadow", backend="float64-shadow", old=False,
+                failure_kind="cannot-run", recorded_key="error:the float64 shadow could not",
+                cause="the float64 shadow could not run: boom", **failed),
+            raw(observation_id="yardstick", backend="float64-shadow", old=False,
+                failure_kind="cannot-run", recorded_key="error:the fp16 yardstick",
+                cause="the fp16 yardstick (…) could not run on the fp16 file: boom", **failed)]
     templates = run_stage("templates", reasons=run_stage("reasons", raw=raws))
     assert outside not in {t["reason"] for t in templates}  # recorded: not read
     got = {r["observation_id"]: (r["kind"], r["cause_key"])
@@ -173,7 +181,9 @@ def test_a_recorded_kind_is_read_and_only_an_older_rows_derived() -> None:
         "older": ("outside", ""),
         "lacks": ("cannot-run", "unsupported-op:ai.onnx.ml::Scaler"),
         "budget": ("out-of-budget", ""), "defect": ("defect", "defect:erf-x"),
-        "tract": ("cannot-run", "error:TractError: OP does not support T")}
+        "tract": ("cannot-run", "error:TractError: OP does not support T"),
+        "shadow": ("tooling", "tooling:shadow"),
+        "yardstick": ("tooling", "tooling:fp16-yardstick")}
 
 
 def _blamed(*rows: dict[str, Any]) -> dict[str, str]:

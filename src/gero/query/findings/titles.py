@@ -47,8 +47,8 @@ TITLES: dict[str, str] = {
                "{cause}",
     # gero's own yardstick (the float64 shadow, the fp16 yardstick) could not run: no path
     # is at fault, and nothing is judged against it
-    "tooling-yardstick": "gero's {tool} could not run on {ops}{on}, so nothing is judged "
-                         "against it: {cause}",
+    "tooling-yardstick": "gero's {tool} could not run on {file_of}{ops}, so nothing is "
+                         "judged against it: {cause}",
     # an output gero does not compare (a sequence or map): gero's limit, no runtime's failure
     "gero-limit": "gero does not compare an output of {ops}{on} (its limit, not a runtime's "
                   "failure): {cause}",
@@ -193,6 +193,7 @@ def title_fields(f: Finding) -> dict[str, str]:
         "settings": r.optimization, "other": r.reference.partition(":")[2] or r.reference,
         "variant": variant, "variant_file": variant or "variant",
         "on": on,
+        "file_of": f"the {variant} file{'s' if len(files) > 1 else ''} of " if variant else "",
         "gate": f.family.rsplit(":", 1)[-1],
         # the representative may be the runtime's own vs-model row (reference fp32:…),
         # which its disagreement's finding holds too

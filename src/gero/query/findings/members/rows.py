@@ -11,7 +11,13 @@ from __future__ import annotations
 from gero.query.assessable import unassessable_sql
 from gero.query.findings.model import GERO_LIMIT, NUMERIC_CHECKS, PAIR, VARIANT_TOOLING
 from gero_runner.backends import path_name_sql
-from gero_runner.facts import OUTPUTS_CHECK, TENSOR_OUTPUTS, VARIANT_BUILD, VARIANT_FILES
+from gero_runner.facts import (
+    OUTPUTS_CHECK,
+    TENSOR_OUTPUTS,
+    TOOLING,
+    VARIANT_BUILD,
+    VARIANT_FILES,
+)
 from gero_runner.result_classes import ARBITRATED_CHECKS, TRUTH_CHECKS, severity_sql
 from gero_runner.schema import EXECUTION
 from gero_runner.storage.derivation import (
@@ -72,11 +78,23 @@ def facts_sql() -> str:
     kind = derived_kind_sql(old_kind, "r.result", "r.chk", "r.reason")
     key = derived_key_sql("kind", "old_kind", "chk", "reason", "template")
     return f"""
-    SELECT * EXCLUDE (reason, failure_kind, recorded_key, old_kind, template),
-           CASE WHEN old THEN {key} ELSE recorded_key END AS cause_key
+    SELECT * EXCLUDE (reason, failure_kind, recorded_key, old_kind, template, kind),
+           -- the float64 shadow is gero's own yardstick whichever gero recorded it (one
+           -- before its tooling kind said 'cannot-run'): never a path's failure
+           CASE WHEN {_SHADOW_FAILED} THEN '{TOOLING}' ELSE kind END AS kind,
+           CASE WHEN {_SHADOW_FAILED} AND NOT starts_with(coalesce(recorded_key, ''), 'tooling:')
+                    THEN CASE WHEN starts_with(cause, 'the fp16 yardstick')
+                              THEN 'tooling:fp16-yardstick' ELSE 'tooling:shadow' END
+                WHEN old THEN {key} ELSE recorded_key END AS cause_key
     FROM (SELECT r.*, t.template, {old_kind} AS old_kind,
                  CASE WHEN r.old THEN {kind} ELSE r.failure_kind END AS kind
           FROM raw r LEFT JOIN templates t ON r.old AND r.reason IS NOT DISTINCT FROM t.reason)"""
+
+
+SHADOW = "float64-shadow"
+"""The backend label of gero's float64 shadow (``cases.user_models.SHADOW_LABEL``)."""
+_SHADOW_FAILED = f"result = '{EXECUTION}' AND backend = '{SHADOW}'"
+"""A row of gero's float64 shadow (or the fp16 yardstick computed from it) that failed."""
 
 
 def rows_sql() -> str:

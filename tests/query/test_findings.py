@@ -552,7 +552,7 @@ def test_a_runtimes_fault_on_a_variant_file_is_one_finding(tmp_path: Path) -> No
     assert f.observations == 3 and f.outlier == "openvino"
     # its headline is its own (cosine) row's, which names the baseline it disagrees with
     assert f.title.startswith("OpenVINO on the int8-static file of magika disagrees with "
-                              "ONNX Runtime at all there (cosine)"), f.title
+                              "ONNX Runtime (all) on that file (cosine)"), f.title
 
 
 def test_a_file_off_the_same_ways_on_every_runtime_is_one_every_path_finding(

@@ -87,8 +87,8 @@ TITLES: dict[str, str] = {
     "file-vs-fp32": "{Who} on the {variant} file of {ops} {is} off the fp32 model: {cause}",
     "file-scaled": "{Who} on the {variant} file of {ops} {is} off a correct fp16 computation "
                    "of it: {cause}",
-    "file-baseline": "{Who} on the {variant} file of {ops} {disagrees} with {baseline} there "
-                     "({gate}): {cause}",
+    "file-baseline": "{Who} on the {variant} file of {ops} {disagrees} with {baseline} on "
+                     "that file ({gate}): {cause}",
     # the fp32 model off its yardstick (float64, or the run's baseline without one)
     "model-gate": "{Who} {is} off on {ops} ({dtypes}): {cause}",
     # laws and variants of the synthetic suite, and any other check
@@ -197,7 +197,7 @@ def title_fields(f: Finding) -> dict[str, str]:
         "gate": f.family.rsplit(":", 1)[-1],
         # the representative may be the runtime's own vs-model row (reference fp32:…),
         # which its disagreement's finding holds too
-        "baseline": (path_name(r.reference.split(":", 1)[-1].replace(":", "@"))
+        "baseline": (_baseline(r.reference.split(":", 1)[-1])
                      if variant and r.reference.startswith(f"{variant}:")
                      else "the run's baseline"),
         "defect": f.cause_key.removeprefix("defect:").replace(",", ", "),
@@ -271,6 +271,13 @@ _OTHER_NAMES = {"numpy-float64": "the float64 formula",
 
 def _name(outlier: str) -> str:
     return _OTHER_NAMES.get(outlier) or title(outlier)
+
+
+def _baseline(reference: str) -> str:
+    """The run's baseline a file's row was compared with, its setting in parentheses
+    (``onnxruntime:all`` -> ONNX Runtime (all): 'ONNX Runtime at all there' misread)."""
+    runtime, _, setting = reference.partition(":")
+    return f"{_name(runtime)} ({setting})" if setting and setting != "-" else _name(runtime)
 
 
 def path_name(outlier: str) -> str:

@@ -22,11 +22,17 @@ def test_a_non_finite_origin_comes_before_small_finite_ones() -> None:
     jump = _origin("node_add_154", 0.36, 0.47)
     mask = _origin("node_Add_219", math.inf, None)
     assert [o.node for o in _sharp_first([embedding, jump, mask])] == [
-        "node_Add_219", "node_embedding", "node_add_154"]
+        "node_Add_219", "node_add_154", "node_embedding"]
     # One that alone explains most of the final error comes before one that explains little.
     most = _origin("node_attention", 1.0, 0.52)
     assert [o.node for o in _sharp_first([embedding, most])] == ["node_attention",
                                                                   "node_embedding"]
+    # Without a share that large, one 10 times the first's own difference: tract's int8
+    # MatMul (0.24 alone, 11 % of the final) before the embedding (0.0049, 1 %).
+    add = _origin("node_add_7", 0.0049, 0.02)
+    matmul = _origin("node_MatMul_20", 0.24, 0.11)
+    assert [o.node for o in _sharp_first([embedding, add, matmul])] == [
+        "node_MatMul_20", "node_embedding", "node_add_7"]
     loc = Localization("id", "case", "model:int8-static:vs-model", "y", "ort", "fp32", "", "",
                        0.81, 1e-7, 2, 2, [], [], origins=_sharp_first([embedding, mask]),
                        amplifiers=[], instrumented={}, summary="")

@@ -185,12 +185,18 @@ def _sharp(s: Search, later: list[str]) -> list[str]:
 def _sharp_first(origins: list[NodeFinding]) -> list[NodeFinding]:
     """Origins in topological order, except that a sharp one comes first: one whose own run
     is non-finite where the reference is finite, then one that alone explains most of the
-    final error (its share at least ``ACCOUNTED``). A small finite difference earlier
-    (a quantised embedding's 0.005) is not where a row's error comes from."""
+    final error (its share at least ``ACCOUNTED``), then one whose own difference is
+    ``SHARP_JUMP`` times the first's. A small finite difference earlier (a quantised
+    embedding's 0.005) is not where a row's error comes from (tract's int8 MatMul after it,
+    0.24 alone)."""
+    first = origins[0].local_scaled_error if origins else 0.0
+
     def rank(o: NodeFinding) -> int:
         if math.isinf(o.local_scaled_error):
             return 0
-        return 1 if o.share is not None and o.share >= ACCOUNTED else 2
+        if o.share is not None and o.share >= ACCOUNTED:
+            return 1
+        return 2 if o.local_scaled_error >= SHARP_JUMP * first else 3
     return sorted(origins, key=rank)
 
 

@@ -471,6 +471,9 @@ def test_a_yardstick_failing_with_the_reference_evaluators_error_is_that_failure
                     kind="tooling"),
          "cause": "the fp16 yardstick (the float64 shadow rounded to float16 at each node) "
                   f"could not run on the fp16 file: {error}"},
+        # its words recorded cut short (slanet's shadow: the evaluator's long TypeError)
+        {**_failure("cut", "model", "tooling:shadow", runtime="float64-shadow",
+                    kind="tooling"), "cause": f"the float64 shadow could not run: {error[:30]}"},
         {**_failure("own", "model", "tooling:shadow", runtime="float64-shadow", case="m2",
                     kind="tooling"), "cause": f"the float64 shadow could not run: {error}"}]
     got = {r["observation_id"]: (r["grp"], r["sub"])
@@ -478,6 +481,7 @@ def test_a_yardstick_failing_with_the_reference_evaluators_error_is_that_failure
                {"case_id": "none", "fam0": "numeric", "every_path": False}])}
     path = ("onnx-reference", "PATH failed: " + key.removeprefix("error:"))
     assert got == {"ref": path, "ref-fp16": path, "shadow": path, "yardstick": path,
+                   "cut": path,
                    "own": ("float64-shadow", "tooling:shadow")}
 
 

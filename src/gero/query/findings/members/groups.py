@@ -122,12 +122,18 @@ def grouped_sql() -> str:
     FROM blamed b LEFT JOIN everyone e ON e.case_id = b.case_id AND e.fam0 = b.fam
     -- gero's yardstick (the float64 shadow, the fp16 yardstick) that could not run for the
     -- error the ReferenceEvaluator's own path failed with: one cause, that path's finding
-    LEFT JOIN (SELECT b.case_id, b.cause, min(b.runtime) AS runtime, min({own}) AS sub
-               FROM blamed b WHERE b.fam = 'execution' AND b.kind <> 'tooling'
-                    AND b.runtime LIKE 'onnx-reference%' AND b.cause <> ''
-               GROUP BY ALL) y
-        ON b.cause_key IN ({yardsticks}) AND y.case_id = b.case_id
-        AND y.cause = regexp_extract(b.cause, 'could not run[^:]*: (.*)$', 1)
+    -- (its recorded words may be cut short: the path's error begins with them)
+    LEFT JOIN (SELECT t.observation_id, min(y.runtime) AS runtime, min(y.sub) AS sub
+               FROM (SELECT observation_id, case_id,
+                            regexp_extract(cause, 'could not run[^:]*: (.*)$', 1) AS words
+                     FROM blamed WHERE cause_key IN ({yardsticks})) t
+               JOIN (SELECT b.case_id, b.cause, min(b.runtime) AS runtime, min({own}) AS sub
+                     FROM blamed b WHERE b.fam = 'execution' AND b.kind <> 'tooling'
+                          AND b.runtime LIKE 'onnx-reference%' AND b.cause <> ''
+                     GROUP BY ALL) y
+                   ON y.case_id = t.case_id AND length(t.words) >= 16
+                      AND starts_with(y.cause, t.words)
+               GROUP BY t.observation_id) y ON y.observation_id = b.observation_id
     LEFT JOIN (SELECT b.case_id, b.runtime, min({own}) AS sub FROM blamed b
                WHERE b.fam = 'execution' AND b.cause_key LIKE 'unsupported-op:%'
                      AND b.scope = 'model' AND b.model_case

@@ -110,7 +110,8 @@ def model_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         np.float32))
     data = tmp / "data"
     out = _gero("run", "--model", path, "--inputs", str(tmp / "x.npz"), "--variants", "fp16",
-                "--backends", "onnxruntime", "--no-contracts", "--jobs", "1", "--repeats", "1",
+                "--backends", "onnxruntime", "--paths", "all", "--no-contracts", "--jobs", "1",
+                "--repeats", "1",
                 "--rtol", "float32=1e-9", "--atol", "float32=0", "--run-id", "new",
                 "--data-dir", str(data))
     assert out.returncode in (0, 1), out.stderr

@@ -24,8 +24,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add = actions.add_parser(
         "add", help="make a release's environment (once), or record an interpreter",
         description="Make the environment of each RELEASE (RUNTIME==VERSION: the runtime and "
-        "NumPy), or record RUNTIME==VERSION=PYTHON, an interpreter that has it. An existing "
-        "environment is reused as it is.")
+        "NumPy, and for tract also onnx, which its fallback for graphs tract cannot analyse "
+        "from their declared input shapes needs), or record RUNTIME==VERSION=PYTHON, an "
+        "interpreter that has it. An existing environment is reused as it is.")
     add.add_argument("releases", nargs="+", metavar="RELEASE",
                      help="RUNTIME==VERSION, or RUNTIME==VERSION=PYTHON")
     add.add_argument("--python", type=Path, default=None, metavar="PYTHON",

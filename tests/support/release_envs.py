@@ -1,7 +1,7 @@
-"""The environment of a second ONNX Runtime release for the tests of issue 42 (releases side
-by side). ``.ci/run`` makes it with ``gero env add`` before the tests; no test installs
-anything. Without it they skip, unless ``$GERO_REQUIRE_RELEASE_ENVS`` is set (CI sets it):
-then its absence fails them."""
+"""The environments of a second ONNX Runtime release and a second tract release for the
+tests of issue 42 (releases side by side). ``.ci/run`` makes them with ``gero env add``
+before the tests; no test installs anything. Without one its tests skip, unless
+``$GERO_REQUIRE_RELEASE_ENVS`` is set (CI sets it): then its absence fails them."""
 
 from __future__ import annotations
 
@@ -12,15 +12,17 @@ import pytest
 from gero_runner.backends import release_env
 
 OLD = "onnxruntime==1.20.1"
+OLD_TRACT = "tract==0.21.19"
+"""A tract release beside the installed one (0.22: both keep the unoptimised path)."""
 REQUIRE = "GERO_REQUIRE_RELEASE_ENVS"
 
 
-def old_release() -> str:
+def old_release(name: str = OLD) -> str:
     """The release's name once its environment is found (else a skip, or in CI a failure)."""
-    if release_env.python_for(OLD) is None:
-        why = (f"no environment of {OLD} under {release_env.root()}: "
-               f"`gero env add {OLD}` makes it (.ci/run does, before the tests)")
+    if release_env.python_for(name) is None:
+        why = (f"no environment of {name} under {release_env.root()}: "
+               f"`gero env add {name}` makes it (.ci/run does, before the tests)")
         if os.environ.get(REQUIRE):
             pytest.fail(f"{REQUIRE} is set and {why}")
         pytest.skip(why)
-    return OLD
+    return name

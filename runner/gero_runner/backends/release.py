@@ -179,6 +179,10 @@ class ReleaseBackend(Backend):
         at = getattr(self, "paths_at", None)
         default = hello(self.name).get("default_precision")
         found = at(str(default), threads) if at and default else self.base.paths(threads)
+        # A release offers only the settings its API has (tract 0.23: no unoptimised path)
+        offered = hello(self.name).get("settings")
+        if offered is not None:
+            found = [p for p in found if p.optimization in offered]
         return [self.spec(p.optimization, p.threads, p.settings) for p in found]
 
     def surviving_tensors(self, model: onnx.ModelProto, settings: Mapping[str, Any]

@@ -3,13 +3,14 @@ is, and making one (``gero env add``).
 
 An environment is made once under gero's cache directory (``$GERO_ENV_DIR``, else
 ``$XDG_CACHE_HOME/gero/envs``, else ``~/.cache/gero/envs``), one folder per release and
-Python minor version, holding the runtime and NumPy, installed with uv when it is on PATH,
-else with ``python -m venv`` and pip, from the package index the user's pip uses. A folder
-is complete once its record (``gero-env.json``) is written, last. An interpreter that has
-the release already is named instead (``gero env add onnxruntime==1.20.1=/path/to/python``,
-a record without a venv; or for one process and its workers, ``$GERO_RELEASE_PYTHONS``).
-The worker a release runs in (``release_worker``) is a script of gero's that imports no
-gero: it is run by its path, nothing of gero is installed into an environment.
+Python minor version, holding the runtime and NumPy (and onnx for tract), installed with
+uv when it is on PATH, else with ``python -m venv`` and pip, from the package index the
+user's pip uses. A folder is complete once its record (``gero-env.json``) is written,
+last. An interpreter that has the release already is named instead (``gero env add
+onnxruntime==1.20.1=/path/to/python``, a record without a venv; or for one process and
+its workers, ``$GERO_RELEASE_PYTHONS``). The worker a release runs in (``release_worker``)
+is a script of gero's that imports no gero: it is run by its path, nothing of gero is
+installed into an environment.
 This module imports no NumPy and no runtime (``gero env list`` and name checks are cheap).
 """
 
@@ -32,8 +33,11 @@ DIR_ENV = "GERO_ENV_DIR"
 PYTHONS_ENV = "GERO_RELEASE_PYTHONS"
 """``RELEASE=PYTHON,...``: interpreters named for this process and its workers (``--env``)."""
 RECORD = "gero-env.json"
-WORKER_RUNTIMES = {"onnxruntime": "onnxruntime", "openvino": "openvino"}
+WORKER_RUNTIMES = {"onnxruntime": "onnxruntime", "openvino": "openvino", "tract": "tract"}
 """The runtimes ``release_worker`` can drive, with the distribution that installs each."""
+EXTRA_PACKAGES = {"tract": ("onnx",)}
+"""What an environment holds besides the runtime and NumPy: tract's worker needs onnx for
+the graphs tract cannot analyse from their declared input shapes (as ``backends.tract``)."""
 _VERSION = re.compile(r"[0-9][0-9A-Za-z.+!-]*")
 
 
@@ -305,7 +309,8 @@ _PIP_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
 
 def _install(command: list[str], release: Release, say: Progress) -> None:
     try:
-        _call([*command, release.requirement, "numpy"], say)
+        _call([*command, release.requirement, "numpy",
+               *EXTRA_PACKAGES.get(release.runtime, ())], say)
     except _Failed as e:
         raise no_wheel_or_failure(release, str(e)) from None
 

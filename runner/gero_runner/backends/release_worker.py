@@ -139,11 +139,206 @@ def _ov_run(session: Any, inputs: dict[str, np.ndarray]) -> list[Any]:
             for i in range(len(compiled.outputs))]
 
 
+# ------------------------------------------------------------------------------ tract
+# The same session as gero_runner.backends.tract builds: the pipeline a path names
+# (into_typed, into_optimized), and where tract cannot analyse the declared input facts,
+# the graph analysed again from each input signature's concrete shapes (this needs onnx,
+# which gero env add installs with tract). Output reading is probed, not assumed by version.
+_TRACT_FACT_TYPES = {"b1": "bool", "u1": "u8", "u2": "u16", "u4": "u32", "u8": "u64",
+                     "i1": "i8", "i2": "i16", "i4": "i32", "i8": "i64", "f2": "f16",
+                     "f4": "f32", "f8": "f64"}
+_TRACT_DTYPES = {0x01: np.bool_, 0x11: np.uint8, 0x12: np.uint16, 0x14: np.uint32,
+                 0x18: np.uint64, 0x21: np.int8, 0x22: np.int16, 0x24: np.int32,
+                 0x28: np.int64, 0x32: np.float16, 0x34: np.float32, 0x38: np.float64}
+_TRACT_BACKTRACE = "Stack backtrace:"
+_TRACT: dict[str, Any] = {}
+
+
+def _tract_version() -> str:
+    from importlib import metadata
+
+    return metadata.version("tract")
+
+
+def _tract_pipelines() -> list[str]:
+    """The settings the release offers: tract 0.23 dropped the unoptimised path from its
+    Python API (``into_runnable`` always optimises; nothing to probe without a model)."""
+    parts = tuple(int(p) for p in _tract_version().split(".")[:2] if p.isdigit())
+    return ["unoptimized", "optimized"] if parts < (0, 23) else ["optimized"]
+
+
+def _tract_hello() -> dict[str, Any]:
+    return {"version": _tract_version(), "levels": [], "distributions": ["tract"],
+            "keeps_optimized_graph": False, "settings": _tract_pipelines(),
+            "reads_outputs": "bytes" if _tract_needs_bytes() else "to_numpy"}
+
+
+def _tract_needs_bytes() -> bool:
+    """Whether ``Value.to_numpy`` misreads a non-float32 tensor (tract 0.22 reads every
+    tensor as float32): probed once on a float16 and an int64 value."""
+    if "bytes" not in _TRACT:
+        from tract.value import Value
+
+        needs = False
+        for x in (np.array([1.5, -2.0], np.float16), np.array([3, -4], np.int64)):
+            try:
+                back = np.asarray(Value.from_numpy(x).to_numpy())
+                needs |= back.dtype != x.dtype or not np.array_equal(back, x)
+            except Exception:
+                needs = True
+        _TRACT["bytes"] = needs
+    return bool(_TRACT["bytes"])
+
+
+def _tract_short(e: Exception) -> Exception:
+    """tract's error without the Rust stack backtrace after its message."""
+    text = str(e)
+    return type(e)(text.split(_TRACT_BACKTRACE, 1)[0].strip()) if _TRACT_BACKTRACE in text \
+        else e
+
+
+def _tract_open_inputs(model: bytes) -> bool:
+    import onnx
+
+    graph = onnx.load_from_string(model).graph
+    weights = {t.name for t in graph.initializer}
+    for value in graph.input:
+        if value.name in weights:
+            continue
+        tensor = value.type.tensor_type
+        if not tensor.HasField("shape") or any(
+                not d.HasField("dim_value") for d in tensor.shape.dim):
+            return True
+    return False
+
+
+def _tract_drop_shapes(graph: Any) -> None:
+    import onnx
+
+    del graph.value_info[:]
+    for value in graph.output:
+        if value.type.HasField("tensor_type"):
+            value.type.tensor_type.ClearField("shape")
+    for node in graph.node:
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs):
+                _tract_drop_shapes(sub)
+
+
+def _tract_runnable(model: bytes, pipeline: str, inputs: dict[str, np.ndarray] | None
+                    ) -> tuple[list[str], Any]:
+    import tempfile
+
+    import tract
+
+    if inputs is not None:  # as backends.tract._without_symbolic_facts
+        import onnx
+
+        proto = onnx.load_from_string(model)
+        _tract_drop_shapes(proto.graph)
+        model = bytes(proto.SerializeToString())
+    fd, path = tempfile.mkstemp(suffix=".onnx", prefix="gero-tract-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(model)
+        inference = tract.onnx().model_for_path(path)
+    finally:
+        os.unlink(path)
+    names = [inference.input_name(i) for i in range(inference.input_count())]
+    if inputs is not None:
+        for i, name in enumerate(names):
+            x = inputs[name]
+            inference.set_input_fact(i, ",".join([*(str(d) for d in x.shape),
+                                                  _TRACT_FACT_TYPES[x.dtype.str[1:]]]))
+    return names, getattr(inference, pipeline)().into_runnable()
+
+
+class _TractConcrete:
+    """A graph tract analyses only from concrete input facts: one runnable per signature."""
+
+    def __init__(self, model: bytes, pipeline: str) -> None:
+        self.model, self.pipeline = model, pipeline
+        self.runnables: dict[tuple[Any, ...], tuple[list[str], Any]] = {}
+
+    def for_inputs(self, inputs: dict[str, np.ndarray]) -> tuple[list[str], Any]:
+        key = tuple((k, x.shape, x.dtype.str) for k, x in inputs.items())
+        if key not in self.runnables:
+            self.runnables[key] = _tract_runnable(self.model, self.pipeline, inputs)
+        return self.runnables[key]
+
+
+def _tract_build(model: bytes, settings: Mapping[str, Any], graph: str | None) -> Any:
+    pipeline = settings["pipeline"]
+    offered = {"unoptimized": "into_typed", "optimized": "into_optimized"}
+    if pipeline not in [offered[p] for p in _tract_pipelines()]:
+        raise ValueError(f"tract {_tract_version()} has no pipeline {pipeline!r} in its "
+                         "Python API")
+    try:
+        return _tract_runnable(model, pipeline, None)
+    except Exception as e:
+        if not _tract_open_inputs(model):
+            raise _tract_short(e) from None
+        return _TractConcrete(model, pipeline)
+
+
+def _tract_value(x: np.ndarray) -> Any:
+    """A tract value holding a copy of ``x``, a 0-d array kept 0-d (``Value.from_numpy``
+    passes it through ``np.ascontiguousarray``, which makes it shape [1])."""
+    import ctypes
+
+    from tract.bindings import check, lib
+    from tract.value import Value, dt_numpy_to_tract
+
+    x = np.asarray(x, order="C")
+    shape = (ctypes.c_size_t * x.ndim)(*x.shape)
+    ptr = ctypes.c_void_p()
+    check(lib.tract_value_from_bytes(dt_numpy_to_tract(x.dtype), ctypes.c_size_t(x.ndim),
+                                     shape, ctypes.c_void_p(x.__array_interface__["data"][0]),
+                                     ctypes.byref(ptr)))
+    return Value(ptr)
+
+
+def _tract_bytes(value: Any) -> np.ndarray:
+    """A copy of a tract value's data in the element type tract reports."""
+    import ctypes
+
+    from tract.bindings import check, lib
+
+    datum, rank = ctypes.c_uint32(), ctypes.c_size_t()
+    shape = ctypes.POINTER(ctypes.c_size_t)()
+    data = ctypes.c_void_p()
+    check(lib.tract_value_as_bytes(value.ptr, ctypes.byref(datum), ctypes.byref(rank),
+                                   ctypes.byref(shape), ctypes.byref(data)))
+    if datum.value not in _TRACT_DTYPES:
+        raise TypeError(f"tract returned an element type gero cannot read (code "
+                        f"{datum.value:#x})")
+    dtype = np.dtype(_TRACT_DTYPES[datum.value])
+    dims = tuple(int(shape[i]) for i in range(rank.value))
+    count = int(np.prod(dims, dtype=np.int64))
+    if count == 0 or not data.value:
+        return np.zeros(dims, dtype)
+    raw = ctypes.string_at(data.value, count * dtype.itemsize)
+    return np.frombuffer(raw, dtype=dtype).reshape(dims).copy()
+
+
+def _tract_run(session: Any, inputs: dict[str, np.ndarray]) -> list[Any]:
+    try:
+        if isinstance(session, _TractConcrete):
+            session = session.for_inputs(inputs)
+        names, runnable = session
+        outputs = runnable.run([_tract_value(inputs[n]) for n in names])
+        read = _tract_bytes if _tract_needs_bytes() else (lambda v: v.to_numpy())
+        return [read(o) for o in outputs]
+    except Exception as e:
+        raise _tract_short(e) from None
+
+
 RUNTIMES: dict[str, tuple[Callable[[], dict[str, Any]],
                           Callable[[bytes, Mapping[str, Any], str | None], Any],
                           Callable[[Any, dict[str, np.ndarray]], list[Any]]]] = {
     "onnxruntime": (_ort_hello, _ort_build, _ort_run),
     "openvino": (_ov_hello, _ov_build, _ov_run),
+    "tract": (_tract_hello, _tract_build, _tract_run),
 }
 
 

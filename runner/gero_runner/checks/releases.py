@@ -69,6 +69,21 @@ def pairs(ctx: CaseContext) -> list[tuple[PathResult, PathResult]]:
     return out
 
 
+def uncompared(ctx: CaseContext, actual: PathResult, reference: PathResult) -> str:
+    """A note naming the settings one of two releases has and the other lacks (tract 0.23
+    has no unoptimised path): they are not compared, and the rows say so."""
+    def settings(backend: str) -> list[str]:
+        return [p.optimization for p in ctx.paths.values() if p.backend == backend]
+
+    mine, theirs = settings(actual.backend), settings(reference.backend)
+    alone = [(release_name(reference), s) for s in theirs if s not in mine]
+    alone += [(release_name(actual), s) for s in mine if s not in theirs]
+    if not alone:
+        return ""
+    named = ", ".join(f"{s} (only {who} has it)" for who, s in alone)
+    return f"not compared between {release_name(actual)} and {release_name(reference)}: {named}"
+
+
 def run_releases(ctx: CaseContext) -> list[Observation]:
     rows = []
     for actual, reference in pairs(ctx):
@@ -137,7 +152,8 @@ def compare_releases(ctx: CaseContext, actual: PathResult, reference: PathResult
                                 # as a levels row names its base: a path localize can run
                                 reference_name=f"{reference.backend}:{reference.optimization}",
                                 reference_version=reference.version,
-                                reference_ms=reference.median_ms)
+                                reference_ms=reference.median_ms,
+                                note=uncompared(ctx, actual, reference))
         if not (actual.ok and reference.ok):
             if actual.ok or reference.ok:  # one ran, the other did not: a change
                 failed = reference if actual.ok else actual

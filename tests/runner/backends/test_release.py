@@ -56,7 +56,7 @@ def test_the_sql_names_a_release_path_as_python_does() -> None:
 
 
 @pytest.mark.parametrize(("name", "says"), [
-    ("nosuch==1.0", "supported for onnxruntime, openvino, not 'nosuch'"),
+    ("nosuch==1.0", "supported for onnxruntime, openvino, tract, not 'nosuch'"),
     ("onnxruntime==latest", "must be a release number"),
 ])
 def test_a_release_gero_cannot_run_is_one_sentence(name: str, says: str) -> None:

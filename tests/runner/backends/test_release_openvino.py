@@ -1,7 +1,7 @@
 """``openvino==VERSION`` (issue 42): an OpenVINO release runs in a worker of its own
 interpreter as ONNX Runtime's do. Here the interpreter named with ``--env`` is this one
 (its installed OpenVINO): every releases row is bit-identical, with the paths the worker's
-plugin default precision gives. ``tract==VERSION`` is still one sentence."""
+plugin default precision gives."""
 
 from __future__ import annotations
 
@@ -13,9 +13,7 @@ from pathlib import Path
 import pytest
 from shared_helpers import rows_of
 
-from gero_runner.backends import release_env
 from gero_runner.backends.openvino import default_precision
-from gero_runner.errors import GeroError
 
 
 @pytest.mark.slow
@@ -42,7 +40,3 @@ def test_an_openvino_release_runs_in_its_worker(tmp_path: Path) -> None:
     assert {r["optimization"] for r in ran} == settings
     assert not [r for r in ran if r["result"] == "execution"]
 
-
-def test_a_tract_release_is_one_sentence() -> None:
-    with pytest.raises(GeroError, match="supported for onnxruntime, openvino, not 'tract'"):
-        release_env.parse("tract==0.21.7")

@@ -3,7 +3,7 @@ against the reference release (``gero.query.releases``). ``html_report`` renders
 
 from __future__ import annotations
 
-from gero.html_report import Html, esc, fill, join
+from gero.html_markup import Html, esc, fill, join
 from gero.query.releases import ReleaseCell, ReleaseMatrix
 
 ORDER = ("closer", "further", "equally far", "changed", "mixed", "fails or runs", "same")

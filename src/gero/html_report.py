@@ -11,9 +11,10 @@ Colour is never the only signal: each class has a pattern and its name beside it
 from __future__ import annotations
 
 import math
-import string
 from collections.abc import Iterable
 
+from gero.html_markup import Html, esc, fill, join
+from gero.html_releases import release_section
 from gero.query.assessable import LABELS as APART_LABELS
 from gero.query.assessable import SHORT_LABELS as APART_SHORT
 from gero.query.findings import Finding, path_name
@@ -30,7 +31,6 @@ from gero.query.tensors import ElementAnalysis
 from gero.query.verdicts import FILES, SAFE, Verdict, arbiter_words, causes
 from gero_runner import backends
 from gero_runner.backends import title as backend_title
-from gero_runner.escape import for_terminal
 from gero_runner.result_classes import (
     CONTRACT_ISSUE,
     DIVERGENCE,
@@ -66,32 +66,6 @@ MAX_BARS = 16
 LABEL_CHAR = 6.6
 """Width of a character of a histogram label (11 px sans-serif), for the choice between a
 label under its bar and one turned upright along its bar's centre line."""
-
-
-class Html(str):
-    """Markup, already escaped: passed through as is where a value would be escaped."""
-
-
-_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"})
-
-
-def esc(value: object) -> Html:
-    """``value`` as text inside markup: escaped, unless it is markup already. Every attribute
-    here is in double quotes, so ``'`` needs no escape (and filters read as written). Control
-    characters and bidi overrides show as escapes (``\\u202e``): a browser would reorder
-    the text around an override."""
-    if isinstance(value, Html):
-        return value
-    return Html(for_terminal(value, newlines=True).translate(_ESCAPES))
-
-
-def fill(template: str, **values: object) -> Html:
-    """``template`` (trusted: written here) with every ``$name`` replaced by its escaped value."""
-    return Html(string.Template(template).substitute({k: esc(v) for k, v in values.items()}))
-
-
-def join(parts: Iterable[object], sep: str = "") -> Html:
-    return Html(esc(sep).join(esc(p) for p in parts))
 
 
 # Numbers --------------------------------------------------------------------------------
@@ -1001,8 +975,6 @@ table.verdict td.v-cannot-run strong{color:#5a5a5a}table.verdict td.v-off{backgr
 
 def render(report: RunReport) -> str:
     """The report as one HTML document (UTF-8 text)."""
-    from gero.html_releases import release_section  # it renders with this module's helpers
-
     versions = ", ".join(f"{k} {v}" for k, v in report.generated_with.items())
     page = fill("""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

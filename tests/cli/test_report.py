@@ -15,7 +15,8 @@ import pytest
 from chromium import Browser, find_chromium
 
 import gero
-from gero.html_report import CONTENT_SECURITY_POLICY, esc, fill, render
+from gero.html_markup import esc, fill
+from gero.html_report import CONTENT_SECURITY_POLICY, render
 from gero.query.report import FindingEvidence, gather
 from gero_cli import main
 from gero_runner.backends import installed_runtimes

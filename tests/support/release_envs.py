@@ -14,6 +14,9 @@ from gero_runner.backends import release_env
 OLD = "onnxruntime==1.20.1"
 OLD_TRACT = "tract==0.21.19"
 """A tract release beside the installed one (0.22: both keep the unoptimised path)."""
+NEW_TRACT = "tract==0.23.9"
+"""A tract release without the unoptimised path, whose float16 Sigmoid is closer to float64
+than 0.22's."""
 REQUIRE = "GERO_REQUIRE_RELEASE_ENVS"
 
 

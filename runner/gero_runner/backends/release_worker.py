@@ -143,7 +143,9 @@ def _ov_run(session: Any, inputs: dict[str, np.ndarray]) -> list[Any]:
 # The same session as gero_runner.backends.tract builds: the pipeline a path names
 # (into_typed, into_optimized), and where tract cannot analyse the declared input facts,
 # the graph analysed again from each input signature's concrete shapes (this needs onnx,
-# which gero env add installs with tract). Output reading is probed, not assumed by version.
+# which gero env add installs with tract). What the release's API has is probed, not assumed
+# by version: tract 0.23 replaced Value by Tensor and into_typed/into_optimized by
+# into_model, whose into_runnable always optimises (no unoptimised path).
 _TRACT_FACT_TYPES = {"b1": "bool", "u1": "u8", "u2": "u16", "u4": "u32", "u8": "u64",
                      "i1": "i8", "i2": "i16", "i4": "i32", "i8": "i64", "f2": "f16",
                      "f4": "f32", "f8": "f64"}
@@ -160,11 +162,30 @@ def _tract_version() -> str:
     return metadata.version("tract")
 
 
+def _tract_has_typed() -> bool:
+    """Whether the API has the unoptimised pipeline (``InferenceModel.into_typed``)."""
+    from tract.inference_model import InferenceModel
+
+    return hasattr(InferenceModel, "into_typed")
+
+
 def _tract_pipelines() -> list[str]:
-    """The settings the release offers: tract 0.23 dropped the unoptimised path from its
-    Python API (``into_runnable`` always optimises; nothing to probe without a model)."""
-    parts = tuple(int(p) for p in _tract_version().split(".")[:2] if p.isdigit())
-    return ["unoptimized", "optimized"] if parts < (0, 23) else ["optimized"]
+    """The settings the release offers: without ``into_typed`` (tract 0.23) only the
+    optimised one."""
+    return ["unoptimized", "optimized"] if _tract_has_typed() else ["optimized"]
+
+
+def _tract_tensor_class() -> Any:
+    """The class of the API's tensors: ``tract.value.Value`` up to 0.22, then
+    ``tract.tensor.Tensor``."""
+    try:
+        from tract.value import Value
+
+        return Value
+    except ImportError:
+        from tract.tensor import Tensor
+
+        return Tensor
 
 
 def _tract_hello() -> dict[str, Any]:
@@ -174,11 +195,10 @@ def _tract_hello() -> dict[str, Any]:
 
 
 def _tract_needs_bytes() -> bool:
-    """Whether ``Value.to_numpy`` misreads a non-float32 tensor (tract 0.22 reads every
-    tensor as float32): probed once on a float16 and an int64 value."""
+    """Whether ``Value.to_numpy`` misreads a non-float32 tensor (tract 0.21 and 0.22 read
+    every tensor as float32): probed once on a float16 and an int64 value."""
     if "bytes" not in _TRACT:
-        from tract.value import Value
-
+        Value = _tract_tensor_class()
         needs = False
         for x in (np.array([1.5, -2.0], np.float16), np.array([3, -4], np.int64)):
             try:
@@ -241,7 +261,9 @@ def _tract_runnable(model: bytes, pipeline: str, inputs: dict[str, np.ndarray] |
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(model)
-        inference = tract.onnx().model_for_path(path)
+        onnx_loader = tract.onnx()  # 0.23 renamed model_for_path to load
+        inference = getattr(onnx_loader, "model_for_path", None) or onnx_loader.load
+        inference = inference(path)
     finally:
         os.unlink(path)
     names = [inference.input_name(i) for i in range(inference.input_count())]
@@ -250,6 +272,8 @@ def _tract_runnable(model: bytes, pipeline: str, inputs: dict[str, np.ndarray] |
             x = inputs[name]
             inference.set_input_fact(i, ",".join([*(str(d) for d in x.shape),
                                                   _TRACT_FACT_TYPES[x.dtype.str[1:]]]))
+    if not _tract_has_typed():  # into_model's into_runnable optimises
+        return names, inference.into_model().into_runnable()
     return names, getattr(inference, pipeline)().into_runnable()
 
 
@@ -282,9 +306,13 @@ def _tract_build(model: bytes, settings: Mapping[str, Any], graph: str | None) -
 
 
 def _tract_value(x: np.ndarray) -> Any:
-    """A tract value holding a copy of ``x``, a 0-d array kept 0-d (``Value.from_numpy``
-    passes it through ``np.ascontiguousarray``, which makes it shape [1])."""
+    """A tract value holding a copy of ``x``, a 0-d array kept 0-d (0.22's
+    ``Value.from_numpy`` passes it through ``np.ascontiguousarray``, which makes it shape
+    [1]; 0.23's ``Tensor.from_numpy`` keeps its rank)."""
     import ctypes
+
+    if _tract_tensor_class().__name__ == "Tensor":
+        return _tract_tensor_class().from_numpy(np.asarray(x))
 
     from tract.bindings import check, lib
     from tract.value import Value, dt_numpy_to_tract
@@ -307,8 +335,9 @@ def _tract_bytes(value: Any) -> np.ndarray:
     datum, rank = ctypes.c_uint32(), ctypes.c_size_t()
     shape = ctypes.POINTER(ctypes.c_size_t)()
     data = ctypes.c_void_p()
-    check(lib.tract_value_as_bytes(value.ptr, ctypes.byref(datum), ctypes.byref(rank),
-                                   ctypes.byref(shape), ctypes.byref(data)))
+    as_bytes = getattr(lib, "tract_value_as_bytes", None) or lib.tract_tensor_as_bytes
+    check(as_bytes(value.ptr, ctypes.byref(datum), ctypes.byref(rank), ctypes.byref(shape),
+                   ctypes.byref(data)))
     if datum.value not in _TRACT_DTYPES:
         raise TypeError(f"tract returned an element type gero cannot read (code "
                         f"{datum.value:#x})")

@@ -1,15 +1,18 @@
 """``tract==VERSION`` (issue 42): a tract release runs in a worker of its own environment
-(tract, NumPy and onnx) as backends.tract runs the installed one. No single-operator graph
-tried here (Erf, Exp, Log, Tanh, Sigmoid, Softmax, Sqrt, Reciprocal; float32 and float16)
-differs between tract 0.21.19 and the installed 0.22.4: the tests hold that the two run side
-by side and agree bit for bit, including on float16 outputs (which 0.21's and 0.22's
-``Value.to_numpy`` misread as float32) and on a graph tract can analyse only from its
-inputs' shapes (the fallback that needs onnx in the environment)."""
+(tract, NumPy and onnx) as backends.tract runs the installed one (0.22.4 here).
+
+No single-operator graph tried (Erf, Exp, Log, Tanh, Sigmoid, Softmax, Sqrt, Reciprocal;
+float32 and float16) differs between tract 0.21.19 and 0.22.4: those two run side by side
+and agree bit for bit, on float16 outputs (which 0.21's and 0.22's ``Value.to_numpy``
+misread as float32) and on a graph tract analyses only from its inputs' shapes (the fallback
+that needs onnx in the environment). tract 0.23.9 has no unoptimised path, and its float16
+Sigmoid is closer to float64 than 0.22.4's (max error 2.4e-4 against 1.2e-3)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -18,7 +21,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from release_envs import OLD_TRACT, old_release
+from release_envs import NEW_TRACT, OLD_TRACT, old_release
 from shared_helpers import rows_of
 
 from gero_runner import backends
@@ -99,3 +102,27 @@ def test_gero_run_compares_two_tract_releases_setting_by_setting(tmp_path: Path)
     assert {r["note"] for r in releases} == {""}  # both releases have both settings
     ran = [r for r in rows if r["backend"] == release]
     assert ran and not [r for r in ran if r["result"] == "execution"]
+
+
+@pytest.mark.slow
+def test_tract_0_23_offers_only_optimized_and_its_float16_sigmoid_is_closer(
+        tmp_path: Path) -> None:
+    pytest.importorskip("tract")
+    release = old_release(NEW_TRACT)
+    done = subprocess.run(
+        [sys.executable, "-m", "gero_cli", "run", "--suite", "synthetic", "--ops", "Sigmoid",
+         "--dtypes", "float16", "--backends", f"tract,{release}", "--no-contracts",
+         "--jobs", "1", "--run-id", "sig", "--data-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr  # the change is found
+    rows = rows_of(tmp_path, "sig")
+    assert {r["optimization"] for r in rows if r["backend"] == release} == {"optimized"}
+    releases = [r for r in rows if r["check"] == "releases"]
+    assert releases and {(r["backend"], r["optimization"], r["reference"]) for r in releases} \
+        == {(release, "optimized", "tract:optimized")}
+    assert {(r["result"], r["arbiter"]) for r in releases} == {("divergence", "actual")}
+    assert all(r["reason"].endswith("closer to float64") for r in releases)
+    installed = metadata.version("tract")  # the extra's tract<0.23
+    assert {r["note"] for r in releases} == {
+        f"not compared between tract 0.23.9 and tract {installed}: unoptimized (only tract "
+        f"{installed} has it)"}

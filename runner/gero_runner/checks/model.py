@@ -51,7 +51,7 @@ from gero_runner.case import MODEL_SUITES, CaseInstance, ModelChecks
 from gero_runner.errors import GeroError, NotRun, PathFailed, error_text
 from gero_runner.facts import TOOLING, failure_cause, root_cause
 from gero_runner.metrics import model_level as ml
-from gero_runner.metrics.compare import REFERENCE, compare
+from gero_runner.metrics.compare import ACTUAL, REFERENCE, compare
 from gero_runner.models import variants as var
 from gero_runner.request import DECISION_TASKS
 from gero_runner.schema import CONTRACT_ISSUE, DIVERGENCE, EXECUTION, PASSED, Observation
@@ -1161,6 +1161,48 @@ def _level_within_sensitivity(ctx: CaseContext, row: Observation, ops: list[str]
                 "sensitivity; no setting is blamed")
     return dataclasses.replace(row, result=PASSED, reason=f"a note, no verdict: {sentence}; "
                                f"{row.reason}", note=sentence, cause="", arbiter=NOT_APPLICABLE)
+
+
+def fewer_bits_level_rows(ctx: CaseContext, rows: list[Observation]) -> list[Observation]:
+    """A model case's ``levels`` divergence between a setting computing in fewer bits than
+    the output declares (OpenVINO's bf16 default) and the same runtime's full-precision
+    setting, where no float64 arbiter sides with either: the precision is the one difference
+    between the two, so the fewer-bits side is blamed with it named, as its ``model:fp32``
+    row is (``_Checker._narrow_row``). Was 'OpenVINO at bf16-default and at f32 disagree …
+    neither is blamed', a second finding beside the precision's on the same pair."""
+    c = ctx.case
+    if c.suite not in MODEL_SUITES or c.expected_exact or c.expected:
+        return rows
+    out = []
+    for row in rows:
+        if row.check == "levels" and row.result == DIVERGENCE:
+            row = _narrow_level(ctx, row)
+        out.append(row)
+    return out
+
+
+def _narrow_level(ctx: CaseContext, row: Observation) -> Observation:
+    runtime = backends.find(row.backend)
+    if runtime is None:
+        return row
+    by_label = {_path_label(p): p for p in ctx.paths.values() if p.backend == row.backend}
+    actual, ref = by_label.get(f"{row.backend}:{row.optimization}"), by_label.get(row.reference)
+    if actual is None or ref is None:
+        return row
+    mine, theirs = runtime.float_precision(actual.settings), runtime.float_precision(
+        ref.settings)
+    full = ("f32", "f64")
+    if mine is not None and _bits(mine) < _bits(row.dtype) and theirs in full:
+        narrow, precision, other, side = actual, mine, ref, REFERENCE
+    elif theirs is not None and _bits(theirs) < _bits(row.dtype) and mine in full:
+        narrow, precision, other, side = ref, theirs, actual, ACTUAL
+    else:
+        return row
+    sentence = (f"{runtime.label()} at {narrow.optimization} computes {row.dtype} in "
+                f"{precision} (its inference precision), against its own "
+                f"{_path_label(other)} computing as the graph declares: the precision is the "
+                "one difference between the two settings")
+    return dataclasses.replace(row, reason=f"{sentence}; {row.reason}", arbiter=side)
 
 
 def run_model_checks(ctx: CaseContext) -> list[Observation]:

@@ -14,6 +14,8 @@ import pytest
 from onnx import helper, numpy_helper
 from shared_helpers import rows_of
 
+from gero.query.findings import compute_findings
+from gero.query.source import open_source
 from gero_cli import main
 
 HIDDEN, FEATURES = 8, 6
@@ -190,6 +192,16 @@ def test_without_an_arbiter_a_fewer_bits_setting_is_judged_by_its_own_full_preci
         assert r["result"] == "divergence" and r["arbiter"] == "reference"
     full = [r for r in rows if r["optimization"] == "f32"]
     assert full and all(r["reference"] == "onnxruntime:all" for r in full)
+    # The levels row of the same pair agrees: the bf16 side is off, with its precision
+    # named (was 'OpenVINO at bf16-default and at f32 disagree … neither is blamed', a
+    # second finding of the one cause).
+    levels = [r for r in rows_of(data, "g") if r["check"] == "levels"
+              and r["backend"] == "openvino" and r["result"] != "passed"]
+    assert levels and all(r["arbiter"] in ("reference", "actual") for r in levels)
+    pair = [f for f in compute_findings(open_source(data, "g"))
+            if any(b in f.title for b in ("bf16", "neither is blamed"))]
+    assert len(pair) == 1 and pair[0].observations == len(narrow) + len(levels), \
+        [(f.title, f.observations) for f in pair]
 
 
 @pytest.mark.slow

@@ -76,6 +76,7 @@ def main(args: argparse.Namespace) -> int:
                                run["run_id"]):
             echo(line)
         echo()
+    _print_plan_notes(summary)
     timed = _timed_runtimes(summary["operations"])
     several = len(timed) > 1  # one column per runtime, named; else ONNX Runtime's as before
     columns = "".join(f"{short_name(b)[:8] + ' ms':>12}" for b in timed) if several \
@@ -114,6 +115,19 @@ def _print_split(summary: dict[str, Any]) -> None:
     for e in apart:
         classes = ", ".join(RESULT_WORDS[c] for c in e["by_class"])
         echo(f"  {e['observations']:>9,}  {e['label']} ({classes})")
+
+
+def _print_plan_notes(summary: dict[str, Any]) -> None:
+    """The settings the plan did not run and the rows' notes: context, in no count."""
+    from gero.query.plan_notes import setting_words
+
+    for entry in summary["not_run"]:
+        echo(f"not run (not needed): {setting_words(entry)}")
+    for entry in summary["notes"]:
+        rows = f" ({entry['rows']} rows)" if entry["rows"] > 1 else ""
+        echo(f"note on {entry['model']}{rows}: {entry['note']}")
+    if summary["not_run"] or summary["notes"]:
+        echo()
 
 
 def _timed_runtimes(operations: list[dict[str, Any]]) -> list[str]:

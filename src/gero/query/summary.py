@@ -109,6 +109,7 @@ def seeded_inputs(view: OpenRun) -> list[dict[str, str]]:
 
 def summary_dict(view: OpenRun) -> dict[str, Any]:
     from gero.query.assessable import split_counts
+    from gero.query.plan_notes import not_run, notes
     from gero.query.runtimes import runtimes_dict
     from gero.query.verdicts import verdicts
 
@@ -130,4 +131,7 @@ def summary_dict(view: OpenRun) -> dict[str, Any]:
         "seeded_inputs": seeded_inputs(view),
         # one entry per model case, runtime setting and file (gero verdict)
         "verdicts": [v.as_dict() for v in verdicts(view)],
+        # shown, counted in no class: the settings the plan left out (why), the rows' notes
+        "not_run": not_run(view),
+        "notes": notes(view),
     }

@@ -1,0 +1,76 @@
+"""``gero summary`` shows what the needed-paths plan left out (with why) and the rows' notes,
+as text and JSON, and counts neither in a class (issue 41)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+
+def _model(tmp_path: Path) -> tuple[Path, Path]:
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["m"]),
+                               helper.make_node("Softmax", ["m"], ["y"], axis=-1)],
+                              "dense", [x], [y], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "dense.onnx")
+    np.savez(tmp_path / "in.npz", x=rng.standard_normal((2, 8)).astype(np.float32))
+    return tmp_path / "dense.onnx", tmp_path / "in.npz"
+
+
+def _gero(*args: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, "-m", "gero_cli", *args], env=dict(os.environ),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode in (0, 1), done.stderr
+    assert "Traceback" not in done.stderr + done.stdout, done.stderr + done.stdout
+    return done
+
+
+@pytest.mark.slow
+def test_summary_shows_the_settings_not_run_and_the_notes(tmp_path: Path) -> None:
+    model, inputs = _model(tmp_path)
+    root = str(tmp_path / "root")
+    # ORT only, with an fp16 file: disable_all and all agree (basic, extended not needed),
+    # and ORT computes the fp16 file's float16 nodes in float32 (a note on a row)
+    _gero("run", "--model", str(model), "--inputs", str(inputs), "--backends", "onnxruntime",
+          "--variants", "fp16", "--repeats", "1", "--jobs", "1", "--no-reuse",
+          "--data-dir", root, "--run-id", "r1", "-q")
+    summary = json.loads(_gero("summary", "--data-dir", root, "--format", "json").stdout)
+    settings = {(e["model"], e["setting"]) for e in summary["not_run"]}
+    assert settings == {("dense", "ort-basic"), ("dense", "ort-extended")}
+    assert all("disable_all and onnxruntime all agree" in e["why"] for e in summary["not_run"])
+    assert [n["model"] for n in summary["notes"]] == ["dense"]
+    assert "computes the fp16 file in float32" in summary["notes"][0]["note"]
+    # shown, not counted: no class holds a row for a setting that did not run
+    assert sum(summary["counts"].values()) == sum(
+        e["passed"] + e["divergence"] + e["contract_issue"] + e["execution"]
+        for e in summary["operations"])
+
+    text = _gero("summary", "--data-dir", root).stdout
+    assert "not run (not needed): ort basic on dense — onnxruntime disable_all" in text
+    assert "not run (not needed): ort extended on dense" in text
+    assert "note on dense: ONNX Runtime computes the fp16 file in float32" in text
+
+
+@pytest.mark.slow
+def test_summary_of_an_exhaustive_run_lists_nothing_not_run(tmp_path: Path) -> None:
+    model, inputs = _model(tmp_path)
+    root = str(tmp_path / "root")
+    _gero("run", "--model", str(model), "--inputs", str(inputs), "--backends", "onnxruntime",
+          "--paths", "all", "--repeats", "1", "--jobs", "1", "--no-reuse",
+          "--data-dir", root, "--run-id", "r1", "-q")
+    summary = json.loads(_gero("summary", "--data-dir", root, "--format", "json").stdout)
+    assert summary["not_run"] == [] and summary["notes"] == []
+    assert "not run (not needed)" not in _gero("summary", "--data-dir", root).stdout

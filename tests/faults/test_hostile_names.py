@@ -32,29 +32,27 @@ RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _model(path: Path) -> Path:
-    """A one-pass LayerNorm variance (E[x²] − E[x]²) that loses its digits for inputs near
-    30,000 (tests/runner/evidence/localize_models.one_pass_variance): a divergence from the
-    float64 shadow whose origin, the Sub, `gero localize` names. Every name is hostile."""
+    """X in [1, 2] times 200, times 400 (past float16's 65,504), scaled back down
+    (tests/runner/evidence/localize_models.fp16_overflow): the ReferenceEvaluator computes the
+    fp16 file in float16, so its output is inf where the fp32 model's is finite (a contract
+    issue no noise floor covers), and `gero localize` names the origin, the second Mul. Every
+    name is hostile."""
     def node(op: str, inputs: list[str], output: str, name: str) -> onnx.NodeProto:
         return helper.make_node(op, inputs, [output], name=f"{HOSTILE}/{name}")
 
+    def constant(name: str, value: float) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.array(value, np.float32), name)
+
     y = f"Y{HOSTILE}"
-    nodes = [node("ReduceMean", ["X", "axes"], "m", "Mean"),
-             node("Mul", ["X", "X"], "x2", "Square"),
-             node("ReduceMean", ["x2", "axes"], "ex2", "MeanSquare"),
-             node("Mul", ["m", "m"], "m2", "SquareMean"),
-             node("Sub", ["ex2", "m2"], "var", "Sub"),
-             node("Abs", ["var"], "avar", "Abs"),
-             node("Add", ["avar", "eps"], "ve", "AddEps"),
-             node("Sqrt", ["ve"], "sd", "Sqrt"),
-             node("Reciprocal", ["sd"], "inv", "Reciprocal"),
-             node("Sub", ["X", "m"], "centred", "Centre"),
-             node("Mul", ["centred", "inv"], y, "Scale")]
+    nodes = [node("Mul", ["X", "k200"], "a", "Pre"),
+             node("Mul", ["a", "k400"], "b", "Up"),
+             node("Mul", ["b", "k001"], "c", "Down"),
+             node("Add", ["c", "one"], y, "Shift")]
     graph = helper.make_graph(
-        nodes, "hostile", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 64])],
-        [helper.make_tensor_value_info(y, TensorProto.FLOAT, [4, 64])],
-        [numpy_helper.from_array(np.array([-1], np.int64), "axes"),
-         numpy_helper.from_array(np.array(1e-5, np.float32), "eps")])
+        nodes, "hostile", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info(y, TensorProto.FLOAT, [2, 8])],
+        [constant("k200", 200.0), constant("k400", 400.0), constant("k001", 0.001),
+         constant("one", 1.0)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
     model.ir_version = 10
     onnx.checker.check_model(model)
@@ -86,12 +84,14 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Hostile:
     model = _model(cwd / f"models{DIRECTORY}" / "m\x07<b>[i].onnx")
     root = cwd / f"root{DIRECTORY}"
     found = 1
-    gero("run", "--model", str(model), "--input-range", "X=29990,30010", "--backends",
-         "onnxruntime", "--repeats", "1", "--jobs", "1", "--run-id", "plain", "--data-dir",
-         str(root), cwd=cwd, check=found)
-    gero("export", "--where", "\"check\" = 'model:fp32' AND backend = 'onnx-reference'",
+    gero("run", "--model", str(model), "--input-range", "X=1,2", "--variants", "fp16",
+         "--backends", "onnxruntime", "--repeats", "1", "--jobs", "1", "--run-id", "plain",
+         "--data-dir", str(root), cwd=cwd, check=found)
+    gero("export", "--where",
+         "\"check\" = 'model:fp16:vs-fp32' AND backend = 'onnx-reference'",
          "-o", str(cwd / "rows.json"), "--data-dir", str(root), cwd=cwd)
     rows = json.loads((cwd / "rows.json").read_text())
+    assert [r["result"] for r in rows] == ["contract_issue"]  # the float16 overflow
     assert rows[0]["output_name"] == f"Y{HOSTILE}"  # JSON keeps the raw value: it is data
     return Hostile(cwd, root, rows[0]["observation_id"])
 
@@ -105,22 +105,22 @@ def test_the_summary_shows_the_model_escaped(hostile: Hostile) -> None:
 def test_localize_shows_the_nodes_and_the_output_escaped(hostile: Hostile) -> None:
     out = hostile.gero("localize", hostile.origin, "-o", str(hostile.cwd / "repro"),
                        check=0)
-    assert f"Y{SHOWN}: onnx-reference against float64-shadow" in out
-    assert f"origin     {SHOWN}/Sub (Sub)" in out
+    assert f"Y{SHOWN}: fp16:onnx-reference against fp32:onnx-reference" in out
+    assert f"origin     {SHOWN}/Up (Mul)" in out
 
 
 def test_the_findings_text_shows_the_names_escaped(hostile: Hostile) -> None:
     out = hostile.gero("findings", check=1)
-    assert "m\\x07<b>[i] (float32)" in out
+    assert "fp16 file of m\\x07<b>[i] is off" in out
 
 
 def test_the_findings_markdown_renders_the_names_as_text(hostile: Hostile) -> None:
     hostile.gero("localize", hostile.origin, check=0)  # its origin goes into the report
     html = _render(hostile.gero("findings", "--format", "md", check=1))
     assert html.tags <= {"h1", "h2", "p", "ul", "li", "code", "pre"}, html.tags
-    assert f"the error enters at {SHOWN}/Sub (Sub)" in html.text
-    assert f"origin: {SHOWN}/Sub (Sub; 1 node(s))" in html.text
-    assert any(h.startswith("m\\x07<b>[i] (float32)") for h in html.headings)
+    assert f"the error enters at {SHOWN}/Up (Mul)" in html.text
+    assert f"origin: {SHOWN}/Up (Mul; 1 node(s))" in html.text
+    assert any("fp16 file of m\\x07<b>[i] is off" in h for h in html.headings)
     root = f"{hostile.cwd}/root{DIRECTORY_SHOWN}"
     assert f"gero replay '{root}/artifacts/" in html.text  # the command a person sees
     assert f" --data-dir '{root}' -o finding-" in html.text
@@ -164,7 +164,7 @@ def test_junit_carries_the_names_escaped(hostile: Hostile) -> None:
     xml = hostile.gero("findings", "--format", "junit", check=1)
     root = ET.fromstring(xml.split("\n", 1)[1])
     texts = " ".join(" ".join([*e.attrib.values(), e.text or ""]) for e in root.iter())
-    assert "m\\x07<b>[i] (float32)" in texts
+    assert "fp16 file of m\\x07<b>[i] is off" in texts
 
 
 def test_an_error_naming_a_hostile_path_is_escaped(hostile: Hostile) -> None:

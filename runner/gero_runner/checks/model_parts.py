@@ -852,6 +852,13 @@ class ModelCasePlan(Plan):
                 return None  # it runs
             other = on.get(first)
             disabled = other.outputs if other is not None and other.ok else None
+        if not any(x.dtype.kind == "f" for x in self.case.inputs.values()):
+            # No input can carry noise (token ids, a mask): the 16 noisy runs would repeat
+            # the baseline and measure nothing, so none is run; the floor is the first
+            # setting's difference alone, the baseline standing for its own repeat.
+            self.made.noise[(link.variant, key)] = (
+                floors_of(ran.outputs, disabled, [ran.outputs], self.rule), 0.0)
+            return "skip"
         return NoiseRuns(self.case, model, link.variant, spec, ran.outputs, disabled,
                          self.rule, f"{who(spec)}: noise-floor runs on {_on(link.variant)}",
                          self.budget)

@@ -347,7 +347,27 @@ def _verdicts(r: RunReport) -> Html:
 built: <strong>safe</strong> (every model-level gate passed), <strong>OFF</strong> (a gate did
 not: by how much, against which gate and arbiter, below) or <strong>cannot run</strong> (why,
 below). <code>gero verdict</code> prints the same card; its exit status gates a CI.</p>
-$cards</section>""", cards=join(cards))
+$cards$plan</section>""", cards=join(cards), plan=_plan_notes(r))
+
+
+def _plan_notes(r: RunReport) -> Html:
+    """The settings the plan did not run (why) and the rows' notes: shown, in no count."""
+    from gero.query.plan_notes import setting_words
+
+    parts = []
+    if r.not_run:
+        items = join(fill("<li>$line</li>", line=setting_words(e)) for e in r.not_run)
+        parts.append(fill("""<h3>Not run (not needed)</h3>
+<p class="small">Settings the plan left out: no row, in no count (<code>--paths all</code>
+runs them).</p><ul class="not-run">$items</ul>""", items=items))
+    if r.notes:
+        items = join(fill("<li><strong>$model</strong>$rows: $note</li>", model=e["model"],
+                          rows=f" ({e['rows']} rows)" if e["rows"] > 1 else "",
+                          note=e["note"]) for e in r.notes)
+        parts.append(fill("""<h3>Notes</h3>
+<p class="small">Sentences on rows that change no verdict.</p><ul class="notes">$items</ul>""",
+                          items=items))
+    return join(parts)
 
 
 def _verdict_card(model: str, card: list[Verdict]) -> Html:

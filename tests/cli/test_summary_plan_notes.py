@@ -1,5 +1,5 @@
-"""``gero summary`` shows what the needed-paths plan left out (with why) and the rows' notes,
-as text and JSON, and counts neither in a class (issue 41)."""
+"""``gero summary`` (text and JSON) and the report's model section show what the
+needed-paths plan left out, with why, and the rows' notes, and count neither (issue 41)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,16 @@ def test_summary_shows_the_settings_not_run_and_the_notes(tmp_path: Path) -> Non
     assert "not run (not needed): ort extended on dense" in text
     assert "note on dense: ONNX Runtime computes the fp16 file in float32" in text
 
+    # the report's model section says the same
+    _gero("report", "--data-dir", root, "-o", str(tmp_path / "report.html"))
+    page = (tmp_path / "report.html").read_text()
+    section = page[page.index('id="verdict"'):]
+    section = section[:section.index("</section>")]
+    assert "<h3>Not run (not needed)</h3>" in section
+    assert "<li>ort basic on dense — onnxruntime disable_all" in section
+    assert "<h3>Notes</h3>" in section
+    assert "<strong>dense</strong>: ONNX Runtime computes the fp16 file in float32" in section
+
 
 @pytest.mark.slow
 def test_summary_of_an_exhaustive_run_lists_nothing_not_run(tmp_path: Path) -> None:
@@ -74,3 +84,6 @@ def test_summary_of_an_exhaustive_run_lists_nothing_not_run(tmp_path: Path) -> N
     summary = json.loads(_gero("summary", "--data-dir", root, "--format", "json").stdout)
     assert summary["not_run"] == [] and summary["notes"] == []
     assert "not run (not needed)" not in _gero("summary", "--data-dir", root).stdout
+    _gero("report", "--data-dir", root, "-o", str(tmp_path / "report.html"))
+    page = (tmp_path / "report.html").read_text()
+    assert "Not run (not needed)" not in page and 'class="notes"' not in page

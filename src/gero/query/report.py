@@ -19,6 +19,7 @@ from typing import Any
 
 from gero.query.assessable import Split, split_counts, unassessable_sql
 from gero.query.findings import MEMBERS_TABLE, Finding, FindingsReport, ensure_members
+from gero.query.plan_notes import not_run, notes
 from gero.query.releases import ReleaseMatrix, release_matrix
 from gero.query.runtimes import RuntimeTiming, timings
 from gero.query.stored_localization import StoredOrigin, parse_localization
@@ -275,6 +276,11 @@ class RunReport:
     verdicts: tuple[Verdict, ...] = ()
     releases: ReleaseMatrix | None = None
     """Operator × release: what each runtime release changed (None: no releases compared)."""
+    not_run: tuple[dict[str, Any], ...] = ()
+    """The settings the needed-paths plan did not run on a model, with why (no row: in no
+    count; ``gero.query.plan_notes``)."""
+    notes: tuple[dict[str, Any], ...] = ()
+    """The rows' notes (sentences that change no verdict), each with its model and row count."""
     """The verdict card of each model case (none for the operator suites)."""
 
     @property
@@ -316,7 +322,8 @@ def gather(source: OpenRun, findings: FindingsReport, commands: Commands,
         gone=tuple(findings.gone), unresolved=tuple(findings.unresolved),
         problems=tuple(dict.fromkeys(problems)), rows_per_segment=rows_per_segment,
         non_passed=findings.non_passed, verdicts=tuple(verdicts(source)),
-        releases=release_matrix(source))
+        releases=release_matrix(source), not_run=tuple(not_run(source)),
+        notes=tuple(notes(source)))
 
 
 # What was compared ----------------------------------------------------------------------

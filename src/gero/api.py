@@ -209,6 +209,14 @@ def verdicts_of(reader: OpenRun, model: str | None = None) -> list[Verdict]:
     return verdicts(reader, model)
 
 
+def plan_notes_of(reader: OpenRun) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The settings the needed-paths plan did not run on a model (with why) and the rows'
+    notes: what ``gero summary`` shows as ``not_run`` and ``notes``, counted in no class."""
+    from gero.query.plan_notes import not_run, notes
+
+    return not_run(reader), notes(reader)
+
+
 def find_observation(observation: str, data_dir: PathLike | None = None,
                      problems: list[str] | None = None) -> dict[str, Any]:
     """The stored row of an observation, by id or unique prefix (what ``blame``, ``bundle``

@@ -198,6 +198,8 @@ class DetailScreen(Screen[None]):
             title.append(for_terminal(releases) + "\n", style="bold")
         title.append(f"{f['result']}", style=_RESULT_STYLE.get(str(f["result"]), "bold"))
         title.append(for_terminal(f" — {f['reason']}"))
+        if f.get("note"):  # a sentence that changes no verdict (schema 5)
+            title.append(f"\nnote: {for_terminal(f['note'])}", style="italic")
         arbiter = arbiter_text(obs)
         if arbiter:
             title.append(f"\n{for_terminal(arbiter)}", style="italic")

@@ -96,9 +96,14 @@ class OverviewScreen(Screen[None]):
             super().__init__()
 
     class VerdictsLoaded(Message):
-        def __init__(self, card: list[Verdict]) -> None:
+        def __init__(self, card: list[Verdict], not_run: list[dict[str, Any]],
+                     notes: list[dict[str, Any]]) -> None:
             self.card = card
             """Each model case, runtime setting and file: safe, off or cannot-run."""
+            self.not_run = not_run
+            """The settings the plan did not run on a model, with why (in no count)."""
+            self.notes = notes
+            """The rows' notes: sentences that change no verdict."""
             super().__init__()
 
     class FindingsCounted(Message):
@@ -181,15 +186,17 @@ class OverviewScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="overview-verdicts")
     def _load_verdicts(self, source: Any) -> None:
         """The verdict card of the run's models (none for the operator suites)."""
-        from gero.api import verdicts_of
+        from gero.api import plan_notes_of, verdicts_of
 
         try:
-            self.post_message(self.VerdictsLoaded(verdicts_of(source)))
+            card = verdicts_of(source)
+            not_run, notes = plan_notes_of(source) if card else ([], [])
+            self.post_message(self.VerdictsLoaded(card, not_run, notes))
         except (duckdb.Error, GeroError) as e:
             self.post_message(self.Failed(str(e)))
 
     def on_overview_screen_verdicts_loaded(self, message: VerdictsLoaded) -> None:
-        self.query_one(VerdictCard).show(message.card)
+        self.query_one(VerdictCard).show(message.card, message.not_run, message.notes)
 
     def on_screen_resume(self) -> None:
         if self._stale:

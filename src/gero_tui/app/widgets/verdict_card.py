@@ -9,7 +9,7 @@ Words carry the verdict (OFF in capitals), so that it reads without colour (NO_C
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
 from rich.table import Table
@@ -17,6 +17,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from gero_runner.backends.names import short_name
+from gero_runner.escape import for_terminal
 from gero_tui.app.widgets.palette import CLASS_COLORS
 
 if TYPE_CHECKING:
@@ -35,10 +36,26 @@ class VerdictCard(Static):
     VerdictCard { height: auto; padding: 0 1; display: none; }
     """
 
-    def show(self, card: Sequence[Verdict]) -> None:
+    def show(self, card: Sequence[Verdict], not_run: Sequence[dict[str, Any]] = (),
+             notes: Sequence[dict[str, Any]] = ()) -> None:
         self.display = bool(card)
         if card:
-            self.update(card_table(card))
+            self.update(Group(card_table(card), *plan_lines(not_run, notes)))
+
+
+def plan_lines(not_run: Sequence[dict[str, Any]], notes: Sequence[dict[str, Any]]
+               ) -> list[Text]:
+    """Under the card, dim: the settings the plan did not run (why) and the rows' notes,
+    which count in no class. The run's names: control characters shown, never sent."""
+    from gero.query.plan_notes import setting_words
+
+    lines = [Text(for_terminal(f"not run (not needed): {setting_words(e)}"), style="dim")
+             for e in not_run]
+    for e in notes:
+        rows = f" ({e['rows']} rows)" if e["rows"] > 1 else ""
+        lines.append(Text(for_terminal(f"note on {e['model']}{rows}: {e['note']}"),
+                          style="dim"))
+    return lines
 
 
 def card_table(card: Sequence[Verdict]) -> Group:

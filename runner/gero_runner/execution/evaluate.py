@@ -175,6 +175,7 @@ def execution_rows(case: CaseInstance, message: str, running: str = "",
     the path that was running, ``backend\toptimization`` from the running hook, if any), or
     that no path can be fed (``unattributed`` names the row's backend then)."""
     backend, _, optimization = running.partition("\t")
+    optimization = optimization.partition("\t")[0]  # a third field names the graph
     if backends.is_backend(backend):
         version = backends.get(backend).version()
         message = f"{backend} {optimization}: {message}"

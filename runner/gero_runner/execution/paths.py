@@ -382,10 +382,17 @@ def set_running_hook(hook: Callable[[str], None] | None) -> None:
     _running = hook
 
 
-def note_running(backend: str, optimization: str = "") -> None:
-    """Tell the hook which path starts (``backend`` empty: none runs now)."""
+def note_running(backend: str, optimization: str = "", graph: str = "") -> None:
+    """Tell the hook which path starts (``backend`` empty: none runs now) and, on a graph
+    other than the case's own, which (``graph``: a crash's row names it)."""
     if _running is not None:
-        _running(f"{backend}\t{optimization}" if backend else "")
+        _running(("\t".join((backend, optimization, graph)) if graph
+                  else f"{backend}\t{optimization}") if backend else "")
+
+
+def running_graph(running: str) -> str:
+    """The graph of a running hook's value, '' when the path ran on the case's own."""
+    return running.split("\t")[2] if running.count("\t") >= 2 else ""
 
 
 def _identical(runs: list[list[np.ndarray]]) -> bool:

@@ -289,14 +289,20 @@ class _Worker:
         self.conn.close()
 
 
-def _death_message(exitcode: int | None, what: str = "this case") -> str:
+def _death_message(exitcode: int | None, what: str = "this case",
+                   worker: _Worker | None = None) -> str:
+    """Why a worker died; the graph it was running when not the case's own (a contract
+    graph), so that the row names it."""
+    graph = "" if worker is None else paths.running_graph(
+        worker.running.value.decode(errors="replace"))
+    on = f", on {graph}" if graph else ""
     if exitcode is not None and exitcode < 0:
         try:
             name = signal.Signals(-exitcode).name
         except ValueError:
             name = f"signal {-exitcode}"
-        return f"worker process crashed with {name} while running {what}"
-    return f"worker process exited with code {exitcode} while running {what}"
+        return f"worker process crashed with {name} while running {what}{on}"
+    return f"worker process exited with code {exitcode} while running {what}{on}"
 
 
 def _what(unit: _Unit) -> str:
@@ -484,7 +490,7 @@ class WorkerPool:
                             index, result, error = w.conn.recv()
                         except (EOFError, OSError):
                             w.process.join(timeout=5)
-                            died = _death_message(w.process.exitcode, _what(head))
+                            died = _death_message(w.process.exitcode, _what(head), w)
                         else:
                             if isinstance(error, DiskFullReport):
                                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC),
@@ -503,7 +509,7 @@ class WorkerPool:
                                                          f"evaluator raised: {error}"))
                     elif w.process.sentinel in ready:
                         w.process.join(timeout=5)
-                        died = _death_message(w.process.exitcode, _what(head))
+                        died = _death_message(w.process.exitcode, _what(head), w)
                     elif time.monotonic() - w.started > head.budget_s:
                         out_of_budget = True
                         died = f"timed out after {head.budget_s:g} s; worker killed"

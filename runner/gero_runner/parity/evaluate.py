@@ -228,6 +228,7 @@ def failed_sample_rows(module_spec: str, specs: list[InputSpec], sample: int, se
     level) when the worker said which."""
     torch_version = str(require_torch().__version__)
     backend, _, optimization = running.partition("\t")
+    optimization = optimization.partition("\t")[0]  # a third field names the graph
     if backend in STAGES:
         version, message = torch_version, f"{STAGES[backend]}: {message}"
     elif backend in backends.RUNTIMES:

@@ -80,6 +80,7 @@ def independent_rows(ctx: CaseContext, paths: list[PathResult],
                 "partition": list(parts), "permutation": [perm], "duplication": [dup_index]}
             got: dict[str, Any] = {}
             for law, chosen in selections.items():
+                run.graph = f"contract:{law}'s graph (the model with a symbolic batch)"
                 try:
                     outs = [run(take(feeds, layout.batched, s)) for s in chosen]
                     got[law] = outs if law == "partition" else outs[0]

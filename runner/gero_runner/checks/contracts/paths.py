@@ -19,6 +19,7 @@ from gero_runner.checks.contracts import laws
 from gero_runner.checks.contracts.laws import LawResult
 from gero_runner.classify import failure_kind
 from gero_runner.errors import GeroError
+from gero_runner.execution.paths import note_running
 from gero_runner.facts import NAN, law_cause, law_name
 from gero_runner.schema import EXECUTION, PASSED, Observation
 from gero_runner.storage.hashing import npy_bytes, sha256
@@ -61,6 +62,8 @@ class PathRunner:
         if threads is not None:
             self.settings = self.backend.with_threads(path.settings, threads) or self.settings
         self._session: Any = None
+        self.graph = "a contract graph"
+        """What the graph is, for the row of a crash that kills the worker while it runs."""
         self.result_path = self.path
         """The PathResult to record on rows (settings reflect the thread count used)."""
         if self.settings != path.settings:
@@ -68,10 +71,17 @@ class PathRunner:
                                        median_ms=math.nan, repeats=1, outputs=None, files=[])
 
     def __call__(self, feeds: Arrays) -> list[np.ndarray]:
+        shapes = ", ".join(f"{k} {getattr(v, 'dtype', '')}{list(getattr(v, 'shape', ()))}"
+                           for k, v in feeds.items())
+        # a crash that kills the worker (a runtime's abort) leaves this for its row
+        note_running(self.path.backend, self.path.optimization,
+                     f"{self.graph}, inputs {shapes}")
         with self.ctx.backend_time():
             if self._session is None:
                 self._session = self.backend.build(self.model, self.settings)
-            return self.backend.run(self._session, feeds)
+            got = self.backend.run(self._session, feeds)
+        note_running("")
+        return got
 
     def __enter__(self) -> PathRunner:
         return self

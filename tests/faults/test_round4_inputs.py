@@ -244,10 +244,11 @@ def test_the_resume_refusal_names_flags_that_exist(tmp_path: Path) -> None:
     assert named == ["--calibration", "--decision-axis", "--skip-path"], line
     assert set(named) <= _run_flags()
     # The refusal and the parser read one table: every keyword's flag is a flag of
-    # `gero run`, and every flag of `gero run` but --resume and the common ones is a
-    # keyword's.
+    # `gero run`, and every flag of `gero run` but --resume, --env (the interpreter of a
+    # release for this process and its workers, not a run option) and the common ones is
+    # a keyword's.
     flags = {o.flag for o in run_options().values() if o.flag is not None}
-    expected = _run_flags() - {"-h", "--help", "-q", "--quiet", "--resume"}
+    expected = _run_flags() - {"-h", "--help", "-q", "--quiet", "--resume", "--env"}
     assert flags == expected, flags ^ expected
 
 
@@ -284,7 +285,8 @@ def test_resume_in_a_terminal_is_not_refused_for_its_progress_bars(tmp_path: Pat
 
 def test_every_flag_a_message_names_exists() -> None:
     """Every ``--flag`` written in gero's source strings is an option of some command
-    (CSS custom properties of the HTML report and dask's own ``--preload`` aside)."""
+    (CSS custom properties of the HTML report, dask's own ``--preload`` and the pip and uv
+    options ``gero env add`` passes on aside)."""
     parser = build_parser()
     flags: set[str] = set()
     todo = [parser]
@@ -294,7 +296,9 @@ def test_every_flag_a_message_names_exists() -> None:
             flags.update(action.option_strings)
             if isinstance(action, argparse._SubParsersAction):
                 todo += action.choices.values()
-    not_ours = {"--accent", "--ink", "--line", "--muted", "--soft", "--preload"}
+    not_ours = {"--accent", "--ink", "--line", "--muted", "--soft", "--preload",
+                "--disable-pip-version-check", "--extra-index-url", "--find-links",
+                "--index-strategy", "--index-url"}
     unknown: dict[str, set[str]] = {}
     for path in [*(REPO / "src").rglob("*.py"), *(REPO / "runner").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):

@@ -29,6 +29,7 @@ from gero_runner.evidence.replay import replay_artifact
 from gero_runner.execution import pool
 from gero_runner.execution.context import RunSettings
 from gero_runner.process import start_method
+from gero_runner.request import PATHS_ALL
 from gero_runner.run import ModelOptions, RunRequest, collect_cases, execute
 from gero_runner.schema import EXECUTION, PASSED
 from gero_runner.storage.store import DataRoot, batch_from_bytes
@@ -135,8 +136,9 @@ def test_model_family_on_a_user_model(name: str, tmp_path: Path) -> None:
     _require(name)
     path = tmp_path / "tiny.onnx"
     onnx.save(_conv_model(), path)
+    # Every setting (--paths all): each goes through the backend interface.
     request = RunRequest(models=[str(path)], data_root=tmp_path / "data", repeats=1,
-                         backends=("onnxruntime", name),
+                         backends=("onnxruntime", name), paths=PATHS_ALL,
                          model_options=ModelOptions(variants=("fp16",)))
     record = execute(request)
     rows = _stored(tmp_path / "data", record.run_id)
@@ -178,7 +180,7 @@ def test_model_family_without_onnxruntime(name: str, tmp_path: Path) -> None:
     path = tmp_path / "tiny.onnx"
     onnx.save(_conv_model(), path)
     record = execute(RunRequest(models=[str(path)], data_root=tmp_path / "data", repeats=1,
-                                backends=(name,),
+                                backends=(name,), paths=PATHS_ALL,
                                 model_options=ModelOptions(variants=("fp16",))))
     rows = _stored(tmp_path / "data", record.run_id)
     fp32 = {r["optimization"] for r in rows if r["check"] == "model:fp32"

@@ -103,7 +103,8 @@ def sides(directory: Path, row: dict[str, Any], record: dict[str, Any]) -> tuple
             return a, Side(ref, REFERENCE, parts[1], {}, graph,
                            str(row.get("reference_file") or ""))
         parts = parts[1:] if len(parts) == 3 else parts
-    if len(parts) == 2 and backends.is_backend(parts[0]) and parts[0] in backends.RUNTIMES:
+    if len(parts) == 2 and backends.is_backend(parts[0]) and (
+            parts[0] in backends.RUNTIMES or backends.release_of(parts[0])):  # a release's
         name, level = parts
         found = next((p for p in paths.values() if p.get("backend") == name
                       and p.get("optimization") == level), None)

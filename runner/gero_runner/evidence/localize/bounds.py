@@ -9,6 +9,9 @@ ROUNDED = "float64-shadow-rounded"
 """A shadow side whose float16 tensors are rounded to float16 at each node (the fp16 file
 computed as a correct float16 engine would)."""
 RUNTIME, REFERENCE, SHADOW_KIND = "runtime", "reference", "shadow"
+DEQUANTIZED = "dequantized"
+"""A shadow side's setting: compute quantised operators dequantized (DynamicQuantizeLinear as
+the identity), as the whole model's shadow did, in any region cut from it."""
 TRACE_BYTES = 192 << 20
 """Intermediates held per side at once."""
 FLOOR_FACTOR = 10.0

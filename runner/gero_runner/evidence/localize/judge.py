@@ -104,11 +104,7 @@ def judge(s: Search, window: list[str]
                 name = quoted.strip("'") or name
         role = ""
         if local <= fig.threshold or not math.isfinite(cast):
-            # An amplifier only where its own run shows the gain: the difference it makes
-            # of the one it receives is larger than that one.
-            own_gain = (propagated / in_err if propagated is not None
-                        and 0 < in_err < math.inf and math.isfinite(propagated) else 0.0)
-            role = "amplifier" if own_gain > 1 else "carrier"
+            role = carrying_role(op, propagated, in_err)
         finding = NodeFinding(
             name, op, t, [node_label(graph.node[i]) for i in ra], ins,
             in_err, fig.scaled_error, local, fig.threshold, gain, None, fused, "", role,
@@ -138,12 +134,7 @@ def judge(s: Search, window: list[str]
         origins[MAX_SHARES:]
     origins = sorted(origins, key=lambda o: s.position.get(o.tensor, -1))
     s.phases["alone_s"] = time.perf_counter() - started
-    measured = []
-    for o in sorted(origins, key=lambda o: -o.local_scaled_error)[:MAX_SHARES]:
-        share = s.share(o.tensor, alone_values[o.tensor], final)
-        measured.append(NodeFinding(**{**o.__dict__, "share": share}))
-    by_tensor = {o.tensor: o for o in measured}
-    origins = _sharp_first([by_tensor.get(o.tensor, o) for o in origins])
+    origins = _sharp_first(_measured_origins(s, origins, alone_values, final))
     origins = _with_causes(s, origins)
     if not origins and unaccounted:
         s.notes.append(f"{', '.join(unaccounted[:4])}: no node run alone makes a difference "
@@ -153,6 +144,46 @@ def judge(s: Search, window: list[str]
     s.unaccounted.extend(unaccounted)
     return origins, amplifiers, kept, repro
 
+
+def _measured_origins(s: Search, origins: list[NodeFinding],
+                      alone_values: dict[str, np.ndarray], final: float) -> list[NodeFinding]:
+    """The origins with their shares measured (the ``MAX_SHARES`` largest), less those whose
+    share is over ``MAX_SHARE`` (named in a note instead)."""
+    measured = []
+    for o in sorted(origins, key=lambda o: -o.local_scaled_error)[:MAX_SHARES]:
+        share = s.share(o.tensor, alone_values[o.tensor], final)
+        measured.append(NodeFinding(**{**o.__dict__, "share": share}))
+    by_tensor = {o.tensor: o for o in measured}
+    out = []
+    for o in (by_tensor.get(o.tensor, o) for o in origins):
+        if o.share is not None and o.share > MAX_SHARE:
+            s.notes.append(f"{o.tensor} ({o.op_type}) differs by {o.local_scaled_error:.2g} "
+                           f"run alone, but fed to {s.b.label} it makes {o.share:.3g}× the "
+                           "final error: the two sides do not compute it with the same "
+                           "meaning, so it is not named as an origin")
+            continue
+        out.append(o)
+    return out
+
+
+def carrying_role(op: str, propagated: float | None, in_err: float) -> str:
+    """'amplifier' only where the node's own run shows the gain (the difference it makes of
+    the one it receives is larger than that one) and the node computes: one that only moves
+    data (``DATA_MOVEMENT``) raises its scaled error only by keeping a part with a smaller
+    max|r| (a Gather of one row), so it is a 'carrier'."""
+    own_gain = (propagated / in_err if propagated is not None
+                and 0 < in_err < math.inf and math.isfinite(propagated) else 0.0)
+    return "amplifier" if own_gain > 1 and op not in DATA_MOVEMENT else "carrier"
+
+
+MAX_SHARE = 1.5
+"""An origin whose share of the final error is over this (its alone-difference, fed to the
+reference, makes more error than the row shows) is comparing different things (a scale the
+dequantized shadow computes as 1): not named. Some room over 1: the rest of the graph is
+not linear, and a right origin measured 1.02 (tashkeel OV bf16 vs f32)."""
+DATA_MOVEMENT = frozenset({"Squeeze", "Unsqueeze", "Reshape", "Gather", "Transpose", "Slice",
+                           "Concat", "Identity", "Flatten"})
+"""Operators that move values without computing: never amplifiers, only carriers."""
 
 SHARP_JUMP = 10.0
 """A diverging tensor whose error is this many times what its region reads jumps there."""

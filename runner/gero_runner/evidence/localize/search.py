@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,13 @@ import onnx
 
 from gero_runner.evidence import subgraphs as sg
 from gero_runner.evidence.localization import Side, TensorFigure
-from gero_runner.evidence.localize.bounds import FLOOR_FACTOR, SHADOW_KIND, TRACE_BYTES
+from gero_runner.evidence.localize.bounds import (
+    DEQUANTIZED,
+    FLOOR_FACTOR,
+    ROUNDED,
+    SHADOW_KIND,
+    TRACE_BYTES,
+)
 from gero_runner.evidence.localize.figures import figure, rounding, with_noise
 from gero_runner.evidence.localize.sides import (
     load_graph,
@@ -30,6 +37,38 @@ from gero_runner.evidence.localize.sides import (
     side_rounding,
     survivors,
 )
+from gero_runner.models.shadow import needs_dequantizing
+
+INTEGER_MADE = ("MatMulInteger", "ConvInteger")
+"""Operators whose output is an integer accumulator (the shadow's is in real units)."""
+
+
+def dequantized_meanings(graph: onnx.GraphProto) -> set[str]:
+    """The tensors of ``graph`` the dequantized float64 shadow computes with another
+    meaning: DynamicQuantizeLinear's outputs (the identity, scale 1, zero point 0 there),
+    the integer accumulators of ``INTEGER_MADE``, and what is made only from those and
+    weights (a Cast of the accumulator, the product of two scales). A node that reads both
+    an accumulator and a scale (the Mul that dequantizes) is back in real units on both
+    sides."""
+    weights = {t.name for t in graph.initializer}
+    weights |= {o for n in graph.node if n.op_type == "Constant" for o in n.output}
+    counts, scales = set(), set()  # integer-domain tensors; scale / zero-point tensors
+    for node in graph.node:
+        if node.op_type == "DynamicQuantizeLinear" and node.domain in ("", "ai.onnx"):
+            counts.update(node.output[:1])
+            scales.update(node.output[1:])
+            continue
+        if node.op_type in INTEGER_MADE and node.domain in ("", "ai.onnx"):
+            counts.update(node.output)
+            continue
+        reads = [r for r in node.input if r and r not in weights]
+        if not reads:
+            continue
+        if all(r in counts for r in reads):
+            counts.update(node.output)
+        elif all(r in scales for r in reads):
+            scales.update(node.output)
+    return (counts | scales) - {""}
 
 
 class Search:
@@ -59,6 +98,19 @@ class Search:
         self.widened: dict[str, set[str]] = {}
         """Per diverging tensor, the compared tensors its region is run across (``widen``)."""
         made_b = {o for n in self.model_b.graph.node for o in n.output}
+        self.unlike: set[str] = set()
+        """Tensors one side computes with another meaning (the dequantized shadow's scale 1
+        and float accumulators): neither compared nor a region's edge."""
+        if b.kind == SHADOW_KIND and b.backend != ROUNDED and needs_dequantizing(self.model_b):
+            self.unlike = dequantized_meanings(self.model_b.graph)
+            # A region cut from the model lacks the com.microsoft operators that make the
+            # shadow dequantize: it is told to, so a region alone computes as the trace did.
+            self.b = b = replace(b, settings={**b.settings, DEQUANTIZED: True})
+        if self.unlike:
+            self.notes.append(f"{len(self.unlike)} quantisation tensors (integers, scales, "
+                              "zero points, and what is made only from them) are not "
+                              "compared: the float64 arbiter computes DynamicQuantizeLinear "
+                              "as the identity (scale 1), so they differ by construction")
         started = time.perf_counter()
         surv_a = survivors(a, self.model_a)
         surv_b = survivors(b, self.model_b)
@@ -71,7 +123,7 @@ class Search:
         self.order: list[str] = []
         for node in self.model_a.graph.node:
             for t in node.output:
-                if not t or t not in made_b:
+                if not t or t not in made_b or t in self.unlike:
                     continue
                 if (surv_a is not None and t not in surv_a) or (surv_b is not None
                                                                   and t not in surv_b):

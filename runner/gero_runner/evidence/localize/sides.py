@@ -18,6 +18,7 @@ from gero_runner.checks.model import FP16_EXACT, FP16_SHADOW, INT8_EXACT
 from gero_runner.errors import ArtifactError, GeroError
 from gero_runner.evidence.localization import Side
 from gero_runner.evidence.localize.bounds import (
+    DEQUANTIZED,
     REFERENCE,
     ROUNDED,
     ROUNDINGS,
@@ -167,7 +168,8 @@ def run_side_each(side: Side, model: onnx.ModelProto, feeds_list: list[dict[str,
             evaluator: Any = corrected_evaluator(rounding_model(model))
         else:
             # As the run computed it: quantised com.microsoft operators dequantized.
-            evaluator = corrected_evaluator(widen(model, bool(needs_dequantizing(model))))
+            evaluator = corrected_evaluator(widen(model, bool(
+                side.settings.get(DEQUANTIZED) or needs_dequantizing(model))))
         out = []
         for feeds in (widen_inputs(f) for f in all_feeds):
             with np.errstate(all="ignore"):

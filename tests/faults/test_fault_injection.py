@@ -280,17 +280,17 @@ def test_a_model_that_never_ends_is_bounded_by_the_path_budget(tmp_path: Path) -
          check=FOUND)
     assert time.monotonic() - start < WAIT_S
     rows = pq.read_table(root / "runs/hang/observations.parquet").to_pylist()
-    assert {r["result"] for r in rows} == {"execution"}
-    # Each path (the float64 shadow, each ORT level, the ReferenceEvaluator) ran out of its
-    # own budget, and its row says so.
+    # Each path (each ORT level, the ReferenceEvaluator) ran out of its own budget, and its
+    # row says so; so did gero's float64 shadow, whose row is a note (gero's own tooling).
+    assert {r["result"] for r in rows if r["check"] != "model:float64-shadow"} == {"execution"}
     reasons = {r["optimization"]: r["reason"] for r in rows if r["check"] == "agreement"}
     assert reasons["all"] == ("ort-all failed: onnxruntime all ran out of its 1 s budget on "
                               "the model; not run on the contract graphs, nor its "
                               "noise-floor runs")
     assert len(reasons) == 5  # the four levels and the ReferenceEvaluator ("-")
-    shadow = [r["reason"] for r in rows if r["check"] == "model:float64-shadow"]
-    assert shadow == ["the float64 shadow could not run: it ran out of its 1 s budget "
-                      "(--path-budget)"]
+    shadow = [(r["result"], r["note"]) for r in rows if r["check"] == "model:float64-shadow"]
+    assert shadow == [("passed", "the float64 shadow could not run: it ran out of its 1 s "
+                                 "budget (--path-budget)")]
 
 
 def test_a_hostile_bundle_is_refused_or_bounded(tmp_path: Path) -> None:

@@ -277,7 +277,10 @@ class CaseContext:
         own arguments say (never its sentence): a registered defect (``defect``, keyed
         ``defect:KEYS``), a path that failed (``cannot-run``, keyed by the operator its
         ``error`` says it lacks, or ``out-of-budget``), else the check's law or gate
-        (``law:NAME``); the scope from the check (a variant file, the model, the graph)."""
+        (``law:NAME``); the scope from the check (a variant file, the model, the graph).
+        A verdict about gero's own tooling (a variant file its builder cannot make, an output
+        it does not compare, a yardstick that cannot run) is a note on a passed row: it
+        changes no class count and no exit status (issue 40)."""
         if actual.known_defects and result != PASSED:
             from gero_runner.backends.reference_defects import BY_KEY
 
@@ -300,6 +303,9 @@ class CaseContext:
             failure_kind = comparison_kind(cmp)  # a parity row's, like any comparison's
         elif not failure_kind:
             failure_kind = law_name(check)
+        if failure_kind == TOOLING:  # about gero's own tooling, no runtime's: a note (issue 40)
+            result, note = PASSED, note or reason
+            failure_kind = cause_key = ""
         scope = scope or scope_of(self.case.suite, check)
         if cmp is not None and result != PASSED:
             figures = {"mismatches": cmp.mismatch_count, "elements": cmp.element_count,

@@ -70,7 +70,7 @@ def test_a_static_quantizer_that_quantises_nothing_is_a_build_row(tmp_path: Path
                                                    variants=["int8-static", "int8-dynamic"])))
     rows = rows_of(tmp_path / "d", record.run_id)
     build = [r for r in rows if r["check"] == "model:int8-static:build"]
-    assert len(build) == 1 and build[0]["result"] == "execution"
+    assert len(build) == 1 and build[0]["result"] == "passed"  # gero's builder: a note
     assert "quantised no operator" in str(build[0]["reason"])
     assert "If/Loop/Scan bodies" in str(build[0]["reason"])
     assert not [r for r in rows if r["check"].startswith("model:int8-static:")

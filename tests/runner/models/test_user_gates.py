@@ -137,7 +137,8 @@ def zipmap_classifier(tmp: Path) -> str:
 def test_a_zipmap_output_is_one_named_row_and_the_label_is_compared(tmp_path: Path) -> None:
     rows = run(tmp_path, zipmap_classifier(tmp_path), dims=["batch=4"])
     outputs = [r for r in rows if r["check"] == "model:outputs"]
-    assert len(outputs) == 1 and outputs[0]["result"] == "execution"
+    assert len(outputs) == 1 and outputs[0]["result"] == "passed"  # gero's limit: a note
+    assert outputs[0]["note"] == outputs[0]["reason"]
     assert outputs[0]["output_name"] == "probabilities"
     assert "seq(map(int64,tensor(float32)))" in str(outputs[0]["reason"])
     label = [r for r in rows if r["output_name"] == "label" and r["check"] == "agreement"]
@@ -168,7 +169,8 @@ def test_a_reference_failure_is_a_row_under_the_reference(tmp_path: Path) -> Non
     rows = run(tmp_path, path)
     failing = [(r["check"], r["backend"]) for r in rows if r["result"] == "execution"]
     assert ("agreement", "onnx-reference") in failing
-    assert ("model:float64-shadow", "float64-shadow") in failing
+    noted = [(r["check"], r["backend"]) for r in rows if r["note"]]
+    assert ("model:float64-shadow", "float64-shadow") in noted  # gero's yardstick: a note
     assert not any(backend == "onnxruntime" for _, backend in failing), failing
     assert sum(r["check"] == "agreement" for r in rows) == 1
 
@@ -220,7 +222,7 @@ def test_a_variant_that_quantises_nothing_says_so(tmp_path: Path) -> None:
                 [helper.make_tensor_value_info("y", F, ["batch", 4])])
     rows = run(tmp_path, path, variants=["int8-dynamic"])
     (build,) = [r for r in rows if r["check"] == "model:int8-dynamic:build"]
-    assert build["result"] == "execution"
+    assert build["result"] == "passed" and build["note"] == build["reason"]  # gero's builder
     assert "quantised no operator" in str(build["reason"])
     assert not [r for r in rows if r["check"] == "model:int8-dynamic:vs-model"]
 
@@ -228,7 +230,7 @@ def test_a_variant_that_quantises_nothing_says_so(tmp_path: Path) -> None:
 def test_quantising_a_model_of_ml_operators_only_is_one_sentence(tmp_path: Path) -> None:
     rows = run(tmp_path, zipmap_classifier(tmp_path), variants=["int8-dynamic"])
     (failed,) = [r for r in rows if r["check"] == "model:int8-dynamic:build"]
-    assert failed["result"] == "execution" and "no ai.onnx operators" in str(failed["reason"])
+    assert failed["result"] == "passed" and "no ai.onnx operators" in str(failed["note"])
 
 
 def test_the_fp16_variant_of_a_model_with_an_if_runs_on_the_reference(tmp_path: Path) -> None:
@@ -274,9 +276,10 @@ def test_a_failed_fp16_yardstick_names_the_shadow_not_a_runtime(tmp_path: Path) 
                 [helper.make_tensor_value_info("y", F, ["batch", 3])], [w],
                 opsets={"": 17, "com.microsoft": 1})
     rows = run(tmp_path, path, variants=["fp16"])
-    yard = [r for r in rows if r["check"] == "model:fp16:scaled" and r["result"] == "execution"]
+    yard = [r for r in rows if r["check"] == "model:fp16:scaled" and r["note"]]
     assert yard and all(r["backend"] == "float64-shadow" for r in yard), [
         (r["backend"], r["reason"]) for r in yard]
-    assert "could not run on the fp16 file" in str(yard[0]["reason"])
+    assert all(r["result"] == "passed" for r in yard)  # gero's yardstick: a note
+    assert "could not run on the fp16 file" in str(yard[0]["note"])
     assert not [r["reason"] for r in rows if r["backend"] == "onnxruntime"
                 and r["result"] == "execution" and r["check"] != "model:fp16:precision"]

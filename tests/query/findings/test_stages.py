@@ -496,3 +496,32 @@ def test_an_output_gero_does_not_compare_blames_gero_not_the_runtime() -> None:
              **failed),
         fact(observation_id="old", kind="cannot-run", cause_key="error:output '…' is seq",
              **failed)) == {"new": "gero", "old": "gero"}
+
+
+def test_a_runtimes_setting_in_fewer_bits_is_a_precision_finding_apart_from_its_others(
+        ) -> None:
+    """Issue 40 (verify40b D5, tashkeel): OpenVINO at bf16-default off (a levels row against
+    its f32 setting, a model:fp32 row against float64) and OpenVINO at f32 off from float64
+    on its own (9.46x further than ONNX Runtime) are two causes: the precision family takes
+    the bf16 setting's rows only, the f32 setting's row is a finding of its own."""
+    def row(oid: str, setting: str, chk: str, kind: str) -> dict[str, Any]:
+        path = f"openvino@{setting}"
+        return {**fact(observation_id=oid, case_id="m1", chk=chk, kind=kind,
+                       model_case=True, scope="model", backend="openvino",
+                       optimization=setting, path=path, op_type="model",
+                       precision=setting.removesuffix("-default")),
+                "blamed": path, "runtime": "openvino", "fam0": "numeric", "fam": "numeric"}
+    blamed = [row("levels", "bf16-default", "levels", "law:levels"),
+              row("bf16-fp32", "bf16-default", "model:fp32", "law:fp32"),
+              row("f32-fp32", "f32", "model:fp32", "law:fp32")]
+    grouped = run_stage("grouped", blamed=blamed, everyone=[
+        {"case_id": "m1", "fam0": "numeric", "every_path": False}])
+    groups = run_stage("groups", kinds=run_stage("kinds", grouped=grouped))
+    labelled = run_stage("labelled", groups=groups,
+                         runtimes=_runtimes("m1", "openvino@bf16-default", "openvino@f32"))
+    signed = run_stage("signed", keyed=run_stage("keyed", labelled=labelled))
+    assert sorted((r["family"], r["outlier"], r["template"]) for r in signed) == [
+        ("numeric", "openvino@f32", "fp32"),
+        ("precision", "openvino@bf16-default", "computes float32 in bf16")]
+    members = {r["observation_id"]: r["sub"] for r in grouped}
+    assert members["levels"] == members["bf16-fp32"] != members["f32-fp32"]

@@ -9,6 +9,7 @@ stage's SELECT and reads the stages above it by name.
 
 from __future__ import annotations
 
+from gero.query.findings.members.keys import WIDTH
 from gero_runner.facts import MODEL_QUANTIZATION, YARDSTICKS
 from gero_runner.schema import MODEL_VARIANTS
 
@@ -91,6 +92,11 @@ def blamed_sql() -> str:
         AND r.chk = 'model:' || f.file || ':vs-model'"""
 
 
+LOWER = "lower precision"
+"""A numeric group's key for the rows of a setting that computes the dtype in fewer bits:
+the precision family takes those rows only (OpenVINO at f32 off on its own is another cause
+than its bf16 setting)."""
+
 OWN_SUB = """CASE WHEN {b}.cause_key LIKE 'unsupported-op:%' AND NOT {b}.model_case
                      THEN 'unsupported-op'
                  WHEN {b}.cause_key LIKE 'error:%' THEN 'PATH failed: ' || substr({b}.cause_key, 7)
@@ -103,10 +109,12 @@ def grouped_sql() -> str:
     """``grouped`` (reads ``blamed``, ``everyone``): each row's group in its case and family
     (``grp``: ``every path``, the blamed runtime, or the model's own quantisation for a
     batch law it breaks: no runtime's doing) and, for a failure, its cause
-    (``sub``: each different cause is a group of its own). A runtime that lacks an operator
-    of the model itself lacks it in the variant files too (whose message may name another
-    missing operator first): those failures are members of the model's (one finding about
-    the model, not one per file); a failure of another cause on a file stays its own."""
+    (``sub``: each different cause is a group of its own); a runtime's rows of a setting
+    that computes in fewer bits are a group apart from its other settings' (``LOWER``). A
+    runtime that lacks an operator of the model itself lacks it in the variant files too
+    (whose message may name another missing operator first): those failures are members of
+    the model's (one finding about the model, not one per file); a failure of another cause
+    on a file stays its own."""
     own = OWN_SUB.format(b="b")
     yardsticks = ", ".join(f"'{k}'" for k in YARDSTICKS)
     return f"""
@@ -115,7 +123,12 @@ def grouped_sql() -> str:
                      WHEN coalesce(e.every_path, false) THEN 'every path'
                      WHEN y.sub IS NOT NULL THEN y.runtime
                      ELSE b.runtime END AS grp,
-           CASE WHEN b.fam <> 'execution' THEN ''
+           CASE WHEN b.fam NOT IN ('execution', 'nan') AND NOT coalesce(e.every_path, false)
+                     AND b.blamed = b.path AND b.precision IS NOT NULL
+                     AND b.kind NOT LIKE 'nonfinite:%' AND b.kind <> 'defect'
+                     AND {WIDTH.format(x='b.precision')} < {WIDTH.format(x='b.dtype')}
+                    THEN '{LOWER}'
+                WHEN b.fam <> 'execution' THEN ''
                 WHEN y.sub IS NOT NULL THEN y.sub
                 WHEN b.cause_key LIKE 'unsupported-op:%' AND m.sub IS NOT NULL THEN m.sub
                 ELSE {own} END AS sub

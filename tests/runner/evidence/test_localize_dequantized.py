@@ -10,16 +10,19 @@ it')."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import onnx
 import pytest
+from evidence_helpers import model_rows, row_where
 from onnx import TensorProto, helper, numpy_helper
 
 from gero_runner.evidence.localization import NodeFinding, Side
 from gero_runner.evidence.localize import judge as judge_module
+from gero_runner.evidence.localize import localize_observation
 from gero_runner.evidence.localize.bounds import DEQUANTIZED, SHADOW, SHADOW_KIND
 from gero_runner.evidence.localize.search import dequantized_meanings
 from gero_runner.evidence.localize.sides import run_side
@@ -47,6 +50,37 @@ def _quantised_matmul() -> onnx.ModelProto:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 9
     return model
+
+
+def _quantised_lstm(tmp: Path) -> Path:
+    """x[3, 2, 6] → LSTM(8) → last hidden state · M[8, 5], through ORT's dynamic quantizer:
+    com.microsoft DynamicQuantizeLSTM, DynamicQuantizeLinear, MatMulInteger."""
+    import logging
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    rng = np.random.default_rng(0)
+    weights = {"W": rng.standard_normal((1, 32, 6)) * 0.3,
+               "R": rng.standard_normal((1, 32, 8)) * 0.3,
+               "B": rng.standard_normal((1, 64)) * 0.1, "M": rng.standard_normal((8, 5))}
+    graph = helper.make_graph(
+        [helper.make_node("LSTM", ["x", "W", "R", "B"], ["Y", "Yh"], hidden_size=8),
+         helper.make_node("Squeeze", ["Yh"], ["h"]),
+         helper.make_node("MatMul", ["h", "M"], ["y"])], "lstm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    src, dst = tmp / "lstm.onnx", tmp / "lstm_int8.onnx"
+    onnx.save(model, str(src))
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
+    finally:
+        logging.disable(previous)
+    return dst
 
 
 def test_the_quantisation_tensors_are_the_ones_the_shadow_means_otherwise() -> None:
@@ -98,3 +132,28 @@ def test_a_node_that_moves_data_is_a_carrier(op: str) -> None:
     assert judge_module.carrying_role(op, 0.065, 0.0065) == "carrier"
     assert judge_module.carrying_role("Mul", 0.065, 0.0065) == "amplifier"
     assert judge_module.carrying_role("Mul", 0.005, 0.0065) == "carrier"
+
+
+@pytest.mark.slow
+def test_localize_of_a_quantised_model_against_its_arbiter_skips_the_quantisation_tensors(
+        tmp_path: Path) -> None:
+    """In a run: ORT's dynamic quantizer's LSTM + MatMul (com.microsoft DynamicQuantizeLSTM,
+    so the arbiter is dequantized); the model:fp32 row against the float64 arbiter traces
+    the float tensors (the LSTM's, the dequantized MatMul's output) and none of the
+    integers, scales or their product (were compared: MatMulInteger's accumulator, the
+    scales' Mul)."""
+    root = tmp_path / "d"
+    model_path = _quantised_lstm(tmp_path)
+    rows = model_rows(root, model_path)
+    row = row_where(rows, check="model:fp32", backend="onnxruntime", reference="float64-shadow")
+    loc, _ = localize_observation(root, row)
+    graph = onnx.load(str(model_path)).graph
+    unlike = dequantized_meanings(graph)
+    made = {t: n for n in graph.node for t in n.output}
+    # The scale product, the accumulator and its Cast are among the tensors not compared.
+    assert {made[t].op_type for t in unlike} == {"DynamicQuantizeLinear", "Mul",
+                                                 "MatMulInteger", "Cast"}
+    compared = {t.name for t in loc.tensors}
+    assert "y" in compared and compared & {"Y", "Yh", "h"}
+    assert not compared & unlike
+    assert any("quantisation tensors" in n for n in loc.notes)

@@ -503,25 +503,38 @@ def test_a_runtimes_setting_in_fewer_bits_is_a_precision_finding_apart_from_its_
     """Issue 40 (verify40b D5, tashkeel): OpenVINO at bf16-default off (a levels row against
     its f32 setting, a model:fp32 row against float64) and OpenVINO at f32 off from float64
     on its own (9.46x further than ONNX Runtime) are two causes: the precision family takes
-    the bf16 setting's rows only, the f32 setting's row is a finding of its own."""
-    def row(oid: str, setting: str, chk: str, kind: str) -> dict[str, Any]:
+    the bf16 setting's rows only; the f32 setting's row is its own model:fp32 finding (the
+    bf16 setting being off does not make OpenVINO 'already off' for its f32 law)."""
+    def row(oid: str, setting: str, chk: str, kind: str, fam: str) -> dict[str, Any]:
         path = f"openvino@{setting}"
-        return {**fact(observation_id=oid, case_id="m1", chk=chk, kind=kind,
+        return {**fact(observation_id=oid, case_id="m1", chk=chk, kind=kind, family=fam,
                        model_case=True, scope="model", backend="openvino",
                        optimization=setting, path=path, op_type="model",
                        precision=setting.removesuffix("-default")),
-                "blamed": path, "runtime": "openvino", "fam0": "numeric", "fam": "numeric"}
-    blamed = [row("levels", "bf16-default", "levels", "law:levels"),
-              row("bf16-fp32", "bf16-default", "model:fp32", "law:fp32"),
-              row("f32-fp32", "f32", "model:fp32", "law:fp32")]
-    grouped = run_stage("grouped", blamed=blamed, everyone=[
-        {"case_id": "m1", "fam0": "numeric", "every_path": False}])
+                "blamed": path, "runtime": "openvino", "fam0": fam}
+    rows = [row("levels", "bf16-default", "levels", "law:levels", "numeric"),
+            row("bf16-fp32", "bf16-default", "model:fp32", "law:fp32", "model:fp32"),
+            row("f32-fp32", "f32", "model:fp32", "law:fp32", "model:fp32")]
+    runtimes = [{**r, "fam": fam} for r in _runtimes("m1", "openvino@bf16-default",
+                                                      "openvino@f32")
+                for fam in ("numeric", "model:fp32")]
+    kind_sets = run_stage("kind_sets", runtime_rows=rows)
+    everyone = run_stage("everyone", runtime_rows=rows, runtimes=runtimes,
+                         kind_sets=kind_sets)
+    # OpenVINO is not off in its own outputs: its bf16 setting alone is
+    assert run_stage("off", runtime_rows=rows) == []
+    blamed = run_stage("blamed", runtime_rows=rows, everyone=everyone,
+                       off=[{"case_id": "another", "runtime": "openvino"}],
+                       off_on_file=[{"case_id": "another", "runtime": "openvino",
+                                     "file": "fp16", "fam0": "model:fp16:scaled"}])
+    grouped = run_stage("grouped", blamed=blamed, everyone=everyone)
     groups = run_stage("groups", kinds=run_stage("kinds", grouped=grouped))
-    labelled = run_stage("labelled", groups=groups,
-                         runtimes=_runtimes("m1", "openvino@bf16-default", "openvino@f32"))
-    signed = run_stage("signed", keyed=run_stage("keyed", labelled=labelled))
-    assert sorted((r["family"], r["outlier"], r["template"]) for r in signed) == [
-        ("numeric", "openvino@f32", "fp32"),
-        ("precision", "openvino@bf16-default", "computes float32 in bf16")]
-    members = {r["observation_id"]: r["sub"] for r in grouped}
-    assert members["levels"] == members["bf16-fp32"] != members["f32-fp32"]
+    labelled = run_stage("labelled", groups=groups, runtimes=runtimes)
+    hashed = run_stage("hashed", signed=run_stage(
+        "signed", keyed=run_stage("keyed", labelled=labelled)))
+    assert sorted((r["group_fam"], r["family"], r["outlier"], r["template"]) for r in hashed) == [
+        ("model:fp32", "model:fp32", "openvino@f32", "fp32"),
+        ("model:fp32", "precision", "openvino@bf16-default", "computes float32 in bf16"),
+        ("numeric", "precision", "openvino@bf16-default", "computes float32 in bf16")]
+    # the bf16 setting's two rows are one finding, the f32 setting's another
+    assert len({r["finding_id"] for r in hashed}) == 2

@@ -51,11 +51,20 @@ def everyone_sql() -> str:
     WHERE b.fam0 NOT IN ('nan', 'execution') GROUP BY b.case_id, b.fam0"""
 
 
+def lower_sql(b: str) -> str:
+    """A row of a setting that computes its dtype in fewer bits, blamed on that setting."""
+    return (f"{b}.blamed = {b}.path AND {b}.precision IS NOT NULL "
+            f"AND {b}.kind NOT LIKE 'nonfinite:%' AND {b}.kind <> 'defect' "
+            f"AND {WIDTH.format(x=b + '.precision')} < {WIDTH.format(x=b + '.dtype')}")
+
+
 def off_sql() -> str:
     """``off`` (reads ``runtime_rows``): (case, runtime) pairs off in the case's own outputs
-    (against float64 or the others)."""
-    return """
-    SELECT DISTINCT case_id, runtime FROM runtime_rows WHERE fam0 = 'numeric'"""
+    (against float64 or the others); not by a setting that computes in fewer bits alone (a
+    law its f32 setting breaks is that setting's own cause, not the bf16 setting's)."""
+    return f"""
+    SELECT DISTINCT case_id, runtime FROM runtime_rows r
+    WHERE fam0 = 'numeric' AND NOT coalesce({lower_sql('r')}, false)"""
 
 
 def off_on_file_sql() -> str:
@@ -124,9 +133,7 @@ def grouped_sql() -> str:
                      WHEN y.sub IS NOT NULL THEN y.runtime
                      ELSE b.runtime END AS grp,
            CASE WHEN b.fam NOT IN ('execution', 'nan') AND NOT coalesce(e.every_path, false)
-                     AND b.blamed = b.path AND b.precision IS NOT NULL
-                     AND b.kind NOT LIKE 'nonfinite:%' AND b.kind <> 'defect'
-                     AND {WIDTH.format(x='b.precision')} < {WIDTH.format(x='b.dtype')}
+                     AND coalesce({lower_sql('b')}, false)
                     THEN '{LOWER}'
                 WHEN b.fam <> 'execution' THEN ''
                 WHEN y.sub IS NOT NULL THEN y.sub

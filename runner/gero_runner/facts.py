@@ -142,6 +142,9 @@ MODEL_SCOPE: Final = "model"
 GRAPH_SCOPE: Final = "graph"
 MODEL_QUANTIZATION: Final = "model-quantization"
 PRECISION_REWRITE: Final = "precision-rewrite"
+FP16_OVERFLOW: Final = "fp16-overflow"
+"""The fp16 file computed as it declares (float16 after every node) overflows float16 where
+the fp32 model is finite: a contract issue of the file, not of a path (``checks.model``)."""
 VARIANT_BUILD: Final = "tooling:variant-build"
 TENSOR_OUTPUTS: Final = "tooling:tensor-outputs"
 """A model output gero does not compare (a sequence or map, not a tensor): gero's own limit,

@@ -49,7 +49,7 @@ from gero_runner import backends
 from gero_runner.backends.base import NOT_APPLICABLE, Backend, PathSpec
 from gero_runner.case import MODEL_SUITES, CaseInstance, ModelChecks
 from gero_runner.errors import GeroError, NotRun, PathFailed, error_text
-from gero_runner.facts import TOOLING, failure_cause, root_cause
+from gero_runner.facts import FP16_OVERFLOW, TOOLING, failure_cause, root_cause
 from gero_runner.metrics import model_level as ml
 from gero_runner.metrics.compare import ACTUAL, REFERENCE, compare
 from gero_runner.models import variants as var
@@ -253,15 +253,16 @@ def calibration_of(case: CaseInstance) -> var.Calibration:
 
 
 def fp16_yardsticks(model: bytes, inputs: dict[str, np.ndarray]
-                    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """The fp16 file's float64 shadow rounded to float16 at each node, and its exact
-    float64 shadow (raises what the evaluator raises)."""
+                    ) -> tuple[list[np.ndarray], list[np.ndarray], str]:
+    """The fp16 file's float64 shadow rounded to float16 at each node, its exact float64
+    shadow, and the first tensor float16 overflows in the former ('' when none; raises what
+    the evaluator raises)."""
     from gero_runner.models import fp16_reference as fr
     from gero_runner.models import shadow
 
-    rounded = fr.rounded_shadow(model, inputs)
+    rounded, first = fr.rounded_shadow_traced(model, inputs)
     exact = shadow.run_shadow(onnx.load_from_string(model), inputs)
-    return rounded, exact
+    return rounded, exact, first
 
 
 class ModelRuns:
@@ -313,13 +314,14 @@ class ModelRuns:
         ctx.backend_seconds += sum(p.backend_seconds for p in runs.values())
         return runs
 
-    def fp16_yardsticks(self, ctx: CaseContext) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def fp16_yardsticks(self, ctx: CaseContext
+                        ) -> tuple[list[np.ndarray], list[np.ndarray], str]:
         got = self.yardsticks
         if got is None or isinstance(got, str):
             raise PathFailed(got or "not run")
-        (rounded, exact), seconds = got
+        (rounded, exact, first), seconds = got
         ctx.backend_seconds += seconds
-        return rounded, exact
+        return rounded, exact, first
 
     def int8_exact(self, name: str) -> list[np.ndarray]:
         got = self.exact.get(name)
@@ -885,8 +887,9 @@ class _Checker:
         assert base.outputs is not None and fp32.outputs is not None
         rounded: list[np.ndarray] | None
         exact: list[np.ndarray] | None
+        first = ""
         try:
-            rounded, exact = self.runs.fp16_yardsticks(self.ctx)
+            rounded, exact, first = self.runs.fp16_yardsticks(self.ctx)
         except Exception as e:
             rounded = exact = None
             # The yardstick's own failure (the float64 shadow's evaluator on the fp16 file),
@@ -906,6 +909,8 @@ class _Checker:
                       for e in [ml.scaled_error(rounded[j], exact[j])] if math.isfinite(e)),
                      default=math.nan)
         widening = self._widening(model, base, others)
+        if rounded is not None:
+            self._fp16_overflow(rounded, first, (base, *others), fp32)
         for p in (base, *others):
             assert p.outputs is not None
             runtime = backends.find(p.backend)
@@ -948,6 +953,34 @@ class _Checker:
                     same = self._within_sensitivity(same, j, a, f32[j], yard[j])
                 self._fp16_row("model:fp16:scaled", out, p, label, onnx.__version__, a,
                                yard[j].astype(a.dtype), same, finite, (p.files[j], ""))
+
+    def _fp16_overflow(self, rounded: list[np.ndarray], first: str,
+                       paths: tuple[PathResult, ...], fp32: PathResult) -> None:
+        """The fp16 file computed as it declares (float16 after every node) is NaN or inf
+        where the fp32 model is finite: a contract issue of the file (cause key
+        ``fp16-overflow``), whichever path widens it to float32 and stays finite (t5's
+        encoder: the yardstick NaN at 18432 of 18432 elements, every CPU path finite); a
+        runtime that honours float16 gets inf or NaN."""
+        assert fp32.outputs is not None
+        for j in self._float_outputs(fp32.outputs):
+            f = fp32.outputs[j]
+            if j >= len(rounded) or rounded[j].shape != f.shape \
+                    or np.isfinite(rounded[j]).all() or not np.isfinite(f).all():
+                continue
+            y = rounded[j]
+            finite = [_path_label(p) for p in paths if p.outputs is not None
+                      and j < len(p.outputs) and bool(np.isfinite(p.outputs[j]).all())]
+            bad = int((~np.isfinite(y)).sum())
+            at = f" ({first})" if first else ""
+            widen = (f"; {', '.join(finite)} widen it to float32 and stay finite"
+                     if finite else "")
+            reason = (f"NaN or inf at {bad} of {y.size} elements where the fp32 model is "
+                      f"finite: float16 overflows past ±65504 in the file{at}{widen}; a "
+                      f"runtime that honours float16 gets inf or NaN")
+            self._row("model:fp16:vs-model", self.ctx.output_names[j],
+                      self._fp16_shadow_path(), f"fp32:{_path_label(fp32)}", fp32.version,
+                      y.astype(np.float16), f, CONTRACT_ISSUE, reason, {})
+            self.rows[-1] = dataclasses.replace(self.rows[-1], cause_key=FP16_OVERFLOW)
 
     def _own_fp32(self, p: PathResult) -> PathResult | None:
         """A path's own output on the fp32 model, else its runtime's baseline's (a setting

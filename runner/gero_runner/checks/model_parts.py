@@ -162,15 +162,16 @@ class BuildVariant(Part):
 
 @dataclass
 class Fp16Yardsticks(Part):
-    """The fp16 file's float64 shadow rounded to float16 at each node, and its exact
-    float64 shadow (the ReferenceEvaluator twice: a path of its own)."""
+    """The fp16 file's float64 shadow rounded to float16 at each node, its exact float64
+    shadow (the ReferenceEvaluator twice: a path of its own) and the first tensor float16
+    overflows in the former."""
 
     model: bytes
     inputs: dict[str, np.ndarray]
     label: str
     budget_s: float
 
-    def run(self, settings: Any) -> tuple[list[np.ndarray], list[np.ndarray]] | str:
+    def run(self, settings: Any) -> tuple[list[np.ndarray], list[np.ndarray], str] | str:
         try:
             return fp16_yardsticks(self.model, self.inputs)
         except Exception as e:  # the model family's row says so

@@ -96,10 +96,38 @@ def rounding_model(model: onnx.ModelProto) -> onnx.ModelProto:
 def rounded_shadow(model: bytes, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
     """The fp16 file's outputs computed exactly and rounded to float16 at every node
     (float64 arrays; raises what the ReferenceEvaluator raises)."""
-    evaluator: Any = corrected_evaluator(rounding_model(onnx.load_from_string(model)))
+    return rounded_shadow_traced(model, inputs)[0]
+
+
+def rounded_shadow_traced(model: bytes, inputs: dict[str, np.ndarray]
+                          ) -> tuple[list[np.ndarray], str]:
+    """``rounded_shadow`` and where its main graph first overflows float16 (a tensor finite
+    computed exactly, inf rounded) and first holds a NaN, with their operators ('' when
+    neither): where the file as declared breaks (t5's encoder: its attention mask overflows
+    harmlessly, its block-0 residual stream past ±65504 turns NaN in the layer norm)."""
+    proto = onnx.load_from_string(model)
+    ops = {o: n.op_type for n in proto.graph.node for o in n.output}
+    evaluator: Any = corrected_evaluator(rounding_model(proto))
+    overflow: list[str] = []  # the first value finite in float64 that float16 makes inf
+    nan: list[str] = []  # the first NaN computed (an inf met an inf: t5's layer norm)
+    finite: dict[str, bool] = {}
+
+    def watch(node: onnx.NodeProto, name: str, value: Any) -> None:
+        if nan or not isinstance(value, np.ndarray) or value.dtype.kind != "f":
+            return
+        tensor = name.removesuffix(ROUND_SUFFIX).removesuffix("__h")
+        where = f"{tensor} ({ops.get(tensor, node.op_type)})"
+        if np.isnan(value).any():
+            nan.append(f"the first NaN at {where}")
+        elif name.endswith(ROUND_SUFFIX):
+            finite[tensor] = bool(np.isfinite(value).all())
+        elif not overflow and name.endswith("__h") and finite.get(tensor) \
+                and not np.isfinite(value).all():
+            overflow.append(f"the first overflow at {where}")
+
     with np.errstate(all="ignore"):
-        outputs = run_releasing(evaluator, shadow.widen_inputs(inputs))
-    return [np.asarray(outputs[n]) for n in evaluator.output_names]
+        outputs = run_releasing(evaluator, shadow.widen_inputs(inputs), watch)
+    return [np.asarray(outputs[n]) for n in evaluator.output_names], ", ".join(overflow + nan)
 
 
 @dataclass(frozen=True)

@@ -221,6 +221,10 @@ EXAMPLES = {
                              kind="law:vs-fp32", scope="int8-static", cause="cosine 0.2"),
     "file-scaled": _example("model:fp16:scaled", "onnxruntime", "scaled",
                             kind="law:scaled", scope="fp16", cause="scaled error 3 > 0.1"),
+    "fp16-overflow": _example("model:fp16:vs-model", "float64-shadow", "vs-model",
+                              kind="law:vs-model", cause_key="fp16-overflow", scope="fp16",
+                              cause="NaN or inf at 18432 of 18432 elements where the fp32 "
+                              "model is finite: float16 overflows past ±65504 in the file"),
     "file-baseline": _example("model:fp16:cosine", "openvino", "cosine", kind="law:cosine",
                               reference="fp16:onnxruntime:all", scope="fp16",
                               cause="row cosine 0.5 < 0.99"),
@@ -266,6 +270,11 @@ def test_every_kind_of_title_has_a_hand_made_finding_without_placeholders() -> N
                        cause="scaled error 0.3 > 0.0001")  # squeezenet's (was 'squeezenet
     # (float32) model:fp32 on onnx-shipped: …')
     assert render_title(shipped).startswith("The outputs shipped with the model are off on ")
+    # the fp16 file's own overflow names the file, no path (issue 40, t5's encoder)
+    overflow = render_title(EXAMPLES["fp16-overflow"])
+    assert overflow.startswith("The fp16 file of Erf, Softmax overflows float16 computed as "
+                               "it declares (float16 after every node): ")
+    assert "NaN or inf at 18432 of 18432 elements" in overflow
     # the baseline's setting in parentheses ('disagree with ONNX Runtime at all there' misread)
     assert "with ONNX Runtime (all) on that file (cosine)" in render_title(
         EXAMPLES["file-baseline"])

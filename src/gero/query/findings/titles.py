@@ -24,6 +24,7 @@ from gero.query.findings.model import (
 )
 from gero_runner.backends import title
 from gero_runner.facts import (
+    FP16_OVERFLOW,
     GRAPH_SCOPE,
     MODEL_QUANTIZATION,
     OUT_OF_BUDGET,
@@ -52,6 +53,10 @@ TITLES: dict[str, str] = {
     # an output gero does not compare (a sequence or map): gero's limit, no runtime's failure
     "gero-limit": "gero does not compare an output of {ops}{on} (its limit, not a runtime's "
                   "failure): {cause}",
+    # the fp16 file computed as it declares overflows float16 (cause_key 'fp16-overflow'):
+    # a finding about the file, whichever path widens it and stays finite
+    "fp16-overflow": "The {variant} file of {ops} overflows float16 computed as it declares "
+                     "(float16 after every node): {cause}",
     "widens-fp16": "{Who} computes the fp16 file of {ops} in float32 {detail}",
     "no-kernel": "{Who} has no {dtypes} kernel for {n_ops} operator(s): {ops}",
     # a model (or its variant file) holds an operator the runtime does not implement
@@ -115,6 +120,8 @@ def title_kind(f: Finding) -> str:
         return "model-quantization"
     if f.kind == "defect" or f.cause_key.startswith("defect:"):
         return "defect"
+    if f.cause_key == FP16_OVERFLOW:
+        return "fp16-overflow"
     if f.family == "execution":
         if f.outlier == VARIANT_TOOLING or f.cause_key == VARIANT_BUILD:
             return "tooling"

@@ -209,7 +209,10 @@ def test_a_regressor_variant_is_gated_on_scaled_error(tmp_path: Path) -> None:
                 [helper.make_tensor_value_info("x", F, ["batch", 4])],
                 [helper.make_tensor_value_info("y", F, ["batch", 1])], [w, k])
     rows = run(tmp_path, path, dims=["batch=8"], variants=["fp16"])
-    (vs,) = [r for r in rows if r["check"] == "model:fp16:vs-model"]
+    # ONNX Runtime's row (the file's own float16 overflow, computed as declared, is a row of
+    # the float64 shadow's beside it)
+    (vs,) = [r for r in rows if r["check"] == "model:fp16:vs-model"
+             and r["backend"] == "onnxruntime"]
     # fp16 clamps the weight 1e5 to 65504: every value shrinks by a third, keeping its sign
     assert vs["result"] == "divergence" and "rows of one element" in str(vs["reason"])
 

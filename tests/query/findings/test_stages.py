@@ -258,7 +258,8 @@ def test_a_nan_only_row_is_one_cause_on_every_path() -> None:
 
 def _runtime_row(case: str, path: str, kind: str = "outside") -> dict[str, Any]:
     return {"case_id": case, "fam0": "numeric", "runtime": path.split("@")[0],
-            "blamed": path, "kind": kind}
+            "blamed": path, "path": path, "kind": kind, "precision": None,
+            "dtype": "float32"}
 
 
 def _runtimes(case: str, *paths: str) -> list[dict[str, Any]]:
@@ -321,8 +322,8 @@ def test_a_law_broken_by_a_runtime_already_off_joins_its_numeric_finding() -> No
     got = run_stage("blamed", runtime_rows=rows,
                     everyone=[{"case_id": "c1", "fam0": "contract:masked_rows",
                                "every_path": False}],
-                    off=[{"case_id": "c1", "runtime": "tract"},
-                         {"case_id": "m1", "runtime": "tract"}],
+                    off=[{"case_id": "c1", "runtime": "tract", "lower": False},
+                         {"case_id": "m1", "runtime": "tract", "lower": False}],
                     off_on_file=run_stage("off_on_file", runtime_rows=rows))
     assert sorted((r["case_id"], r["runtime"], r["chk"], r["fam"]) for r in got) == [
         ("c1", "openvino", "contract:masked_rows", "contract:masked_rows"),
@@ -447,7 +448,7 @@ def test_a_file_off_on_every_path_keeps_only_the_rows_no_cause_of_their_own_expl
     got = run_stage("blamed", runtime_rows=rows,
                     everyone=[{"case_id": "m1", "fam0": "model:int8-static:vs-model",
                                "every_path": True}],
-                    off=[{"case_id": "none", "runtime": "none"}],
+                    off=[{"case_id": "none", "runtime": "none", "lower": False}],
                     off_on_file=run_stage("off_on_file", runtime_rows=rows))
     assert sorted((r["runtime"], r["chk"], r["fam"]) for r in got) == [
         ("onnxruntime", "model:int8-static:vs-model", "model:int8-static:vs-model"),
@@ -524,10 +525,11 @@ def test_a_runtimes_setting_in_fewer_bits_is_a_precision_finding_apart_from_its_
     kind_sets = run_stage("kind_sets", runtime_rows=rows)
     everyone = run_stage("everyone", runtime_rows=rows, runtimes=runtimes,
                          kind_sets=kind_sets)
-    # OpenVINO is not off in its own outputs: its bf16 setting alone is
-    assert run_stage("off", runtime_rows=rows) == []
-    blamed = run_stage("blamed", runtime_rows=rows, everyone=everyone,
-                       off=[{"case_id": "another", "runtime": "openvino"}],
+    # OpenVINO is off in its own outputs by its bf16 setting alone: that makes the bf16
+    # setting's gate row join its levels row, not the f32 setting's
+    off = run_stage("off", runtime_rows=rows)
+    assert off == [{"case_id": "m1", "runtime": "openvino", "lower": True}]
+    blamed = run_stage("blamed", runtime_rows=rows, everyone=everyone, off=off,
                        off_on_file=[{"case_id": "another", "runtime": "openvino",
                                      "file": "fp16", "fam0": "model:fp16:scaled"}])
     grouped = run_stage("grouped", blamed=blamed, everyone=everyone)
@@ -540,7 +542,6 @@ def test_a_runtimes_setting_in_fewer_bits_is_a_precision_finding_apart_from_its_
         "signed", keyed=run_stage("keyed", labelled=labelled)))
     assert sorted((r["group_fam"], r["family"], r["outlier"], r["template"]) for r in hashed) == [
         ("model:fp32", "model:fp32", "openvino@f32", "fp32"),
-        ("model:fp32", "precision", "openvino@bf16-default", "computes float32 in bf16"),
         ("numeric", "precision", "openvino@bf16-default", "computes float32 in bf16")]
     # the bf16 setting's two rows are one finding, the f32 setting's another
     assert len({r["finding_id"] for r in hashed}) == 2

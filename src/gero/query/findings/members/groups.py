@@ -60,11 +60,12 @@ def lower_sql(b: str) -> str:
 
 def off_sql() -> str:
     """``off`` (reads ``runtime_rows``): (case, runtime) pairs off in the case's own outputs
-    (against float64 or the others); not by a setting that computes in fewer bits alone (a
-    law its f32 setting breaks is that setting's own cause, not the bf16 setting's)."""
+    (against float64 or the others), and whether by a setting that computes in fewer bits
+    (``lower``): a law its f32 setting breaks is that setting's own cause, not the bf16
+    setting's, while the bf16 setting's own gate row joins the bf16 setting's group."""
     return f"""
-    SELECT DISTINCT case_id, runtime FROM runtime_rows r
-    WHERE fam0 = 'numeric' AND NOT coalesce({lower_sql('r')}, false)"""
+    SELECT DISTINCT case_id, runtime, coalesce({lower_sql('r')}, false) AS lower
+    FROM runtime_rows r WHERE fam0 = 'numeric'"""
 
 
 def off_on_file_sql() -> str:
@@ -97,6 +98,7 @@ def blamed_sql() -> str:
     FROM runtime_rows r
     LEFT JOIN everyone e ON e.case_id = r.case_id AND e.fam0 = r.fam0
     LEFT JOIN off o ON o.case_id = r.case_id AND o.runtime = r.runtime
+        AND o.lower = coalesce({lower_sql('r')}, false)
     LEFT JOIN off_on_file f ON f.case_id = r.case_id AND f.runtime = r.runtime
         AND r.chk = 'model:' || f.file || ':vs-model'"""
 

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 from gero_runner.evidence.localize.bounds import DEFAULT_TIMEOUT_S
 from gero_runner.evidence.localize.figures import figure
-from gero_runner.evidence.localize.judge import summary
 from gero_runner.evidence.localize.observation import (
     SCRATCH_PREFIX,
     LocalizeFailed,
@@ -56,6 +55,7 @@ from gero_runner.evidence.localize.store import (
     read_localization,
     store_localization,
 )
+from gero_runner.evidence.localize.words import summary
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",

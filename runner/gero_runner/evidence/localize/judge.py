@@ -13,25 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
 
 from gero_runner.errors import ArtifactError
-from gero_runner.evidence import subgraphs as sg
-from gero_runner.evidence.localization import Localization, NodeFinding
+from gero_runner.evidence.localization import NodeFinding
 from gero_runner.evidence.localize.bounds import (
     ACCOUNTED,
-    BODY,
-    KEEP_TENSOR_BYTES,
     MAX_CANDIDATES,
     MAX_SHARES,
     RUNTIME,
-    SHADOW_KIND,
     SUBGRAPH_OPS,
-    TRACE_BYTES,
 )
-from gero_runner.evidence.localize.figures import bit_exact, figure, rounding
+from gero_runner.evidence.localize.figures import bit_exact, figure
+from gero_runner.evidence.localize.refine import inside_note, keep, refine, repro_model
 from gero_runner.evidence.localize.search import Search
-from gero_runner.evidence.localize.sides import run_side
+from gero_runner.evidence.localize.words import span
 from gero_runner.evidence.rewrites import PrecisionRewrite, node_label, side_precision_rewrite
 from gero_runner.storage.artifacts import has_member, load_array
 
@@ -113,24 +108,24 @@ def judge(s: Search, window: list[str]
             # The reference's inputs do not fit the path's own type (a float16 overflow
             # already happened upstream): the node only carries what it was given.
             amplifiers.append(finding)
-            _keep(kept, t, x, y, feeds, s)
+            keep(kept, t, x, y, feeds, s)
             continue
         if local > fig.threshold:
             if finding.widened:
                 s.notes.append(_widened_note(s, finding))
             if node is not None and len(ra) == 1 and node.op_type in SUBGRAPH_OPS:
-                s.notes.append(_inside_note(node, feeds))
+                s.notes.append(inside_note(node, feeds))
             origins.append(finding)
             feeds_of[t] = {n: s.b_values.get(n, v) for n, v in feeds.items()}
             alone_values[t] = x
             if repro is None:
-                repro = _repro_model(s, t, feeds, kept, x, y)
+                repro = repro_model(s, t, feeds, kept, x, y)
         else:
             amplifiers.append(finding)
-        _keep(kept, t, x, y, feeds, s)
+        keep(kept, t, x, y, feeds, s)
     # A non-finite origin first: it is refined (and its share measured) whatever its place.
     origins = sorted(origins, key=lambda o: not math.isinf(o.local_scaled_error))
-    origins = [_refine(s, o, feeds_of.get(o.tensor, {})) for o in origins[:MAX_SHARES]] + \
+    origins = [refine(s, o, feeds_of.get(o.tensor, {})) for o in origins[:MAX_SHARES]] + \
         origins[MAX_SHARES:]
     origins = sorted(origins, key=lambda o: s.position.get(o.tensor, -1))
     s.phases["alone_s"] = time.perf_counter() - started
@@ -235,7 +230,7 @@ def _widened_note(s: Search, o: NodeFinding) -> str:
     across = ", ".join(o.widened[:4])
     return (f"{o.tensor}: run alone from {across} (which read back the same on both sides "
             f"when marked as outputs), its nodes agree; run as one with the nodes that make "
-            f"{across} ({len(o.nodes)} nodes: {_span(o.nodes)}), they differ by "
+            f"{across} ({len(o.nodes)} nodes: {span(o.nodes)}), they differ by "
             f"{o.local_scaled_error:.2g}: {s.a.label} does not compute with {across} as it "
             "reads back (it rewrites those nodes together)")
 
@@ -277,179 +272,6 @@ def _with_causes(s: Search, origins: list[NodeFinding]) -> list[NodeFinding]:
     return out
 
 
-def _inside_note(node: onnx.NodeProto, feeds: dict[str, np.ndarray]) -> str:
-    """Where inside an If, Loop or Scan origin its difference arises (which If branch ran,
-    from the reference's condition)."""
-    where = f"its {BODY[node.op_type]}"
-    if node.op_type == "If" and node.input and node.input[0] in feeds:
-        cond = np.asarray(feeds[node.input[0]])
-        if cond.size == 1:
-            where = "its then_branch" if bool(cond.reshape(())) else "its else_branch"
-    return (f"{node.name or node.output[0]} ({node.op_type}): the difference arises inside "
-            f"{where}, a subgraph whose tensors are not traced; the {node.op_type} is "
-            "localized as a unit (its repro is the whole node)")
-
-
-def _refine(s: Search, o: NodeFinding, feeds: dict[str, np.ndarray]) -> NodeFinding:
-    """Inside an origin of several nodes (a runtime fused them, so their inner tensors were
-    not compared end to end): the region runs alone again with its inner tensors marked;
-    when that gives the region's output bit for bit on both paths (marking changed
-    nothing), the first inner node whose own output differs from the reference's inputs
-    is named (``within``)."""
-    ra, rb = s.regions(o.tensor)
-    if len(ra) < 2 or not feeds:
-        return o
-    if math.isinf(o.local_scaled_error):
-        return _first_nan(s, o, feeds)
-    graph = s.model_a.graph
-    inner = [t for i in ra for t in graph.node[i].output if t and t != o.tensor
-             and t in s.types_b and any(t in n.output for n in s.model_b.graph.node)]
-    if not inner:
-        return o
-    if sum(s.size(t) for t in inner) > TRACE_BYTES:
-        s.notes.append(f"inside {o.node}: its {len(inner)} inner tensors are more than "
-                       f"{TRACE_BYTES >> 20} MiB, so they were not traced")
-        return o
-    try:
-        feeds_a = {n: s.as_type(v, s.types_a.get(n)) for n, v in feeds.items()}
-        feeds_b = {n: s.as_type(v, s.types_b.get(n)) if s.b.kind != SHADOW_KIND else v
-                   for n, v in feeds.items()}
-        wanted = [*inner, o.tensor]
-        plain_a = run_side(s.a, sg.region_model(s.model_a, ra, [o.tensor], feeds_a), feeds_a,
-                           [o.tensor])[o.tensor]
-        plain_b = run_side(s.b, sg.region_model(s.model_b, rb, [o.tensor], feeds_b), feeds_b,
-                           [o.tensor])[o.tensor]
-        got_a = run_side(s.a, sg.region_model(s.model_a, ra, wanted, feeds_a), feeds_a, wanted)
-        got_b = run_side(s.b, sg.region_model(s.model_b, rb, wanted, feeds_b), feeds_b, wanted)
-    except Exception as e:  # a runtime that cannot take the marked region: keep the region
-        s.notes.append(f"inside {o.node}: the marked region did not run ({type(e).__name__})")
-        return o
-    if not (bit_exact(got_a[o.tensor], plain_a) and bit_exact(got_b[o.tensor], plain_b)):
-        s.notes.append(f"inside {o.node}: marking its inner tensors changes what the "
-                       "runtime computes (the fusion is the difference): kept as one origin")
-        return o
-    produced = {t: i for i in ra for t in graph.node[i].output}
-    values = {**feeds_b, **got_b}
-    for t in inner:
-        x, y = got_a[t], got_b[t]
-        exact = x.dtype.kind in "iu" and y.dtype.kind in "iu"
-        err, _ = figure(x, y)
-        limit = 0.0 if exact else max(rounding(x.dtype if x.dtype.kind == "f"
-                                                else np.dtype("float32")), s.rounding)
-        if err <= limit and not (o.widened and _elementwise(x, y) > max(limit, GROSS)):
-            # Inside a widened region element by element too: a difference small against
-            # the tensor's largest value (x + 0 become -4.7e30 beside a -1.7e38 mask) is
-            # still where the region first parts.
-            continue
-        node = graph.node[produced[t]]
-        try:  # the inner node alone, from the reference's inner values
-            reads = [r for r in sg.node_reads(node) if r in values]
-            fa = {r: s.as_type(values[r], s.types_a.get(r)) for r in reads}
-            alone_a = run_side(s.a, sg.region_model(s.model_a, [produced[t]], [t], fa), fa,
-                               [t])[t]
-            own, _ = figure(alone_a, y)
-        except Exception:  # the inner node cannot run alone: name it from the marked run
-            own = err
-        word = node_label(node)
-        if own > limit:
-            share = (f" ({int(np.sum(np.asarray(x) != np.asarray(y)))} of {np.asarray(x).size} "
-                     "elements differ)" if exact else f" (scaled error {own:.2g})")
-            s.notes.append(f"inside {o.node}: the difference first appears at {word}"
-                           f"{share}, from the same inputs on both paths")
-            return NodeFinding(**{**o.__dict__, "within": word})
-        if o.widened:
-            # Alone it agrees; inside the region run as one it is the first to differ: the
-            # path computes it together with the nodes before it.
-            s.notes.append(f"inside the region of {o.tensor}: the first tensor that differs "
-                           f"is {t} of {word} (scaled error {err:.2g}; element by element "
-                           f"up to {_elementwise(x, y):.2g} of its own size), which run alone from "
-                           "the same inputs agrees: the path computes it together with the "
-                           "nodes before it")
-            return NodeFinding(**{**o.__dict__, "within": word})
-    return o
-
-
-def _first_nan(s: Search, o: NodeFinding, feeds: dict[str, np.ndarray]) -> NodeFinding:
-    """Inside a non-finite origin of several nodes: the first node of the path's graph whose
-    output holds NaN where none of its inputs does (a DequantizeLinear with an inf scale
-    makes 0 × inf), named ``within``; its tensor may be one the reference's graph lacks."""
-    ra, _ = s.regions(o.tensor)
-    graph = s.model_a.graph
-    inner = [t for i in ra for t in graph.node[i].output if t]
-    try:
-        fa = {n: s.as_type(v, s.types_a.get(n)) for n, v in feeds.items()}
-        got = {**fa, **run_side(s.a, sg.region_model(s.model_a, ra, inner, fa), fa, inner)}
-    except Exception as e:  # a runtime that cannot take the marked region: keep the region
-        s.notes.append(f"inside {o.node}: the marked region did not run ({type(e).__name__})")
-        return o
-
-    def nans(name: str) -> int:
-        v = np.asarray(got.get(name, np.zeros(0)))
-        return int(np.isnan(v).sum()) if v.dtype.kind == "f" else 0
-    for i in ra:
-        node = graph.node[i]
-        made = next((t for t in node.output if t and nans(t)), None)
-        if made is None or any(nans(r) for r in sg.node_reads(node)):
-            continue
-        word = node_label(node)
-        s.notes.append(f"inside {o.node}: NaN first appears at {word} ({nans(made)} of "
-                       f"{np.asarray(got[made]).size} elements of {made}), whose inputs hold "
-                       "none")
-        return NodeFinding(**{**o.__dict__, "within": word})
-    return o
-
-
-GROSS = 1e-2
-"""An element this far off its own size is a gross difference, not a rounding."""
-
-
-def _elementwise(x: np.ndarray, y: np.ndarray) -> float:
-    """The largest difference of one element against that element's own size (a floor of
-    1e-3 of the tensor's 10th-percentile size for elements near zero); 0 for integers or
-    shapes that differ (``figure`` judges those)."""
-    a, r = np.asarray(x), np.asarray(y)
-    if a.shape != r.shape or a.dtype.kind != "f" or r.dtype.kind != "f" or a.size == 0:
-        return 0.0
-    a, r = a.astype(np.float64), r.astype(np.float64)
-    both = np.isfinite(a) & np.isfinite(r)
-    if not both.any():
-        return 0.0
-    size = np.abs(r[both])
-    floor = 1e-3 * float(np.percentile(size, 10)) + 1e-30
-    with np.errstate(over="ignore", invalid="ignore"):
-        return float(np.max(np.abs(a[both] - r[both]) / (size + floor)))
-
-
-def _keep(kept: dict[str, np.ndarray], t: str, x: np.ndarray, y: np.ndarray,
-          feeds: dict[str, np.ndarray], s: Search) -> None:
-    """The tensors the explorer shows for a node: its inputs (the reference's values, and
-    the path's own end to end) and its output alone and end to end, on both sides."""
-    items = {f"{t}/alone/actual": x, f"{t}/alone/reference": y}
-    if t in s.a_values:
-        items[f"{t}/traced/actual"] = s.a_values[t]
-    if t in s.b_values:
-        items[f"{t}/traced/reference"] = s.b_values[t]
-    for n, v in feeds.items():
-        items[f"{t}/input/{n}"] = s.b_values.get(n, v)
-        if n in s.a_values:
-            items[f"{t}/input-traced/{n}"] = s.a_values[n]
-    for k, v in items.items():
-        if v.nbytes <= KEEP_TENSOR_BYTES and v.dtype.kind in "fiub":
-            kept[k] = v
-
-
-def _repro_model(s: Search, t: str, feeds: dict[str, np.ndarray],
-                 kept: dict[str, np.ndarray], output: np.ndarray,
-                 expected: np.ndarray) -> bytes:
-    ra, _ = s.regions(t)
-    model = sg.region_model(s.model_a, ra, [t], feeds, name=f"gero-localize-{t}",
-                            typed={t: output})
-    for n, v in feeds.items():
-        kept[f"repro/in/{n}"] = v
-    kept[f"repro/out/{t}"] = expected
-    return bytes(model.SerializeToString())
-
-
 def instrumented(directory: Path, s: Search) -> dict[str, Any]:
     """Whether the traced runs give the observation's stored outputs again (marking
     tensors as outputs can change what a runtime fuses)."""
@@ -470,105 +292,3 @@ def instrumented(directory: Path, s: Search) -> dict[str, Any]:
                        "(tensors marked as outputs changed what the runtime computes, or "
                        "the runtime is not deterministic): see instrumented")
     return out
-
-
-# ----------------------------------------------------------------------------- words
-def summary(loc: Localization, gate: str = "", stored: float | None = None) -> str:
-    """The result in a sentence or two (``gate``: the row's own verdict; ``stored``: the
-    row's own scaled error, which a failed row's traced run may not give again)."""
-    f = loc.final_scaled_error
-    if loc.within_gate:
-        said = f" ({gate})" if gate else ""
-        return (f"within its gate: the row passed{said}; {loc.output_name} differs by "
-                f"{f:.2g} scaled, a difference its check allows, so no origin is named "
-                "(the tensors are traced: see tensors)")
-    if not loc.origins and not any(t.diverges for t in loc.tensors) and gate:
-        # A failed row: never "nothing diverges"; why it cannot be localized, precisely.
-        again = ""
-        if stored is not None and not (0.5 * stored <= f <= 2 * stored):
-            again = (f"; the traced run does not give the stored run again ({loc.actual}'s "
-                     f"output differs by {f:.2g} scaled with its tensors marked as outputs, "
-                     f"{stored:.2g} in the run: marking them changes what it computes)")
-        return (f"not localized: the row failed ({gate}), but {loc.actual} and "
-                f"{loc.reference} agree at all {len(loc.tensors)} tensors compared within "
-                f"float32's roundings and their noise floors (final {loc.output_name}: "
-                f"scaled error {f:.2g}){again}")
-    if not loc.origins and not any(t.diverges for t in loc.tensors):
-        final = next((t for t in loc.tensors if t.name == loc.output_name), None)
-        tail = (f"; the output's own floor is {final.floor:.2g} (its sensitivity to 1e-7 "
-                "relative input noise): a difference this size is what the reference does "
-                "against itself" if final is not None and final.floor > 0 and
-                f > rounding(np.dtype("float32")) else "")
-        return (f"nothing diverges: {loc.actual} and {loc.reference} agree at all "
-                f"{len(loc.tensors)} tensors compared, within their noise floors "
-                f"(final {loc.output_name}: scaled error {f:.2g}){tail}")
-    if not loc.origins:
-        if loc.unaccounted:
-            return (f"{loc.output_name} differs by {f:.2g} scaled, but no node run alone makes "
-                    "a difference over its floor, and what the diverging nodes receive does "
-                    f"not account for theirs ({', '.join(loc.unaccounted[:3])}): not "
-                    "localized (the paths compute these nodes in a way running them alone "
-                    "does not show; see notes)")
-        if not loc.amplifiers:
-            return (f"{loc.output_name} differs by {f:.2g} scaled, but no diverging node "
-                    "could be run alone: not localized (see notes)")
-        return (f"{loc.output_name} differs by {f:.2g} scaled; no node run alone makes a "
-                "difference over its floor, and each diverging node's own difference with "
-                "what it receives, through its own run, accounts for its output's: the "
-                "error builds up from many small ones (see tensors)")
-    o = loc.origins[0]
-    what = f"{o.node} ({o.op_type})"
-    if o.op_type in SUBGRAPH_OPS and len(o.nodes) == 1:
-        what = (f"the {o.op_type} node {o.node!r}, inside its {BODY[o.op_type]} (tensors "
-                f"inside a subgraph are not traced: the {o.op_type} is localized as a unit)")
-    its = "its"
-    if o.fused_as and not o.cause:
-        what = (f"{o.fused_as}, which fuses {len(o.nodes)} nodes ({_span(o.nodes)})")
-    elif len(o.nodes) > 1:
-        what = f"the {len(o.nodes)} nodes {_span(o.nodes)}, run as one"
-        its = "their"
-    if o.within:
-        what += f", first inside it at {o.within}"
-    differs = (f"differs by {o.local_scaled_error:.2g}" if math.isfinite(o.local_scaled_error)
-               else "is NaN or inf where the reference's is finite")
-    text = (f"the error enters at {what}: {its} inputs agree to {o.inputs_scaled_error:.2g} "
-            f"scaled, {its} output {differs}")
-    if o.share is not None:
-        text += f" ({_share_text(o.share)} of the final {f:.2g})"
-    if o.cause:
-        text += f"; the cause is {o.cause}"
-    elif o.widened:
-        text += (f"; {loc.actual} computes them together, not from "
-                 f"{', '.join(o.widened[:3])} as it reads back")
-    after = [m for m in loc.amplifiers if loc_position(loc, m.tensor)
-             > loc_position(loc, o.tensor)]
-    growing = [m for m in after if m.role == "amplifier"]
-    if after and f < o.local_scaled_error:
-        # Grown on the way or not, less of it reaches the output (a normalisation or a
-        # softmax after it): "magnifies it to" a smaller figure would read backwards.
-        text += f"; the nodes after it shrink it to {f:.2g} at the output"
-    elif growing:
-        names = [m.op_type or m.node for m in growing[:4]]
-        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        verb = "magnifies" if len(names) == 1 else "magnify"
-        text += f"; {listed} after it {verb} it to {f:.2g}"
-    elif after:
-        text += f"; the nodes after it carry it to {f:.2g}"
-    if len(loc.origins) > 1:
-        text += (f"; {len(loc.origins) - 1} more node(s) add error of their own: "
-                 + ", ".join(f"{x.node} ({x.op_type})" for x in loc.origins[1:4]))
-    return text
-
-
-
-def _span(nodes: list[str]) -> str:
-    return nodes[0] if len(nodes) == 1 else f"{nodes[0]} … {nodes[-1]}"
-
-
-def _share_text(share: float) -> str:
-    return f"{share:.0%}" if share < 10 else f"{share:.3g}×"
-
-
-def loc_position(loc: Localization, tensor: str) -> int:
-    return next((t.position for t in loc.tensors if t.name == tensor), -1)
-

@@ -19,10 +19,11 @@ from gero_runner import backends
 from gero_runner.errors import ArtifactError, GeroError
 from gero_runner.evidence.localization import Localization, NodeFinding, Side
 from gero_runner.evidence.localize.bounds import DEFAULT_TIMEOUT_S, RUNTIME
-from gero_runner.evidence.localize.judge import instrumented, judge, summary
+from gero_runner.evidence.localize.judge import instrumented, judge
 from gero_runner.evidence.localize.search import Search
 from gero_runner.evidence.localize.sides import sides
 from gero_runner.evidence.localize.store import store_localization, write_origin_repro
+from gero_runner.evidence.localize.words import summary
 from gero_runner.evidence.rebuild import read_case_record
 from gero_runner.storage.artifacts import evidence_directory, load_array, verify_manifest
 from gero_runner.storage.outputs import check_writable, refuse_unusable_directory

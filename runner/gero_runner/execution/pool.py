@@ -132,10 +132,31 @@ class _Blobs:
             return known[1]
 
         buffer = io.BytesIO()
-        pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-        pickler.persistent_id = persistent_id  # type: ignore[method-assign]
-        pickler.dump(unit)
+        _KeyedPickler(buffer, persistent_id).dump(unit)
         return buffer.getvalue(), found
+
+
+class _KeyedPickler(pickle.Pickler):
+    """A pickler whose persistent ids come from a function (a subclass method: Python 3.13
+    made the attribute of a C pickler instance read-only)."""
+
+    def __init__(self, file: io.BytesIO, key: Callable[[Any], str | None]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._key = key
+
+    def persistent_id(self, obj: Any) -> str | None:
+        return self._key(obj)
+
+
+class _KeyedUnpickler(pickle.Unpickler):
+    """The worker's side of ``_KeyedPickler``."""
+
+    def __init__(self, file: io.BytesIO, load: Callable[[Any], bytes]) -> None:
+        super().__init__(file)
+        self._load = load
+
+    def persistent_load(self, pid: Any) -> bytes:
+        return self._load(pid)
 
 
 def _loads(message: bytes, held: dict[str, bytes]) -> tuple[Any, dict[str, bytes]]:
@@ -147,9 +168,7 @@ def _loads(message: bytes, held: dict[str, bytes]) -> tuple[Any, dict[str, bytes
         used[key] = held[key]
         return used[key]
 
-    unpickler = pickle.Unpickler(io.BytesIO(message))
-    unpickler.persistent_load = persistent_load  # type: ignore[method-assign]
-    return unpickler.load(), used
+    return _KeyedUnpickler(io.BytesIO(message), persistent_load).load(), used
 
 
 def _worker_main(conn: Connection, task: Task, settings: Any, running: Any, parent: int | None,

@@ -94,6 +94,7 @@ def test_a_model_case_runs_with_its_bytes_sent_once_per_worker(
     record = execute(RunRequest(data_root=tmp_path / "data", models=[model], jobs=1,
                                 repeats=1, backends=("onnxruntime",), run_id="r"))
     rows = rows_of(tmp_path / "data", record.run_id)
-    assert rows and not [r for r in rows if r["result"] == "execution"]
+    assert rows and not [r for r in rows if r["result"] == "execution"], [
+        r["reason"][:300] for r in rows if r["result"] == "execution"]
     # One worker: the model went once, for every part of the case.
     assert len(sent) == 1 and len(units) > 3, (sent, units)

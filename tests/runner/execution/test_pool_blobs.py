@@ -77,7 +77,6 @@ def _large_model(path: Path) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("fork_workers")
 def test_a_model_case_runs_with_its_bytes_sent_once_per_worker(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[str] = []

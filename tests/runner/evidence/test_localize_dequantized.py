@@ -19,6 +19,7 @@ import onnx
 import pytest
 from evidence_helpers import model_rows, row_where
 from onnx import TensorProto, helper, numpy_helper
+from quantised_models import quantised_lstm
 
 from gero_runner.evidence.localization import NodeFinding, Side
 from gero_runner.evidence.localize import judge as judge_module
@@ -50,37 +51,6 @@ def _quantised_matmul() -> onnx.ModelProto:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 9
     return model
-
-
-def _quantised_lstm(tmp: Path) -> Path:
-    """x[3, 2, 6] → LSTM(8) → last hidden state · M[8, 5], through ORT's dynamic quantizer:
-    com.microsoft DynamicQuantizeLSTM, DynamicQuantizeLinear, MatMulInteger."""
-    import logging
-
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    rng = np.random.default_rng(0)
-    weights = {"W": rng.standard_normal((1, 32, 6)) * 0.3,
-               "R": rng.standard_normal((1, 32, 8)) * 0.3,
-               "B": rng.standard_normal((1, 64)) * 0.1, "M": rng.standard_normal((8, 5))}
-    graph = helper.make_graph(
-        [helper.make_node("LSTM", ["x", "W", "R", "B"], ["Y", "Yh"], hidden_size=8),
-         helper.make_node("Squeeze", ["Yh"], ["h"]),
-         helper.make_node("MatMul", ["h", "M"], ["y"])], "lstm",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2, 6])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])],
-        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 9
-    src, dst = tmp / "lstm.onnx", tmp / "lstm_int8.onnx"
-    onnx.save(model, str(src))
-    previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)
-    try:
-        quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
-    finally:
-        logging.disable(previous)
-    return dst
 
 
 def test_the_quantisation_tensors_are_the_ones_the_shadow_means_otherwise() -> None:
@@ -143,7 +113,7 @@ def test_localize_of_a_quantised_model_against_its_arbiter_skips_the_quantisatio
     integers, scales or their product (were compared: MatMulInteger's accumulator, the
     scales' Mul)."""
     root = tmp_path / "d"
-    model_path = _quantised_lstm(tmp_path)
+    model_path = quantised_lstm(tmp_path)
     rows = model_rows(root, model_path)
     row = row_where(rows, check="model:fp32", backend="onnxruntime", reference="float64-shadow")
     loc, _ = localize_observation(root, row)

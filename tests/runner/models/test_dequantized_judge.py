@@ -5,50 +5,18 @@ nothing says so and gates nothing."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import helper, numpy_helper
+from quantised_models import dynamic_int8, quantised_lstm
 from shared_helpers import rows_of
 
 from gero.query.findings import compute_findings
 from gero.query.source import open_source
 from gero_cli import main
-
-HIDDEN, FEATURES = 8, 6
-
-
-def _quantised_lstm(tmp: Path) -> Path:
-    """x[3, 2, 6] -> LSTM(8) -> last hidden state · M[8, 5], quantised by ORT's dynamic
-    quantizer: com.microsoft DynamicQuantizeLSTM, DynamicQuantizeLinear, MatMulInteger."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    rng = np.random.default_rng(0)
-    weights = {"W": rng.standard_normal((1, 4 * HIDDEN, FEATURES)) * 0.3,
-               "R": rng.standard_normal((1, 4 * HIDDEN, HIDDEN)) * 0.3,
-               "B": rng.standard_normal((1, 8 * HIDDEN)) * 0.1,
-               "M": rng.standard_normal((HIDDEN, 5))}
-    graph = helper.make_graph(
-        [helper.make_node("LSTM", ["x", "W", "R", "B"], ["Y", "Yh"], hidden_size=HIDDEN),
-         helper.make_node("Squeeze", ["Yh"], ["h"]),
-         helper.make_node("MatMul", ["h", "M"], ["y"])], "lstm",
-        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 2, FEATURES])],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 5])],
-        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 9
-    src, dst = tmp / "lstm.onnx", tmp / "lstm_int8.onnx"
-    onnx.save(model, str(src))
-    previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)
-    try:
-        quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
-    finally:
-        logging.disable(previous)
-    return dst
 
 
 @pytest.mark.slow
@@ -59,7 +27,7 @@ def test_a_dequantized_arbiter_decides_between_engines(tmp_path: Path) -> None:
     why, and the element-wise `expected` rows against that arbiter are notes, not
     divergences blaming ONNX Runtime (were: divergence, 'is off from float64')."""
     data = tmp_path / "d"
-    main(["run", "--model", str(_quantised_lstm(tmp_path)), "--backends", "onnxruntime",
+    main(["run", "--model", str(quantised_lstm(tmp_path)), "--backends", "onnxruntime",
           "--data-dir", str(data), "--jobs", "1", "--repeats", "1", "--run-id", "q", "-q"])
     rows = rows_of(data, "q")
     fp32 = [r for r in rows if r["check"] == "model:fp32" and r["backend"] == "onnxruntime"]
@@ -211,8 +179,6 @@ def test_a_model_quantising_activations_at_run_time_is_judged_between_engines(
     DynamicQuantizeLinear + MatMulInteger: the float64 arbiter computes them exactly, but a
     last-bit difference moves activations to another int8 step, as t5's encoder moves 0.307
     between float32 and float64): model:fp32 decides between engines and says why."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
     rng = np.random.default_rng(0)
     w = numpy_helper.from_array(rng.standard_normal((64, 16)).astype(np.float32), "W")
     graph = helper.make_graph(
@@ -221,14 +187,7 @@ def test_a_model_quantising_activations_at_run_time_is_judged_between_engines(
         [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [4, 16])], [w])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 9
-    src, dst = tmp_path / "mm.onnx", tmp_path / "mm_int8.onnx"
-    onnx.save(model, str(src))
-    previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)
-    try:
-        quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
-    finally:
-        logging.disable(previous)
+    dst = dynamic_int8(model, tmp_path, "mm")
     assert {n.op_type for n in onnx.load(str(dst)).graph.node} >= {"DynamicQuantizeLinear",
                                                                    "MatMulInteger"}
     data = tmp_path / "d"

@@ -5,7 +5,6 @@ file's own exact shadow (``run_shadow``) keeps its integer parts as they are."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
+from quantised_models import FEATURES, float_lstm, quantised_lstm, quiet_quantizer
 from shared_helpers import rows_of
 
 from gero_cli import main
@@ -20,44 +20,9 @@ from gero_runner.backends.reference_defects import corrected_evaluator
 from gero_runner.backends.reference_evaluator import run_releasing
 from gero_runner.models import shadow
 
-HIDDEN, FEATURES = 8, 6
-
-
-def _float_model() -> onnx.ModelProto:
-    """x[3, 2, 6] -> LSTM(8) -> its last hidden state · M[8, 5]."""
-    rng = np.random.default_rng(0)
-    weights = {"W": rng.standard_normal((1, 4 * HIDDEN, FEATURES)) * 0.3,
-               "R": rng.standard_normal((1, 4 * HIDDEN, HIDDEN)) * 0.3,
-               "B": rng.standard_normal((1, 8 * HIDDEN)) * 0.1,
-               "M": rng.standard_normal((HIDDEN, 5))}
-    graph = helper.make_graph(
-        [helper.make_node("LSTM", ["x", "W", "R", "B"], ["Y", "Yh"], hidden_size=HIDDEN),
-         helper.make_node("Squeeze", ["Yh"], ["h"]),
-         helper.make_node("MatMul", ["h", "M"], ["y"])], "lstm",
-        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 2, FEATURES])],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 5])],
-        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 9
-    return model
-
-
-def _quantised(tmp: Path) -> Path:
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    src, dst = tmp / "lstm.onnx", tmp / "lstm_int8.onnx"
-    onnx.save(_float_model(), str(src))
-    previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)
-    try:
-        quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
-    finally:
-        logging.disable(previous)
-    return dst
-
 
 def test_the_shadow_computes_the_dequantized_model_in_float64(tmp_path: Path) -> None:
-    model = onnx.load(str(_quantised(tmp_path)))
+    model = onnx.load(str(quantised_lstm(tmp_path)))
     assert shadow.needs_dequantizing(model) == ["DynamicQuantizeLSTM"]
     assert {n.op_type for n in model.graph.node} >= {"DynamicQuantizeLSTM", "MatMulInteger",
                                                       "DynamicQuantizeLinear"}
@@ -69,7 +34,7 @@ def test_the_shadow_computes_the_dequantized_model_in_float64(tmp_path: Path) ->
     def dq(name: str) -> np.ndarray:
         return (q[f"{name}_quantized"] - q[f"{name}_zero_point"]) * q[f"{name}_scale"]
 
-    by_hand = _float_model()
+    by_hand = float_lstm()
     for t in by_hand.graph.initializer:
         if t.name in ("W", "R"):  # DynamicQuantizeLSTM holds them [dir, rows, 4H]
             t.CopyFrom(numpy_helper.from_array(dq(t.name).transpose(0, 2, 1), t.name))
@@ -102,7 +67,7 @@ def test_a_run_has_a_float64_arbiter_for_the_int8_lstm(tmp_path: Path,
     com.microsoft DynamicQuantizeLSTM), ORT is judged against the float64 shadow, and the
     run says what that arbiter computes."""
     data = tmp_path / "d"
-    main(["run", "--model", str(_quantised(tmp_path)), "--backends", "onnxruntime",
+    main(["run", "--model", str(quantised_lstm(tmp_path)), "--backends", "onnxruntime",
           "--data-dir", str(data), "--jobs", "1", "--repeats", "1", "--run-id", "q"])
     assert "the float64 arbiter computes com.microsoft DynamicQuantizeLSTM with the int8 " \
            "weights dequantized" in capsys.readouterr().err
@@ -143,14 +108,10 @@ def _qoperator_model(tmp: Path) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]
         def get_next(self) -> dict[str, np.ndarray] | None:
             return next(self.left, None)
 
-    previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)
-    try:
+    with quiet_quantizer():
         quantize_static(str(tmp / "q.onnx"), str(tmp / "q_int8.onnx"), Reader(),
                         quant_format=QuantFormat.QOperator, activation_type=QuantType.QUInt8,
                         weight_type=QuantType.QInt8)
-    finally:
-        logging.disable(previous)
     return onnx.load(str(tmp / "q_int8.onnx")), feeds[0]
 
 

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -27,6 +28,26 @@ def _gero(*args: str) -> subprocess.CompletedProcess[str]:
                                          env.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, "-m", "gero_cli", *args], capture_output=True,
                           text=True, env=env, timeout=300)
+
+
+def _run(model: Path, *flags: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`gero run -q` of ``model`` with one job and one repeat, into ``data`` beside it."""
+    data = model.parent / "data"
+    out = _gero("run", "--model", str(model), *flags, "--jobs", "1", "--repeats", "1",
+                "--data-dir", str(data), "-q")
+    return out, data
+
+
+def _findings(data: Path) -> list[dict[str, Any]]:
+    listed = _gero("findings", "--data-dir", str(data), "--format", "json")
+    findings: list[dict[str, Any]] = json.loads(listed.stdout)["findings"]
+    return findings
+
+
+def _iris_inputs(tmp: Path) -> str:
+    """Three rows of two iris features, for the classifiers below."""
+    np.savez(tmp / "x.npz", x=np.array([[5.1, 3.5], [6.2, 2.9], [7.7, 3.0]], np.float32))
+    return str(tmp / "x.npz")
 
 
 def _scaler_model(path: Path) -> None:
@@ -52,17 +73,13 @@ def test_a_runtime_lacking_a_models_operator_is_one_finding_naming_it(tmp_path: 
     if not lacking:
         pytest.skip("neither OpenVINO nor tract is installed")
     _scaler_model(tmp_path / "scaler.onnx")
-    data = tmp_path / "data"
-    out = _gero("run", "--model", str(tmp_path / "scaler.onnx"), "--dim", "n=2",
-                "--variants", "int8-dynamic",
-                "--jobs", "1", "--repeats", "1", "--data-dir", str(data), "-q")
+    out, data = _run(tmp_path / "scaler.onnx", "--dim", "n=2", "--variants", "int8-dynamic")
     assert out.returncode == 1, out.stderr
     scopes = open_run(data).query(
         "SELECT backend, list(DISTINCT scope ORDER BY scope) FROM obs "
         "WHERE cause_key = 'unsupported-op:ai.onnx.ml::Scaler' GROUP BY backend")
     assert dict(scopes) == {r: ["int8-dynamic", "model"] for r in lacking}
-    listed = json.loads(_gero("findings", "--data-dir", str(data), "--format", "json").stdout)
-    lacks = [f for f in listed["findings"] if f["cause_key"].startswith("unsupported-op:")]
+    lacks = [f for f in _findings(data) if f["cause_key"].startswith("unsupported-op:")]
     assert sorted(f["outlier"] for f in lacks) == sorted(lacking)  # one each, files included
     for f in lacks:
         assert f["scope"] == "model"
@@ -70,15 +87,13 @@ def test_a_runtime_lacking_a_models_operator_is_one_finding_naming_it(tmp_path: 
             "cannot run scaler: it does not implement ai.onnx.ml.Scaler"), f["title"]
 
 
-def _malformed_classifier(path: Path) -> None:
-    """logreg_iris's shape (onnxruntime's own dataset, issue 40): a LinearClassifier holding
-    12 coefficients for 3 classes of 2 declared features (ONNX Runtime uses 6 of them, the
-    ReferenceEvaluator refuses: 'operands could not be broadcast'), then a ZipMap whose
-    seq(map) output gero does not compare."""
+def _classifier(path: Path, coefficients: int, multi_class: int) -> None:
+    """A LinearClassifier of 3 classes of 2 declared features, then a ZipMap whose seq(map)
+    output gero does not compare; no ai.onnx operator at all (no int8 file can be built)."""
     cls = helper.make_node("LinearClassifier", ["x"], ["label", "p"], domain="ai.onnx.ml",
                            classlabels_ints=[0, 1, 2], post_transform="SOFTMAX",
-                           coefficients=np.linspace(-1, 1, 12).tolist(),
-                           intercepts=[0.1, 0.2, 0.3], multi_class=1)
+                           coefficients=np.linspace(-1, 1, coefficients).tolist(),
+                           intercepts=[0.1, 0.2, 0.3], multi_class=multi_class)
     zipmap = helper.make_node("ZipMap", ["p"], ["probabilities"], domain="ai.onnx.ml",
                               classlabels_int64s=[0, 1, 2])
     seq = helper.make_sequence_type_proto(helper.make_map_type_proto(
@@ -101,15 +116,14 @@ def test_geros_own_limits_are_notes_and_one_evaluator_error_is_one_finding(
     error, which the float64 shadow and the fp16 yardstick meet too, is one finding (it was
     three), with no output's dtype in its title; the yardsticks' failures are notes."""
     model = tmp_path / "logreg.onnx"
-    _malformed_classifier(model)
-    np.savez(tmp_path / "x.npz", x=np.array([[5.1, 3.5], [6.2, 2.9], [7.7, 3.0]], np.float32))
-    data = tmp_path / "data"
-    out = _gero("run", "--model", str(model), "--inputs", str(tmp_path / "x.npz"),
-                "--variants", "fp16", "--backends", "onnxruntime,onnx-reference",
-                "--jobs", "1", "--repeats", "1", "--data-dir", str(data), "-q")
+    # logreg_iris's shape (onnxruntime's own dataset): 12 coefficients for 3 classes of 2
+    # features (ONNX Runtime uses 6 of them, the ReferenceEvaluator refuses: 'operands could
+    # not be broadcast').
+    _classifier(model, coefficients=12, multi_class=1)
+    out, data = _run(model, "--inputs", _iris_inputs(tmp_path), "--variants", "fp16",
+                     "--backends", "onnxruntime,onnx-reference")
     assert out.returncode == 1, out.stderr  # the evaluator cannot run the model: a finding
-    listed = _gero("findings", "--data-dir", str(data), "--format", "json")
-    findings = json.loads(listed.stdout)["findings"]
+    findings = _findings(data)
     titles = [f["title"] for f in findings]
     assert not [f for f in findings if f["outlier"] == "gero"], titles
     assert not any(t.startswith("ONNX Runtime cannot run") for t in titles), titles
@@ -150,17 +164,13 @@ def test_verdicts_about_geros_tooling_are_notes_with_exit_status_0(tmp_path: Pat
     does not compare, `gero run` exits 0, no row is an execution row, no finding is made, and
     `gero summary` shows both sentences as notes."""
     model = tmp_path / "logreg.onnx"
-    _logreg(model)
-    np.savez(tmp_path / "x.npz", x=np.array([[5.1, 3.5], [6.2, 2.9], [7.7, 3.0]], np.float32))
-    data = tmp_path / "data"
-    out = _gero("run", "--model", str(model), "--inputs", str(tmp_path / "x.npz"),
-                "--variants", "int8-dynamic", "--backends", "onnxruntime",
-                "--jobs", "1", "--repeats", "1", "--data-dir", str(data), "-q")
+    _classifier(model, coefficients=6, multi_class=0)  # well-formed: 2 features x 3 classes
+    out, data = _run(model, "--inputs", _iris_inputs(tmp_path), "--variants", "int8-dynamic",
+                     "--backends", "onnxruntime")
     assert out.returncode == 0, out.stdout + out.stderr
     kinds = open_run(data).query("SELECT result, count(*) FROM obs GROUP BY result")
     assert dict(kinds).get("execution", 0) == 0, kinds
-    findings = json.loads(_gero("findings", "--data-dir", str(data), "--format",
-                                "json").stdout)["findings"]
+    findings = _findings(data)
     assert findings == [], [f["title"] for f in findings]
     summary = _gero("summary", "--data-dir", str(data))
     assert summary.returncode == 0, summary.stderr

@@ -136,27 +136,6 @@ def test_geros_own_limits_are_notes_and_one_evaluator_error_is_one_finding(
     assert any("float64 shadow" in n for (n,) in notes), notes
 
 
-def _logreg(path: Path) -> None:
-    """A well-formed logreg: LinearClassifier (3 classes of 2 features) then a ZipMap, no
-    ai.onnx operator at all (no int8 file can be built) and a seq(map) output."""
-    cls = helper.make_node("LinearClassifier", ["x"], ["label", "p"], domain="ai.onnx.ml",
-                           classlabels_ints=[0, 1, 2], post_transform="SOFTMAX",
-                           coefficients=np.linspace(-1, 1, 6).tolist(),
-                           intercepts=[0.1, 0.2, 0.3], multi_class=0)
-    zipmap = helper.make_node("ZipMap", ["p"], ["probabilities"], domain="ai.onnx.ml",
-                              classlabels_int64s=[0, 1, 2])
-    seq = helper.make_sequence_type_proto(helper.make_map_type_proto(
-        TensorProto.INT64, helper.make_tensor_type_proto(TensorProto.FLOAT, [])))
-    graph = helper.make_graph(
-        [cls, zipmap], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2])],
-        [helper.make_tensor_value_info("label", TensorProto.INT64, [3]),
-         helper.make_value_info("probabilities", seq)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid("ai.onnx.ml", 1)])
-    model.ir_version = 8
-    onnx.save(model, path)
-
-
 @pytest.mark.slow
 def test_verdicts_about_geros_tooling_are_notes_with_exit_status_0(tmp_path: Path) -> None:
     """Issue 40 ('0 verdicts about gero's own tooling'; 'notes change no class count and no

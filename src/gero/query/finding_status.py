@@ -22,6 +22,7 @@ from gero.query.findings import (
     Queryable,
     compute_findings,
     ensure_members,
+    non_passed_count,
 )
 from gero_runner.errors import StoreError
 from gero_runner.storage.layout import run_ids
@@ -101,8 +102,8 @@ def report_for(current: Queryable, data_root: Path, run_id: str,
     """The findings of an open run (its members table written into it), with status
     against ``baseline`` (default: the previous run of the same suite, if any)."""
     findings = compute_findings(current)
-    # every non-passed observation is in exactly one finding: no scan of the run needed
-    non_passed = sum(f.observations for f in findings)
+    # counted on the rows: a row that hits two registered defects is in both findings
+    non_passed = non_passed_count(current)
     base_id = resolve_run(data_root, baseline) if baseline else previous_run(data_root, run_id)
     if base_id is None or base_id == run_id:
         return FindingsReport(run_id, findings, None, non_passed=non_passed)

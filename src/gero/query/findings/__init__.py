@@ -20,7 +20,8 @@ float64 in f32"). Its signature is
   fed to every path, a registered defect, a runtime whose settings compute the dtype in
   fewer bits (OpenVINO's ``inference_precision``), a runtime's non-finite outputs.
 
-Every non-passed observation belongs to exactly one finding: the members table
+Every non-passed observation belongs to one finding (a row that hits two registered
+defects, to each defect's: one defect, one finding): the members table
 ``finding_members`` (observation id, finding id) is written into the run's DuckDB
 database, so the explorer filters and groups by finding without loading rows into Python.
 The finding id is a hash of the signature: the same cause has the same id in every run,

@@ -11,7 +11,8 @@ from typing import Any, Protocol
 from gero_runner.result_classes import COMPARISON_CHECKS, SEVERITY
 
 MEMBERS_TABLE = "finding_members"
-"""observation_id -> finding_id (and the signature parts), one row per non-passed observation."""
+"""observation_id -> finding_id (and the signature parts), one row per non-passed observation
+(two for a row that hits two registered defects: it is a member of each defect's finding)."""
 ORDER_TABLE = "finding_order"
 """observation_id -> finding_rank (1 = the worst finding): the table grouped by finding."""
 
@@ -145,7 +146,8 @@ class FindingsReport:
     """Baseline findings absent here that are not gone: some of their cases did not run
     again, or ran and did not pass (another finding holds those rows now)."""
     non_passed: int = 0
-    """Non-passed observations of the run (each in exactly one finding)."""
+    """Non-passed observations of the run (each in one finding; a row that hits two registered
+    defects in each defect's: findings count causes, this counts rows)."""
     baseline_problem: str = ""
     """Why the previous run was not compared with (its observations cannot be read)."""
 

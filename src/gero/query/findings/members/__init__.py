@@ -1,5 +1,6 @@
-"""The members table: one row per non-passed observation with its finding, built in DuckDB
-by named stages composed in order.
+"""The members table: one row per non-passed observation with its finding (one per defect for
+a row that hits several registered defects), built in DuckDB by named stages composed in
+order.
 
 Per row: the path it blames (its own, or the side its float64 arbiter does not side with).
 Per case and check family: when every runtime that ran the case is blamed, the case is one
@@ -93,13 +94,16 @@ def build_members(source: Queryable, relation: str = "obs", table: str = MEMBERS
     else:
         source.query(f"CREATE OR REPLACE TABLE {table} AS {members_sql(relation)}")
     if table == MEMBERS_TABLE:
+        # one rank per observation: a row that hits two registered defects is a member of
+        # both findings, and sorts with the worse
         source.query(f"""CREATE OR REPLACE TABLE {ORDER_TABLE} AS
-            SELECT m.observation_id, r.finding_rank FROM {table} m JOIN (
+            SELECT m.observation_id, min(r.finding_rank) AS finding_rank FROM {table} m JOIN (
                 -- finding_order's keys: the assessable first, then severity, size, id
                 SELECT finding_id, row_number() OVER (
                     ORDER BY bool_and(why <> ''), max(severity) DESC, count(*) DESC,
                              finding_id) AS finding_rank
-                FROM {table} GROUP BY finding_id) r USING (finding_id)""")
+                FROM {table} GROUP BY finding_id) r USING (finding_id)
+            GROUP BY m.observation_id""")
 
 
 def has_members(source: Queryable) -> bool:

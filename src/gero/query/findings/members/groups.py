@@ -140,6 +140,9 @@ def grouped_sql() -> str:
                      AND NOT regexp_matches(b.chk, '{VARIANT_CHECK}')
                      AND coalesce({lower_sql('b')}, false)
                     THEN '{LOWER}'
+                -- each registered defect a group of its own, in every family (facts: one
+                -- row per defect a row hits)
+                WHEN b.kind = 'defect' THEN b.cause_key
                 WHEN b.fam <> 'execution' THEN ''
                 WHEN y.sub IS NOT NULL THEN y.sub
                 WHEN b.cause_key LIKE 'unsupported-op:%' AND m.sub IS NOT NULL THEN m.sub

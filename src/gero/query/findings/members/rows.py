@@ -12,6 +12,7 @@ from gero.query.assessable import unassessable_sql
 from gero.query.findings.model import GERO_LIMIT, NUMERIC_CHECKS, PAIR, VARIANT_TOOLING
 from gero_runner.backends import path_name_sql
 from gero_runner.facts import (
+    DEFECT,
     OUTPUTS_CHECK,
     TENSOR_OUTPUTS,
     TOOLING,
@@ -73,11 +74,20 @@ def raw_sql(relation: str) -> str:
 def facts_sql() -> str:
     """``facts`` (reads ``raw``, ``templates``): each row's kind and cause key, as recorded
     (schema 5), or derived once from the kind a gero before recorded (schema 4) or its
-    reason (``gero_runner.storage.derivation``)."""
+    reason (``gero_runner.storage.derivation``). A row that hits several registered defects
+    (``defect:A,B``) is one row per defect (``defect:A``, ``defect:B``): each defect is one
+    cause on every file it shows on, whichever other defects a file hits beside it (SLANet's
+    OneHot defect on its opset-13 files, where BatchNormalization's applies too, and on its
+    opset-19 file, where it does not, issue 40 D9)."""
     old_kind = "coalesce(r.failure_kind, t.kind)"
     kind = derived_kind_sql(old_kind, "r.result", "r.chk", "r.reason")
     key = derived_key_sql("kind", "old_kind", "chk", "reason", "template")
     return f"""
+    SELECT * REPLACE (unnest(CASE WHEN kind = '{DEFECT}' AND starts_with(cause_key, 'defect:')
+                                  THEN list_transform(list_sort(list_distinct(string_split(
+                                      substr(cause_key, 8), ','))), lambda k: 'defect:' || k)
+                                  ELSE [cause_key] END) AS cause_key)
+    FROM (
     SELECT * EXCLUDE (reason, failure_kind, recorded_key, old_kind, template, kind),
            -- the float64 shadow is gero's own yardstick whichever gero recorded it (one
            -- before its tooling kind said 'cannot-run'): never a path's failure
@@ -88,7 +98,7 @@ def facts_sql() -> str:
                 WHEN old THEN {key} ELSE recorded_key END AS cause_key
     FROM (SELECT r.*, t.template, {old_kind} AS old_kind,
                  CASE WHEN r.old THEN {kind} ELSE r.failure_kind END AS kind
-          FROM raw r LEFT JOIN templates t ON r.old AND r.reason IS NOT DISTINCT FROM t.reason)"""
+          FROM raw r LEFT JOIN templates t ON r.old AND r.reason IS NOT DISTINCT FROM t.reason))"""
 
 
 SHADOW = "float64-shadow"

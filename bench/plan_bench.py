@@ -7,9 +7,9 @@ For each model directory (``model.onnx`` and ``inputs.npz``):
   with every installed runtime, in a fresh data root (nothing to reuse);
 - ``all``: the same with ``--paths all`` (today's exhaustive plan), in another fresh root;
 - ``ort``: ``--backends onnxruntime`` without variants, fresh root;
-- ``rerun``: the default command again in a root whose first run had every runtime but
-  tract: tract's paths are computed as a changed runtime's would be, every other path's
-  outputs are reused (``--no-reuse`` is what a user types to compute everything);
+- ``rerun R``, for each runtime R: the default command again in a root whose first run had
+  every runtime but R: R's paths are computed as an upgraded runtime's would be, every other
+  path's outputs are reused (``--no-reuse`` is what a user types to compute everything);
 
 and Polygraphy's median of three runs right before and after gero's (its inputs written
 once from the ``.npz`` with Polygraphy's own JSON). Peak RSS is the largest single process
@@ -34,8 +34,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 
 VARIANTS = "fp16,int8-dynamic,int8-static"
+RUNTIMES = ("onnxruntime", "openvino", "tract")
 HERE = Path(sys.executable).parent
 
 
@@ -79,12 +81,14 @@ def gero(model: Path, root: Path, run_id: str, *extra: str) -> dict[str, Any]:
     return out
 
 
-def findings(root: Path, run_id: str) -> set[tuple[str, str]]:
+def findings(root: Path, run_id: str) -> dict[str, str]:
+    """The run's findings, id to title: the id is the cause (its kind, cause key and scope);
+    a title may word the same cause differently when a plan has more rows in it."""
     done = subprocess.run([str(HERE / "gero"), "findings", "--data-dir", str(root), "--run",
                            run_id, "--format", "json"], capture_output=True, text=True)
     data = json.loads(done.stdout or "[]")
     items = data.get("findings", data) if isinstance(data, dict) else data
-    return {(str(f.get("id")), str(f.get("title"))) for f in items}
+    return {str(f["finding_id"]): str(f["title"]) for f in items}
 
 
 def skipped(root: Path) -> dict[str, str]:
@@ -106,15 +110,19 @@ def bench(model: Path, polygraphy: str) -> dict[str, Any]:
         row["default"] = gero(model, t / "default", "default", *variants)
         row["all"] = gero(model, t / "all", "all", *variants, "--paths", "all")
         row["ort"] = gero(model, t / "ort", "ort", "--backends", "onnxruntime")
-        gero(model, t / "rerun", "first", *variants, "--backends", "onnxruntime,openvino")
-        row["rerun"] = gero(model, t / "rerun", "rerun", *variants)
+        for runtime in RUNTIMES:
+            others = ",".join(r for r in RUNTIMES if r != runtime)
+            gero(model, t / f"rerun-{runtime}", "first", *variants, "--backends", others)
+            row[f"rerun-{runtime}"] = gero(model, t / f"rerun-{runtime}", "rerun", *variants)
+        row["rerun"] = max((row[f"rerun-{r}"] for r in RUNTIMES), key=lambda x: x["s"])
+        row["nodes"] = len(onnx.load(str(model), load_external_data=False).graph.node)
         after = polygraphy_s(polygraphy, model, feeds)
         poly = [x for x in (before, after) if x is not None]
         row["polygraphy_s"] = statistics.median(poly) if poly else None
         a, b = findings(t / "default", "default"), findings(t / "all", "all")
-        row["same_findings"] = a == b
-        row["only_default"] = sorted(a - b)
-        row["only_all"] = sorted(b - a)
+        row["same_findings"] = a.keys() == b.keys()
+        row["only_default"] = sorted((k, a[k]) for k in a.keys() - b.keys())
+        row["only_all"] = sorted((k, b[k]) for k in b.keys() - a.keys())
         row["skipped"] = skipped(t / "default")
     return row
 
@@ -132,16 +140,20 @@ def main() -> int:
                     and (p / "inputs.npz").exists() and (not only or p.name in only)):
         print(f"{d.name} (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
         rows.append(bench(d / "model.onnx", args.polygraphy))
-    print("| model | Polygraphy s | default s (×) | --paths all s (×) | ORT-only s (×) | "
-          "rerun s (×) | peak RSS MB | same findings | load |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | nodes | Polygraphy s | default s (×) | --paths all s (×) | ORT-only s (×) | "
+          "rerun ORT / OpenVINO / tract changed s (×) | peak RSS MB | same findings | "
+          "settings the default plan skipped | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         p = r["polygraphy_s"] or float("nan")
-        cell = {k: f"{r[k]['s']:.1f} ({r[k]['s'] / p:.1f}×)" for k in ("default", "all", "ort",
-                                                                       "rerun")}
-        rss = max((r[k]["rss_mb"] or 0) for k in ("default", "all", "ort", "rerun"))
-        print(f"| {r['model']} | {p:.2f} | {cell['default']} | {cell['all']} | {cell['ort']} "
-              f"| {cell['rerun']} | {rss:.0f} | {'yes' if r['same_findings'] else 'NO'} | "
+        cells = {k: f"{v['s']:.1f} ({v['s'] / p:.1f}×)" for k, v in r.items()
+                 if isinstance(v, dict) and "s" in v}
+        reruns = " / ".join(cells[f"rerun-{x}"] for x in RUNTIMES)
+        rss = max((r[k]["rss_mb"] or 0) for k in ("default", "all", "ort",
+                                                   *(f"rerun-{x}" for x in RUNTIMES)))
+        print(f"| {r['model']} | {r['nodes']} | {p:.2f} | {cells['default']} | {cells['all']} "
+              f"| {cells['ort']} | {reruns} | {rss:.0f} | "
+              f"{'yes' if r['same_findings'] else 'NO'} | {', '.join(sorted(r['skipped']))} | "
               f"{r['default']['load']:.1f} |")
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=2, default=str))

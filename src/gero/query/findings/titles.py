@@ -26,6 +26,7 @@ from gero_runner.backends import title
 from gero_runner.facts import (
     FP16_OVERFLOW,
     GRAPH_SCOPE,
+    MALFORMED,
     MODEL_QUANTIZATION,
     OUT_OF_BUDGET,
     PRECISION_REWRITE,
@@ -63,6 +64,9 @@ TITLES: dict[str, str] = {
     "lacks-op": "{Who} cannot run {ops}{on}: it does not implement {operator}",
     # a failure on a model names no dtype: the dtypes are its outputs', not the failing op's
     "cannot-run": "{Who} cannot run {ops_counted}{of_dtypes}{on}: {cause}",
+    # a model node that breaks its operator's spec (cause_key 'malformed:DOMAIN::OP'): the
+    # model's finding, naming what each path did with it, never a path's
+    "malformed": "{ops} is malformed: {cause}",
     # a time budget spent: the path may well compute it, given the time
     "out-of-budget": "{Who} ran out of its time budget on {ops}{on}: {cause}",
     # a runtime whose settings compute in fewer bits (``template``: "computes … in …")
@@ -118,6 +122,8 @@ def title_kind(f: Finding) -> str:
         return "nan"
     if f.cause_key == MODEL_QUANTIZATION:
         return "model-quantization"
+    if f.kind == MALFORMED:
+        return "malformed"
     if f.kind == "defect" or f.cause_key.startswith("defect:"):
         return "defect"
     if f.cause_key == FP16_OVERFLOW:
@@ -239,6 +245,8 @@ def _cause(f: Finding, variant: str) -> str:
     where the finding holds more than one row and its words carry a figure (another row's
     differ), a time budget as it is."""
     own = _words(f.representative.cause)
+    if f.kind == MALFORMED:  # the facts and what each path did, every word of them
+        return own
     if f.outlier == GERO_LIMIT:  # the title says it is gero's limit
         own = own.partition(": gero compares")[0]
     if f.kind == "tooling" and " could not run" in own:  # the yardstick is the title's

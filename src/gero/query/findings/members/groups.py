@@ -10,7 +10,7 @@ stage's SELECT and reads the stages above it by name.
 from __future__ import annotations
 
 from gero.query.findings.members.keys import WIDTH
-from gero_runner.facts import MODEL_QUANTIZATION, YARDSTICKS
+from gero_runner.facts import MALFORMED, MODEL_QUANTIZATION, YARDSTICKS
 from gero_runner.schema import MODEL_VARIANTS
 
 VARIANT_CHECK = "^model:(" + "|".join(MODEL_VARIANTS) + ")(:|$)"
@@ -89,7 +89,7 @@ def blamed_sql() -> str:
     where the file is off on every path (the file's finding keeps the rows no cause of
     their own explains, and its headline figure is theirs)."""
     return f"""
-    SELECT r.*, CASE WHEN r.fam0 NOT IN ('nan', 'execution', 'numeric')
+    SELECT r.*, CASE WHEN r.fam0 NOT IN ('nan', 'execution', 'numeric') AND r.kind <> '{MALFORMED}'
                           AND NOT coalesce(e.every_path, false) AND o.runtime IS NOT NULL
                           AND NOT regexp_matches(r.chk, '{VARIANT_CHECK}')
                      THEN 'numeric'
@@ -129,14 +129,16 @@ def grouped_sql() -> str:
     own = OWN_SUB.format(b="b")
     yardsticks = ", ".join(f"'{k}'" for k in YARDSTICKS)
     return f"""
-    SELECT b.*, CASE WHEN b.cause_key = '{MODEL_QUANTIZATION}' THEN '{MODEL_QUANTIZATION}'
+    SELECT b.*, CASE WHEN b.kind = '{MALFORMED}' THEN 'model'  -- the model's own, no path's
+                     WHEN b.cause_key = '{MODEL_QUANTIZATION}' THEN '{MODEL_QUANTIZATION}'
                      WHEN b.fam = 'nan' THEN 'every path'
                      WHEN coalesce(e.every_path, false) THEN 'every path'
                      WHEN y.sub IS NOT NULL THEN y.runtime
                      ELSE b.runtime END AS grp,
            -- not on a variant file: a runtime's fault there (OpenVINO's int8-static
            -- rounding) is one cause on all its settings
-           CASE WHEN b.fam NOT IN ('execution', 'nan') AND NOT coalesce(e.every_path, false)
+           CASE WHEN b.kind = '{MALFORMED}' THEN b.cause_key
+                WHEN b.fam NOT IN ('execution', 'nan') AND NOT coalesce(e.every_path, false)
                      AND NOT regexp_matches(b.chk, '{VARIANT_CHECK}')
                      AND coalesce({lower_sql('b')}, false)
                     THEN '{LOWER}'

@@ -61,6 +61,7 @@ def signed_sql() -> str:
                 WHEN kind = 'defect' THEN 'known upstream defect '
                     || replace(substr(cause_key, 8), ',', ', ')
                 WHEN kind LIKE 'nonfinite:%' THEN '{NONFINITE}'
+                WHEN kind = 'malformed' THEN cause_key
                 ELSE substr(kind, 5) END AS template,
            CASE WHEN family = 'execution' AND model_case AND kind <> 'out-of-budget'
                     THEN op_type

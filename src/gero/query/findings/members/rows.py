@@ -13,7 +13,9 @@ from gero.query.findings.model import GERO_LIMIT, NUMERIC_CHECKS, PAIR, VARIANT_
 from gero_runner.backends import path_name_sql
 from gero_runner.facts import (
     DEFECT,
+    MALFORMED_KEY,
     OUTPUTS_CHECK,
+    STRUCTURE_CHECK,
     TENSOR_OUTPUTS,
     TOOLING,
     VARIANT_BUILD,
@@ -62,7 +64,10 @@ def raw_sql(relation: str) -> str:
            failure_kind, cause_key AS recorded_key, coalesce(scope, '') = '' AS old,
            coalesce(nullif(scope, ''), {scope_sql('suite', '"check"')}) AS scope,
            json_extract_string(session_settings, '$.inference_precision') AS precision,
-           CASE WHEN result = '{EXECUTION}' THEN 'execution'
+           -- a malformed model's rows (its paths' failures on it too) are its check's
+           CASE WHEN starts_with(coalesce(cause_key, ''), '{MALFORMED_KEY}')
+                    THEN '{STRUCTURE_CHECK}'
+                WHEN result = '{EXECUTION}' THEN 'execution'
                 WHEN "check" IN ({sql_list(NUMERIC_CHECKS)}) THEN 'numeric'
                 ELSE "check" END AS family,
            "check" IN ({sql_list(TRUTH_CHECKS)}) AS truth,

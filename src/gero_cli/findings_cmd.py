@@ -47,6 +47,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def main(args: argparse.Namespace) -> int:
     import gero
     from gero.junit import findings_report as junit_report
+    from gero.query.assessable import TOOLING_NOTE
     from gero.query.whatif import parse_whatif
     from gero_cli.findings_format import markdown, text, whatif_text
 
@@ -57,7 +58,9 @@ def main(args: argparse.Namespace) -> int:
         report = run.findings_report(args.baseline)
         for problem in [*run.warnings, *filter(None, [report.baseline_problem])]:
             warn(args, problem)
-        code = EXIT_FOUND if report.findings else EXIT_CLEAN
+        # notes on gero's own tooling an older gero recorded as failures: no found problem
+        code = EXIT_FOUND if any(f.cannot_assess != TOOLING_NOTE for f in report.findings) \
+            else EXIT_CLEAN
         if args.format == "junit":
             write_report(args, junit_report(
                 report, lambda f: run.replay_command(f.representative.observation_id,

@@ -14,7 +14,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gero.query.assessable import NAN, NOT_IMPLEMENTED, split_counts, unassessable_sql
+from gero.query.assessable import (
+    NAN,
+    NOT_IMPLEMENTED,
+    TOOLING_NOTE,
+    split_counts,
+    unassessable_sql,
+)
 from gero.query.findings import ORDER_TABLE, compute_findings, ensure_members
 from gero.query.source import open_source
 from gero_runner.schema import SIGHTING_SCHEMA
@@ -75,9 +81,13 @@ def _classify(**row: Any) -> str:
       "cause_key": "error:not supported: OpenVINO takes no string tensors"}, NOT_IMPLEMENTED),
     ({"result": "execution", "reason": _ORT_MISSING.format(level="all"),
       "cause_key": "error:RuntimeException: boom"}, ""),
-    # gero's own tooling (a time budget, a yardstick) is no operator a runtime lacks
+    # gero's own tooling (a time budget, a yardstick) is no operator a runtime lacks: a note
+    # a gero before the notes recorded as a failure, read from its key or its check
     ({"result": "execution", "reason": "tract-optimized failed: Unimplemented(X)",
-      "cause_key": "tooling:shadow"}, ""),
+      "cause_key": "tooling:shadow"}, TOOLING_NOTE),
+    ({"result": "execution", "check": "model:fp16:build",
+      "reason": "building the fp16 variant failed: it ran out of its 60 s budget"},
+     TOOLING_NOTE),
 ])
 def test_the_predicate_reads_what_the_row_carries(row: dict[str, Any], why: str) -> None:
     assert _classify(**row) == why

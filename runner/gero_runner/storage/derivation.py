@@ -20,6 +20,7 @@ _FAILED = r"^(?:variant \S+: )?(?:(?:int8-dynamic|int8-static|fp16):)?(\S+) fail
 _BUDGET = r"ran out of its \d+(?:\.\d+)? s budget"
 _YARDSTICK = "the fp16 yardstick"
 _SHADOW = "the float64 shadow could not run"
+_NO_ARBITER = "no float64 arbiter"
 # ``facts._UNSUPPORTED``, each runtime's words for an operator it lacks: (pattern, the
 # group of the domain or 0, the group of the operator).
 _UNSUPPORTED: Final = (
@@ -93,16 +94,27 @@ def law_name_sql(check: str) -> str:
                 ELSE {check} END"""
 
 
+def tooling_key_sql(check: str, reason: str) -> str:
+    """The ``tooling:`` cause key of a row about gero's own tooling, from its check and reason
+    ('' for any other row): a variant file gero could not build, an output it does not
+    compare, its float64 shadow or fp16 yardstick that could not run (out of its budget
+    too). A gero before the notes wrote such a row as a failure (class ``execution``); the
+    runner records it now as a note on a passed row."""
+    return f"""CASE WHEN {check} LIKE '%:build' THEN 'tooling:variant-build'
+                WHEN {check} = 'model:outputs' THEN 'tooling:tensor-outputs'
+                WHEN starts_with({reason}, '{_YARDSTICK}') THEN 'tooling:fp16-yardstick'
+                WHEN {check} = 'model:float64-shadow' OR starts_with({reason}, '{_SHADOW}')
+                     OR starts_with({reason}, '{_NO_ARBITER}') THEN 'tooling:shadow'
+                ELSE '' END"""
+
+
 def derived_kind_sql(old_kind: str, result: str, check: str, reason: str) -> str:
     """The typed kind of a row written before schema 5, from the kind it recorded or was
     derived (``old_kind``), its result, check and reason."""
     checks = ", ".join(f"'{c}'" for c in COMPARISON_CHECKS)
     return f"""CASE WHEN {result} = 'passed' THEN ''
                 WHEN {old_kind} LIKE 'defect:%' THEN 'defect'
-                WHEN {result} = 'execution' AND {check} LIKE '%:build' THEN 'tooling'
-                WHEN {result} = 'execution' AND {check} = 'model:outputs' THEN 'tooling'
-                WHEN {result} = 'execution' AND (starts_with({reason}, '{_YARDSTICK}')
-                                                 OR starts_with({reason}, '{_SHADOW}'))
+                WHEN {result} = 'execution' AND {tooling_key_sql(check, reason)} <> ''
                     THEN 'tooling'
                 WHEN {check} = 'model:fp16:precision' THEN 'law:precision'
                 WHEN {result} = 'execution' AND regexp_matches({reason}, '{_BUDGET}')
@@ -136,11 +148,7 @@ def derived_key_sql(kind: str, old_kind: str, check: str, reason: str, template:
     else a failure's masked error (``facts.error_key``)."""
     return f"""CASE WHEN {kind} = 'defect' THEN 'defect:' || replace(
                     substr({old_kind}, {len('defect:known upstream defect ') + 1}), ', ', ',')
-                WHEN {kind} = 'tooling' AND {check} LIKE '%:build' THEN 'tooling:variant-build'
-                WHEN {kind} = 'tooling' AND {check} = 'model:outputs' THEN 'tooling:tensor-outputs'
-                WHEN {kind} = 'tooling' AND starts_with({reason}, '{_SHADOW}')
-                    THEN 'tooling:shadow'
-                WHEN {kind} = 'tooling' THEN 'tooling:fp16-yardstick'
+                WHEN {kind} = 'tooling' THEN {tooling_key_sql(check, reason)}
                 WHEN {kind} = 'law:precision' THEN 'precision-rewrite'
                 WHEN {kind} = 'cannot-run' THEN coalesce(nullif({unsupported_sql(reason)}, ''),
                     'error:' || regexp_replace({template},

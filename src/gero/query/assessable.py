@@ -3,9 +3,11 @@
 A non-passed row says nothing about a runtime's arithmetic when the case itself leaves
 nothing to judge: NaN on both sides and nothing else (the suite feeds NaN on purpose, and
 NaN == NaN never passes), or a path that refused an operator or tensor type it does not
-implement. The result classes stay as the runner wrote them; this is a presentation split
-that the overview, ``gero summary``, the report and the findings' order read, derived here
-and nowhere else.
+implement; and a verdict about gero's own tooling that a gero before the notes recorded as a
+failure (a note: read by ``storage.derivation.tooling_key_sql``, as the runner keys it). The
+result classes stay as the runner wrote them; this is a presentation split that the
+overview, ``gero summary``, the report and the findings' order read, derived here and
+nowhere else.
 
 From structured columns where the rows carry them: a comparison's NaN counts (NaN on the
 same positions of both sides, and no other mismatch: ``mismatch_count`` counts NaN on both
@@ -18,7 +20,8 @@ in its masked error. Only a row a gero before schema 5 wrote, without the key, h
 ``reason`` read: ONNX Runtime's NOT_IMPLEMENTED status, tract's "Unimplemented(OP)" and
 "OP does not support F64", the "not supported:" refusal.
 
-Only the standard library: the explorer's overview imports it before its first paint.
+Only the standard library (and SQL text): the explorer's overview imports it before its first
+paint.
 """
 
 from __future__ import annotations
@@ -27,18 +30,26 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from gero_runner.result_classes import CONTRACT_ISSUE, EXECUTION, PASSED, RESULT_CLASSES
+from gero_runner.storage.derivation import tooling_key_sql
 
 NAN: Final = "nan"
 """NaN on both sides and nothing else: the suite's NaN inputs propagated."""
 NOT_IMPLEMENTED: Final = "not-implemented"
 """A path refused an operator (or tensor type) it does not implement."""
-REASONS: Final = (NAN, NOT_IMPLEMENTED)
+TOOLING_NOTE: Final = "tooling"
+"""A verdict about gero's own tooling (a variant file it could not build, an output it does
+not compare, its float64 shadow or fp16 yardstick that could not run) that a gero before
+the notes wrote as a failure: a note, no runtime's failure (a run now records it on a
+passed row)."""
+REASONS: Final = (NAN, NOT_IMPLEMENTED, TOOLING_NOTE)
 LABELS: Final = {
     NAN: "NaN in, NaN out: NaN == NaN cannot be assessed",
     NOT_IMPLEMENTED: "an operator or type the runtime does not implement",
+    TOOLING_NOTE: "notes on gero's own tooling (its limits, no runtime's failure)",
 }
 """Each reason in words (counts, headings)."""
-SHORT_LABELS: Final = {NAN: "NaN inputs", NOT_IMPLEMENTED: "not implemented"}
+SHORT_LABELS: Final = {NAN: "NaN inputs", NOT_IMPLEMENTED: "not implemented",
+                       TOOLING_NOTE: "gero's limits"}
 """A few words each, for a narrow card."""
 
 _NOT_IMPLEMENTED_MESSAGES: Final = (
@@ -62,9 +73,9 @@ _NOT_IMPLEMENTED_KEYS: Final = (
 
 
 def unassessable_sql(table: str = "") -> str:
-    """SQL: why a row cannot be assessed by construction (``'nan'``, ``'not-implemented'``),
-    or ``''`` for a row that can (every passed row, every other non-passed row). ``table``:
-    the alias its columns are read through (``'o'`` reads ``o.result``)."""
+    """SQL: why a row cannot be assessed by construction (``'nan'``, ``'not-implemented'``,
+    ``'tooling'``), or ``''`` for a row that can (every passed row, every other non-passed
+    row). ``table``: the alias its columns are read through (``'o'`` reads ``o.result``)."""
     t = f"{table}." if table else ""
     messages = " OR ".join(f"contains({t}reason, {_sql_text(m)})"
                            for m in _NOT_IMPLEMENTED_MESSAGES)
@@ -76,6 +87,9 @@ def unassessable_sql(table: str = "") -> str:
         WHEN {t}"check" = 'contract:determinism' AND {t}result = '{CONTRACT_ISSUE}'
              AND coalesce(TRY_CAST(json_extract({t}details, '$.deterministic') AS BOOLEAN),
                           false) THEN '{NAN}'
+        -- gero's own tooling, recorded as a failure by a gero before the notes
+        WHEN {t}result = '{EXECUTION}' AND (starts_with(coalesce({t}cause_key, ''), 'tooling:')
+             OR {tooling_key_sql(f'{t}"check"', f'{t}reason')} <> '') THEN '{TOOLING_NOTE}'
         -- the recorded fact; a row of a gero before schema 5 (no key) has its reason read
         WHEN {t}result = '{EXECUTION}' AND coalesce({t}cause_key, '') <> ''
             THEN CASE WHEN {keys} THEN '{NOT_IMPLEMENTED}' ELSE '' END

@@ -1,5 +1,6 @@
 """One cause, one finding, on hand-made rows written as a run (issue 40, round 5): a
-registered defect is one finding whichever other defects a file hits beside it."""
+registered defect is one finding whichever other defects a file hits beside it; an old run's
+rows about gero's own tooling are notes, not a path's failures."""
 
 from __future__ import annotations
 
@@ -10,10 +11,19 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
+from gero.query.assessable import TOOLING_NOTE, split_counts
 from gero.query.finding_status import findings_report
-from gero.query.findings import ORDER_TABLE, ensure_members
+from gero.query.findings import (
+    GERO_LIMIT,
+    ORDER_TABLE,
+    VARIANT_TOOLING,
+    ensure_members,
+    members_sql,
+)
 from gero.query.source import open_source
+from gero_cli import main
 from gero_runner.schema import SIGHTING_SCHEMA
 from gero_runner.storage.store import rows_to_table
 
@@ -31,7 +41,7 @@ def model_row(check: str, backend: str, level: str, result: str, reason: str,
             "check": check, "dtype": "float32", "input_shapes": "[1]", "output_name": "y",
             "backend": backend, "optimization": level, "reference": "onnxruntime:all",
             "rtol": 1e-5, "atol": 1e-6, "result": result, "reason": reason, "arbiter": "-",
-            **facts}
+            "artifact_path": "artifacts/ab/abcd", **facts}
 
 
 def write_run(root: Path, rows: list[dict[str, Any]]) -> None:
@@ -71,3 +81,55 @@ def test_one_registered_defect_is_one_finding_on_every_file_it_shows_on(
     # each row has one rank: the explorer's table sorted by finding shows it once
     assert source.query(f"SELECT count(*), count(DISTINCT observation_id) FROM {ORDER_TABLE}"
                         ) == [(3, 3)]
+
+
+def write_schema_4(root: Path, rows: list[dict[str, Any]]) -> None:
+    """``rows`` as the previous release wrote them (schema 4: no scope, cause_key, note,
+    figures; gero's own tooling recorded as failures)."""
+    write_run(root, rows)
+    path = root / "runs" / RUN / "observations.parquet"
+    table = pq.read_table(path)
+    table = table.drop_columns(["scope", "cause_key", "note", "figures"])
+    pq.write_table(table.replace_schema_metadata({"gero.schema_version": "4"}), path)
+
+
+def test_an_old_runs_tooling_rows_are_notes_not_a_paths_failures(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 40 D7 on a run written before the notes (logreg_iris, slanet): a variant file
+    gero could not build, an output it does not compare and its float64 shadow out of its
+    budget were class ``execution`` rows; read now they get ``tooling:`` cause keys, their
+    findings are counted apart as notes on gero's own limits (listed last), and they change
+    no exit status. A runtime's real failure beside them still does."""
+    tooling = [
+        model_row("model:int8-static:build", "onnxruntime", "all", "execution",
+                  "building the int8-static variant failed: GeroError: the model has no "
+                  "ai.onnx operators"),
+        model_row("model:outputs", "onnxruntime", "all", "execution",
+                  "output 'probabilities' is seq(map(int64,tensor(float32))), not a tensor: "
+                  "gero compares tensor outputs only, so this one is not compared"),
+        model_row("model:float64-shadow", "float64-shadow", "-", "execution",
+                  "the float64 shadow could not run: it ran out of its 60 s budget "
+                  "(--path-budget)"),
+        model_row("agreement", "onnxruntime", "all", "passed", "bit-exact")]
+    write_schema_4(tmp_path, tooling)
+    source = open_source(tmp_path)
+    assert source.query("SELECT count(*) FROM obs WHERE scope IS NULL") == [(4,)]
+    keys = {r[0] for r in source.query(f"""SELECT cause_key FROM ({members_sql('obs')})""")}
+    assert keys == {"tooling:variant-build", "tooling:tensor-outputs", "tooling:shadow"}
+    report = findings_report(tmp_path)
+    assert report.findings and {f.cannot_assess for f in report.findings} == {TOOLING_NOTE}
+    # no runtime's: gero's shadow, its variant tooling, its output limit
+    assert {f.outlier for f in report.findings} == {"float64-shadow", VARIANT_TOOLING, GERO_LIMIT}
+    assert all(f.title.startswith("gero") for f in report.findings), report.findings
+    assert split_counts(source).not_assessable == {TOOLING_NOTE: {"execution": 3}}
+    assert main(["findings", "--data-dir", str(tmp_path)]) == 0
+    assert main(["summary", "--data-dir", str(tmp_path)]) == 0
+    assert "notes on gero's own tooling" in capsys.readouterr().out
+    # a runtime's own failure beside the notes is a finding to act on, as before
+    other = tmp_path / "other"
+    write_schema_4(other, [*tooling, model_row(
+        "agreement", "tract", "optimized", "execution",
+        'tract-optimized failed: TractError: Failed analyse for node #1 "x" '
+        "Unimplemented(LinearClassifier)")])
+    assert main(["findings", "--data-dir", str(other)]) == 1
+    assert main(["summary", "--data-dir", str(other)]) == 1

@@ -3,35 +3,22 @@ that replays it, and that command, run as printed, reproduces it (real `gero` pr
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _gero(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "runner"), str(ROOT / "src"),
-                                         env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "gero_cli", *args], capture_output=True,
-                          text=True, env=env, timeout=300)
+from gero_processes import gero
 
 
 @pytest.fixture(scope="module")
 def findings(tmp_path_factory: pytest.TempPathFactory) -> str:
     """Exp under a tolerance nothing meets: findings with figures and evidence."""
     root = tmp_path_factory.mktemp("findings-text")
-    out = _gero("run", "--ops", "Exp", "--dtypes", "float32", "--rtol", "float32=1e-9",
-                "--atol", "float32=0", "--backends", "onnxruntime", "--no-contracts",
-                "--jobs", "1", "--repeats", "1", "--data-dir", str(root))
+    out = gero("run", "--ops", "Exp", "--dtypes", "float32", "--rtol", "float32=1e-9",
+               "--atol", "float32=0", "--backends", "onnxruntime", "--no-contracts",
+               "--jobs", "1", "--repeats", "1", "--data-dir", str(root))
     assert out.returncode == 1, out.stderr
-    out = _gero("findings", "--data-dir", str(root))
+    out = gero("findings", "--data-dir", str(root))
     assert out.returncode == 1, out.stderr
     return out.stdout
 
@@ -52,6 +39,6 @@ def test_the_printed_replay_command_reproduces(findings: str) -> None:
     line = next(line for line in findings.splitlines() if line.lstrip().startswith("replay "))
     command = shlex.split(line.split("replay ", 1)[1])
     assert command[0] == "gero"
-    out = _gero(*command[1:])
+    out = gero(*command[1:])
     assert out.returncode == 0, out.stdout + out.stderr
     assert "reproduced" in out.stdout

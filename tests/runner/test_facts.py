@@ -5,9 +5,6 @@ them reads on: its facts are derived from its reasons, once, and give the same f
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from gero_processes import gero
 
 from gero.query.findings.members.reasons import kind_sql, template_sql
 from gero.query.table import BLAMED_SQL
@@ -40,8 +38,6 @@ from gero_runner.facts import (
 from gero_runner.metrics.compare import compare
 from gero_runner.schema import COLUMN_NAMES, MODEL_VARIANTS, OBSERVATION_SCHEMA, SCHEMA_VERSION
 from gero_runner.storage.reader import open_run
-
-ROOT = Path(__file__).resolve().parents[2]
 
 TRACT_ERROR = ('TractError: Evaluating #1 "Y.abs" Abs\n\nCaused by:\n    0: Running legacy '
                'eval\n    1: Abs does not support F64')
@@ -168,14 +164,6 @@ def test_the_blamed_column_reads_the_recorded_failed_path() -> None:
     assert "tract" in got["old"] and "reference" in got["recorded"].lower()
 
 
-def _gero(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "runner"), str(ROOT / "src"),
-                                         env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "gero_cli", *args], capture_output=True,
-                          text=True, env=env, timeout=300)
-
-
 def _as_previous_release(new: Path, old: Path) -> None:
     """The run of ``new`` as a gero before schema version 3 wrote it: no facts columns (nor
     the kind, version 4's)."""
@@ -198,8 +186,8 @@ def test_a_run_of_the_previous_release_gives_the_same_findings(tmp_path: Path) -
     without the facts reads on with the same findings."""
     pytest.importorskip("tract", reason="tract is not installed (pip install 'gero[tract]')")
     new, old = tmp_path / "new", tmp_path / "old"
-    out = _gero("run", "--ops", "Abs", "--dtypes", "float64", "--backends", "tract",
-                "--no-contracts", "--jobs", "1", "--repeats", "1", "--data-dir", str(new))
+    out = gero("run", "--ops", "Abs", "--dtypes", "float64", "--backends", "tract",
+               "--no-contracts", "--jobs", "1", "--repeats", "1", "--data-dir", str(new))
     assert out.returncode == 1, out.stderr
     facts = open_run(new).query("SELECT DISTINCT failed_path, cause FROM obs "
                                 "WHERE result = 'execution'")
@@ -213,7 +201,7 @@ def test_a_run_of_the_previous_release_gives_the_same_findings(tmp_path: Path) -
                                "cause_key FROM obs") == [(None, None, None, None, None)]
     listed = []
     for root in (new, old):
-        out = _gero("findings", "--data-dir", str(root), "--format", "json")
+        out = gero("findings", "--data-dir", str(root), "--format", "json")
         assert out.returncode == 1, out.stderr
         listed.append([(f["finding_id"], f["observations"], f["title"])
                        for f in json.loads(out.stdout)["findings"]])

@@ -6,40 +6,29 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 import pytest
+from gero_processes import gero
 from onnx import TensorProto, helper
 
 from gero_runner.storage.reader import open_run
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def _gero(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "runner"), str(ROOT / "src"),
-                                         env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "gero_cli", *args], capture_output=True,
-                          text=True, env=env, timeout=300)
 
 
 def _run(model: Path, *flags: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     """`gero run -q` of ``model`` with one job and one repeat, into ``data`` beside it."""
     data = model.parent / "data"
-    out = _gero("run", "--model", str(model), *flags, "--jobs", "1", "--repeats", "1",
-                "--data-dir", str(data), "-q")
+    out = gero("run", "--model", str(model), *flags, "--jobs", "1", "--repeats", "1",
+               "--data-dir", str(data), "-q")
     return out, data
 
 
 def _findings(data: Path) -> list[dict[str, Any]]:
-    listed = _gero("findings", "--data-dir", str(data), "--format", "json")
+    listed = gero("findings", "--data-dir", str(data), "--format", "json")
     findings: list[dict[str, Any]] = json.loads(listed.stdout)["findings"]
     return findings
 
@@ -147,7 +136,7 @@ def test_verdicts_about_geros_tooling_are_notes_with_exit_status_0(tmp_path: Pat
     assert dict(kinds).get("execution", 0) == 0, kinds
     findings = _findings(data)
     assert findings == [], [f["title"] for f in findings]
-    summary = _gero("summary", "--data-dir", str(data))
+    summary = gero("summary", "--data-dir", str(data))
     assert summary.returncode == 0, summary.stderr
     assert "'probabilities' is seq(map" in summary.stdout, summary.stdout
     assert "int8-dynamic" in summary.stdout and "no ai.onnx operators" in summary.stdout, \

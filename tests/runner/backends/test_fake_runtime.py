@@ -11,7 +11,6 @@ intermediate tensors and has no levels, and localize and blame say so in one sen
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import types
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gero_processes import gero, runtime_modules_env
 
 from gero_runner.storage.reader import open_run
 
@@ -107,20 +107,14 @@ RUNTIME = Opaque()
 
 
 def _gero(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gero_cli", *args], env=env,
-                          capture_output=True, text=True, timeout=300)
+    return gero(*args, env=env)
 
 
 @pytest.fixture(scope="module")
 def fake_run(tmp_path_factory: pytest.TempPathFactory
              ) -> tuple[Path, dict[str, str], list[dict[str, Any]]]:
     tmp = tmp_path_factory.mktemp("fake-runtime")
-    modules = tmp / "modules"
-    modules.mkdir()
-    (modules / "fake_runtime.py").write_text(FAKE)
-    (modules / "opaque_runtime.py").write_text(OPAQUE)
-    env = {**os.environ, "GERO_RUNTIME_MODULES": "fake_runtime,opaque_runtime",
-           "PYTHONPATH": os.pathsep.join([str(modules), os.environ.get("PYTHONPATH", "")])}
+    env = runtime_modules_env(tmp, {"fake_runtime": FAKE, "opaque_runtime": OPAQUE})
     root = tmp / "data"
     done = _gero(env, "run", "--ops", "Relu", "--dtypes", "float32", "--limit", "1",
                  "--backends", "fake,opaque", "--repeats", "1", "--jobs", "1",

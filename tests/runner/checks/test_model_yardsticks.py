@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 import pytest
+from gero_processes import gero, runtime_modules_env
 from onnx import TensorProto, helper, numpy_helper
 
 from gero_runner.storage.reader import open_run
@@ -61,16 +61,11 @@ RUNTIME = Gap()
 
 
 def _gero(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gero_cli", *args], env=env,
-                          capture_output=True, text=True, timeout=300)
+    return gero(*args, env=env)
 
 
 def _env(tmp: Path) -> dict[str, str]:
-    modules = tmp / "modules"
-    modules.mkdir()
-    (modules / "gap_runtime.py").write_text(GAP)
-    return {**os.environ, "GERO_RUNTIME_MODULES": "gap_runtime",
-            "PYTHONPATH": os.pathsep.join([str(modules), os.environ.get("PYTHONPATH", "")])}
+    return runtime_modules_env(tmp, {"gap_runtime": GAP})
 
 
 def _rows(root: Path) -> list[dict[str, Any]]:

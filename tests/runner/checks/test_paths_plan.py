@@ -12,15 +12,14 @@ level is off; ``LEVEL@fp16=roll`` rolls its outputs' last axis on a float16 file
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 import pytest
+from gero_processes import gero, runtime_modules_env
 from onnx import TensorProto, helper, numpy_helper
 
 from gero_runner.storage.reader import open_run
@@ -71,11 +70,7 @@ RUNTIME = Fake()
 
 
 def _env(tmp_path: Path, skew: str) -> dict[str, str]:
-    modules = tmp_path / "modules"
-    modules.mkdir(exist_ok=True)
-    (modules / "fake_runtime.py").write_text(FAKE)
-    return {**os.environ, "GERO_RUNTIME_MODULES": "fake_runtime", "FAKE_SKEW": skew,
-            "PYTHONPATH": os.pathsep.join([str(modules), *sys.path])}
+    return runtime_modules_env(tmp_path, {"fake_runtime": FAKE}, FAKE_SKEW=skew)
 
 
 def _dense_model(tmp_path: Path) -> tuple[Path, Path]:
@@ -94,8 +89,7 @@ def _dense_model(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _gero(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "gero_cli", *args], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = gero(*args, env=env)
     assert done.returncode in (0, 1), done.stderr
     assert "Traceback" not in done.stderr + done.stdout, done.stderr + done.stdout
     return done

@@ -8,14 +8,12 @@ ReferenceEvaluator that calls ``os.abort()`` on an input whose batch is 1.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
+from gero_processes import gero, runtime_modules_env
 from onnx import TensorProto, helper, numpy_helper
 
 from gero_runner.storage.reader import open_run
@@ -58,11 +56,7 @@ RUNTIME = Aborting()
 
 @pytest.mark.slow
 def test_a_worker_aborted_on_a_contract_graph_names_the_graph(tmp_path: Path) -> None:
-    modules = tmp_path / "modules"
-    modules.mkdir()
-    (modules / "aborting_runtime.py").write_text(ABORTING)
-    env = {**os.environ, "GERO_RUNTIME_MODULES": "aborting_runtime",
-           "PYTHONPATH": os.pathsep.join([str(modules), *sys.path])}
+    env = runtime_modules_env(tmp_path, {"aborting_runtime": ABORTING})
     rng = np.random.default_rng(0)
     w = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w")
     # a symbolic batch, as magika's: the batch contracts run on it
@@ -75,11 +69,9 @@ def test_a_worker_aborted_on_a_contract_graph_names_the_graph(tmp_path: Path) ->
     onnx.save(model, tmp_path / "m.onnx")
     np.savez(tmp_path / "in.npz", x=rng.standard_normal((2, 8)).astype(np.float32))
     root = tmp_path / "root"
-    done = subprocess.run(
-        [sys.executable, "-m", "gero_cli", "run", "--model", str(tmp_path / "m.onnx"),
-         "--inputs", str(tmp_path / "in.npz"), "--backends", "aborting", "--repeats", "1",
-         "--jobs", "1", "--no-reuse", "--data-dir", str(root), "--run-id", "r1", "-q"],
-        env=env, capture_output=True, text=True, timeout=300)
+    done = gero("run", "--model", str(tmp_path / "m.onnx"), "--inputs", str(tmp_path / "in.npz"),
+                "--backends", "aborting", "--repeats", "1", "--jobs", "1", "--no-reuse",
+                "--data-dir", str(root), "--run-id", "r1", "-q", env=env)
     assert done.returncode in (0, 1), done.stderr
     assert "Traceback" not in done.stderr + done.stdout, done.stderr + done.stdout
     with open_run(root, "r1") as run:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
+from gero_processes import gero, runtime_modules_env
 from onnx import TensorProto, helper
 
 from gero_runner.storage.layout import OUTPUTS_DIR
@@ -64,9 +65,6 @@ RUNTIME = Fake()
 
 @pytest.fixture()
 def setup(tmp_path: Path) -> tuple[Path, dict[str, str], list[str]]:
-    modules = tmp_path / "modules"
-    modules.mkdir()
-    (modules / "fake_runtime.py").write_text(FAKE)
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]),
@@ -75,8 +73,7 @@ def setup(tmp_path: Path) -> tuple[Path, dict[str, str], list[str]]:
     model.ir_version = 8
     onnx.save(model, tmp_path / "m.onnx")
     np.savez(tmp_path / "in.npz", x=np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3))
-    env = {**os.environ, "GERO_RUNTIME_MODULES": "fake_runtime",
-           "PYTHONPATH": os.pathsep.join([str(modules), *sys.path])}
+    env = runtime_modules_env(tmp_path, {"fake_runtime": FAKE})
     args = ["run", "--model", str(tmp_path / "m.onnx"), "--inputs", str(tmp_path / "in.npz"),
             "--backends", "onnxruntime,fake", "--repeats", "1", "--jobs", "1",
             "--no-contracts", "--data-dir", str(tmp_path / "data"), "-q"]
@@ -84,9 +81,7 @@ def setup(tmp_path: Path) -> tuple[Path, dict[str, str], list[str]]:
 
 
 def _gero(env: dict[str, str], version: str, *args: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "gero_cli", *args],
-                          env={**env, "FAKE_VERSION": version}, capture_output=True,
-                          text=True, timeout=300)
+    done = gero(*args, env={**env, "FAKE_VERSION": version})
     assert done.returncode in (0, 1), done.stderr
     assert "Traceback" not in done.stderr, done.stderr
 

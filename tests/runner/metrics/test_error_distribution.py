@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from gero_processes import gero
 from onnx import TensorProto, helper, numpy_helper
 from shared_helpers import save
 
@@ -25,8 +23,6 @@ from gero_runner.distribution import DISTRIBUTION_NAMES, SINCE_SCHEMA
 from gero_runner.metrics.compare import Distribution, compare, distribution
 from gero_runner.schema import COLUMN_NAMES, OBSERVATION_SCHEMA, SCHEMA_VERSION
 from gero_runner.storage.reader import open_run
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def _figures(a: np.ndarray, r: np.ndarray) -> dict[str, float]:
@@ -87,14 +83,6 @@ def test_the_schema_names_them_since_version_2() -> None:
     assert set(DISTRIBUTION_NAMES) <= set(COLUMN_NAMES)
 
 
-def _gero(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "runner"), str(ROOT / "src"),
-                                         env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "gero_cli", *args], capture_output=True,
-                          text=True, env=env, timeout=300)
-
-
 @pytest.fixture(scope="module")
 def model_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny model run (MatMul, Softmax) with its fp16 file, by a real `gero run`, under a
@@ -109,11 +97,11 @@ def model_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     np.savez(tmp / "x.npz", x=np.random.default_rng(1).standard_normal((16, 8)).astype(
         np.float32))
     data = tmp / "data"
-    out = _gero("run", "--model", path, "--inputs", str(tmp / "x.npz"), "--variants", "fp16",
-                "--backends", "onnxruntime", "--paths", "all", "--no-contracts", "--jobs", "1",
-                "--repeats", "1",
-                "--rtol", "float32=1e-9", "--atol", "float32=0", "--run-id", "new",
-                "--data-dir", str(data))
+    out = gero("run", "--model", path, "--inputs", str(tmp / "x.npz"), "--variants", "fp16",
+               "--backends", "onnxruntime", "--paths", "all", "--no-contracts", "--jobs", "1",
+               "--repeats", "1",
+               "--rtol", "float32=1e-9", "--atol", "float32=0", "--run-id", "new",
+               "--data-dir", str(data))
     assert out.returncode in (0, 1), out.stderr
     return data
 
@@ -131,7 +119,7 @@ def test_every_comparison_of_a_real_run_stores_them(model_run: Path) -> None:
 
 
 def test_findings_json_carries_the_representatives(model_run: Path) -> None:
-    out = _gero("findings", "--data-dir", str(model_run), "--format", "json")
+    out = gero("findings", "--data-dir", str(model_run), "--format", "json")
     reps = [f["representative"] for f in json.loads(out.stdout)["findings"]]
     measured = [r for r in reps if r["max_abs_error"] is not None
                 and math.isfinite(r["max_abs_error"])]
@@ -166,17 +154,17 @@ def test_an_older_run_reads_them_as_null(tmp_path: Path) -> None:
     assert explained_value("p99_abs_error", record.fields).startswith(
         "- (recorded by a gero before error percentiles")
     # beside a newer run, in one store: NULL for the old rows, figures for the new
-    out = _gero("run", "--ops", "Exp", "--dtypes", "float32", "--backends", "onnxruntime",
-                "--no-contracts", "--jobs", "1", "--repeats", "1", "--data-dir", str(tmp_path))
+    out = gero("run", "--ops", "Exp", "--dtypes", "float32", "--backends", "onnxruntime",
+               "--no-contracts", "--jobs", "1", "--repeats", "1", "--data-dir", str(tmp_path))
     assert out.returncode in (0, 1), out.stderr
-    assert _gero("compact", "--data-dir", str(tmp_path)).returncode == 0
+    assert gero("compact", "--data-dir", str(tmp_path)).returncode == 0
     old = open_run(tmp_path, "20250101").query("SELECT p99_abs_error FROM obs")
     new = open_run(tmp_path).query("SELECT count(p99_abs_error), count(*) FROM obs")
     assert old == [(None,)] and new[0][0] == new[0][1] > 0
 
 
 def test_the_report_shows_the_representatives(model_run: Path, tmp_path: Path) -> None:
-    out = _gero("report", "--data-dir", str(model_run), "-o", str(tmp_path / "r.html"))
+    out = gero("report", "--data-dir", str(model_run), "-o", str(tmp_path / "r.html"))
     assert out.returncode == 0, out.stderr
     text = (tmp_path / "r.html").read_text()
     shown = text.split("|a − r| p99 / median</dt><dd>")[1:]

@@ -149,6 +149,9 @@ class CaseInstance:
     """Model outputs that are not tensors (name -> ONNX type): one execution row each."""
     warnings: tuple[str, ...] = ()
     """Signs that the inputs, not the model, decide the verdict (printed before the run)."""
+    malformed: tuple[tuple[str, str], ...] = ()
+    """(cause key, sentence) of each node whose attribute sizes break its operator's spec
+    (``models.structure``): a finding about the model, and the cause of a path's failure."""
 
 
 def stable_seed(base_seed: int, case_id: str) -> int:

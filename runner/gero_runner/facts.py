@@ -26,12 +26,15 @@ FACT_COLUMNS: Final = (
                      "else), 'defect' (a registered defect, named by cause_key), 'law:NAME' "
                      "(a law or model gate broken; 'law:NAME:nonfinite' by non-finite values "
                      "on its side), 'cannot-run', 'out-of-budget', 'tooling' (gero's own "
-                     "builder failed); '' on a passed row (older rows: masked sentences)"),
+                     "builder failed), 'malformed' (the model breaks an operator's spec, "
+                     "or a path failed on such a model); '' on a passed row (older rows: "
+                     "masked sentences)"),
     ("scope", "what the verdict is about: 'model', a variant file ('fp16', 'int8-dynamic', "
               "'int8-static'), or the case's graph ('graph'); '' when not recorded"),
     ("cause_key", "the machine key of a known cause: 'defect:KEY', "
                   "'unsupported-op:DOMAIN::OP', 'precision-rewrite', 'model-quantization', "
-                  "'tooling:WHAT'; a failure no known cause names: 'error:' and its error "
+                  "'tooling:WHAT', 'malformed:DOMAIN::OP'; a failure no known cause "
+                  "names: 'error:' and its error "
                   "with names and figures masked; '' when none"),
     ("note", "a sentence that changes no verdict (a runtime computing float16 in float32), "
              "else ''"),
@@ -153,6 +156,14 @@ OUTPUTS_CHECK: Final = "model:outputs"
 YARDSTICKS: Final = ("tooling:shadow", "tooling:fp16-yardstick")
 """The cause keys of gero's yardsticks that could not run (the float64 shadow, the fp16
 yardstick): the ReferenceEvaluator computes both, so its own failure is theirs."""
+MALFORMED: Final = "malformed"
+"""A model node whose attributes break its operator's spec (``models.structure``): the
+model's own finding (cause key ``malformed:DOMAIN::OP``), which also keys a path's failure on
+that model and gero's yardsticks that could not run for the same error (issue 40)."""
+MALFORMED_KEY: Final = "malformed:"
+STRUCTURE_CHECK: Final = "model:structure"
+"""The check of a model's nodes against their operators' specs (``checks.model``): the
+family a malformed model's finding is of, its rows and its paths' failures on it."""
 UNSUPPORTED_OP: Final = "unsupported-op:"
 ERROR_KEY: Final = "error:"
 """A cause key of a failure no known cause names: its error with names and figures masked

@@ -35,7 +35,7 @@ from gero_runner.case import (
 )
 from gero_runner.errors import GeroError
 from gero_runner.models import inputs as model_inputs
-from gero_runner.models import shadow, signature
+from gero_runner.models import shadow, signature, structure
 from gero_runner.models.variants import (
     INT8_DYNAMIC,
     INT8_STATIC,
@@ -404,6 +404,8 @@ def case_for_model(path: str, request: RunRequest, options: model_inputs.InputOp
         model_checks=checks, reference_repeats=1, shadow_error=error, unsupported=unsupported,
         input_choices=tuple(choices), inputs_text=model_inputs.describe(choices),
         non_tensor_outputs=dropped, warnings=tuple(warnings),
+        malformed=tuple((v.cause_key, v.sentence) for v in structure.violations(
+            original, {k: x.shape for k, x in inputs.items()})),
     )
 
 

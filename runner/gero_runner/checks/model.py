@@ -49,7 +49,17 @@ from gero_runner import backends
 from gero_runner.backends.base import NOT_APPLICABLE, Backend, PathSpec
 from gero_runner.case import MODEL_SUITES, CaseInstance, ModelChecks
 from gero_runner.errors import GeroError, NotRun, PathFailed, error_text
-from gero_runner.facts import FP16_OVERFLOW, TOOLING, failure_cause, root_cause
+from gero_runner.facts import (
+    ERROR_KEY,
+    FP16_OVERFLOW,
+    MALFORMED,
+    MODEL_SCOPE,
+    STRUCTURE_CHECK,
+    TOOLING,
+    failure_cause,
+    failure_facts,
+    root_cause,
+)
 from gero_runner.metrics import model_level as ml
 from gero_runner.metrics.compare import ACTUAL, REFERENCE, compare
 from gero_runner.models import variants as var
@@ -1238,6 +1248,48 @@ def _narrow_level(ctx: CaseContext, row: Observation) -> Observation:
     return dataclasses.replace(row, reason=f"{sentence}; {row.reason}", arbiter=side)
 
 
+STRUCTURE_LABEL = "model-structure"
+"""The rows' path of gero's check of the model's ai.onnx.ml nodes against their specs."""
+
+
+def structure_rows(ctx: CaseContext) -> list[Observation]:
+    """One contract-issue row per node of the model that breaks its operator's spec
+    (``CaseInstance.malformed``, ``models.structure``): the model's finding, no runtime's,
+    naming what each path did with it on the fp32 model: ran it without a word (ONNX
+    Runtime computes logreg_iris's 12-coefficient LinearClassifier with its first 6), or
+    refused it (failed with an error no known cause names; a runtime that lacks the
+    operator is its own finding)."""
+    from gero_runner.backends.names import title
+    from gero_runner.execution.context import NOT_APPLICABLE, PathResult
+
+    ran: list[str] = []
+    refused: list[str] = []
+    for p in ctx.paths.values():
+        who = title(p.backend)
+        if p.ok and who not in ran:
+            ran.append(who)
+        elif not p.ok and p.error and failure_facts(root_cause(p.error), p.error,
+                                                     ctx.op_domains)[1].startswith(ERROR_KEY):
+            refused.append(who)
+    refused = [w for i, w in enumerate(refused) if w not in ran and w not in refused[:i]]
+    said = ([f"{' and '.join(ran)} run{'s' if len(ran) == 1 else ''} it anyway"] if ran
+            else []) + ([f"{' and '.join(refused)} refuse{'s' if len(refused) == 1 else ''} "
+                         "it"] if refused else [])
+    checked = PathResult(STRUCTURE_LABEL, STRUCTURE_LABEL, onnx.__version__, NOT_APPLICABLE,
+                         0, {"checked": "ai.onnx.ml attribute sizes against the operator "
+                                        "specs (gero_runner.models.structure)"})
+    rows = []
+    for key, sentence in ctx.case.malformed:
+        cause = sentence + (f"; {', '.join(said)}" if said else "")
+        rows.append(ctx.row(
+            check=STRUCTURE_CHECK, output_name="", actual=checked, reference_name=NOT_APPLICABLE,
+            reference_version=onnx.__version__, dtype=ctx.case.dtype, cmp=None,
+            rtol=math.nan, atol=math.nan, result=CONTRACT_ISSUE,
+            reason=f"the model is malformed: {cause}", cause=cause, failure_kind=MALFORMED,
+            cause_key=key, scope=MODEL_SCOPE))
+    return rows
+
+
 def run_model_checks(ctx: CaseContext) -> list[Observation]:
     """Entry point of the ``model`` family (checks.families.FAMILIES)."""
     if ctx.case.suite not in MODEL_SUITES:
@@ -1249,6 +1301,7 @@ def run_model_checks(ctx: CaseContext) -> list[Observation]:
     for name, kind in ctx.case.non_tensor_outputs.items():
         checker._fail("model:outputs", base, "-", f"output {name!r} is {kind}, not a tensor: "
                       "gero compares tensor outputs only, so this one is not compared", name)
+    checker.rows += structure_rows(ctx)
     shadow_error = ctx.case.shadow_error
     if shadow_error:
         from gero_runner.execution.context import NOT_APPLICABLE, PathResult

@@ -20,21 +20,33 @@ from gero_runner.backends import ort
 from gero_runner.case import MODEL_SUITES, CaseInstance
 from gero_runner.classify import failure_kind as comparison_kind
 from gero_runner.facts import (
+    CANNOT_RUN,
     DEFECT,
+    ERROR_KEY,
+    MALFORMED,
     NAN,
     OUTPUTS_CHECK,
     TENSOR_OUTPUTS,
     TOOLING,
     VARIANT_BUILD,
+    YARDSTICKS,
     failure_facts,
     figures_json,
     law_name,
+    root_cause,
     scope_of,
 )
 from gero_runner.metrics.compare import Comparison, compare
 from gero_runner.metrics.model_level import MODEL_REL_FLOOR
 from gero_runner.result_classes import COMPARISON_CHECKS
-from gero_runner.schema import COLUMN_NAMES, EXECUTION, IDENTITY_COLUMNS, PASSED, Observation
+from gero_runner.schema import (
+    COLUMN_NAMES,
+    CONTRACT_ISSUE,
+    EXECUTION,
+    IDENTITY_COLUMNS,
+    PASSED,
+    Observation,
+)
 from gero_runner.storage.artifacts import EvidenceWriter
 from gero_runner.storage.hashing import row_hash, tensor_hash
 from gero_runner.tolerances import DEFAULTS, Tolerance, Tolerances
@@ -303,6 +315,9 @@ class CaseContext:
             failure_kind = comparison_kind(cmp)  # a parity row's, like any comparison's
         elif not failure_kind:
             failure_kind = law_name(check)
+        if self.case.malformed and result != PASSED:
+            failure_kind, cause_key, result = self._malformed(failure_kind, cause_key,
+                                                              result, reason)
         if failure_kind == TOOLING:  # about gero's own tooling, no runtime's: a note (issue 40)
             result, note = PASSED, note or reason
             failure_kind = cause_key = ""
@@ -333,6 +348,24 @@ class CaseContext:
             details=_DETAILS_JSON.encode(details) if details else "{}",
             failed_path=failed_path, cause=cause, failure_kind=failure_kind, scope=scope,
             cause_key=cause_key, note=note, figures=figures_json(figures or {}), **metrics)
+
+    def _malformed(self, kind: str, key: str, result: str, reason: str
+                   ) -> tuple[str, str, str]:
+        """On a model that breaks an operator's spec (``CaseInstance.malformed``): a path
+        that failed with an error no known cause names (not an operator it lacks, not its
+        time budget) failed on the malformed node, and gero's yardstick (the float64
+        shadow, the fp16 yardstick) that could not run for an error a path failed with too
+        could not for the same reason: the model's finding, no path's nor gero's tooling's
+        (logreg_iris: the ReferenceEvaluator's 'operands could not be broadcast' on a
+        LinearClassifier holding 12 coefficients for 3 classes x 2 features); the
+        yardstick's row is a contract issue (the model cannot be assessed), not a note."""
+        first = self.case.malformed[0][0]
+        if kind == CANNOT_RUN and key.startswith(ERROR_KEY):
+            return MALFORMED, first, result
+        if kind == TOOLING and key in YARDSTICKS and any(
+                p.error and root_cause(p.error) in reason for p in self.paths.values()):
+            return MALFORMED, first, CONTRACT_ISSUE
+        return kind, key, result
 
     @functools.cached_property
     def op_domains(self) -> dict[str, str]:

@@ -235,6 +235,12 @@ EXAMPLES = {
                                    scope="model", cause="|full − concat(parts)| = 0.0117 > "
                                    "tol 1e-05 at 12 of 24 elements"),
     "variant-law": _example("variant:sigmoid_decomposed", "onnx-reference", OUTSIDE),
+    "malformed": _example("model:structure", "model", "malformed:ai.onnx.ml::LinearClassifier",
+                           check="model:structure", kind="malformed", scope="model",
+                           cause_key="malformed:ai.onnx.ml::LinearClassifier",
+                           cause="LinearClassifier 'lc' holds 12 coefficients for 3 classes "
+                           "× 2 features (the spec needs 6); ONNX Runtime runs it anyway, the "
+                           "ReferenceEvaluator refuses it"),
     "other": _example("model:noise-floor", "onnxruntime", "noise-floor",
                       kind="law:noise-floor", scope="model",
                       cause="the inputs' noise moves the output beyond tolerance"),
@@ -284,6 +290,11 @@ def test_every_kind_of_title_has_a_hand_made_finding_without_placeholders() -> N
     # the model's own per-tensor quantisation, not "on every path" (issue 40 item 8)
     title = render_title(EXAMPLES["model-quantization"])
     assert "own per-tensor dynamic quantisation" in title and "every path" not in title
+    # a malformed model is the model's finding, its facts in full (issue 40 D6)
+    assert render_title(EXAMPLES["malformed"]) == (
+        "Erf, Softmax is malformed: LinearClassifier 'lc' holds 12 coefficients for 3 classes "
+        "× 2 features (the spec needs 6); ONNX Runtime runs it anyway, the ReferenceEvaluator "
+        "refuses it")
     # a representative's figure is said to be the worst row's, not the group's
     assert ": worst 1 of 4 fully masked" in render_title(EXAMPLES["law"])
 

@@ -9,6 +9,7 @@ import contextlib
 import shlex
 import signal
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -78,7 +79,10 @@ def main(args: argparse.Namespace) -> int:
         use_pythons(args.env)
     stop = _Terminated()
     try:
-        with stop, _progress(args) as progress:
+        # A runtime's overflow is evidence its row records (NaN and inf counts); NumPy's
+        # RuntimeWarnings about it on stderr are noise, even more so under -q.
+        with stop, _progress(args) as progress, warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
             run = gero.run(
                 **options, data_dir=data_dir(args), resume=args.resume,
                 command_line=shlex.join(["gero", *sys.argv[1:]]),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 from threadpoolctl import threadpool_limits
 
 
@@ -55,7 +56,9 @@ def run_releasing(evaluator: Any, feeds: Mapping[str, Any],
     results: dict[str, Any] = {"": None, **evaluator.rt_inits_, **feeds}
     # One BLAS thread: the workers already use the cores, and OpenBLAS threads competing
     # for a busy machine made the kernels' small products 4× slower (measured).
-    with threadpool_limits(limits=1, user_api="blas"):
+    # NumPy's overflow warnings go to stderr even under `gero run -q`: a non-finite value is
+    # evidence the row records (its NaN and inf counts), not a message.
+    with threadpool_limits(limits=1, user_api="blas"), np.errstate(all="ignore"):
         _run_nodes(nodes, results, keep, last, free_at, observe)
     return {n: results[n] for n in outputs if n in results}
 

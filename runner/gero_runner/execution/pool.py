@@ -28,6 +28,7 @@ import pickle
 import signal
 import time
 import traceback
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -184,6 +185,8 @@ def _worker_main(conn: Connection, task: Task, settings: Any, running: Any, pare
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     faulthandler.disable()
+    # Overflow in a path is evidence its row records, not a message (see gero run's -q).
+    warnings.simplefilter("ignore", RuntimeWarning)
 
     def note(path: str) -> None:  # the parent reads it when this process dies
         running.value = path.encode()[:RUNNING_BYTES - 1]

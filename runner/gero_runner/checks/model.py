@@ -30,6 +30,9 @@ Each selected runtime has a baseline setting (``Backend.model_baseline``: ONNX R
   gated as docs/explanation/tolerances.md says.
 - ``model:outputs``: one execution row per output that is not a tensor (a ZipMap's
   sequence of maps), naming it and its type.
+- ``model:structure``: one contract-issue row per ai.onnx.ml node whose attribute sizes break
+  its operator's spec (``models.structure``): the malformed model's finding, naming what each
+  path did with it (ran it anyway, refused it); the paths' failures on it carry its cause key.
 - ``parity:KIND``: each runtime's baseline and the ReferenceEvaluator against the arbiter
   with the parity metric of the output's kind (``--output-kind``).
 """

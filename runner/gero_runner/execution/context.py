@@ -352,20 +352,34 @@ class CaseContext:
     def _malformed(self, kind: str, key: str, result: str, reason: str
                    ) -> tuple[str, str, str]:
         """On a model that breaks an operator's spec (``CaseInstance.malformed``): a path
-        that failed with an error no known cause names (not an operator it lacks, not its
-        time budget) failed on the malformed node, and gero's yardstick (the float64
-        shadow, the fp16 yardstick) that could not run for an error a path failed with too
-        could not for the same reason: the model's finding, no path's nor gero's tooling's
-        (logreg_iris: the ReferenceEvaluator's 'operands could not be broadcast' on a
-        LinearClassifier holding 12 coefficients for 3 classes x 2 features); the
-        yardstick's row is a contract issue (the model cannot be assessed), not a note."""
+        that failed on the model with an error no known cause names (not an operator it
+        lacks, not its time budget) failed on the malformed node, as did a path failing with
+        that same error on a variant file, and gero's yardstick (the float64 shadow, the
+        fp16 yardstick) that could not run for that error: the model's finding, no path's nor
+        gero's tooling's (logreg_iris: the ReferenceEvaluator's 'operands could not be
+        broadcast' on a LinearClassifier holding 12 coefficients for 3 classes x 2
+        features); the yardstick's row is a contract issue (the model cannot be assessed),
+        not a note. A failure with another error stays its own."""
+        errors = self._model_errors
         first = self.case.malformed[0][0]
-        if kind == CANNOT_RUN and key.startswith(ERROR_KEY):
+        if kind == CANNOT_RUN and key in errors.values():
             return MALFORMED, first, result
-        if kind == TOOLING and key in YARDSTICKS and any(
-                p.error and root_cause(p.error) in reason for p in self.paths.values()):
+        if kind == TOOLING and key in YARDSTICKS and any(e in reason for e in errors):
             return MALFORMED, first, CONTRACT_ISSUE
         return kind, key, result
+
+    @functools.cached_property
+    def _model_errors(self) -> dict[str, str]:
+        """The errors the paths failed with on the model itself that no known cause names
+        (root cause -> cause key)."""
+        found = {}
+        for p in self.paths.values():
+            if p.error and not p.ok:
+                words = root_cause(p.error)
+                kind, key = failure_facts(words, p.error, self.op_domains)
+                if kind == CANNOT_RUN and key.startswith(ERROR_KEY):
+                    found[words] = key
+        return found
 
     @functools.cached_property
     def op_domains(self) -> dict[str, str]:

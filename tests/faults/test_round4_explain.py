@@ -23,10 +23,8 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from shared_helpers import process_gone
+from shared_helpers import obs_rows, process_gone
 from test_fault_injection import ENV, WAIT_S, wait_for
-
-from gero_runner.storage.reader import open_run
 
 GATED = Path(__file__).with_name("gated_localize.py")
 FOUND = 1
@@ -110,10 +108,7 @@ def if_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     gero("run", "--data-dir", "data", "--model", str(model), "--input-range",
          "X=29990,30010", "--repeats", "1", "--backends", "onnxruntime", "-q", cwd=cwd,
          tmp=tmp, check=FOUND)
-    with open_run(cwd / "data") as run:
-        cursor = run.connection.execute("SELECT * FROM obs")
-        names = [d[0] for d in cursor.description]
-        rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    rows = obs_rows(cwd / "data")
     return cwd, rows
 
 

@@ -14,6 +14,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from gero_runner.execution import pool
+from gero_runner.storage.reader import open_run
 from gero_runner.storage.store import DataRoot
 
 
@@ -140,6 +141,15 @@ def rows_of(root: Path, run_id: str) -> list[dict[str, Any]]:
     """Every stored observation of the run, as dicts."""
     rel = duckdb.read_parquet(str(DataRoot(root).run_dir(run_id) / "observations.parquet"))
     return [dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()]
+
+
+def obs_rows(root: Path) -> list[dict[str, Any]]:
+    """Every row of the newest run's ``obs`` view, as the query layer reads it (its derived
+    columns included), as dicts."""
+    with open_run(root) as run:
+        cursor = run.connection.execute("SELECT * FROM obs")
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
 
 
 DASK_SITE = Path(__file__).with_name("dask_site")

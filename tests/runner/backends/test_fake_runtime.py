@@ -19,8 +19,7 @@ from typing import Any
 
 import pytest
 from gero_processes import gero, runtime_modules_env
-
-from gero_runner.storage.reader import open_run
+from shared_helpers import obs_rows
 
 FAKE = '''
 """The onnx ReferenceEvaluator as a runtime with two levels (a test's, outside gero)."""
@@ -120,10 +119,7 @@ def fake_run(tmp_path_factory: pytest.TempPathFactory
                  "--backends", "fake,opaque", "--repeats", "1", "--jobs", "1",
                  "--data-dir", str(root), "--run-id", "fake", "-q")
     assert done.returncode == 1, done.stderr  # the leaky level diverges: found something
-    with open_run(root) as run:
-        cursor = run.connection.execute("SELECT * FROM obs")
-        names = [d[0] for d in cursor.description]
-        rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    rows = obs_rows(root)
     return root, env, rows
 
 

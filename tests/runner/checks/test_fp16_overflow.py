@@ -10,14 +10,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-
-from gero_runner.storage.reader import open_run
+from shared_helpers import obs_rows
 
 pytestmark = pytest.mark.slow
 
@@ -46,13 +44,6 @@ def _overflowing(tmp: Path) -> tuple[Path, Path]:
     return path, inputs
 
 
-def _rows(root: Path) -> list[dict[str, Any]]:
-    with open_run(root) as run:
-        cursor = run.connection.execute("SELECT * FROM obs")
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
-
-
 def test_an_fp16_file_that_overflows_float16_as_declared_is_a_finding_of_the_file(
         tmp_path: Path) -> None:
     model, inputs = _overflowing(tmp_path)
@@ -60,7 +51,7 @@ def test_an_fp16_file_that_overflows_float16_as_declared_is_a_finding_of_the_fil
     done = _gero("run", "--model", str(model), "--inputs", str(inputs), "--variants", "fp16",
                  "--backends", "onnxruntime", "--jobs", "1", "--data-dir", str(root), "-q")
     assert done.returncode == 1, done.stderr
-    rows = _rows(root)
+    rows = obs_rows(root)
     # ONNX Runtime widens the file's Muls to float32: finite, and it passes
     widened = [r for r in rows if r["check"].startswith("model:fp16:")
                and r["backend"] == "onnxruntime" and r["check"] != "model:fp16:precision"]

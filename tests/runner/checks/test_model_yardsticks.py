@@ -13,15 +13,13 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import onnx
 import pytest
 from gero_processes import gero, runtime_modules_env
 from onnx import TensorProto, helper, numpy_helper
-
-from gero_runner.storage.reader import open_run
+from shared_helpers import obs_rows
 
 pytestmark = pytest.mark.slow
 
@@ -68,13 +66,6 @@ def _env(tmp: Path) -> dict[str, str]:
     return runtime_modules_env(tmp, {"gap_runtime": GAP})
 
 
-def _rows(root: Path) -> list[dict[str, Any]]:
-    with open_run(root) as run:
-        cursor = run.connection.execute("SELECT * FROM obs")
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
-
-
 def _dense(tmp: Path) -> Path:
     """X[4, 16] → MatMul → Sigmoid → Mul: float ops every engine runs."""
     w = np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32) * 0.3
@@ -102,7 +93,7 @@ def test_a_variant_file_is_judged_against_its_own_runtimes_fp32_output(
     done = _gero(env, "run", "--model", str(_dense(tmp_path)), "--variants", "fp16",
                  "--backends", "onnxruntime,gap", "--jobs", "1", "--data-dir", str(root), "-q")
     assert done.returncode in (0, 1), done.stderr
-    rows = _rows(root)
+    rows = obs_rows(root)
     (gap,) = [r for r in rows if r["check"] == "model:fp16:vs-fp32" and r["backend"] == "gap"]
     assert gap["reference"] == "fp32:gap:plain", gap["reference"]
     assert gap["result"] == "passed", gap["reason"]
@@ -145,7 +136,7 @@ def test_without_a_shadow_two_engines_that_disagree_blame_neither(tmp_path: Path
                  "onnxruntime,gap", "--variants", "int8-dynamic", "--jobs", "1",
                  "--data-dir", str(root), "-q")
     assert done.returncode == 1, done.stderr
-    rows = _rows(root)
+    rows = obs_rows(root)
     (row,) = [r for r in rows if r["check"] == "model:fp32" and r["backend"] == "gap"]
     assert row["result"] == "divergence" and row["arbiter"] == "-"
     assert row["reference"] == "onnxruntime:all"
@@ -169,7 +160,7 @@ def test_a_runtime_computing_the_fp16_file_in_float32_is_a_note(tmp_path: Path) 
     done = _gero(dict(os.environ), "run", "--model", str(_dense(tmp_path)), "--variants",
                  "fp16", "--backends", "onnxruntime", "--jobs", "1", "--data-dir", str(root),
                  "-q")
-    rows = _rows(root)
+    rows = obs_rows(root)
     assert done.returncode == 0, [(r["check"], r["backend"], r["reason"]) for r in rows
                                   if r["result"] != "passed"]
     (note,) = [r for r in rows if r["check"] == "model:fp16:precision"]

@@ -11,17 +11,16 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
+from shared_helpers import obs_rows
 
 from gero_runner.backends import ort
 from gero_runner.case import CaseInstance
 from gero_runner.checks.task import evaluate_case
 from gero_runner.execution.context import RunSettings
-from gero_runner.storage.reader import open_run
 
 
 def _masked_softmax(n: int = 4, length: int = 12) -> tuple[bytes, dict[str, np.ndarray]]:
@@ -101,13 +100,6 @@ def test_a_divergence_the_rewrite_does_not_account_for_keeps_its_own_words(
     assert same.cause_key == "" and same.reason == "off"
 
 
-def _rows(root: Path) -> list[dict[str, Any]]:
-    with open_run(root) as run:
-        cursor = run.connection.execute("SELECT * FROM obs")
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
-
-
 @pytest.mark.slow
 def test_a_real_run_names_the_rewrite_on_the_default_suites_worst_divergence(
         tmp_path: Path) -> None:
@@ -116,7 +108,7 @@ def test_a_real_run_names_the_rewrite_on_the_default_suites_worst_divergence(
                            "onnxruntime", "--no-contracts", "--jobs", "1", "--data-dir",
                            str(tmp_path), "-q"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stderr  # a divergence is still a divergence
-    rows = [r for r in _rows(tmp_path) if r["check"] in ("agreement", "analytic")
+    rows = [r for r in obs_rows(tmp_path) if r["check"] in ("agreement", "analytic")
             and r["backend"] == "onnxruntime" and r["case_id"].endswith("/4x12/float16")]
     assert len(rows) == 8 and {r["result"] for r in rows} == {"divergence"}
     assert {r["cause_key"] for r in rows} == {"precision-rewrite"}

@@ -1,13 +1,17 @@
-"""Small real runs for the evidence tests: a few Exp cases, or one model, one timed repeat."""
+"""Small real runs for the evidence tests: a few Exp cases, or one model, one timed repeat;
+the rows of a run, and a localization as `gero localize --format json` prints it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from gero_processes import gero
+from shared_helpers import obs_rows
+
 from gero_runner.request import ModelOptions
 from gero_runner.run import RunRequest, execute
-from gero_runner.storage.reader import open_run
 from gero_runner.storage.store import DataRoot
 
 
@@ -28,10 +32,7 @@ def model_rows(root: Path, model: Path, backends: tuple[str, ...] | None = ("onn
     installed runtime)."""
     execute(RunRequest(data_root=root, models=[str(model)], repeats=1, backends=backends,
                        model_options=ModelOptions(**options)))
-    with open_run(root) as run:
-        cursor = run.connection.execute("SELECT * FROM obs")
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    return obs_rows(root)
 
 
 def row_where(rows: list[dict[str, Any]], **where: str) -> dict[str, Any]:
@@ -39,3 +40,12 @@ def row_where(rows: list[dict[str, Any]], **where: str) -> dict[str, Any]:
     found = [r for r in rows if all(r[k] == v for k, v in where.items())]
     assert found, f"no row with {where}"
     return found[0]
+
+
+def localized(root: Path, row: dict[str, Any]) -> dict[str, Any]:
+    """``gero localize`` of ``row`` (by its id's first 16 characters), read from its JSON."""
+    done = gero("localize", str(row["observation_id"])[:16], "--data-dir", str(root),
+                "--format", "json", cwd=root)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result

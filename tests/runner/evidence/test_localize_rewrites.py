@@ -8,49 +8,21 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from evidence_helpers import localized, row_where
+from gero_processes import gero
 from localize_models import quantized_mask, quantized_mask_inputs
-
-from gero_runner.storage.reader import open_run
-
-
-def _gero(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gero_cli", *args], cwd=cwd, text=True,
-                          capture_output=True, timeout=600, check=False)
-
-
-def _rows(root: Path) -> list[dict[str, Any]]:
-    with open_run(root) as run:
-        cursor = run.connection.execute("SELECT * FROM obs")
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
-
-
-def _row(rows: list[dict[str, Any]], **where: str) -> dict[str, Any]:
-    found = [r for r in rows if all(r[k] == v for k, v in where.items())]
-    assert found, f"no row with {where}"
-    return found[0]
-
-
-def _localize(root: Path, row: dict[str, Any]) -> dict[str, Any]:
-    done = _gero("localize", str(row["observation_id"])[:16], "--data-dir", str(root),
-                 "--format", "json", cwd=root)
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
+from shared_helpers import obs_rows
 
 
 @pytest.fixture(scope="module")
 def masked_softmax(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The default suite's worst divergence, alone: MaskedSoftmax.additive in float16."""
     root = tmp_path_factory.mktemp("masked_softmax")
-    done = _gero("run", "--ops", "MaskedSoftmax.additive", "--dtypes", "float16",
-                 "--backends", "onnxruntime", "--data-dir", str(root), "-q", cwd=root)
+    done = gero("run", "--ops", "MaskedSoftmax.additive", "--dtypes", "float16",
+                "--backends", "onnxruntime", "--data-dir", str(root), "-q", cwd=root)
     assert done.returncode in (0, 1), done.stderr
     return root
 
@@ -60,15 +32,15 @@ def masked_softmax(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_quantize_pair_folded_into_the_add_is_the_origin_as_a_unit(tmp_path: Path) -> None:
     model = quantized_mask(tmp_path / "quantized_mask.onnx")
     inputs = quantized_mask_inputs(tmp_path / "inputs.npz")
-    done = _gero("run", "--model", str(model), "--inputs", str(inputs), "--backends",
-                 "onnxruntime,openvino", "--data-dir", str(tmp_path / "data"), "-q",
-                 cwd=tmp_path)
+    done = gero("run", "--model", str(model), "--inputs", str(inputs), "--backends",
+                "onnxruntime,openvino", "--data-dir", str(tmp_path / "data"), "-q",
+                cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     root = tmp_path / "data"
-    row = _row(_rows(root), check="model:fp32", backend="openvino", optimization="f32",
-               output_name="Y")
+    row = row_where(obs_rows(root), check="model:fp32", backend="openvino", optimization="f32",
+                    output_name="Y")
     assert row["result"] == "divergence"
-    loc = _localize(root, row)
+    loc = localized(root, row)
     # Both sides keep the dequantized mask and it reads back the same: before the fix the
     # MatMul after it was an "amplifier" of a 7.5e-9 input difference and the error "built
     # up from many small ones".
@@ -85,19 +57,19 @@ def test_a_quantize_pair_folded_into_the_add_is_the_origin_as_a_unit(tmp_path: P
     assert "builds up" not in loc["summary"]
     assert "QuantizeLinear 'Mask/Quantize' … MatMul 'Out', run as one" in loc["summary"]
     assert not [a for a in loc["amplifiers"] if a["role"] == "amplifier"]
-    text = _gero("localize", str(row["observation_id"])[:16], "--data-dir", str(root),
-                 cwd=root).stdout
+    text = gero("localize", str(row["observation_id"])[:16], "--data-dir", str(root),
+                cwd=root).stdout
     assert "Out (MatMul) with the 5 node(s) before it, run as one" in text
     assert "does not compute with md as it reads back" in text
 
 
 @pytest.mark.slow
 def test_a_precision_rewrite_is_named_as_the_cause(masked_softmax: Path) -> None:
-    rows = _rows(masked_softmax)
+    rows = obs_rows(masked_softmax)
     for level in ("disable_all", "all"):
-        row = _row(rows, check="agreement", backend="onnxruntime", optimization=level)
+        row = row_where(rows, check="agreement", backend="onnxruntime", optimization=level)
         assert row["result"] == "divergence"
-        loc = _localize(masked_softmax, row)
+        loc = localized(masked_softmax, row)
         origin = loc["origins"][0]
         assert origin["nodes"] == ["Add 'masked'", "Softmax 'Y'"]
         assert origin["op_type"] == "Softmax" and origin["fused_as"] == ""
@@ -112,10 +84,10 @@ def test_a_precision_rewrite_is_named_as_the_cause(masked_softmax: Path) -> None
 @pytest.mark.slow
 def test_blame_names_the_users_nodes_and_what_the_optimised_graph_added(
         masked_softmax: Path) -> None:
-    row = _row(_rows(masked_softmax), check="agreement", backend="onnxruntime",
-               optimization="all")
-    done = _gero("blame", str(row["observation_id"])[:16], "--data-dir", str(masked_softmax),
-                 cwd=masked_softmax)
+    row = row_where(obs_rows(masked_softmax), check="agreement", backend="onnxruntime",
+                    optimization="all")
+    done = gero("blame", str(row["observation_id"])[:16], "--data-dir", str(masked_softmax),
+                cwd=masked_softmax)
     assert done.returncode == 0, done.stderr
     assert "your graph: 2 node(s) (Add, Softmax)" in done.stdout
     assert ("9 nodes (2 of yours; it adds Cast×3, Div, Exp, ReduceMax, ReduceSum, Sub, "
@@ -127,13 +99,14 @@ def test_blame_names_the_users_nodes_and_what_the_optimised_graph_added(
 def test_a_row_within_its_gate_names_no_origin(tmp_path: Path) -> None:
     """The same float16 case under a gate loose enough to pass it (--rtol/--atol float16=1):
     the sides still part by 0.46 scaled, which localize used to explain as a fault."""
-    done = _gero("run", "--ops", "MaskedSoftmax.additive", "--dtypes", "float16",
-                 "--backends", "onnxruntime", "--rtol", "float16=1", "--atol", "float16=1",
-                 "--data-dir", str(tmp_path), "-q", cwd=tmp_path)
+    done = gero("run", "--ops", "MaskedSoftmax.additive", "--dtypes", "float16",
+                "--backends", "onnxruntime", "--rtol", "float16=1", "--atol", "float16=1",
+                "--data-dir", str(tmp_path), "-q", cwd=tmp_path)
     assert done.returncode in (0, 1), done.stderr
-    row = _row(_rows(tmp_path), check="agreement", backend="onnxruntime", optimization="all")
+    row = row_where(obs_rows(tmp_path), check="agreement", backend="onnxruntime",
+                    optimization="all")
     assert row["result"] == "passed"
-    loc = _localize(tmp_path, row)
+    loc = localized(tmp_path, row)
     assert loc["within_gate"] and loc["origins"] == [] and loc["amplifiers"] == []
     assert loc["final_scaled_error"] > 0.1  # the sides part, and the row's gate allows it
     assert loc["summary"].startswith("within its gate: the row passed")
@@ -146,14 +119,14 @@ def test_a_finding_shows_only_its_own_rows_localizations(tmp_path: Path) -> None
     one, with an origin) belongs to no finding: the Markdown report (the Findings screen's
     reader, through gero.api) shows none for the finding, as the HTML report does."""
     root = tmp_path / "data"
-    done = _gero("run", "--ops", "MaskedSoftmax.additive", "--dtypes", "float16",
-                 "--backends", "onnxruntime", "--data-dir", str(root), "-q", cwd=tmp_path)
+    done = gero("run", "--ops", "MaskedSoftmax.additive", "--dtypes", "float16",
+                "--backends", "onnxruntime", "--data-dir", str(root), "-q", cwd=tmp_path)
     assert done.returncode == 1, done.stderr
-    rows = _rows(root)
-    member = _row(rows, check="agreement", backend="onnxruntime", optimization="all")
-    loc = _localize(root, member)
+    rows = obs_rows(root)
+    member = row_where(rows, check="agreement", backend="onnxruntime", optimization="all")
+    loc = localized(root, member)
     assert loc["origins"]
-    findings = _gero("findings", "--data-dir", str(root), "--format", "md", cwd=tmp_path)
+    findings = gero("findings", "--data-dir", str(root), "--format", "md", cwd=tmp_path)
     assert "Localized (`gero localize" in findings.stdout  # its own row's: shown
     passed = next(r for r in rows if r["result"] == "passed"
                   and r["artifact_path"] == member["artifact_path"])
@@ -162,10 +135,10 @@ def test_a_finding_shows_only_its_own_rows_localizations(tmp_path: Path) -> None
     moved["observation_id"] = passed["observation_id"]
     (stored.parent / f"{passed['observation_id']}.json").write_text(json.dumps(moved))
     stored.unlink()
-    findings = _gero("findings", "--data-dir", str(root), "--format", "md", cwd=tmp_path)
+    findings = gero("findings", "--data-dir", str(root), "--format", "md", cwd=tmp_path)
     assert findings.returncode == 1, findings.stderr
     assert "Localized (" not in findings.stdout
-    report = _gero("report", "--data-dir", str(root), "-o", str(tmp_path / "r.html"),
-                   cwd=tmp_path)
+    report = gero("report", "--data-dir", str(root), "-o", str(tmp_path / "r.html"),
+                  cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     assert "Not localized" in (tmp_path / "r.html").read_text()

@@ -8,23 +8,16 @@ against float32's roundings (khmersm on OpenVINO bf16: 'nothing diverges' on a r
 from __future__ import annotations
 
 import importlib.util
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 import pytest
+from evidence_helpers import localized
+from gero_processes import gero
 from onnx import TensorProto, helper, numpy_helper
-
-from gero_runner.storage.reader import open_run
-
-
-def _gero(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gero_cli", *args], cwd=cwd, text=True,
-                          capture_output=True, timeout=600, check=False)
+from shared_helpers import obs_rows
 
 
 def _save(path: Path, nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto],
@@ -41,19 +34,8 @@ def _save(path: Path, nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto]
 
 
 def _row(root: Path, **where: str) -> dict[str, Any] | None:
-    with open_run(root) as run:
-        cursor = run.connection.execute("SELECT * FROM obs")
-        names = [d[0] for d in cursor.description]
-        rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
-    return next((r for r in rows if all(r[k] == v for k, v in where.items())), None)
-
-
-def _localize(root: Path, row: dict[str, Any]) -> dict[str, Any]:
-    done = _gero("localize", str(row["observation_id"])[:16], "--data-dir", str(root),
-                 "--format", "json", cwd=root)
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(done.stdout)
-    return result
+    """The first row with these values, or None (a test skips where a CPU makes none)."""
+    return next((r for r in obs_rows(root) if all(r[k] == v for k, v in where.items())), None)
 
 
 @pytest.mark.slow
@@ -74,13 +56,13 @@ def test_a_non_finite_tensor_wins_over_many_small_finite_ones(tmp_path: Path) ->
     x = (np.linspace(-10, 10, 16).astype(np.float32) + 0.123).reshape(2, 8)
     model, inputs = _save(tmp_path / "cancel_then_overflow.onnx", nodes, inits, [2, 8], x)
     root = tmp_path / "data"
-    done = _gero("run", "--model", str(model), "--inputs", str(inputs), "--backends",
-                 "onnxruntime", "--variants", "fp16", "--data-dir", str(root), "-q",
-                 cwd=tmp_path)
+    done = gero("run", "--model", str(model), "--inputs", str(inputs), "--backends",
+                "onnxruntime", "--variants", "fp16", "--data-dir", str(root), "-q",
+                cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     row = _row(root, check="model:fp16:vs-fp32", backend="onnx-reference")
     assert row is not None and row["result"] != "passed"
-    loc = _localize(root, row)
+    loc = localized(root, row)
     assert sum(t["diverges"] for t in loc["tensors"]) > 8
     first = loc["origins"][0]
     assert first["node"] == "Blow" and first["local_scaled_error"] == float("inf")
@@ -101,12 +83,12 @@ def test_a_failed_row_within_the_paths_precision_is_localized(tmp_path: Path) ->
     model, inputs = _save(tmp_path / "bf16_matmul.onnx", nodes,
                           [numpy_helper.from_array(w, "W")], [4, 16], x)
     root = tmp_path / "data"
-    _gero("run", "--model", str(model), "--inputs", str(inputs), "--backends", "openvino",
-          "--data-dir", str(root), "-q", cwd=tmp_path)
+    gero("run", "--model", str(model), "--inputs", str(inputs), "--backends", "openvino",
+         "--data-dir", str(root), "-q", cwd=tmp_path)
     row = _row(root, check="model:fp32", backend="openvino", optimization="bf16-default")
     if row is None or row["result"] == "passed":
         pytest.skip("OpenVINO's default precision is float32 on this CPU")
-    loc = _localize(root, row)
+    loc = localized(root, row)
     assert "nothing diverges" not in loc["summary"]
     assert loc["origins"][0]["node"] == "Proj"
     assert loc["summary"].startswith("the error enters at Proj (MatMul)")
@@ -132,10 +114,10 @@ def test_tract_localizes_a_graph_with_shape_arithmetic(tmp_path: Path) -> None:
                           [numpy_helper.from_array(w, "W"), numpy_helper.from_array(w2, "W2")],
                           [2, 8], rng.standard_normal((2, 8)).astype(np.float32))
     root = tmp_path / "data"
-    _gero("run", "--model", str(model), "--inputs", str(inputs), "--backends", "tract",
-          "--variants", "int8-static", "--data-dir", str(root), "-q", cwd=tmp_path)
+    gero("run", "--model", str(model), "--inputs", str(inputs), "--backends", "tract",
+         "--variants", "int8-static", "--data-dir", str(root), "-q", cwd=tmp_path)
     row = _row(root, check="model:int8-static:vs-model", backend="tract")
     assert row is not None
-    loc = _localize(root, row)
+    loc = localized(root, row)
     assert loc["actual"].startswith("int8-static:tract") and loc["tensors"]
     assert loc["origins"] and "MatMul 'Proj'" in loc["origins"][0]["nodes"]

@@ -597,8 +597,9 @@ class Run:
     def verdicts(self, model: str | None = None) -> list[Verdict]:
         """What ``gero verdict`` prints: for each model case, runtime setting and file
         (fp32 and each variant built) whether it is ``safe``, ``off`` (the figure, the gate
-        and the arbiter) or ``cannot-run`` (why); ``model`` (a name or a file) keeps one
-        model's. Empty for a run that tested no model."""
+        and the arbiter), ``cannot-run`` (why) or ``not-run`` (the plan left the setting
+        out on that file); ``model`` (a name or a file) keeps one model's. Empty for a run
+        that tested no model."""
         return verdicts_of(self.reader, model)
 
     def diff(self, baseline: str | Run, factor: float | None = None) -> DiffReport:

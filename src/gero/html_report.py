@@ -329,7 +329,8 @@ def _counts(r: RunReport) -> Html:
 <div class="tiles">$tiles</div>$said</section>""", tiles=body, said=said)
 
 
-VERDICT_WORDS = {"safe": "safe", "off": "OFF", "cannot-run": "cannot run"}
+VERDICT_WORDS = {"safe": "safe", "off": "OFF", "cannot-run": "cannot run",
+                 "not-run": "not run (plan)"}
 """A verdict in a cell: the word carries it, its colour only repeats it."""
 
 
@@ -379,7 +380,7 @@ def _verdict_card(model: str, card: list[Verdict]) -> Html:
     def cell(v: Verdict | None) -> Html:
         if v is None:
             return Html("<td>—</td>")
-        detail = "" if v.verdict == SAFE else (
+        detail = "" if v.verdict in (SAFE, "not-run") else (
             v.figure_text() if v.verdict == "off" else "see below")
         return fill('<td class="v v-$k"><strong>$word</strong>$detail</td>', k=v.verdict,
                     word=VERDICT_WORDS[v.verdict],

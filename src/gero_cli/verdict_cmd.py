@@ -59,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
     return code
 
 
-_CELL = {"safe": "safe", "off": "OFF", "cannot-run": "cannot run"}
+_CELL = {"safe": "safe", "off": "OFF", "cannot-run": "cannot run", "not-run": "not run (plan)"}
 
 
 def card_lines(card: Sequence[Verdict], run_id: str) -> list[str]:
@@ -77,12 +77,15 @@ def card_lines(card: Sequence[Verdict], run_id: str) -> list[str]:
             lines.append("")
         lines.append(f"model {model}{f' ({case_id})' if several else ''}, run {run_id}: "
                      f"{counts['safe']} safe, {counts['off']} off, {counts['cannot-run']} "
-                     f"cannot run ({len(files)} file{'s' if len(files) > 1 else ''} × "
+                     "cannot run"
+                     + (f", {counts['not-run']} not run (plan)" if counts["not-run"] else "")
+                     + f" ({len(files)} file{'s' if len(files) > 1 else ''} × "
                      f"{len(mine) // max(1, len(files))} runtime settings)")
         settings = list(dict.fromkeys((v.runtime, v.setting) for v in mine))
         rt = max(len("runtime"), *(len(r) for r, _ in settings)) + 2
         st = max(len("setting"), *(len(s) for _, s in settings)) + 2
-        widths = {f: max(len(f), 10) + 2 for f in files}
+        widths = {f: max(len(f), 10, *(len(_CELL[v.verdict]) for v in mine if v.file == f)) + 2
+                  for f in files}
         lines.append("  " + f"{'runtime':<{rt}}{'setting':<{st}}"
                      + "".join(f"{f:<{widths[f]}}" for f in files).rstrip())
         by_cell = {(v.runtime, v.setting, v.file): v for v in mine}

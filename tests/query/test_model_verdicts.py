@@ -14,11 +14,13 @@ from verdict_rows import write_model_run as _write
 from gero.query.verdicts import (
     CANNOT_RUN,
     FILES,
+    NOT_RUN,
     OFF,
     SAFE,
     Verdict,
     all_safe,
     arbiter_words,
+    causes,
     verdicts,
 )
 from gero_runner.errors import GeroError
@@ -180,3 +182,40 @@ def test_one_model_by_name_or_file_and_an_unknown_one_is_refused(tmp_path: Path)
 def test_round_trip_through_json(tmp_path: Path) -> None:
     (v,) = verdicts(open_run(_write(tmp_path, [_fp32(ORT, 3e-4, "divergence")])))
     assert Verdict.from_dict(json.loads(json.dumps(v.as_dict()))) == v
+
+
+def test_a_cell_shows_its_own_files_rows_and_a_setting_the_plan_left_out_is_not_run(
+        tmp_path: Path) -> None:
+    """magika: the plan did not run tract unoptimized on the fp32 model (tract optimized was
+    within its gates), only on the int8-dynamic file, where it failed. Its fp32 cell said
+    "cannot run" with the int8-dynamic failure; it is "not run (plan)" with the plan's
+    why, in no cause and no exit status, and the int8-dynamic cell keeps its own failure."""
+    from gero_cli.verdict_cmd import card_lines
+
+    tract, unopt = ("tract", "optimized"), ("tract", "unoptimized")
+    failure = "int8-dynamic:tract-unoptimized failed: TractError: Impossible to unify U8 with I8."
+    rows = [_fp32(tract, 1e-7),
+            _row(unopt, "model:int8-dynamic", "execution", output="",
+                 reference="int8-dynamic:onnxruntime:all", reason=failure)]
+    root = _write(tmp_path, rows)
+    card = _card(root)  # no plan.json: no row of its own, and not the other file's failure
+    assert card[(*unopt, "fp32")].verdict == CANNOT_RUN
+    assert "Impossible to unify" not in card[(*unopt, "fp32")].reason
+    plan = {"not_run": {"tract-unoptimized": "not needed: tract optimized is within its "
+                        "gates against float64-shadow"},
+            "ran_on_variants": {"tract-unoptimized": ["int8-dynamic"]}}
+    folder = root / rows[0]["artifact_path"]
+    folder.mkdir(parents=True)
+    (folder / "plan.json").write_text(json.dumps(plan))
+    card = _card(root)
+    fp32, int8 = card[(*unopt, "fp32")], card[(*unopt, "int8-dynamic")]
+    assert (fp32.verdict, fp32.reason) == (
+        NOT_RUN, "not run (plan): tract optimized is within its gates against float64-shadow")
+    assert fp32.observation_id == ""
+    assert (int8.verdict, int8.reason) == (CANNOT_RUN, failure)
+    assert all(v.verdict != NOT_RUN for group in causes(list(card.values())) for v in group)
+    assert all_safe([card[(*tract, "fp32")], fp32])
+    lines = card_lines(list(card.values()), "R")
+    assert "1 not run (plan)" in lines[0]
+    (row,) = [line for line in lines if line.split()[:2] == ["tract", "unoptimized"]]
+    assert row.split()[2:6] == ["not", "run", "(plan)", "cannot"], row

@@ -11,7 +11,12 @@ run built: fp16, int8-dynamic, int8-static), made from the model family's gated 
   worst output, the figure, the gate and the arbiter it was measured against (a safe
   verdict names the gate it passes with the least margin);
 - ``cannot-run``: no gate could be made: the setting failed on the file, the file could not
-  be built, or the run's baseline could not run it; the row that says why is named.
+  be built, or the run's baseline could not run it; the row that says why is named (a cell
+  shows its own file's rows only: a setting's failure on a variant file says nothing of the
+  fp32 model; only a setting that failed on the model, with no row on a file, did not run
+  there);
+- ``not-run``: the needed-paths plan did not run the setting on the file (``plan.json``
+  says why: another setting of its runtime is within its gates); no cause, in no count.
 
 A setting on an int8 file other than its runtime's baseline is compared with the run's
 baseline on the file, not with the fp32 model: it inherits its runtime's judgement of the
@@ -24,6 +29,7 @@ back, whatever the size of the run.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -39,7 +45,9 @@ from gero_runner.storage.reader import OpenRun
 SAFE: Final = "safe"
 OFF: Final = "off"
 CANNOT_RUN: Final = "cannot-run"
-VERDICTS: Final = (SAFE, OFF, CANNOT_RUN)
+NOT_RUN: Final = "not-run"
+"""The plan did not run the setting on the file (``plan.json``): neither safe nor a cause."""
+VERDICTS: Final = (SAFE, OFF, CANNOT_RUN, NOT_RUN)
 
 FP32: Final = "fp32"
 FILES: Final = (FP32, "fp16", "int8-dynamic", "int8-static")
@@ -71,7 +79,7 @@ class Verdict:
     file: str
     """``fp32`` (the model as given), ``fp16``, ``int8-dynamic`` or ``int8-static``."""
     verdict: str
-    """``safe``, ``off`` or ``cannot-run``."""
+    """``safe``, ``off``, ``cannot-run`` or ``not-run`` (the plan left it out)."""
     measure: str
     """What ``figure`` is: scaled error, row cosine, mean-pooled cosine, argmax agreement,
     non-finite output, parity; empty for ``cannot-run``."""
@@ -267,24 +275,26 @@ WITH rows AS (
     SELECT * FROM ranked WHERE rank = 1
 ), failures AS (
     -- why a cell has no gate: its own execution row, else one that stopped the whole file
-    -- (its build, the run's baseline on it), else the setting's on another file
+    -- (its build, the run's baseline on it), else the setting's on the fp32 model (never
+    -- its failure on a variant file: that says nothing of the model or another file)
     SELECT c.case_id, c.backend, c.optimization, c.file,
            arg_min(r.observation_id || chr(31) || r.reason,
                    CASE WHEN r.backend = c.backend AND r.optimization = c.optimization
                              AND r.file = c.file THEN 0
                         WHEN r.file = c.file AND r.kind IN ('build', '') THEN 1
                         WHEN r.backend = c.backend AND r.optimization = c.optimization
-                             THEN 2 END) AS why,
+                             AND r.file = '{FP32}' THEN 2 END) AS why,
            min(CASE WHEN r.backend = c.backend AND r.optimization = c.optimization
                          AND r.file = c.file THEN 0
                     WHEN r.file = c.file AND r.kind IN ('build', '') THEN 1
                     WHEN r.backend = c.backend AND r.optimization = c.optimization
-                         THEN 2 END) AS why_rank,
+                         AND r.file = '{FP32}' THEN 2 END) AS why_rank,
            count(*) FILTER (WHERE r.backend = c.backend AND r.optimization = c.optimization
                                 AND r.file = c.file) AS own_rows
     FROM cells c JOIN rows r ON r.case_id = c.case_id
     WHERE r.result = 'execution' AND r.chk NOT IN ({_NOTE_LIST})
-      AND ((r.backend = c.backend AND r.optimization = c.optimization)
+      AND ((r.backend = c.backend AND r.optimization = c.optimization
+            AND r.file IN (c.file, '{FP32}'))
            OR (r.file = c.file AND r.kind IN ('build', '')))
     GROUP BY ALL
 ), present AS (
@@ -311,7 +321,30 @@ def verdicts(view: OpenRun, model: str | None = None) -> list[Verdict]:
     if model is not None:
         model = model_name(view, model)
     rows = view.query(_SQL, [model, model])
-    return sorted((_verdict(r) for r in rows), key=_order)
+    card = [_verdict(r) for r in rows]
+    if any(v.verdict == CANNOT_RUN and not v.observation_id and v.observations == 0
+           for v in card):
+        card = _plan_left_out(view, card)
+    return sorted(card, key=_order)
+
+
+def _plan_left_out(view: OpenRun, card: list[Verdict]) -> list[Verdict]:
+    """A cell with no row of its own whose setting the needed-paths plan did not run on that
+    file (``plan.json``): ``not-run``, with the plan's why, not ``cannot-run``."""
+    from gero.query.plan_notes import not_run
+    from gero_runner.backends import short_name
+
+    left = {(e["model"], e["setting"]): e for e in not_run(view)}
+    out = []
+    for v in card:
+        entry = (left.get((v.model, f"{short_name(v.runtime)}-{v.setting}"))
+                 or left.get((v.model, f"{v.runtime}-{v.setting}")))
+        if (v.verdict == CANNOT_RUN and not v.observation_id and entry is not None
+                and v.file not in entry["ran_on"]):
+            v = dataclasses.replace(v, verdict=NOT_RUN, reason="not run (plan): " + str(
+                entry["why"]).removeprefix("not needed: "))
+        out.append(v)
+    return out
 
 
 def models(view: OpenRun) -> list[str]:
@@ -419,7 +452,7 @@ def causes(card: Sequence[Verdict]) -> list[list[Verdict]]:
     settings one row decides (a file that could not be built, a file its runtime's
     baseline judges off), then a runtime's settings on one file under one check; worst
     first within a group."""
-    bad = [v for v in card if v.verdict != SAFE]
+    bad = [v for v in card if v.verdict not in (SAFE, NOT_RUN)]
     groups: dict[tuple[str, ...], list[Verdict]] = {}
     seen = Counter(v.observation_id for v in bad if v.observation_id)
     shared = {oid for oid, n in seen.items() if n > 1}
@@ -431,5 +464,6 @@ def causes(card: Sequence[Verdict]) -> list[list[Verdict]]:
 
 
 def all_safe(card: list[Verdict]) -> bool:
-    """Whether every verdict is safe (what ``gero verdict``'s exit status says)."""
-    return all(v.verdict == SAFE for v in card)
+    """Whether every verdict is safe (what ``gero verdict``'s exit status says); a setting
+    the plan did not run is no verdict against it."""
+    return all(v.verdict in (SAFE, NOT_RUN) for v in card)

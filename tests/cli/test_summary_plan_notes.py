@@ -9,25 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
-
-
-def _model(tmp_path: Path) -> tuple[Path, Path]:
-    rng = np.random.default_rng(0)
-    w = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w")
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
-    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["m"]),
-                               helper.make_node("Softmax", ["m"], ["y"], axis=-1)],
-                              "dense", [x], [y], [w])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, tmp_path / "dense.onnx")
-    np.savez(tmp_path / "in.npz", x=rng.standard_normal((2, 8)).astype(np.float32))
-    return tmp_path / "dense.onnx", tmp_path / "in.npz"
+from shared_helpers import dense_softmax
 
 
 def _gero(*args: str) -> subprocess.CompletedProcess[str]:
@@ -40,7 +23,7 @@ def _gero(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_summary_shows_the_settings_not_run_and_the_notes(tmp_path: Path) -> None:
-    model, inputs = _model(tmp_path)
+    model, inputs = dense_softmax(tmp_path)
     root = str(tmp_path / "root")
     # ORT only, with an fp16 file: disable_all and all agree (basic, extended not needed),
     # and ORT computes the fp16 file's float16 nodes in float32 (a note on a row)
@@ -76,7 +59,7 @@ def test_summary_shows_the_settings_not_run_and_the_notes(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 def test_summary_of_an_exhaustive_run_lists_nothing_not_run(tmp_path: Path) -> None:
-    model, inputs = _model(tmp_path)
+    model, inputs = dense_softmax(tmp_path)
     root = str(tmp_path / "root")
     _gero("run", "--model", str(model), "--inputs", str(inputs), "--backends", "onnxruntime",
           "--paths", "all", "--repeats", "1", "--jobs", "1", "--no-reuse",

@@ -58,6 +58,23 @@ def classifier(path: Path, *, mixes_batch: bool = False) -> str:
                 [w1, w2, b])
 
 
+def dense_softmax(tmp: Path) -> tuple[Path, Path]:
+    """``tmp/dense.onnx``, x[2, 8] -> MatMul(8x4) -> Softmax -> y (ONNX Runtime's levels all
+    agree on it), and its inputs ``tmp/in.npz``."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["m"]),
+                               helper.make_node("Softmax", ["m"], ["y"], axis=-1)],
+                              "dense", [x], [y], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp / "dense.onnx")
+    np.savez(tmp / "in.npz", x=rng.standard_normal((2, 8)).astype(np.float32))
+    return tmp / "dense.onnx", tmp / "in.npz"
+
+
 def never_ending_model(name: str = "X", dtype: str = "float32",
                        shape: tuple[int, ...] = (2,)) -> bytes:
     """An ONNX model whose Loop never ends (no trip count, the condition stays true); its one

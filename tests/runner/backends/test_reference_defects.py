@@ -183,19 +183,25 @@ def test_dequantize_linear_below_19_equals_onnx_runtime(opset: int, axis: int | 
     np.testing.assert_array_equal(wide, exact)
 
 
-def test_one_hot_with_a_1_element_depth_runs_in_a_loop_body_too() -> None:
-    """SLANet's case: the OneHot is in a Loop body (the decoder feeds its ArgMax back)."""
-    depth = numpy_helper.from_array(np.array([5], np.int32), "depth")
-    values = numpy_helper.from_array(np.array([0, 1], np.float32), "values")
-    body = helper.make_graph(
+def _one_hot_loop_body(shape: list[int]) -> onnx.GraphProto:
+    """A Loop body adding OneHot(idx, depth, values) to its carried ``c`` of ``shape`` (idx,
+    depth and values from the graph outside): SLANet's decoder feeds its ArgMax back so."""
+    return helper.make_graph(
         [helper.make_node("OneHot", ["idx", "depth", "values"], ["hot"], axis=-1),
          helper.make_node("Add", ["c_in", "hot"], ["c_out"]),
          helper.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
         [helper.make_tensor_value_info("i", TensorProto.INT64, []),
          helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("c_in", TensorProto.FLOAT, [2, 5])],
+         helper.make_tensor_value_info("c_in", TensorProto.FLOAT, shape)],
         [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("c_out", TensorProto.FLOAT, [2, 5])])
+         helper.make_tensor_value_info("c_out", TensorProto.FLOAT, shape)])
+
+
+def test_one_hot_with_a_1_element_depth_runs_in_a_loop_body_too() -> None:
+    """SLANet's case: the OneHot is in a Loop body (the decoder feeds its ArgMax back)."""
+    depth = numpy_helper.from_array(np.array([5], np.int32), "depth")
+    values = numpy_helper.from_array(np.array([0, 1], np.float32), "values")
+    body = _one_hot_loop_body([2, 5])
     graph = helper.make_graph(
         [helper.make_node("Loop", ["n", "cond", "c0"], ["Y"], body=body)], "g",
         [helper.make_tensor_value_info("idx", TensorProto.INT64, [2]),
@@ -254,15 +260,7 @@ def test_an_entry_inside_a_loop_body_is_named_beside_one_that_shows_outside() ->
     """SLANet (opset 13): a BatchNormalization in the main graph shows its defect, and the
     stock evaluator fails on the OneHot in its Loop body; both are named (was the
     BatchNormalization alone, so the failure's cause went unnamed)."""
-    body = helper.make_graph(
-        [helper.make_node("OneHot", ["idx", "depth", "values"], ["hot"], axis=-1),
-         helper.make_node("Add", ["c_in", "hot"], ["c_out"]),
-         helper.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("c_in", TensorProto.FLOAT, [1, 2, 5])],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("c_out", TensorProto.FLOAT, [1, 2, 5])])
+    body = _one_hot_loop_body([1, 2, 5])
     params = {"scale": np.full(2, 2.0, np.float32), "B": np.zeros(2, np.float32),
               "mean": np.zeros(2, np.float32), "var": np.ones(2, np.float32)}
     graph = helper.make_graph(

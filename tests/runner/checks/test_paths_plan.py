@@ -21,6 +21,7 @@ import onnx
 import pytest
 from gero_processes import gero, runtime_modules_env
 from onnx import TensorProto, helper, numpy_helper
+from shared_helpers import dense_softmax
 
 from gero_runner.storage.reader import open_run
 
@@ -73,21 +74,6 @@ def _env(tmp_path: Path, skew: str) -> dict[str, str]:
     return runtime_modules_env(tmp_path, {"fake_runtime": FAKE}, FAKE_SKEW=skew)
 
 
-def _dense_model(tmp_path: Path) -> tuple[Path, Path]:
-    rng = np.random.default_rng(0)
-    w = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w")
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
-    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["m"]),
-                               helper.make_node("Softmax", ["m"], ["y"], axis=-1)],
-                              "dense", [x], [y], [w])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, tmp_path / "m.onnx")
-    np.savez(tmp_path / "in.npz", x=rng.standard_normal((2, 8)).astype(np.float32))
-    return tmp_path / "m.onnx", tmp_path / "in.npz"
-
-
 def _gero(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     done = gero(*args, env=env)
     assert done.returncode in (0, 1), done.stderr
@@ -137,7 +123,7 @@ def test_the_default_plan_finds_what_every_path_finds(tmp_path: Path, skew: str,
                                                       ran: set[str],
                                                       not_run: set[str]) -> None:
     env = _env(tmp_path, skew)
-    model, inputs = _dense_model(tmp_path)
+    model, inputs = dense_softmax(tmp_path)
     needed, every = tmp_path / "needed", tmp_path / "all"
     args = ("--backends", "onnxruntime,fake", "--no-contracts")
     _run(env, model, inputs, needed, "needed", *args)
@@ -169,7 +155,7 @@ def test_the_default_plan_finds_what_every_path_finds(tmp_path: Path, skew: str,
 def test_an_unoptimised_base_runs_on_a_file_its_deployed_setting_is_off_on(
         tmp_path: Path) -> None:
     env = _env(tmp_path, "top@fp16=roll")
-    model, inputs = _dense_model(tmp_path)
+    model, inputs = dense_softmax(tmp_path)
     needed, every = tmp_path / "needed", tmp_path / "all"
     args = ("--backends", "onnxruntime,fake", "--no-contracts", "--variants", "fp16")
     _run(env, model, inputs, needed, "needed", *args)

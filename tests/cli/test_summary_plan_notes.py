@@ -4,32 +4,37 @@ needed-paths plan left out, with why, and the rows' notes, and count neither (is
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from gero_processes import gero
 from shared_helpers import dense_softmax
 
 
 def _gero(*args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "gero_cli", *args], env=dict(os.environ),
-                          capture_output=True, text=True, timeout=300)
+    done = gero(*args)
     assert done.returncode in (0, 1), done.stderr
     assert "Traceback" not in done.stderr + done.stdout, done.stderr + done.stdout
     return done
 
 
-@pytest.mark.slow
-def test_summary_shows_the_settings_not_run_and_the_notes(tmp_path: Path) -> None:
+def _run(tmp_path: Path, *flags: str) -> str:
+    """`gero run -q` of the dense model on ONNX Runtime alone (one job, one repeat, nothing
+    reused) into ``tmp_path/root``, which is returned."""
     model, inputs = dense_softmax(tmp_path)
     root = str(tmp_path / "root")
+    _gero("run", "--model", str(model), "--inputs", str(inputs), "--backends", "onnxruntime",
+          *flags, "--repeats", "1", "--jobs", "1", "--no-reuse", "--data-dir", root,
+          "--run-id", "r1", "-q")
+    return root
+
+
+@pytest.mark.slow
+def test_summary_shows_the_settings_not_run_and_the_notes(tmp_path: Path) -> None:
     # ORT only, with an fp16 file: disable_all and all agree (basic, extended not needed),
     # and ORT computes the fp16 file's float16 nodes in float32 (a note on a row)
-    _gero("run", "--model", str(model), "--inputs", str(inputs), "--backends", "onnxruntime",
-          "--variants", "fp16", "--repeats", "1", "--jobs", "1", "--no-reuse",
-          "--data-dir", root, "--run-id", "r1", "-q")
+    root = _run(tmp_path, "--variants", "fp16")
     summary = json.loads(_gero("summary", "--data-dir", root, "--format", "json").stdout)
     settings = {(e["model"], e["setting"]) for e in summary["not_run"]}
     assert settings == {("dense", "ort-basic"), ("dense", "ort-extended")}
@@ -59,11 +64,7 @@ def test_summary_shows_the_settings_not_run_and_the_notes(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 def test_summary_of_an_exhaustive_run_lists_nothing_not_run(tmp_path: Path) -> None:
-    model, inputs = dense_softmax(tmp_path)
-    root = str(tmp_path / "root")
-    _gero("run", "--model", str(model), "--inputs", str(inputs), "--backends", "onnxruntime",
-          "--paths", "all", "--repeats", "1", "--jobs", "1", "--no-reuse",
-          "--data-dir", root, "--run-id", "r1", "-q")
+    root = _run(tmp_path, "--paths", "all")
     summary = json.loads(_gero("summary", "--data-dir", root, "--format", "json").stdout)
     assert summary["not_run"] == [] and summary["notes"] == []
     assert "not run (not needed)" not in _gero("summary", "--data-dir", root).stdout

@@ -133,3 +133,34 @@ def test_an_old_runs_tooling_rows_are_notes_not_a_paths_failures(
         "Unimplemented(LinearClassifier)")])
     assert main(["findings", "--data-dir", str(other)]) == 1
     assert main(["summary", "--data-dir", str(other)]) == 1
+
+
+def test_a_variant_files_group_of_two_precisions_is_not_titled_by_the_first_rows(
+        tmp_path: Path) -> None:
+    """A runtime off on a variant file is one cause on all its settings (OpenVINO's
+    int8-static rounding): the group holds its bf16 and its f32 rows. Its precision came
+    from the first row found, so the bf16 row's made it 'OpenVINO computes float32 in
+    bf16' although the f32 setting is off the same way; it comes from the rows' own
+    settings: two precisions, no precision claim. A group whose rows all compute in bf16
+    keeps it."""
+    def cosine(setting: str, precision: str, check: str = "model:int8-static:cosine",
+               result: str = "divergence") -> dict[str, Any]:
+        return model_row(check, "openvino", setting, result,
+                         "row cosine 0.96 < 0.99", failure_kind="law:cosine",
+                         scope=check.split(":")[1], failed_path="",
+                         session_settings=json.dumps({"inference_precision": precision}),
+                         max_abs_error=0.1, arbiter="reference")
+
+    rows = [cosine("bf16-default", "bf16"), cosine("f32", "f32"),
+            model_row("model:int8-static:cosine", "onnxruntime", "all", "passed", "ok",
+                      scope="int8-static")]
+    write_run(tmp_path, rows)
+    (finding,) = findings_report(tmp_path).findings
+    assert (finding.outlier, finding.family, finding.observations) == (
+        "openvino", "model:int8-static:cosine", 2)
+    assert "bf16" not in finding.title, finding.title
+    # the same rows of the bf16 setting alone: its precision, named
+    alone = tmp_path / "alone"
+    write_run(alone, [rows[0], rows[2]])
+    (finding,) = findings_report(alone).findings
+    assert finding.family == "precision" and "in bf16" in finding.title, finding.title

@@ -170,30 +170,43 @@ def grouped_sql() -> str:
                GROUP BY ALL) m ON m.case_id = b.case_id AND m.runtime = b.runtime"""
 
 
+_ONE_PRECISION = """CASE WHEN count(DISTINCT {p}) {filter} = 1
+                         AND count(*) FILTER ({cond} AND {p} IS NULL) = 0
+                    THEN min({p}) {filter} END"""
+"""The one precision setting of a group's own rows ({cond}), NULL when they differ (or some
+have none): a group of a variant file holds every setting of its runtime (OpenVINO's bf16
+and f32 rows), and the first row's would say 'computes float32 in bf16' of both."""
+
+
 def kinds_sql() -> str:
     """``kinds`` (reads ``grouped``): per group and kind, enough to pick the group's
     decisive kind (rows against float64 first, then the most severe, then the most
-    frequent)."""
-    return """
+    frequent), and the precision of its own rows where they share one."""
+    precision = _ONE_PRECISION.format(p="precision", filter="FILTER (blamed = path)",
+                                      cond="blamed = path")
+    return f"""
     SELECT case_id, fam, grp, sub, kind, bool_or(truth) AS truth, max(severity) AS severity,
            count(*) AS n, list_distinct(list(blamed)) AS bad_settings,
            min(cause_key) AS cause_key, bool_or(model_case) AS model_case,
            bool_and(blamed = path) AS own_path, first(op_type) AS op_type,
-           first(dtype) AS dtype, first(precision) FILTER (blamed = path) AS precision
+           first(dtype) AS dtype, {precision} AS precision,
+           bool_or(blamed = path) AS any_own
     FROM grouped GROUP BY case_id, fam, grp, sub, kind"""
 
 
 def groups_sql() -> str:
-    """``groups`` (reads ``kinds``): one row per group, its decisive kind and the settings
-    of it that are off."""
-    return """
+    """``groups`` (reads ``kinds``): one row per group, its decisive kind, the settings
+    of it that are off and the one precision of its own rows (NULL when its kinds' differ)."""
+    precision = _ONE_PRECISION.format(p="precision", filter="FILTER (any_own)",
+                                      cond="any_own")
+    return f"""
     SELECT case_id, fam, grp, sub,
            first(kind ORDER BY truth DESC, severity DESC, n DESC, kind) AS kind,
            first(cause_key ORDER BY truth DESC, severity DESC, n DESC, kind) AS cause_key,
            bool_or(model_case) AS model_case,
            list_distinct(flatten(list(bad_settings))) AS bad_settings,
            bool_and(own_path) AS own_path, first(op_type) AS op_type, first(dtype) AS dtype,
-           first(precision) FILTER (precision IS NOT NULL) AS precision
+           {precision} AS precision
     FROM kinds GROUP BY case_id, fam, grp, sub"""
 
 

@@ -116,6 +116,13 @@ class Localization:
     within_gate: bool = False
     """The row passed its own gate: its difference is one the check allows, so no origin
     is named."""
+    renamed: list[str] = field(default_factory=list)
+    """Tensors of one name the two graphs make with different operators (a builder folded
+    a node away, its tensor name kept): not compared (the notes say what was folded)."""
+    explained: float | None = None
+    """The final error the origins named explain together (their alone-outputs fed into
+    the reference side at once, run to the output), as a fraction of it; None: not
+    measured."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -4,7 +4,8 @@ The two sides of an observation (a runtime setting, the ReferenceEvaluator, the 
 shadow; the model or its int8/float16 variant) are run again on the observation's inputs
 with intermediate tensors as outputs, and compared tensor by tensor in topological order,
 matched by name (a variant keeps its model's tensor names; the tensors it adds, such as
-QuantizeLinear outputs and Casts, are not compared). A runtime that fuses nodes keeps only
+QuantizeLinear outputs and Casts, are not compared, nor a name the two graphs make with
+different operators). A runtime that fuses nodes keeps only
 some tensors (ONNX Runtime's optimised graph, OpenVINO's executed graph): only the tensors
 that survive on both sides are compared, since marking a fused-away tensor as an output
 would undo the fusion being localized.
@@ -32,10 +33,13 @@ tensors of its origins and amplifiers (``localize/OBSERVATION_ID.npz``) for the 
 
 The package, by responsibility, each module importing only those before it in this list:
 ``bounds`` (the kinds of side and the bounds), ``figures`` (the scaled error, roundings),
-``sides`` (what each side computes), ``search`` (tracing to where the sides part and
-running regions alone), ``judge`` (origin, amplifier or builds-up; the summary), ``store``
-(the stored result, the ``-o`` repro) and ``observation`` (one observation in a child
-process, stored).
+``producers`` (whether two graphs' tensors of one name are one quantity: a builder that
+folds a Clip into the Add before it gives the Add the Clip's name), ``sides`` (what each
+side computes), ``search`` (tracing to where the sides part and running regions alone),
+``retrace`` (a coarser trace where marking tensors changes the path's output), ``judge``
+(origin, amplifier or builds-up; what the origins explain; the summary), ``store`` (the
+stored result, the ``-o`` repro) and ``observation`` (one observation in a child process,
+stored).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +40,6 @@ def judge(s: Search, window: list[str]
     diverging = [t for t in window if s.figures.get(t) is not None and s.figures[t].diverges]
     final_fig = s.figures.get(s.output)
     final = final_fig.scaled_error if final_fig is not None else math.nan
-    origins: list[NodeFinding] = []
-    amplifiers: list[NodeFinding] = []
-    kept: dict[str, np.ndarray] = {}
-    repro: bytes | None = None
     candidates = diverging[:MAX_CANDIDATES]
     if len(diverging) > MAX_CANDIDATES:
         sharp = _sharp(s, diverging[MAX_CANDIDATES:])
@@ -52,10 +49,67 @@ def judge(s: Search, window: list[str]
                 if sharp else "")
         s.notes.append(f"{len(diverging)} tensors diverge in the stretch traced; the first "
                        f"{MAX_CANDIDATES} were run alone{also}")
-    alone_values: dict[str, np.ndarray] = {}
-    unaccounted: list[str] = []
-    feeds_of: dict[str, dict[str, np.ndarray]] = {}
+    st = _Alone()
     started = time.perf_counter()
+    _run_alone(s, candidates, st)
+    rest = [t for t in diverging if t not in candidates]
+    if rest and math.isfinite(final) and final > 0:
+        # Origins that explain too little of the final error are not the whole story: the
+        # diverging tensors where the error jumps most are run alone too.
+        so_far = _explained(s, st.origins, st.alone_values, final)
+        if so_far is not None and so_far < ACCOUNTED:
+            more = _largest_jumps(s, rest)[:MAX_CANDIDATES]
+            s.notes.append(f"the {len(candidates)} diverging tensors run alone first explain "
+                           f"{so_far:.0%} of the final {final:.2g}: {len(more)} more, where "
+                           f"the error jumps most over what they read, were run alone too "
+                           f"({', '.join(more[:4])}{'…' if len(more) > 4 else ''})")
+            _run_alone(s, more, st)
+    origins, amplifiers, kept = st.origins, st.amplifiers, st.kept
+    alone_values, feeds_of, unaccounted = st.alone_values, st.feeds_of, st.unaccounted
+    # A non-finite origin first: it is refined (and its share measured) whatever its place.
+    origins = sorted(origins, key=lambda o: not math.isinf(o.local_scaled_error))
+    origins = [refine(s, o, feeds_of.get(o.tensor, {})) for o in origins[:MAX_SHARES]] + \
+        origins[MAX_SHARES:]
+    origins = sorted(origins, key=lambda o: s.position.get(o.tensor, -1))
+    s.phases["alone_s"] = time.perf_counter() - started
+    origins = _sharp_first(_measured_origins(s, origins, alone_values, final))
+    origins = _with_causes(s, origins)
+    if origins and math.isfinite(final) and final > 0:
+        # What the named origins explain: a partial explanation says its share.
+        s.explained = _explained(s, origins, alone_values, final)
+    if not origins and unaccounted:
+        s.notes.append(f"{', '.join(unaccounted[:4])}: no node run alone makes a difference "
+                       "over its floor, and what each receives, through its own run, does not "
+                       "account for what it shows (even run together with up to four steps "
+                       "of nodes before it): not localized")
+    s.unaccounted.extend(unaccounted)
+    # The repro is the origin the summary names first (a sharp one may come before an
+    # earlier one in the graph).
+    repro = repro_model(s, origins[0].tensor, *st.repro_args[origins[0].tensor], kept) \
+        if origins and origins[0].tensor in st.repro_args else None
+    return origins, amplifiers, kept, repro
+
+
+@dataclass
+class _Alone:
+    """What running diverging tensors alone has found so far."""
+
+    origins: list[NodeFinding] = field(default_factory=list)
+    amplifiers: list[NodeFinding] = field(default_factory=list)
+    kept: dict[str, np.ndarray] = field(default_factory=dict)
+    repro_args: dict[str, tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]] = field(
+        default_factory=dict)
+    """Per origin: its region's inputs and both sides' alone-outputs (for its repro)."""
+    alone_values: dict[str, np.ndarray] = field(default_factory=dict)
+    feeds_of: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    unaccounted: list[str] = field(default_factory=list)
+
+
+def _run_alone(s: Search, candidates: list[str], st: _Alone) -> None:
+    """Each of ``candidates`` run alone on both sides: an origin, or an amplifier or
+    carrier (``st`` gathers them)."""
+    origins, amplifiers, kept = st.origins, st.amplifiers, st.kept
+    alone_values, feeds_of, unaccounted = st.alone_values, st.feeds_of, st.unaccounted
     together = s.alone_together(candidates)
     for t in candidates:
         try:
@@ -99,7 +153,10 @@ def judge(s: Search, window: list[str]
                 name = quoted.strip("'") or name
         role = ""
         if local <= fig.threshold or not math.isfinite(cast):
-            role = carrying_role(op, propagated, in_err)
+            # A node whose own run does not account for what it shows magnifies nothing
+            # that was measured: never an amplifier.
+            role = ("carrier" if t in unaccounted else
+                    carrying_role(op, propagated, in_err))
         finding = NodeFinding(
             name, op, t, [node_label(graph.node[i]) for i in ra], ins,
             in_err, fig.scaled_error, local, fig.threshold, gain, None, fused, "", role,
@@ -118,26 +175,10 @@ def judge(s: Search, window: list[str]
             origins.append(finding)
             feeds_of[t] = {n: s.b_values.get(n, v) for n, v in feeds.items()}
             alone_values[t] = x
-            if repro is None:
-                repro = repro_model(s, t, feeds, kept, x, y)
+            st.repro_args[t] = (feeds, x, y)
         else:
             amplifiers.append(finding)
         keep(kept, t, x, y, feeds, s)
-    # A non-finite origin first: it is refined (and its share measured) whatever its place.
-    origins = sorted(origins, key=lambda o: not math.isinf(o.local_scaled_error))
-    origins = [refine(s, o, feeds_of.get(o.tensor, {})) for o in origins[:MAX_SHARES]] + \
-        origins[MAX_SHARES:]
-    origins = sorted(origins, key=lambda o: s.position.get(o.tensor, -1))
-    s.phases["alone_s"] = time.perf_counter() - started
-    origins = _sharp_first(_measured_origins(s, origins, alone_values, final))
-    origins = _with_causes(s, origins)
-    if not origins and unaccounted:
-        s.notes.append(f"{', '.join(unaccounted[:4])}: no node run alone makes a difference "
-                       "over its floor, and what each receives, through its own run, does not "
-                       "account for what it shows (even run together with up to four steps "
-                       "of nodes before it): not localized")
-    s.unaccounted.extend(unaccounted)
-    return origins, amplifiers, kept, repro
 
 
 def _measured_origins(s: Search, origins: list[NodeFinding],
@@ -206,6 +247,31 @@ def _sharp(s: Search, later: list[str]) -> list[str]:
             jumps.append((err / before if before > 0 else math.inf, t))
     picked += [t for _, t in sorted(jumps, key=lambda j: -j[0])[:MAX_SHARP - len(picked)]]
     return picked
+
+
+def _explained(s: Search, origins: list[NodeFinding], alone_values: dict[str, np.ndarray],
+               final: float) -> float | None:
+    """The final error ``origins`` explain: the shares of the ``MAX_SHARES`` largest (by
+    their own difference) added, each its alone-output fed to the reference side and run
+    to the output (fed at once, a later origin's alone-output would cut off what an
+    earlier one makes); 0 without origins, None where none could be measured."""
+    if not origins:
+        return 0.0
+    largest = sorted(origins, key=lambda o: -o.local_scaled_error)[:MAX_SHARES]
+    shares = [s.share(o.tensor, alone_values[o.tensor], final) for o in largest]
+    known = [x for x in shares if x is not None]
+    return sum(known) if known else None
+
+
+def _largest_jumps(s: Search, later: list[str]) -> list[str]:
+    """``later`` (diverging tensors not yet run alone), the largest jump over what each
+    region reads first."""
+    def jump(t: str) -> float:
+        read = [s.figures[n].scaled_error for n in s.region_inputs(t) if n in s.figures]
+        before = max(read, default=0.0)
+        err = s.figures[t].scaled_error
+        return err / before if before > 0 else math.inf
+    return sorted(later, key=lambda t: (-jump(t), s.position.get(t, -1)))
 
 
 def _sharp_first(origins: list[NodeFinding]) -> list[NodeFinding]:
@@ -287,6 +353,8 @@ def instrumented(directory: Path, s: Search) -> dict[str, Any]:
         out[f"{name}_bit_exact"] = same
         if same is False and got is not None and stored is not None:
             out[f"{name}_scaled_error_vs_stored"] = figure(got, stored)[0]
+            if name == "actual" and s.traced_limit is not None:
+                out["actual_traced_limit"] = s.traced_limit
     if out.get("actual_bit_exact") is False or out.get("reference_bit_exact") is False:
         s.notes.append("a traced run does not give its path's stored output bit for bit "
                        "(tensors marked as outputs changed what the runtime computes, or "

@@ -20,6 +20,7 @@ from gero_runner.errors import ArtifactError, GeroError
 from gero_runner.evidence.localization import Localization, NodeFinding, Side
 from gero_runner.evidence.localize.bounds import DEFAULT_TIMEOUT_S, RUNTIME
 from gero_runner.evidence.localize.judge import instrumented, judge
+from gero_runner.evidence.localize.retrace import retrace
 from gero_runner.evidence.localize.search import Search
 from gero_runner.evidence.localize.sides import sides
 from gero_runner.evidence.localize.store import store_localization, write_origin_repro
@@ -49,6 +50,10 @@ def localize_case(directory: Path, row: dict[str, Any]) -> tuple[Localization,
         extra = [n for t in window for n in s.region_inputs(t) if n not in window]
         s.trace(window, list(dict.fromkeys(extra)), keep=True)
     within_gate = str(row.get("result") or "") == "passed"
+    if not within_gate:
+        # Marking tensors may change what the runtime computes: a coarser trace that gives
+        # the row's own output again is the one judged.
+        window = retrace(directory, s) or window
     narrowed = ""
     if not within_gate and not any(f.diverges for f in s.figures.values()) and s.rounding:
         narrowed = _precision_cause(a, s.rounding)
@@ -89,7 +94,8 @@ def localize_case(directory: Path, row: dict[str, Any]) -> tuple[Localization,
         len(s.figures), s.passes,
         sorted(s.figures.values(), key=lambda f: f.position), origins, amplifiers,
         checked, "", time.perf_counter() - start, s.notes, unaccounted=s.unaccounted,
-        within_gate=within_gate)
+        within_gate=within_gate, renamed=[r.tensor for r in s.renamed],
+        explained=s.explained)
     loc = Localization(**{**loc.__dict__, "summary": summary(loc, _gate(row),
                                                              _stored_error(row))})
     return loc, kept, repro

@@ -43,8 +43,10 @@ def refine(s: Search, o: NodeFinding, feeds: dict[str, np.ndarray]) -> NodeFindi
     if math.isinf(o.local_scaled_error):
         return _first_nan(s, o, feeds)
     graph = s.model_a.graph
+    other = {r.tensor for r in s.renamed}  # one name, another quantity: not compared
     inner = [t for i in ra for t in graph.node[i].output if t and t != o.tensor
-             and t in s.types_b and any(t in n.output for n in s.model_b.graph.node)]
+             and t not in other and t in s.types_b
+             and any(t in n.output for n in s.model_b.graph.node)]
     if not inner:
         return o
     if sum(s.size(t) for t in inner) > TRACE_BYTES:
@@ -179,9 +181,8 @@ def keep(kept: dict[str, np.ndarray], t: str, x: np.ndarray, y: np.ndarray,
             kept[k] = v
 
 
-def repro_model(s: Search, t: str, feeds: dict[str, np.ndarray],
-                 kept: dict[str, np.ndarray], output: np.ndarray,
-                 expected: np.ndarray) -> bytes:
+def repro_model(s: Search, t: str, feeds: dict[str, np.ndarray], output: np.ndarray,
+                expected: np.ndarray, kept: dict[str, np.ndarray]) -> bytes:
     ra, _ = s.regions(t)
     model = sg.region_model(s.model_a, ra, [t], feeds, name=f"gero-localize-{t}",
                             typed={t: output})

@@ -30,6 +30,7 @@ from gero_runner.evidence.localize.bounds import (
     TRACE_BYTES,
 )
 from gero_runner.evidence.localize.figures import figure, rounding, with_noise
+from gero_runner.evidence.localize.producers import Renamed, renamed, sentence
 from gero_runner.evidence.localize.sides import (
     load_graph,
     run_side,
@@ -93,6 +94,13 @@ class Search:
         self.a_final: np.ndarray | None = None
         self.b_final: np.ndarray | None = None
         self.ops_a = {o: n for n in self.model_a.graph.node for o in n.output}
+        self.explained: float | None = None
+        """The final error the named origins explain, their measured shares added."""
+        self.traced_limit: float | None = None
+        """How far the traced output may be from the stored one and still be the row's run
+        (the output's threshold with the path's own precision; ``retrace``)."""
+        self.shares: dict[str, float | None] = {}
+        """Each origin's measured share (``share``), by tensor."""
         self.unaccounted: list[str] = []
         """Diverging tensors no node's own run, nor what it receives, accounts for."""
         self.widened: dict[str, set[str]] = {}
@@ -111,6 +119,16 @@ class Search:
                               "zero points, and what is made only from them) are not "
                               "compared: the float64 arbiter computes DynamicQuantizeLinear "
                               "as the identity (scale 1), so they differ by construction")
+        self.renamed: list[Renamed] = []
+        """Tensors of one name the two graphs make with different operators (a builder
+        folded a node away): neither compared nor a region's edge."""
+        if self.model_b is not self.model_a:
+            both = [t for n in self.model_a.graph.node for t in n.output
+                    if t and t in made_b and t not in self.unlike]
+            self.renamed = renamed(self.model_a, self.model_b, both)
+            if self.renamed:
+                self.notes.append(sentence(self.renamed, a.graph, b.graph))
+        skipped = self.unlike | {r.tensor for r in self.renamed}
         started = time.perf_counter()
         surv_a = survivors(a, self.model_a)
         surv_b = survivors(b, self.model_b)
@@ -123,7 +141,7 @@ class Search:
         self.order: list[str] = []
         for node in self.model_a.graph.node:
             for t in node.output:
-                if not t or t not in made_b or t in self.unlike:
+                if not t or t not in made_b or t in skipped:
                     continue
                 if (surv_a is not None and t not in surv_a) or (surv_b is not None
                                                                   and t not in surv_b):
@@ -395,7 +413,12 @@ class Search:
 
     def share(self, t: str, value: np.ndarray, final: float) -> float | None:
         """The final error ``t``'s own error explains: its alone-value fed to the reference
-        side, run to the output."""
+        side, run to the output (measured once per tensor)."""
+        if t not in self.shares:
+            self.shares[t] = self._share(t, value, final)
+        return self.shares[t]
+
+    def _share(self, t: str, value: np.ndarray, final: float) -> float | None:
         if self.b_final is None or final == 0 or not math.isfinite(final):
             return None
         typed = self.types_b.get(t)
@@ -414,4 +437,3 @@ class Search:
                 return None
         err, _ = figure(out, self.b_final)
         return err / final if math.isfinite(err) else None
-

@@ -8,13 +8,47 @@ import math
 import numpy as np
 
 from gero_runner.evidence.localization import Localization
-from gero_runner.evidence.localize.bounds import BODY, SUBGRAPH_OPS
+from gero_runner.evidence.localize.bounds import ACCOUNTED, BODY, SUBGRAPH_OPS
 from gero_runner.evidence.localize.figures import rounding
 
 
 def summary(loc: Localization, gate: str = "", stored: float | None = None) -> str:
     """The result in a sentence or two (``gate``: the row's own verdict; ``stored``: the
     row's own scaled error, which a failed row's traced run may not give again)."""
+    text = _summary(loc, gate, stored)
+    other = traced_elsewhere(loc, stored)
+    if other:
+        text = f"{other}; {text}"
+    if loc.renamed and not loc.within_gate:
+        names = ", ".join(repr(t) for t in loc.renamed[:3])
+        more = f" and {len(loc.renamed) - 3} more" if len(loc.renamed) > 3 else ""
+        text += (f"; not compared: {names}{more}, which the two graphs make with different "
+                 "operators (a node folded away, its tensor name kept: see notes)")
+    return text
+
+
+def traced_elsewhere(loc: Localization, stored: float | None) -> str:
+    """'' where the traced runs gave the observation's stored outputs again (within the
+    final tensor's own threshold); else which side computes differently when its inner
+    tensors are read, with the traced and the row's figures: the origins found are those
+    of the traced run, not necessarily the row's."""
+    limit = loc.final_threshold if math.isfinite(loc.final_threshold) else 0.0
+    limit = max(limit, rounding(np.dtype("float32")))
+    for key, label in (("actual", loc.actual), ("reference", loc.reference)):
+        off = loc.instrumented.get(f"{key}_scaled_error_vs_stored")
+        own = loc.instrumented.get(f"{key}_traced_limit")  # with the path's own precision
+        limit = max(limit, own) if isinstance(own, float | int) else limit
+        if not isinstance(off, float | int) or not off > limit:
+            continue
+        row = f", row {stored:.2g}" if stored is not None else ""
+        return (f"{label} computes differently when its intermediate tensors are read: "
+                f"traced {loc.final_scaled_error:.2g}{row} (its traced output is {off:.2g} "
+                "scaled from its stored one), so what follows is the traced run's, not "
+                "necessarily the row's")
+    return ""
+
+
+def _summary(loc: Localization, gate: str, stored: float | None) -> str:
     f = loc.final_scaled_error
     if loc.within_gate:
         said = f" ({gate})" if gate else ""
@@ -81,8 +115,14 @@ def summary(loc: Localization, gate: str = "", stored: float | None = None) -> s
                  f"{', '.join(o.widened[:3])} as it reads back")
     after = [m for m in loc.amplifiers if loc_position(loc, m.tensor)
              > loc_position(loc, o.tensor)]
+    lost = [m for m in after if m.tensor in loc.unaccounted]
     growing = [m for m in after if m.role == "amplifier"]
-    if after and f < o.local_scaled_error:
+    if lost:
+        # Neither carried nor magnified: what they show, their own runs do not make.
+        shown = ", ".join(f"{m.node} ({m.op_type})" for m in lost[:3])
+        text += (f"; after it, {shown} show(s) more than their own run makes of what they "
+                 "receive (not located)")
+    elif after and f < o.local_scaled_error:
         # Grown on the way or not, less of it reaches the output (a normalisation or a
         # softmax after it): "magnifies it to" a smaller figure would read backwards.
         text += f"; the nodes after it shrink it to {f:.2g} at the output"
@@ -96,6 +136,13 @@ def summary(loc: Localization, gate: str = "", stored: float | None = None) -> s
     if len(loc.origins) > 1:
         text += (f"; {len(loc.origins) - 1} more node(s) add error of their own: "
                  + ", ".join(f"{x.node} ({x.op_type})" for x in loc.origins[1:4]))
+    if loc.explained is not None and loc.explained < ACCOUNTED:
+        # Never a partial explanation presented as the whole one.
+        who = ("this origin explains" if len(loc.origins) == 1 else
+               f"the {len(loc.origins)} origins named explain")
+        together = " (their shares added)" if len(loc.origins) > 1 else ""
+        text += (f"; {who} {_share_text(loc.explained)} of the final {f:.2g}{together}: "
+                 "the rest is not located")
     return text
 
 

@@ -1,6 +1,7 @@
 """One cause, one finding, on hand-made rows written as a run (issue 40, round 5): a
 registered defect is one finding whichever other defects a file hits beside it; an old run's
-rows about gero's own tooling are notes, not a path's failures."""
+rows about gero's own tooling are notes, not a path's failures; a title of an output off
+says its worst row's figures."""
 
 from __future__ import annotations
 
@@ -18,10 +19,14 @@ from gero.query.finding_status import findings_report
 from gero.query.findings import (
     GERO_LIMIT,
     ORDER_TABLE,
+    OUTSIDE,
     VARIANT_TOOLING,
+    Finding,
+    Representative,
     ensure_members,
     members_sql,
 )
+from gero.query.findings.titles import render_title
 from gero.query.source import open_source
 from gero_cli import main
 from gero_runner.schema import SIGHTING_SCHEMA
@@ -164,3 +169,36 @@ def test_a_variant_files_group_of_two_precisions_is_not_titled_by_the_first_rows
     write_run(alone, [rows[0], rows[2]])
     (finding,) = findings_report(alone).findings
     assert finding.family == "precision" and "in bf16" in finding.title, finding.title
+
+
+def _off(family: str, outlier: str, template: str, cause: str, figures: str,
+         result: str = "divergence", observations: int = 3) -> Finding:
+    rep = Representative("0" * 16, "c1", family, "float32", "[1, 80]", outlier, "f32",
+                         "int8-static:onnxruntime:all", result, cause, 0.57, None, 1e-4, 1e-5,
+                         "", cause=cause, figures=figures)
+    return Finding("f" * 12, "", result, family, outlier, template, "model", observations, 1,
+                   ("khmersm",), ("float32",), (), {result: observations}, 0.57, rep,
+                   kind="law:cosine", scope="int8-static")
+
+
+def test_an_output_off_is_titled_by_its_worst_rows_figures() -> None:
+    """Issue 40 (noticed): the figures column (mismatches, elements, max |a−r|) is recorded,
+    and the titles of an output off quoted the gate's sentence again; they say the worst
+    row's figures where it has them, its sentence where it has none (a gero before schema
+    5) or where its outputs are non-finite (the figures hold the finite ones only)."""
+    cosine = ("row cosine 0.968554 < min(0.99, floor 1.000000) over 40 row(s), and further "
+              "from the file computed exactly than the run's baseline")
+    figures = '{"elements":80,"max_abs_error":0.5715117454528809,"mismatches":48}'
+    khmersm = _off("model:int8-static:cosine", "openvino", "row cosine", cosine, figures)
+    assert render_title(khmersm) == (
+        "OpenVINO on the int8-static file of khmersm disagrees with ONNX Runtime (all) on that "
+        "file (cosine): 48 of 80 elements off in its worst row, max |a−r| 0.572")
+    one = _off("numeric", "onnxruntime", OUTSIDE, "", figures, observations=1)
+    assert render_title(one) == ("ONNX Runtime's khmersm (float32) is off from float64 "
+                                 "beyond tolerance: 48 of 80 elements off, max |a−r| 0.572")
+    old = _off("model:int8-static:cosine", "openvino", "row cosine", cosine, "")
+    assert "(cosine): worst row cosine 0.968554 < min(0.99" in render_title(old)
+    nan = "214 of 428 elements are NaN or inf on the fp16 file"
+    overflow = _off("model:fp16:vs-fp32", "tract", "vs-fp32", nan, figures,
+                    result="contract_issue", observations=1)
+    assert render_title(overflow).endswith(": " + nan)

@@ -81,6 +81,10 @@ class Representative:
     cause: str = ""
     """The words its title quotes where the finding's template masked them (the ``cause``
     fact: ``TractError: Impossible to unify F16 with F32.``), '' where none is known."""
+    figures: str = ""
+    """Its comparison's recorded figures as JSON (the ``figures`` column: ``mismatches``,
+    ``elements``, ``max_abs_error``), '' where none were recorded (a failure, a gero
+    before schema 5): what a title of an output that is off quotes."""
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ class _FindingRow(NamedTuple):
 _REPRESENTATIVE_COLUMNS = ("observation_id", "case_id", "check", "dtype", "input_shapes",
                            "backend", "optimization", "reference", "result", "reason",
                            "max_abs_error", "max_ulp", "rtol", "atol", "artifact_path",
-                           "median_abs_error", "p99_abs_error", "cause")
+                           "median_abs_error", "p99_abs_error", "figures", "cause")
 
 
 def _representatives(source: Queryable, ids: list[str]) -> dict[str, Representative]:
@@ -82,7 +82,9 @@ def _representatives(source: Queryable, ids: list[str]) -> dict[str, Representat
                         "(SELECT unnest(?::VARCHAR[]))", [ids])
     reps = {}
     for r in rows:
-        rep = Representative(*r[:-1])
+        fields = dict(zip(_REPRESENTATIVE_COLUMNS, r, strict=True))
+        fields["figures"] = str(fields["figures"] or "")  # NULL before schema 5
+        rep = Representative(**{**fields, "cause": ""})
         # a row of a gero before the facts (schema 3, NULL): its cause read from its reason
         cause = r[-1] if r[-1] is not None else cause_of(rep.reason, rep.check)
         reps[str(r[0])] = replace(rep, cause=cause)

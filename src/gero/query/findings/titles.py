@@ -10,6 +10,8 @@ to be the worst row's where the finding holds more than one.
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from dataclasses import asdict
 
@@ -33,7 +35,7 @@ from gero_runner.facts import (
     UNSUPPORTED_OP,
     VARIANT_BUILD,
 )
-from gero_runner.schema import MODEL_VARIANTS
+from gero_runner.schema import DIVERGENCE, MODEL_VARIANTS
 
 FP32_GATE = "model:fp32"
 """The family of the fp32 model's own gate (a runtime against float64 or the baseline)."""
@@ -77,12 +79,14 @@ TITLES: dict[str, str] = {
     "swallowed": "{Who} {gives} finite values where the compared output is NaN or inf: {ops} "
                  "({dtypes})",
     # outputs off (family ``numeric``)
+    # (``{figures}``: its worst row's recorded figures, where it has them)
     "pair-settings": "{A} at {settings} and at {other} disagree on {ops} ({dtypes}) "
-                     + _NO_ARBITER,
-    "pair": "{A} and {b} disagree on {ops} ({dtypes}) " + _NO_ARBITER,
-    "every-path": "{ops} ({dtypes}) differs from float64 beyond tolerance on every path",
-    "off-at": "{Who}: {ops} ({dtypes}) is off from float64 {what}",
-    "off": "{owner} {ops} ({dtypes}) is off from float64 {what}",
+                     + _NO_ARBITER + "{figures}",
+    "pair": "{A} and {b} disagree on {ops} ({dtypes}) " + _NO_ARBITER + "{figures}",
+    "every-path": "{ops} ({dtypes}) differs from float64 beyond tolerance on every "
+                  "path{figures}",
+    "off-at": "{Who}: {ops} ({dtypes}) is off from float64 {what}{figures}",
+    "off": "{owner} {ops} ({dtypes}) is off from float64 {what}{figures}",
     # a divergence its path's precision rewrite explains (cause_key 'precision-rewrite'):
     # the rewrite is named, not the operator's kernel
     "precision-rewrite": "{Who} computes {ops} ({dtypes}) wider than the graph declares, "
@@ -185,6 +189,7 @@ def title_fields(f: Finding) -> dict[str, str]:
     graph = not scopes - {GRAPH_SCOPE, ""}  # a graph case's (or an unrecorded) scope
     ops = _list(f.operators)
     on = f" on the {variant} file{'s' if len(files) > 1 else ''}" if variant else ""
+    figures = _figures(f)
     return {
         "ops": _list(f.operators), "n_ops": str(len(f.operators)),
         # many operators are counted: the representative's words are one of them
@@ -218,9 +223,41 @@ def title_fields(f: Finding) -> dict[str, str]:
         "operator": f"{domain}.{op}" if domain not in ("", "ai.onnx") else op,
         "tool": _TOOLS.get(f.cause_key, "own tooling"),
         "what": "beyond tolerance" if f.template == OUTSIDE else f"({_short(f.template, 50)})",
-        "cause": _cause(f, variant),
+        # an output off: its recorded figures where it has them, not its sentence again
+        "cause": (figures if figures and title_kind(f) in _FIGURE_KINDS
+                  else _cause(f, variant)),
+        "figures": f": {figures}" if figures else "",
         "rewrite": _short(r.cause.partition(" computes ")[2], 90),
     }
+
+
+_FIGURE_KINDS = frozenset({"file-every-path", "file-vs-model", "file-vs-fp32", "file-scaled",
+                           "file-baseline", "model-gate"})
+"""Titles of an output off whose cause is said by the worst row's figures where it has them
+(the others append them: ``{figures}``)."""
+
+
+def _figures(f: Finding) -> str:
+    """The worst row's recorded figures in words ('74 of 80 elements off, max |a−r|
+    0.0829'), '' where it has none (a failure, a gero before schema 5), none off, or
+    non-finite outputs (its cause counts them; the figures hold the finite ones only)."""
+    if f.representative.result != DIVERGENCE:
+        return ""
+    try:
+        data = json.loads(f.representative.figures) if f.representative.figures else {}
+    except ValueError:
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    off, elements = data.get("mismatches"), data.get("elements")
+    if not isinstance(off, int) or not isinstance(elements, int) or not 0 < off <= elements:
+        return ""
+    where = " in its worst row" if f.observations > 1 else ""
+    text = f"{off} of {elements} elements off{where}"
+    worst = data.get("max_abs_error")
+    if isinstance(worst, int | float) and math.isfinite(worst):
+        text += f", max |a−r| {worst:.3g}"
+    return text
 
 
 _TOOLS = {"tooling:shadow": "float64 shadow", "tooling:fp16-yardstick": "fp16 yardstick"}

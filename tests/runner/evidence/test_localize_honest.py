@@ -98,6 +98,16 @@ def test_a_folded_clip_is_a_renamed_tensor_and_builder_wrappers_are_not() -> Non
                    helper.make_node("Cast", ["y16"], ["Y"], to=TensorProto.FLOAT)], [],
                   [1, 4, 8, 8])
     assert renamed(fp16, plain, ["Y"]) == []
+    # A weight is one quantity however a file holds it: a model's Constant, a quantised
+    # file's DequantizeLinear of its integers (slanet: 85 such names were 'renamed').
+    const = _graph([helper.make_node("Constant", [], ["w"], name="Wc", value=numpy_helper.
+                                     from_array(np.ones(3, np.float32))),
+                    helper.make_node("Cast", ["w"], ["wf"], to=TensorProto.FLOAT),
+                    helper.make_node("Mul", ["X", "wf"], ["Y"], name="Scale")], [], [3])
+    dq = _graph([helper.make_node("DequantizeLinear", ["wi", "s"], ["wf"]),
+                 helper.make_node("Mul", ["X", "wf"], ["Y"], name="Scale")],
+                [numpy_helper.from_array(np.ones(3, np.int8), "wi"), *q[:1]], [3])
+    assert renamed(dq, const, ["wf", "Y"]) == []
 
 
 @pytest.mark.slow

@@ -97,13 +97,31 @@ def label(node: onnx.NodeProto | None, tensor: str) -> str:
     return f"{node.op_type} {(node.name or node.output[0])!r}"
 
 
+def weights(graph: onnx.GraphProto) -> set[str]:
+    """The tensors made from weights only (initializers, Constants and what is computed
+    from them alone): a quantised file holds them as DequantizeLinear of its integers, or
+    as initializers where the model had Constants; the same quantity either way."""
+    inputs = {i.name for i in graph.input} - {t.name for t in graph.initializer}
+    known = {t.name for t in graph.initializer}
+    for node in graph.node:
+        reads = [r for r in node.input if r]
+        if node.op_type == "Constant" or (reads and all(r in known for r in reads)
+                                          and not inputs & set(reads)):
+            known.update(o for o in node.output if o)
+    return known
+
+
 def renamed(a: onnx.ModelProto, b: onnx.ModelProto, tensors: list[str]) -> list[Renamed]:
-    """Among ``tensors`` (made in both graphs), those whose makers disagree."""
+    """Among ``tensors`` (made in both graphs), those whose makers disagree, the folded
+    ones first."""
     made_a, made_b = _producers(a.graph), _producers(b.graph)
     names_a = {n.name: n for n in a.graph.node if n.name}
     names_b = {n.name: n for n in b.graph.node if n.name}
+    constant = weights(a.graph) | weights(b.graph)
     out = []
     for t in tensors:
+        if t in constant:
+            continue
         na, nb = maker(a.graph, t, made_a), maker(b.graph, t, made_b)
         if na is None or nb is None or canonical(na.op_type) == canonical(nb.op_type):
             continue
@@ -117,7 +135,7 @@ def renamed(a: onnx.ModelProto, b: onnx.ModelProto, tensors: list[str]) -> list[
                 na.name not in names_b:
             folded = "b"
         out.append(Renamed(t, label(na, t), label(nb, t), folded))
-    return out
+    return sorted(out, key=lambda r: not r.folded_in)
 
 
 def graph_words(relative: str) -> str:

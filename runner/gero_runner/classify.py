@@ -93,6 +93,14 @@ def failure_kind(cmp: Comparison) -> str:
     return OUTSIDE
 
 
+def nonfinite_where_finite(cmp: Comparison) -> int:
+    """Elements where the actual side is NaN or ±inf and the reference is finite: the
+    path's own non-finite output, whatever law or gate the comparison judges (a reference
+    that is non-finite there is another cause, and not counted)."""
+    return sum(g.count for g in cmp.nonfinite
+               if g.side == ACTUAL and g.other not in ("NaN", "+inf", "-inf"))
+
+
 def _distances(x: np.ndarray, truth: np.ndarray) -> tuple[int, float]:
     """How far ``x`` is from ``truth``: (elements infinitely far, max finite distance).
 

@@ -30,7 +30,9 @@ FACT_COLUMNS: Final = (
                      "or a path failed on such a model); '' on a passed row (older rows: "
                      "masked sentences)"),
     ("scope", "what the verdict is about: 'model', a variant file ('fp16', 'int8-dynamic', "
-              "'int8-static'), or the case's graph ('graph'); '' when not recorded"),
+              "'int8-static'), the contract graphs gero derives from a model ('contracts': "
+              "its symbolic-batch form, not the model as given), or the case's graph "
+              "('graph'); '' when not recorded"),
     ("cause_key", "the machine key of a known cause: 'defect:KEY', "
                   "'unsupported-op:DOMAIN::OP', 'precision-rewrite', 'model-quantization', "
                   "'tooling:WHAT', 'malformed:DOMAIN::OP'; a failure no known cause "
@@ -143,6 +145,10 @@ OUT_OF_BUDGET: Final = "out-of-budget"
 TOOLING: Final = "tooling"
 MODEL_SCOPE: Final = "model"
 GRAPH_SCOPE: Final = "graph"
+CONTRACTS_SCOPE: Final = "contracts"
+"""A path that failed on the contract graphs gero derives from a model (its symbolic-batch
+form, run at batch 1), not on the model as given (magika: tract aborts there and runs the
+model itself): the row's scope, so that its title says where it failed."""
 MODEL_QUANTIZATION: Final = "model-quantization"
 PRECISION_REWRITE: Final = "precision-rewrite"
 FP16_OVERFLOW: Final = "fp16-overflow"

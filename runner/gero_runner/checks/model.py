@@ -51,6 +51,7 @@ import onnx
 from gero_runner import backends
 from gero_runner.backends.base import NOT_APPLICABLE, Backend, PathSpec
 from gero_runner.case import MODEL_SUITES, CaseInstance, ModelChecks
+from gero_runner.classify import nonfinite_where_finite
 from gero_runner.errors import GeroError, NotRun, PathFailed, error_text
 from gero_runner.facts import (
     ERROR_KEY,
@@ -61,6 +62,7 @@ from gero_runner.facts import (
     TOOLING,
     failure_cause,
     failure_facts,
+    law_name,
     root_cause,
 )
 from gero_runner.metrics import model_level as ml
@@ -386,11 +388,16 @@ class _Checker:
             # counted in the output's own dtype (a cast down could overflow).
             wider = a.dtype.kind == r.dtype.kind == "f" and a.dtype != r.dtype
             cmp = compare(a, r, rtol, atol, unit=a.dtype if wider else None)
+        cause = root_cause(reason) if result != PASSED else ""
+        bad = nonfinite_where_finite(cmp) if cmp is not None and cause else 0
+        if cmp is not None and bad:
+            # the title's words: the path's NaN or inf, and what is finite there
+            cause = (f"{bad} of {cmp.element_count} elements are NaN or inf where "
+                     f"{_yardstick_words(ref_name)} is finite")
         self.rows.append(self.ctx.row(
             check=check, output_name=name, actual=actual, reference_name=ref_name,
             reference_version=ref_version, dtype=dtype, cmp=cmp, rtol=rtol, atol=atol,
-            result=result, reason=reason, arbiter=arbiter,
-            cause=root_cause(reason) if result != PASSED else "",
+            result=result, reason=reason, arbiter=arbiter, cause=cause,
             actual_hash=tensor_hash(a) if a is not None else "",
             reference_hash=tensor_hash(r) if r is not None else "",
             actual_file=files[0], reference_file=files[1], details=details))
@@ -993,7 +1000,10 @@ class _Checker:
             self._row("model:fp16:vs-model", self.ctx.output_names[j],
                       self._fp16_shadow_path(), f"fp32:{_path_label(fp32)}", fp32.version,
                       y.astype(np.float16), f, CONTRACT_ISSUE, reason, {})
-            self.rows[-1] = dataclasses.replace(self.rows[-1], cause_key=FP16_OVERFLOW)
+            # the file's own verdict, no path's NaN (its law's kind, not nonfinite:actual)
+            self.rows[-1] = dataclasses.replace(
+                self.rows[-1], cause_key=FP16_OVERFLOW, cause=reason,
+                failure_kind=law_name("model:fp16:vs-model"))
 
     def _own_fp32(self, p: PathResult) -> PathResult | None:
         """A path's own output on the fp32 model, else its runtime's baseline's (a setting
@@ -1086,6 +1096,15 @@ class _Checker:
                     dtype=self.case.dtype, cmp=None, rtol=math.nan, atol=math.nan,
                     result=PASSED, reason=f"a note, no verdict: {sentence}", note=sentence))
         return wide
+
+
+def _yardstick_words(reference: str) -> str:
+    """What a model row's reference is, in a title's words."""
+    if reference == FP16_SHADOW:
+        return "float16 computed as declared"
+    if reference == FP16_EXACT:
+        return "the fp16 file computed exactly"
+    return "the fp32 model" if reference.startswith("fp32:") else reference
 
 
 def _path_label(p: PathResult) -> str:

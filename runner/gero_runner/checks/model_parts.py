@@ -83,6 +83,7 @@ from gero_runner.execution.paths import (
     run_path,
 )
 from gero_runner.execution.plan import Part, Plan, ran_out
+from gero_runner.facts import CONTRACTS_SCOPE
 from gero_runner.metrics import model_level as ml
 from gero_runner.metrics.compare import compare
 from gero_runner.metrics.model_level import MODEL_REL_FLOOR
@@ -302,8 +303,13 @@ class Judge(Part):
             for key in made.keys:
                 if name == made.families[0] and key in made.family_failures:
                     path = ctx.paths[key]
-                    rows.append(execution_row(ctx, FAMILIES_CHECK, path, "", ctx.case.dtype,
-                                              made.family_failures[key], "law:contracts"))
+                    row = execution_row(ctx, FAMILIES_CHECK, path, "", ctx.case.dtype,
+                                        made.family_failures[key], "law:contracts")
+                    # it failed on the graphs derived from the model, not on the model:
+                    # its scope, and its words without what the title says (who, where)
+                    cause = row.cause.removeprefix("worker process ").replace(
+                        " on the contract graphs, on ", " on ", 1)
+                    rows.append(dataclasses.replace(row, scope=CONTRACTS_SCOPE, cause=cause))
                 got = made.family_results.get(key)
                 if got is not None:
                     rows += got.rows.get(name, [])

@@ -19,6 +19,7 @@ import numpy as np
 from gero_runner.backends import ort
 from gero_runner.case import MODEL_SUITES, CaseInstance
 from gero_runner.classify import failure_kind as comparison_kind
+from gero_runner.classify import nonfinite_where_finite
 from gero_runner.facts import (
     CANNOT_RUN,
     DEFECT,
@@ -33,10 +34,11 @@ from gero_runner.facts import (
     failure_facts,
     figures_json,
     law_name,
+    nonfinite_kind,
     root_cause,
     scope_of,
 )
-from gero_runner.metrics.compare import Comparison, compare
+from gero_runner.metrics.compare import ACTUAL, Comparison, compare
 from gero_runner.metrics.model_level import MODEL_REL_FLOOR
 from gero_runner.result_classes import COMPARISON_CHECKS
 from gero_runner.schema import (
@@ -313,6 +315,10 @@ class CaseContext:
             cause_key = cause_key or found
         elif not failure_kind and cmp is not None and check in COMPARISON_CHECKS:
             failure_kind = comparison_kind(cmp)  # a parity row's, like any comparison's
+        elif not failure_kind and cmp is not None and nonfinite_where_finite(cmp):
+            # NaN or inf where the yardstick is finite, whatever law or gate it broke: one
+            # cause of the path, one finding (magika: tract's fp16 NaN on three gates)
+            failure_kind = nonfinite_kind(ACTUAL)
         elif not failure_kind:
             failure_kind = law_name(check)
         if self.case.malformed and result != PASSED:

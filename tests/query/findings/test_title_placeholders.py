@@ -206,6 +206,15 @@ EXAMPLES = {
     "precision": _example("precision", "openvino", "computes float64 in f32"),
     "non-finite": _example("non-finite", "tract", NONFINITE, kind="nonfinite:actual"),
     "swallowed": _example("non-finite", "openvino", SWALLOWED, kind="nonfinite:reference"),
+    "non-finite-model": _example("non-finite", "tract", NONFINITE, check="model:fp16:scaled",
+                                 kind="nonfinite:actual", scope="fp16",
+                                 cause="214 of 428 elements are NaN or inf where float16 "
+                                 "computed as declared is finite"),
+    "contract-graphs": _example("execution", "tract", "PATH failed: crashed", check="contracts",
+                                kind="cannot-run", scope="contracts",
+                                cause="crashed with SIGABRT while running tract optimized on "
+                                "contract:partition's graph (the model with a symbolic "
+                                "batch), inputs bytes int32[1, 2048]"),
     "pair-settings": _example("numeric", f"openvino{PAIR}openvino", OUTSIDE,
                               reference="openvino:f32"),
     "pair": _example("numeric", f"onnxruntime{PAIR}openvino", OUTSIDE),
@@ -257,6 +266,14 @@ def test_every_kind_of_title_has_a_hand_made_finding_without_placeholders() -> N
     for kind, f in EXAMPLES.items():
         assert title_kind(f) == kind
         assert not placeholders(render_title(f)), (kind, render_title(f))
+    # a path's NaN on a model names the file and its figures; a crash on a contract graph
+    # names that graph, not "cannot run" the model (issue 40, magika)
+    assert render_title(EXAMPLES["non-finite-model"]) == (
+        "Tract gives NaN or inf on the fp16 file of Erf, Softmax: worst 214 of 428 elements "
+        "are NaN or inf where float16 computed as declared is finite")
+    assert render_title(EXAMPLES["contract-graphs"]).startswith(
+        "Tract fails on a contract graph of Erf, Softmax, not on the model as given: e.g. "
+        "crashed with SIGABRT while running tract optimized on contract:partition's graph")
     # a time budget spent is no inability (issue 40 item 15)
     assert render_title(EXAMPLES["out-of-budget"]).startswith(
         "Tract ran out of its time budget on Erf, Softmax: ")

@@ -26,6 +26,7 @@ from gero.query.findings.model import (
 )
 from gero_runner.backends import title
 from gero_runner.facts import (
+    CONTRACTS_SCOPE,
     FP16_OVERFLOW,
     GRAPH_SCOPE,
     MALFORMED,
@@ -66,6 +67,9 @@ TITLES: dict[str, str] = {
     "lacks-op": "{Who} cannot run {ops}{on}: it does not implement {operator}",
     # a failure on a model names no dtype: the dtypes are its outputs', not the failing op's
     "cannot-run": "{Who} cannot run {ops_counted}{of_dtypes}{on}: {cause}",
+    # a failure on the contract graphs gero derives from a model (scope 'contracts')
+    "contract-graphs": "{Who} fails on a contract graph of {ops}, not on the model as "
+                       "given: {cause}",
     # a model node that breaks its operator's spec (cause_key 'malformed:DOMAIN::OP'): the
     # model's finding, naming what each path did with it, never a path's
     "malformed": "{ops} is malformed: {cause}",
@@ -76,6 +80,8 @@ TITLES: dict[str, str] = {
     # a runtime's non-finite outputs, or its finite ones where the other side is not
     "non-finite": "{Who} {gives} NaN or inf where the compared output is finite ({dtypes}): "
                   "{ops}",
+    # a model's: the path's NaN or inf on the model or one file, on every gate it fails
+    "non-finite-model": "{Who} {gives} NaN or inf on {file_of}{ops}: {cause}",
     "swallowed": "{Who} {gives} finite values where the compared output is NaN or inf: {ops} "
                  "({dtypes})",
     # outputs off (family ``numeric``)
@@ -143,11 +149,15 @@ def title_kind(f: Finding) -> str:
             return "widens-fp16"
         if f.cause_key.startswith(UNSUPPORTED_OP):
             return "no-kernel" if f.scope == GRAPH_SCOPE else "lacks-op"
-        return "out-of-budget" if f.kind == OUT_OF_BUDGET else "cannot-run"
+        if f.kind == OUT_OF_BUDGET:
+            return "out-of-budget"
+        return "contract-graphs" if f.scope == CONTRACTS_SCOPE else "cannot-run"
     if f.family == "precision":
         return "precision"
     if f.family == "non-finite":
-        return "non-finite" if f.template == NONFINITE else "swallowed"
+        if f.template != NONFINITE:
+            return "swallowed"
+        return "non-finite" if f.scope in (GRAPH_SCOPE, "") else "non-finite-model"
     if f.family == "numeric":
         return ("precision-rewrite" if f.cause_key == PRECISION_REWRITE
                 else _numeric_kind(f))
@@ -189,6 +199,8 @@ def title_fields(f: Finding) -> dict[str, str]:
     graph = not scopes - {GRAPH_SCOPE, ""}  # a graph case's (or an unrecorded) scope
     ops = _list(f.operators)
     on = f" on the {variant} file{'s' if len(files) > 1 else ''}" if variant else ""
+    if f.scope == CONTRACTS_SCOPE:  # a time budget spent there, not on the model itself
+        on = " on its contract graphs"
     figures = _figures(f)
     return {
         "ops": _list(f.operators), "n_ops": str(len(f.operators)),
@@ -292,8 +304,8 @@ def _cause(f: Finding, variant: str) -> str:
         own = own.partition("; ")[2] or own
     if f.family == "execution" and f.kind == "cannot-run" and len(f.operators) > 1:
         return "e.g. " + _short(own, 90)
-    if f.family == "execution":
-        return _short(own, 90) or f.kind
+    if f.family == "execution":  # a contract graph's failure names the graph it ran
+        return _short(own, 160 if f.scope == CONTRACTS_SCOPE else 90) or f.kind
     limit = 110 if variant else 60  # a file's verdict says what its figure means
     if f.family != "execution" and f.observations > 1 and _FIGURE.search(own):
         return "worst " + _short(own, limit)

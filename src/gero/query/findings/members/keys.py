@@ -13,6 +13,10 @@ from gero.query.findings.model import (
     OUTSIDE,
     SWALLOWED,
 )
+from gero_runner.schema import MODEL_VARIANTS
+
+_FILE_CHECK = "^model:(" + "|".join(MODEL_VARIANTS) + ")(:|$)"
+"""The variant file a model row's check names (``model:fp16:scaled``), '' for the model's."""
 
 WIDTH = ("CASE {x} WHEN 'float16' THEN 16 WHEN 'f16' THEN 16 WHEN 'bf16' THEN 16 "
          "WHEN 'bfloat16' THEN 16 WHEN 'float32' THEN 32 WHEN 'f32' THEN 32 "
@@ -67,6 +71,9 @@ def signed_sql() -> str:
                     THEN op_type
                 WHEN family IN ('nan', 'execution') OR kind = 'defect' THEN '*'
                 WHEN family = 'precision' THEN '*' || dtype
+                -- a model's own: its model and file (one cause per path and scope)
+                WHEN family = 'non-finite' AND kind = 'nonfinite:actual' AND model_case
+                    THEN op_type || '@' || regexp_extract(group_fam, '{_FILE_CHECK}', 1)
                 WHEN family = 'non-finite' AND kind = 'nonfinite:actual' THEN '*' || dtype
                 WHEN family = 'non-finite' THEN '*'
                 ELSE op_type END AS operator_key

@@ -330,7 +330,7 @@ def _counts(r: RunReport) -> Html:
 
 
 VERDICT_WORDS = {"safe": "safe", "off": "OFF", "cannot-run": "cannot run",
-                 "not-run": "not run (plan)"}
+                 "not-run": "not run (plan)", "not-built": "not built"}
 """A verdict in a cell: the word carries it, its colour only repeats it."""
 
 
@@ -380,7 +380,8 @@ def _verdict_card(model: str, card: list[Verdict]) -> Html:
     def cell(v: Verdict | None) -> Html:
         if v is None:
             return Html("<td>—</td>")
-        detail = "" if v.verdict in (SAFE, "not-run") else (
+        # a setting the plan left out, a file not built: said in the notes below the card
+        detail = "" if v.verdict in (SAFE, "not-run", "not-built") else (
             v.figure_text() if v.verdict == "off" else "see below")
         return fill('<td class="v v-$k"><strong>$word</strong>$detail</td>', k=v.verdict,
                     word=VERDICT_WORDS[v.verdict],

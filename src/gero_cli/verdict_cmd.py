@@ -59,7 +59,8 @@ def main(args: argparse.Namespace) -> int:
     return code
 
 
-_CELL = {"safe": "safe", "off": "OFF", "cannot-run": "cannot run", "not-run": "not run (plan)"}
+_CELL = {"safe": "safe", "off": "OFF", "cannot-run": "cannot run", "not-run": "not run (plan)",
+         "not-built": "not built"}
 
 
 def card_lines(card: Sequence[Verdict], run_id: str) -> list[str]:
@@ -79,6 +80,7 @@ def card_lines(card: Sequence[Verdict], run_id: str) -> list[str]:
                      f"{counts['safe']} safe, {counts['off']} off, {counts['cannot-run']} "
                      "cannot run"
                      + (f", {counts['not-run']} not run (plan)" if counts["not-run"] else "")
+                     + (f", {counts['not-built']} not built" if counts["not-built"] else "")
                      + f" ({len(files)} file{'s' if len(files) > 1 else ''} × "
                      f"{len(mine) // max(1, len(files))} runtime settings)")
         settings = list(dict.fromkeys((v.runtime, v.setting) for v in mine))

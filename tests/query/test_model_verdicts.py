@@ -14,6 +14,7 @@ from verdict_rows import write_model_run as _write
 from gero.query.verdicts import (
     CANNOT_RUN,
     FILES,
+    NOT_BUILT,
     NOT_RUN,
     OFF,
     SAFE,
@@ -131,12 +132,30 @@ def test_cannot_run_says_why(tmp_path: Path) -> None:
     ov16 = card[(*OV, "fp16")]
     assert (ov16.verdict, ov16.reason, ov16.figure) == (
         CANNOT_RUN, "fp16:openvino-f32 failed: no kernel", None)
-    assert card[(*ORT, "int8-static")].reason.startswith("building the int8-static")
-    ov8 = card[(*OV, "int8-static")]
-    assert ov8.verdict == CANNOT_RUN
-    assert ov8.reason == ("not judged on this file: building the int8-static variant "
-                          "failed: no calibration")
-    assert ov8.observation_id == card[(*ORT, "int8-static")].observation_id != ""
+    # a file gero could not build is no runtime's failure: 'not built' on every setting,
+    # in no cause (a gero before the notes wrote the build as a failure row)
+    ov8, ort8 = card[(*OV, "int8-static")], card[(*ORT, "int8-static")]
+    assert ov8.verdict == ort8.verdict == NOT_BUILT
+    assert ov8.reason == ort8.reason == ("not built: building the int8-static variant failed: "
+                                         "no calibration")
+    assert ov8.observation_id == ort8.observation_id != ""
+    assert {v.file for group in causes(list(card.values())) for v in group} == {"fp16"}
+
+
+def test_a_file_gero_could_not_build_is_not_built_on_every_setting(tmp_path: Path) -> None:
+    """logreg_iris (issue 40): the int8 builders refuse a model of ai.onnx.ml operators only;
+    the runner records it as a note on a passed build row. The int8 columns said 'not
+    judged: it is the arbiter' (ONNX Runtime: the build row is its) and 'did not run' with
+    the setting's fp32 failure; they say 'not built' and why, and gate no exit status."""
+    why = "building the int8-dynamic variant failed: GeroError: the model has no ai.onnx operators"
+    rows = [_fp32(ORT, 1e-7), _fp32(OV, 1e-7),
+            {**_row(ORT, "model:int8-dynamic:build", output="",
+                    reference="int8-dynamic:onnxruntime:all", reason=why), "note": why}]
+    card = _card(_write(tmp_path, rows))
+    for path in (ORT, OV):
+        v = card[(*path, "int8-dynamic")]
+        assert (v.verdict, v.reason) == (NOT_BUILT, f"not built: {why}")
+    assert all_safe(list(card.values())) and causes(list(card.values())) == []
 
 
 def test_a_setting_that_fails_on_the_model_cannot_run_it(tmp_path: Path) -> None:

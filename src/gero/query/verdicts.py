@@ -16,7 +16,9 @@ run built: fp16, int8-dynamic, int8-static), made from the model family's gated 
   fp32 model; only a setting that failed on the model, with no row on a file, did not run
   there);
 - ``not-run``: the needed-paths plan did not run the setting on the file (``plan.json``
-  says why: another setting of its runtime is within its gates); no cause, in no count.
+  says why: another setting of its runtime is within its gates); no cause, in no count;
+- ``not-built``: gero's variant tooling could not build the file (a note: no runtime's
+  failure, whichever gero recorded it); no cause, in no count.
 
 A setting on an int8 file other than its runtime's baseline is compared with the run's
 baseline on the file, not with the fp32 model: it inherits its runtime's judgement of the
@@ -47,7 +49,11 @@ OFF: Final = "off"
 CANNOT_RUN: Final = "cannot-run"
 NOT_RUN: Final = "not-run"
 """The plan did not run the setting on the file (``plan.json``): neither safe nor a cause."""
-VERDICTS: Final = (SAFE, OFF, CANNOT_RUN, NOT_RUN)
+NOT_BUILT: Final = "not-built"
+"""gero could not build the variant file (its build row's note says why): nothing ran on it."""
+VERDICTS: Final = (SAFE, OFF, CANNOT_RUN, NOT_RUN, NOT_BUILT)
+NEUTRAL: Final = (NOT_RUN, NOT_BUILT)
+"""Verdicts that are no judgement of the runtime: no cause, no exit status."""
 
 FP32: Final = "fp32"
 FILES: Final = (FP32, "fp16", "int8-dynamic", "int8-static")
@@ -79,7 +85,8 @@ class Verdict:
     file: str
     """``fp32`` (the model as given), ``fp16``, ``int8-dynamic`` or ``int8-static``."""
     verdict: str
-    """``safe``, ``off``, ``cannot-run`` or ``not-run`` (the plan left it out)."""
+    """``safe``, ``off``, ``cannot-run``, ``not-run`` (the plan left it out) or
+    ``not-built`` (the file could not be built)."""
     measure: str
     """What ``figure`` is: scaled error, row cosine, mean-pooled cosine, argmax agreement,
     non-finite output, parity; empty for ``cannot-run``."""
@@ -221,6 +228,7 @@ _SQL = f"""
 WITH rows AS (
     SELECT observation_id, op_type AS model, case_id, backend, optimization,
            "check" AS chk, output_name, reference, result, reason, details,
+           coalesce(note, '') AS note,
            CASE WHEN split_part("check", ':', 1) = 'model'
                      AND split_part("check", ':', 2) IN ({_VARIANT_LIST})
                 THEN split_part("check", ':', 2) ELSE '{FP32}' END AS file,
@@ -299,11 +307,17 @@ WITH rows AS (
     GROUP BY ALL
 ), present AS (
     SELECT case_id, backend, optimization, file, count(*) AS n FROM rows GROUP BY ALL
+), unbuilt AS (
+    -- a variant file gero's tooling could not build: its build row's note (a failure row
+    -- where a gero before the notes wrote one)
+    SELECT case_id, file, min(observation_id || chr(31) || CASE WHEN note <> '' THEN note
+                                                                ELSE reason END) AS why
+    FROM rows WHERE kind = 'build' AND (note <> '' OR result = 'execution') GROUP BY ALL
 )
 SELECT c.model, c.case_id, c.backend, c.optimization, c.file,
        d.measure, d.figure, d.gate, d.direction, d.chk, d.output_name, d.reference,
        d.yardstick, d.arbiters, d.reason, d.observation_id, d.observations, d.not_passed,
-       d.inherited, f.why, f.why_rank, coalesce(p.n, 0)
+       d.inherited, f.why, f.why_rank, coalesce(p.n, 0), u.why
 FROM cells c
 LEFT JOIN decided d ON d.cell_case = c.case_id AND d.cell_backend = c.backend
      AND d.cell_setting = c.optimization AND d.cell_file = c.file
@@ -311,6 +325,7 @@ LEFT JOIN failures f ON f.case_id = c.case_id AND f.backend = c.backend
      AND f.optimization = c.optimization AND f.file = c.file
 LEFT JOIN present p ON p.case_id = c.case_id AND p.backend = c.backend
      AND p.optimization = c.optimization AND p.file = c.file
+LEFT JOIN unbuilt u ON u.case_id = c.case_id AND u.file = c.file
 """
 
 
@@ -396,7 +411,7 @@ _ARBITERS: Final = {
 def _verdict(row: tuple[Any, ...]) -> Verdict:
     (model, case_id, backend, setting, file, measure, figure, gate, direction, check, output,
      reference, yardstick, arbiters, reason, observation_id, observations, not_passed,
-     inherited, why, why_rank, present) = row
+     inherited, why, why_rank, present, unbuilt) = row
     common = {"model": str(model), "case_id": str(case_id), "runtime": str(backend),
               "setting": str(setting), "file": str(file)}
     if observation_id is not None:
@@ -409,6 +424,12 @@ def _verdict(row: tuple[Any, ...]) -> Verdict:
                        observations=int(observations), not_passed=int(not_passed),
                        inherited=bool(inherited))
     failed_id, reason = "", ""
+    if unbuilt is not None:  # nothing ran on a file gero could not build
+        failed_id, _, reason = str(unbuilt).partition(chr(31))
+        return Verdict(**common, verdict=NOT_BUILT, measure="", figure=None, gate=None,
+                       direction="", check="", output="", arbiter="", arbiters=(),
+                       reason=f"not built: {reason}", observation_id=failed_id,
+                       observations=0, not_passed=0, inherited=True)
     if why is not None:
         failed_id, _, reason = str(why).partition(chr(31))
         if why_rank == 1:
@@ -452,7 +473,7 @@ def causes(card: Sequence[Verdict]) -> list[list[Verdict]]:
     settings one row decides (a file that could not be built, a file its runtime's
     baseline judges off), then a runtime's settings on one file under one check; worst
     first within a group."""
-    bad = [v for v in card if v.verdict not in (SAFE, NOT_RUN)]
+    bad = [v for v in card if v.verdict != SAFE and v.verdict not in NEUTRAL]
     groups: dict[tuple[str, ...], list[Verdict]] = {}
     seen = Counter(v.observation_id for v in bad if v.observation_id)
     shared = {oid for oid, n in seen.items() if n > 1}
@@ -465,5 +486,5 @@ def causes(card: Sequence[Verdict]) -> list[list[Verdict]]:
 
 def all_safe(card: list[Verdict]) -> bool:
     """Whether every verdict is safe (what ``gero verdict``'s exit status says); a setting
-    the plan did not run is no verdict against it."""
-    return all(v.verdict in (SAFE, NOT_RUN) for v in card)
+    the plan did not run, a file gero could not build, is no verdict against it."""
+    return all(v.verdict == SAFE or v.verdict in NEUTRAL for v in card)

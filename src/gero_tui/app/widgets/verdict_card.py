@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 SHOWN_MODELS = 2
 """Models the overview has room for; the others are counted."""
 _STYLE = {"safe": CLASS_COLORS["passed"], "off": f"bold {CLASS_COLORS['divergence']}",
-          "cannot-run": CLASS_COLORS["execution"], "not-run": "dim"}
+          "cannot-run": CLASS_COLORS["execution"], "not-run": "dim", "not-built": "dim"}
 
 
 class VerdictCard(Static):
@@ -96,6 +96,8 @@ def _cell(settings: list[Verdict]) -> Text:
     several = len(settings) > 1
     if all(v.verdict == "not-run" for v in settings):  # the plan left it out: no verdict
         return Text("not run", style=_STYLE["not-run"])
+    if all(v.verdict == "not-built" for v in settings):  # gero could not build the file
+        return Text("not built", style=_STYLE["not-built"])
     if off:
         return Text(f"OFF {off}/{len(settings)}" if several else "OFF", style=_STYLE["off"])
     if failed:

@@ -5,6 +5,8 @@ says its worst row's figures."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import json
 from pathlib import Path
@@ -198,6 +200,13 @@ def test_an_output_off_is_titled_by_its_worst_rows_figures() -> None:
                                  "beyond tolerance: 48 of 80 elements off, max |a−r| 0.572")
     old = _off("model:int8-static:cosine", "openvino", "row cosine", cosine, "")
     assert "(cosine): worst row cosine 0.968554 < min(0.99" in render_title(old)
+    # the fp32 model's gate keeps its sentence (against what: the closest path) beside them
+    gate = dataclasses.replace(
+        _off("model:fp32", "openvino", "fp32", "9.46x further from the float64 arbiter than "
+             "ONNX Runtime", figures, observations=1), kind="law:fp32", scope="model")
+    assert render_title(gate) == (
+        "OpenVINO is off on khmersm (float32): 9.46x further from the float64 arbiter than "
+        "ONNX Runtime; 48 of 80 elements off, max |a−r| 0.572")
     nan = "214 of 428 elements are NaN or inf on the fp16 file"
     overflow = _off("model:fp16:vs-fp32", "tract", "vs-fp32", nan, figures,
                     result="contract_issue", observations=1)

@@ -109,7 +109,9 @@ TITLES: dict[str, str] = {
     "file-baseline": "{Who} on the {variant} file of {ops} {disagrees} with {baseline} on "
                      "that file ({gate}): {cause}",
     # the fp32 model off its yardstick (float64, or the run's baseline without one)
-    "model-gate": "{Who} {is} off on {ops} ({dtypes}): {cause}",
+    # its sentence says against what (e.g. "9.46x further from the float64 arbiter than
+    # ONNX Runtime"), which the figures cannot: both are said
+    "model-gate": "{Who} {is} off on {ops} ({dtypes}): {cause}{and_figures}",
     # laws and variants of the synthetic suite, and any other check
     "law": "{ops} ({dtypes}) breaks the {name} law on {who}: {cause}",
     # a batch law the model's own per-tensor dynamic quantisation breaks (its scale spans
@@ -239,12 +241,13 @@ def title_fields(f: Finding) -> dict[str, str]:
         "cause": (figures if figures and title_kind(f) in _FIGURE_KINDS
                   else _cause(f, variant)),
         "figures": f": {figures}" if figures else "",
+        "and_figures": f"; {figures}" if figures else "",
         "rewrite": _short(r.cause.partition(" computes ")[2], 90),
     }
 
 
 _FIGURE_KINDS = frozenset({"file-every-path", "file-vs-model", "file-vs-fp32", "file-scaled",
-                           "file-baseline", "model-gate"})
+                           "file-baseline"})
 """Titles of an output off whose cause is said by the worst row's figures where it has them
 (the others append them: ``{figures}``)."""
 

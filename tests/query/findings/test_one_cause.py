@@ -6,7 +6,6 @@ says its worst row's figures."""
 from __future__ import annotations
 
 import dataclasses
-
 import hashlib
 import json
 from pathlib import Path

@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from gero.query.findings import NAN_TEMPLATE, OUTSIDE, VARIANT_TOOLING, members_sql
+from gero.query.findings import NAN_TEMPLATE, NONFINITE, OUTSIDE, VARIANT_TOOLING, members_sql
 from gero.query.findings.members import stages
 
 
@@ -545,3 +545,26 @@ def test_a_runtimes_setting_in_fewer_bits_is_a_precision_finding_apart_from_its_
         ("numeric", "precision", "openvino@bf16-default", "computes float32 in bf16")]
     # the bf16 setting's two rows are one finding, the f32 setting's another
     assert len({r["finding_id"] for r in hashed}) == 2
+
+
+def _keyed(fam: str, outlier: str) -> dict[str, Any]:
+    """A ``keyed`` group: a path's NaN where its yardstick is finite, on a model's fp16 file."""
+    return {"case_id": "m", "group_fam": fam, "grp": "openvino", "sub": "", "outlier": outlier,
+            "family": "non-finite", "kind": "nonfinite:actual", "cause_key": "",
+            "model_case": True, "template": "", "dtype": "float32", "op_type": "model",
+            "precision": None}
+
+
+def test_a_paths_nan_on_a_model_file_is_one_id_whatever_settings_each_gate_names() -> None:
+    # OpenVINO's f32 and bf16 settings NaN on vs-fp32, f32 alone on scaled (the bf16 setting
+    # has no scaled row): one cause of the runtime on the file, one signature (the id's hash)
+    rows = run_stage("signed", keyed=[_keyed("model:fp16:vs-fp32", "openvino"),
+                                      _keyed("model:fp16:scaled", "openvino@f32"),
+                                      _keyed("model:int8-static:vs-model", "openvino@f32")])
+    signature = {r["group_fam"]: (r["family"], r["outlier"], r["template"], r["operator_key"])
+                 for r in rows}
+    assert signature["model:fp16:scaled"] == signature["model:fp16:vs-fp32"] == (
+        "non-finite", "openvino", NONFINITE, "model@fp16")
+    # another file is another scope: its own signature, its own settings
+    assert signature["model:int8-static:vs-model"] == (
+        "non-finite", "openvino@f32", NONFINITE, "model@int8-static")

@@ -107,7 +107,7 @@ def _run(tmp: Path, mode: str, *variants: str) -> tuple[Path, dict[str, str],
     return root, env, obs_rows(root)
 
 
-def _findings(root: Path, env: dict[str, str]) -> list[dict[str, Any]]:
+def _findings(root: Path, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
     import json
 
     done = gero("findings", "--data-dir", str(root), "--format", "json", env=env)
@@ -161,3 +161,35 @@ def test_only_the_actual_sides_nonfinite_values_where_the_reference_is_finite_co
         actual: list[float], reference: list[float], count: int) -> None:
     a, r = np.array(actual, np.float32), np.array(reference, np.float32)
     assert nonfinite_where_finite(compare(a, r, 1e-4, 1e-6)) == count
+
+
+@pytest.mark.slow
+def test_nan_only_where_the_fp16_file_overflows_as_declared_is_the_files_not_the_paths(
+        tmp_path: Path) -> None:
+    """X·300·300·2^-10: float16 as declared overflows at 20 of 32 elements. The
+    ReferenceEvaluator computes the file as declared and is NaN or inf exactly there: the
+    file's overflow (its fp16-overflow finding), no 'gives NaN or inf' of its own."""
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["X", "k"], ["a"]), helper.make_node("Mul", ["a", "k"], ["b"]),
+         helper.make_node("Mul", ["b", "s"], ["Y"])], "over",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [4, 8])],
+        [numpy_helper.from_array(np.array(300, np.float32), "k"),
+         numpy_helper.from_array(np.array(2.0 ** -10, np.float32), "s")])
+    model = tmp_path / "over.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=8), str(model))
+    inputs = tmp_path / "inputs.npz"
+    np.savez(inputs, X=np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8))
+    root = tmp_path / "data"
+    done = gero("run", "--model", str(model), "--inputs", str(inputs), "--variants", "fp16",
+                "--backends", "onnxruntime", "--jobs", "1", "--data-dir", str(root), "-q")
+    assert done.returncode == 1, done.stderr
+    (row,) = [r for r in obs_rows(root) if r["check"] == "model:fp16:vs-fp32"
+              and r["backend"] == "onnx-reference"]
+    assert (row["result"], row["failure_kind"], row["nan_actual"] + row["inf_actual"]) == (
+        "contract_issue", "law:vs-fp32", 20)
+    assert "each where float16 computed as declared overflows too" in row["cause"]
+    titles = [f["title"] for f in _findings(root)]
+    assert any(t.startswith("The fp16 file of over overflows float16") for t in titles)
+    assert not any("gives NaN or inf" in t for t in titles), titles

@@ -55,7 +55,7 @@ def signed_sql() -> str:
     precision = ("replace(replace('" + LOWER_PRECISION + "', '{dtype}', dtype), "
                  "'{precision}', precision)")
     return f"""
-    SELECT case_id, group_fam, grp, sub, outlier, family,
+    SELECT case_id, group_fam, grp, sub, {_own_nonfinite_outlier()} AS outlier, family,
            CASE WHEN family = 'nan' THEN '{NAN_TEMPLATE}'
                 WHEN family = 'execution' THEN template
                 WHEN family = 'precision' THEN {precision}
@@ -77,7 +77,31 @@ def signed_sql() -> str:
                 WHEN family = 'non-finite' AND kind = 'nonfinite:actual' THEN '*' || dtype
                 WHEN family = 'non-finite' THEN '*'
                 ELSE op_type END AS operator_key
-    FROM keyed"""
+    FROM keyed
+    WINDOW path_file AS (PARTITION BY case_id, {_OWN_NONFINITE}, split_part(outlier, '@', 1),
+                         regexp_extract(group_fam, '{_FILE_CHECK}', 1))"""
+
+
+_OWN_NONFINITE = "(family = 'non-finite' AND kind = 'nonfinite:actual' AND model_case)"
+"""A group of a path's NaN or inf on a model or one of its files, one per gate it fails."""
+
+
+def _own_nonfinite_outlier() -> str:
+    """The outlier of a path's NaN or inf on a model file, the same on every gate it fails
+    (each gate's group names the settings off there: OpenVINO's f32 and bf16 on vs-fp32,
+    f32 alone on scaled): the runtime where one gate has all its settings off, else the
+    settings off on any gate, in the levels' order. One cause, one finding id."""
+    from gero.query.findings.members.groups import LEVEL_ORDER  # it imports this module
+
+    settings = ("list_distinct(flatten(list(string_split(split_part(outlier, '@', 2), ','))"
+                " OVER path_file))")
+    ordered = (f"list_transform(list_sort(list_transform({settings}, lambda s: "
+               f"{LEVEL_ORDER.format(x='s')} || s)), lambda s: substr(s, 2))")
+    return f"""CASE WHEN NOT {_OWN_NONFINITE} THEN outlier
+                WHEN bool_or(NOT contains(outlier, '@')) OVER path_file
+                    THEN split_part(outlier, '@', 1)
+                ELSE split_part(outlier, '@', 1) || '@' || array_to_string({ordered}, ',')
+                END"""
 
 
 def hashed_sql() -> str:

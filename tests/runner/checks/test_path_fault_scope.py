@@ -169,8 +169,9 @@ def test_only_the_actual_sides_nonfinite_values_where_the_reference_is_finite_co
 def test_nan_only_where_the_fp16_file_overflows_as_declared_is_the_files_not_the_paths(
         tmp_path: Path) -> None:
     """X·300·300·2^-10: float16 as declared overflows at 20 of 32 elements. The
-    ReferenceEvaluator computes the file as declared and is NaN or inf exactly there: the
-    file's overflow (its fp16-overflow finding), no 'gives NaN or inf' of its own."""
+    ReferenceEvaluator and the wobbly runtime (the same evaluator, behaving: a baseline, so
+    with a vs-model row too) compute the file as declared and are NaN or inf exactly there:
+    the file's overflow (its fp16-overflow finding), no 'gives NaN or inf' of their own."""
     graph = helper.make_graph(
         [helper.make_node("Mul", ["X", "k"], ["a"]), helper.make_node("Mul", ["a", "k"], ["b"]),
          helper.make_node("Mul", ["b", "s"], ["Y"])], "over",
@@ -183,15 +184,21 @@ def test_nan_only_where_the_fp16_file_overflows_as_declared_is_the_files_not_the
                                 ir_version=8), str(model))
     inputs = tmp_path / "inputs.npz"
     np.savez(inputs, X=np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8))
+    env = runtime_modules_env(tmp_path, {"wobbly_runtime": MISBEHAVING}, MISBEHAVE="none")
     root = tmp_path / "data"
     done = gero("run", "--model", str(model), "--inputs", str(inputs), "--variants", "fp16",
-                "--backends", "onnxruntime", "--jobs", "1", "--data-dir", str(root), "-q")
+                "--backends", "onnxruntime,wobbly", "--jobs", "1", "--data-dir", str(root),
+                "-q", env=env)
     assert done.returncode == 1, done.stderr
-    (row,) = [r for r in obs_rows(root) if r["check"] == "model:fp16:vs-fp32"
-              and r["backend"] == "onnx-reference"]
-    assert (row["result"], row["failure_kind"], row["nan_actual"] + row["inf_actual"]) == (
-        "contract_issue", "law:vs-fp32", 20)
-    assert "each where float16 computed as declared overflows too" in row["cause"]
-    titles = [f["title"] for f in _findings(root)]
+    rows = [r for r in obs_rows(root) if r["backend"] in ("onnx-reference", "wobbly")
+            and r["check"] in ("model:fp16:vs-fp32", "model:fp16:vs-model")]
+    assert sorted((r["backend"], r["check"], r["failure_kind"]) for r in rows) == [
+        ("onnx-reference", "model:fp16:vs-fp32", "law:vs-fp32"),
+        ("wobbly", "model:fp16:vs-fp32", "law:vs-fp32"),
+        ("wobbly", "model:fp16:vs-model", "law:vs-model")], rows
+    for row in rows:
+        assert (row["result"], row["nan_actual"] + row["inf_actual"]) == ("contract_issue", 20)
+        assert "each where float16 computed as declared overflows too" in row["cause"]
+    titles = [f["title"] for f in _findings(root, env)]
     assert any(t.startswith("The fp16 file of over overflows float16") for t in titles)
     assert not any("gives NaN or inf" in t for t in titles), titles

@@ -29,15 +29,17 @@ def summary(loc: Localization, gate: str = "", stored: float | None = None) -> s
 
 def traced_elsewhere(loc: Localization, stored: float | None) -> str:
     """'' where the traced runs gave the observation's stored outputs again (within the
-    final tensor's own threshold); else which side computes differently when its inner
-    tensors are read, with the traced and the row's figures: the origins found are those
-    of the traced run, not necessarily the row's."""
-    limit = loc.final_threshold if math.isfinite(loc.final_threshold) else 0.0
-    limit = max(limit, rounding(np.dtype("float32")))
+    final tensor's own threshold, and under half the row's own error); else which side
+    computes differently when its inner tensors are read, with the traced and the row's
+    figures: the origins found are those of the traced run, not necessarily the row's."""
+    base = loc.final_threshold if math.isfinite(loc.final_threshold) else 0.0
+    if stored is not None and stored > 0:
+        base = min(base, stored / 2)
+    base = max(base, rounding(np.dtype("float32")))
     for key, label in (("actual", loc.actual), ("reference", loc.reference)):
         off = loc.instrumented.get(f"{key}_scaled_error_vs_stored")
-        own = loc.instrumented.get(f"{key}_traced_limit")  # with the path's own precision
-        limit = max(limit, own) if isinstance(own, float | int) else limit
+        own = loc.instrumented.get(f"{key}_traced_limit")  # the limit retrace judged by
+        limit = float(own) if isinstance(own, float | int) else base
         if not isinstance(off, float | int) or not off > limit:
             continue
         row = f", row {stored:.2g}" if stored is not None else ""

@@ -10,6 +10,7 @@ test fails once upstream is fixed, and the entry is then dropped.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -242,6 +243,69 @@ def _corrected_one_hot(opset: int) -> Any:
     return one_hot(opset)
 
 
+_WIDE_REDUCTIONS = {
+    # op_type: (cause, summary, reproduction), as ReferenceDefect names them
+    "ReduceMean": ("the sum of the values, divided afterwards, in float16 (np.mean with "
+                   "dtype=data.dtype)",
+                   "ReduceMean of float16 sums in float16: the sum overflows to inf past "
+                   "65504 where the mean fits",
+                   "opset-18 ReduceMean of 128 × 600.0 in float16: the mean is 600 (ONNX "
+                   "Runtime 600); onnx returns inf (oww's fp16 file: the inf flips its If)"),
+    "ReduceL2": ("np.sum(np.square(data)) in the input's type",
+                 "ReduceL2 of float16 squares and sums in float16: the sum of squares "
+                 "overflows to inf past 65504 where the norm fits",
+                 "opset-18 ReduceL2 of 128 × 30.0 in float16: the norm is 339.4 (ONNX "
+                 "Runtime 339.5); onnx returns inf"),
+    "ReduceLogSum": ("np.sum(data) in the input's type before the log",
+                     "ReduceLogSum of float16 sums in float16: the sum overflows to inf "
+                     "past 65504 where its log fits",
+                     "opset-18 ReduceLogSum of 128 × 600.0 in float16: log(76800) = 11.25 "
+                     "(ONNX Runtime 11.25); onnx returns inf"),
+    "ReduceSumSquare": ("np.square(data) in the input's type before the sum",
+                        "ReduceSumSquare of float16 rounds each square to float16 (small "
+                        "squares lose their digits in float16's subnormals)",
+                        "opset-18 ReduceSumSquare of 100 × 0.001 in float16: the sum is "
+                        "1.0008e-4 (ONNX Runtime 1.0e-4); onnx returns 1.0133e-4, 1.25 % "
+                        "off"),
+}
+_WIDE_REPRO_VALUES = {
+    "ReduceMean": [600.0] * 128, "ReduceL2": [30.0] * 128, "ReduceLogSum": [600.0] * 128,
+    "ReduceSumSquare": [0.001] * 100,
+}
+
+
+def _wide_reduction_repro(op_type: str) -> Repro:
+    """A one-node float16 ``op_type`` over one row whose result fits float16 but whose
+    float16 intermediates do not (or lose digits); the correct output is the float64
+    reduction of the float16 values."""
+    x = np.array([_WIDE_REPRO_VALUES[op_type]], np.float16)
+    model = _model([helper.make_node(op_type, ["X"], ["Y"])], {"X": x}, [1, 1],
+                   TensorProto.FLOAT16, 18)
+    w = x.astype(np.float64)
+    expected = {"ReduceMean": w.mean(axis=1, keepdims=True),
+                "ReduceL2": np.sqrt((w * w).sum(axis=1, keepdims=True)),
+                "ReduceLogSum": np.log(w.sum(axis=1, keepdims=True)),
+                "ReduceSumSquare": (w * w).sum(axis=1, keepdims=True)}[op_type]
+    return model, {"X": x}, expected
+
+
+def _wide_reduction_defect(op_type: str) -> ReferenceDefect:
+    cause, summary, reproduction = _WIDE_REDUCTIONS[op_type]
+
+    def corrected(opset: int) -> Any:
+        from gero_runner.backends.reference_fixes import wide_reduction
+
+        return wide_reduction(op_type, opset)
+
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", op_type).lower()
+    what = "squares" if op_type == "ReduceSumSquare" else "accumulator"
+    return ReferenceDefect(
+        key=f"{op_type.lower()}-float16-{what}", op_type=op_type, opsets=(1, 10_000),
+        dtypes=("float16", "bfloat16"), upstream=f"onnx/reference/ops/op_{snake}.py",
+        cause=cause, summary=summary, reproduction=reproduction,
+        repro=lambda: _wide_reduction_repro(op_type), corrected=corrected)
+
+
 REGISTRY: tuple[ReferenceDefect, ...] = (
     ReferenceDefect(
         key="softmax-opset12-axis", op_type="Softmax", opsets=(1, 12), dtypes=("*",),
@@ -321,6 +385,10 @@ REGISTRY: tuple[ReferenceDefect, ...] = (
         reproduction="opset-13 OneHot of indices [3, 0], depth [5] (shape [1]), values "
                      "[0, 1]: the output is eye(5)[[3, 0]]; onnx raises a TypeError",
         repro=_one_hot_repro, corrected=_corrected_one_hot),
+    # Their float16 intermediates are float16. ReduceSum, ReduceL1, ReduceProd, ReduceMax
+    # and ReduceMin are right (numpy reduces float16 in float32), ReduceLogSumExp within
+    # an ULP (its log and max are added in float16): probed on onnx 1.23.
+    *(_wide_reduction_defect(op) for op in _WIDE_REDUCTIONS),
 )
 BY_KEY = {d.key: d for d in REGISTRY}
 

@@ -165,3 +165,28 @@ def one_hot(opset: int) -> type[OpRun]:
             return (hot * (on - off) + off,)
 
     return OneHot
+
+
+NARROW_FLOATS = ("float16", "bfloat16")
+
+
+def wide_reduction(op_type: str, opset: int) -> type[OpRun]:
+    """``op_type`` (a Reduce* operator) of a float16 or bfloat16 input computed in float64
+    and rounded once into the input's type, as ONNX Runtime's wider accumulator gives;
+    onnx computes it in the input's type (ReduceMean's sum of 128 × 600.0 overflows
+    65504, ReduceSumSquare's squares round below float16's subnormals). Other types run
+    onnx's own code, bit for bit, so no float32 model shows a difference."""
+    from onnx.reference.ops import load_op
+
+    stock: Any = load_op("", op_type, opset)
+
+    def _run(self: Any, data: np.ndarray, *args: Any, **attrs: Any) -> tuple[np.ndarray, ...]:
+        if np.asarray(data).dtype.name not in NARROW_FLOATS:
+            same: tuple[np.ndarray, ...] = stock._run(self, data, *args, **attrs)
+            return same
+        wide = stock._run(self, np.asarray(data).astype(np.float64), *args, **attrs)
+        return tuple(np.asarray(r).astype(data.dtype) for r in wide)
+
+    # new_ops finds the class by its name: it must be the operator's.
+    return type(op_type, (stock,), {"op_schema": onnx.defs.get_schema(op_type, opset, ""),
+                                    "_run": _run})

@@ -283,3 +283,72 @@ def test_an_entry_inside_a_loop_body_is_named_beside_one_that_shows_outside() ->
     assert rd.shown(model, feeds) == ("batchnorm9-momentum", "onehot-depth-tensor")
     (got,) = rd.corrected_evaluator(model).run(None, feeds)
     np.testing.assert_array_equal(got, 2 * feeds["x"] + np.eye(5)[[[1, 4]]])
+
+
+_WIDE = [d for d in rd.REGISTRY if d.op_type.startswith("Reduce")]
+
+
+@pytest.mark.parametrize("defect", _WIDE, ids=lambda d: d.key)
+def test_float16_reductions_round_once_and_float32_ones_stay_onnx_bits(
+        defect: rd.ReferenceDefect) -> None:
+    """The corrected float16 reduction is the float64 one rounded once into float16 (the
+    stock one is inf or 1.25 % off on the repro); a float32 or float64 input runs onnx's
+    own code bit for bit, so a float32 model's stock rows never differ from the corrected
+    ones by a rounding and get no defect's label."""
+    model, inputs, expected = defect.repro()
+    (got,) = rd.corrected_evaluator(model).run(None, inputs)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, expected.astype(np.float16))
+    rng = np.random.default_rng(1)
+    for dtype, elem in ((np.float32, TensorProto.FLOAT), (np.float64, TensorProto.DOUBLE)):
+        x = rng.uniform(0.1, 3.0, (3, 257)).astype(dtype)
+        node = helper.make_node(defect.op_type, ["X"], ["Y"], keepdims=0)
+        wide = _one_node(node, {"X": x}, {}, elem, 18)
+        (stock,) = ReferenceEvaluator(wide).run(None, {"X": x})
+        (fixed,) = rd.corrected_evaluator(wide).run(None, {"X": x})
+        assert fixed.dtype == stock.dtype and np.array_equal(fixed, stock)
+        assert rd.shown(wide, {"X": x}) == (defect.key,)  # none shows: every entry named
+
+
+def test_reduce_mean_float16_of_the_verification_repro_is_600() -> None:
+    """/work/verify41's 1-node repro (opset 13, axes [-1]): the stock evaluator gives inf,
+    ORT and the corrected one 600; a float16 ReduceSum is not affected (no entry)."""
+    node = helper.make_node("ReduceMean", ["X"], ["Y"], axes=[-1], keepdims=1)
+    x = np.full((1, 128), 600.0, np.float16)
+    model = _one_node(node, {"X": x}, {}, TensorProto.FLOAT16, 13)
+    with np.errstate(all="ignore"):
+        (stock,) = ReferenceEvaluator(model).run(None, {"X": x})
+    assert np.isinf(stock).all()
+    assert rd.shown(model, {"X": x}) == ("reducemean-float16-accumulator",)
+    (got,) = rd.corrected_evaluator(model).run(None, {"X": x})
+    np.testing.assert_array_equal(got, np.full((1, 1), 600.0, np.float16))
+    summed = _one_node(helper.make_node("ReduceSum", ["X"], ["Y"]), {"X": x}, {},
+                       TensorProto.FLOAT16, 13)
+    assert rd.applicable(summed) == []
+
+
+@pytest.mark.slow
+def test_a_float16_reduce_mean_model_names_the_defect(tmp_path: Path) -> None:
+    """Real process: the ReferenceEvaluator's rows on a float16 ReduceMean of 128 values
+    near 600 name the registered defect (its sum overflows float16; oww's fp16 file took
+    the other If branch on it), and the corrected evaluator's row passes (before the
+    entry, a bare divergence blamed on the evaluator's path)."""
+    from gero_cli import main
+
+    graph = helper.make_graph(
+        [helper.make_node("ReduceMean", ["X"], ["Y"], axes=[-1], keepdims=1)], "rm16",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT16, ["batch", 128])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT16, ["batch", 1])])
+    path = tmp_path / "rm16.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                                ir_version=8), str(path))
+    data = tmp_path / "d"
+    main(["run", "--model", str(path), "--input-range", "X=500,700", "--data-dir",
+          str(data), "--jobs", "1", "--repeats", "1", "--backends", "onnxruntime",
+          "--run-id", "rm"])
+    rows = [r for r in rows_of(data, "rm") if r["check"] == "model:fp32"]
+    by_backend = {r["backend"]: r for r in rows}
+    stock = by_backend["onnx-reference"]
+    assert (stock["failure_kind"], stock["cause_key"]) == (
+        "defect", "defect:reducemean-float16-accumulator")
+    assert by_backend["onnx-reference-corrected"]["result"] == "passed"

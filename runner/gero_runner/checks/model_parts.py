@@ -68,7 +68,7 @@ from gero_runner.checks.model import (
     int8_exact_needed,
 )
 from gero_runner.checks.precision import explain_rows
-from gero_runner.checks.reuse import noisy_runs_kept
+from gero_runner.checks.reuse import noisy_runs_kept, variant_kept
 from gero_runner.classify import classify
 from gero_runner.errors import GeroError, error_text
 from gero_runner.execution.context import CaseContext, CaseResult, PathResult, RunSettings
@@ -155,8 +155,8 @@ class BuildVariant(Part):
 
     def run(self, settings: Any) -> bytes | str:
         try:
-            return var.build(self.name, self.case.model, self.case.inputs, self.case.seed,
-                             calibration_of(self.case))
+            return variant_kept(path_outputs(settings), self.name, self.case.model,
+                                self.case.inputs, self.case.seed, calibration_of(self.case))
         except Exception as e:  # the model family's row says so
             return error_text(e)
 

@@ -20,6 +20,7 @@ need not do better than ONNX Runtime does against itself.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -382,6 +383,78 @@ def fp16_vs_fp32_gate(scaled: float, honest: float, floor: float = math.nan) -> 
                  "rounded to float16 at each node, or exactly, whichever is further off)")
     return Gate(ok, text, {"scaled_error": scaled, "limit": limit,
                            "correct_fp16_vs_fp32": honest, "model_noise_floor": floor})
+
+
+FP16_STEPS = 4
+"""Float16 steps (its spacing at each reference value) a gate on the fp16 file accepts at
+every element: for normal values 4 steps are at most 4 × 2^-10 of the value, within the
+4e-3 gate already; below 6.1e-5 float16's step is a fixed 2^-24 = 5.96e-8, so a tiny
+output's last bit weighs far more (oww's 1.55e-5: 0.38 % a step, and a runtime one step
+from the correctly rounded value failed 4e-3)."""
+
+
+def fp16_steps(actual: Any, reference: Any) -> float:
+    """The largest difference at any element counted in float16 steps at the reference
+    value (2^-10 of its binade, 2^-24 below float16's smallest normal 2^-14); inf where
+    either side is NaN or inf."""
+    a, r = _f64(actual), _f64(reference)
+    if a.size == 0:
+        return 0.0
+    if a.shape != r.shape or not (np.isfinite(a).all() and np.isfinite(r).all()):
+        return math.inf
+    r16 = np.abs(np.clip(r, -65504.0, 65504.0).astype(np.float16)).astype(np.float64)
+    step = np.exp2(np.floor(np.log2(np.maximum(r16, 2.0 ** -14))) - 10)
+    return float(np.max(np.abs(a - r) / step))
+
+
+def within_fp16_steps(gate: Gate, actual: Any, reference: Any) -> Gate:
+    """A failed gate on an output of the fp16 file passed again where the output is within
+    ``FP16_STEPS`` float16 steps of the reference at every element: float16's own
+    resolution there, no error (it matters for values below float16's smallest normal)."""
+    steps = fp16_steps(actual, reference)
+    figures = {**gate.figures, "fp16_steps": steps}
+    if gate.passed or steps > FP16_STEPS:
+        return dataclasses.replace(gate, figures=figures)
+    return Gate(True, f"within {steps:.3g} float16 steps of it at every element (≤ "
+                f"{FP16_STEPS}: float16's spacing at each value, 5.96e-08 below 6.1e-05), "
+                f"float16's own resolution; alone its gate failed: {gate.reason}", figures)
+
+
+INT8_SINGLE_LIMIT_WHY = "rows of one element: a cosine only compares their signs"
+
+
+def int8_single_gate(stats: OutputStats, floor: Floor) -> Gate:
+    """Two paths on an int8 file whose output rows hold one element (a detector's [1, 1]
+    score), where a row cosine says only the sign: the scaled error between them at most
+    8 int8 roundings (``INT8_SCALED_LIMIT``) or the floor's, as ``variant_gate`` judges such
+    an output against the fp32 model."""
+    limit = INT8_SCALED_LIMIT
+    if floor.measured and math.isfinite(floor.scaled_error):
+        limit = max(limit, floor.scaled_error)
+    figures: dict[str, Any] = {"scaled_error": stats.scaled_error, "scaled_limit": limit,
+                               "rows": stats.rows, "floor": floor.as_dict()}
+    if not stats.finite:
+        return Gate(False, "non-finite output: the scaled error cannot be assessed", figures)
+    ok = stats.scaled_error <= limit
+    return Gate(ok, f"scaled error {stats.scaled_error:.3g} {'≤' if ok else '>'} {limit:.3g} "
+                f"({INT8_SINGLE_LIMIT_WHY})", figures)
+
+
+def int8_exact_single_gate(path: OutputStats, base: OutputStats) -> Gate:
+    """``int8_exact_gate`` for outputs whose rows hold one element: the path's scaled error
+    against the file computed exactly at most 1.5× the baseline's, or 8 int8 roundings."""
+    need = max(EXACT_ANGLE_RATIO * base.scaled_error, INT8_SCALED_LIMIT)
+    figures = {"scaled_error_vs_exact": path.scaled_error,
+               "baseline_scaled_error_vs_exact": base.scaled_error,
+               "need_scaled_error_vs_exact": need}
+    if not (path.finite and base.finite):
+        return Gate(False, "non-finite output: not comparable with the exact computation",
+                    figures)
+    ok = path.scaled_error <= need
+    return Gate(ok, f"against the file computed exactly its scaled error is "
+                f"{path.scaled_error:.3g}, the run's baseline's {base.scaled_error:.3g} "
+                f"(needs ≤ {need:.3g}: 1.5× the baseline's, or 8 int8 roundings; "
+                f"{INT8_SINGLE_LIMIT_WHY})", figures)
 
 
 def overflow_text(x: np.ndarray, where: str) -> str:

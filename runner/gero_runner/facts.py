@@ -37,7 +37,8 @@ FACT_COLUMNS: Final = (
                   "'unsupported-op:DOMAIN::OP', 'precision-rewrite', 'model-quantization', "
                   "'tooling:WHAT', 'malformed:DOMAIN::OP'; a failure no known cause "
                   "names: 'error:' and its error "
-                  "with names and figures masked; '' when none"),
+                  "with names and figures masked (after '[DTYPE DOMAIN::OP] ', the node "
+                  "it failed on, where the error names one); '' when none"),
     ("note", "a sentence that changes no verdict (a runtime computing float16 in float32), "
              "else ''"),
     ("figures", "JSON object of the numbers a title needs ({\"mismatches\": 7, ...}), "
@@ -212,11 +213,33 @@ def unsupported_op(error: str, domains: Mapping[str, str] | None = None) -> str:
     return ""
 
 
-def error_key(cause: str) -> str:
+def error_key(cause: str, node: tuple[str, str, str] | None = None) -> str:
     """The cause key of a failure no known cause names: its root cause with the names and
     figures masked (``masked``), so that one runtime's same failure across operators and
-    dtypes is one finding."""
-    return ERROR_KEY + masked("PATH failed: " + root_cause(cause)).removeprefix("PATH failed: ")
+    dtypes is one finding; where its error names the node it failed on (``failing_node``),
+    that node's ``(dtype, domain, op)`` leads it (``error:[float16 ai.onnx::Gemm] …``): the
+    same masked words on another operator are another cause (issue 40)."""
+    words = masked("PATH failed: " + root_cause(cause)).removeprefix("PATH failed: ")
+    return ERROR_KEY + (f"[{node[0]} {node[1]}::{node[2]}] " if node else "") + words
+
+
+_TRANSLATING = re.compile(r'Translating node #\d+ "(?P<name>[^"\n]*)"')
+_NODE_KEY = re.compile(r"^" + ERROR_KEY + r"\[(?P<dtype>\S*) (?P<domain>[^\s:]+)::(?P<op>\w+)\] ")
+
+
+def failing_node(error: str) -> str:
+    """The name of the node a path's error says it could not take in, '' when it names
+    none: tract's ``Translating node #48 "NAME" LayerNorm ToTypedTranslator``, whose root
+    cause below it ("Output mismatch after rewiring expansion") names no operator, and
+    whose own op name is not the ONNX operator's (the graph says which that is)."""
+    m = _TRANSLATING.search(error)
+    return m.group("name") if m else ""
+
+
+def node_of_key(cause_key: str) -> tuple[str, str, str] | None:
+    """``(dtype, domain, op)`` of the node a cause key names (``error_key``), else None."""
+    m = _NODE_KEY.match(cause_key)
+    return (m.group("dtype"), m.group("domain"), m.group("op")) if m else None
 
 
 def scope_of(suite: str, check: str) -> str:
@@ -237,13 +260,15 @@ def law_name(check: str) -> str:
 
 
 def failure_facts(cause: str, full_error: str = "",
-                  domains: Mapping[str, str] | None = None) -> tuple[str, str]:
+                  domains: Mapping[str, str] | None = None,
+                  node: tuple[str, str, str] | None = None) -> tuple[str, str]:
     """``(failure_kind, cause_key)`` of a path that failed: out of its time budget, or
     cannot run, keyed by the operator it lacks where its error names one, else by its
-    masked error."""
+    masked error (led by the node it failed on, ``node``: ``(dtype, domain, op)``, where
+    its error names one)."""
     if _BUDGET_WORDS.search(cause):
         return OUT_OF_BUDGET, ""
-    return CANNOT_RUN, unsupported_op(full_error or cause, domains) or error_key(cause)
+    return CANNOT_RUN, unsupported_op(full_error or cause, domains) or error_key(cause, node)
 
 
 def figures_json(figures: Mapping[str, Any]) -> str:

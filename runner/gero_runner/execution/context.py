@@ -25,12 +25,15 @@ from gero_runner.facts import (
     DEFECT,
     ERROR_KEY,
     MALFORMED,
+    MODEL_SCOPE,
     NAN,
     OUTPUTS_CHECK,
     TENSOR_OUTPUTS,
     TOOLING,
     VARIANT_BUILD,
+    VARIANT_FILES,
     YARDSTICKS,
+    failing_node,
     failure_facts,
     figures_json,
     law_name,
@@ -228,6 +231,8 @@ class CaseContext:
     None outside a model case's plan)."""
     _digests: dict[int, tuple[np.ndarray, str]] = field(default_factory=dict, repr=False)
     _comparisons: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
+    _nodes: dict[tuple[str, str], tuple[str, str, str] | None] = field(default_factory=dict,
+                                                                       repr=False)
 
     @contextlib.contextmanager
     def backend_time(self) -> Iterator[None]:
@@ -311,7 +316,9 @@ class CaseContext:
         elif not failure_kind and check == OUTPUTS_CHECK:  # an output gero cannot compare
             failure_kind, cause_key = TOOLING, cause_key or TENSOR_OUTPUTS
         elif not failure_kind and (failed_path or result == EXECUTION):
-            failure_kind, found = failure_facts(cause or reason, error, self.op_domains)
+            where = scope or scope_of(self.case.suite, check)
+            failure_kind, found = failure_facts(cause or reason, error, self.op_domains,
+                                                self.failing_op(error, where))
             cause_key = cause_key or found
         elif not failure_kind and cmp is not None and check in COMPARISON_CHECKS:
             failure_kind = comparison_kind(cmp)  # a parity row's, like any comparison's
@@ -382,10 +389,28 @@ class CaseContext:
         for p in self.paths.values():
             if p.error and not p.ok:
                 words = root_cause(p.error)
-                kind, key = failure_facts(words, p.error, self.op_domains)
+                kind, key = failure_facts(words, p.error, self.op_domains,
+                                          self.failing_op(p.error, MODEL_SCOPE))
                 if kind == CANNOT_RUN and key.startswith(ERROR_KEY):
                     found[words] = key
         return found
+
+    def failing_op(self, error: str, scope: str) -> tuple[str, str, str] | None:
+        """``(dtype, domain, op)`` of the node a path's error says it failed on
+        (``failing_node``), read in the graph it ran (``scope``: the model, or a variant
+        file the plan built), None where the error names none or the graph has no such
+        node: tract names its own op (``LayerNorm``) over a root cause that names none."""
+        name = failing_node(error)
+        if not name:
+            return None
+        if (scope, name) not in self._nodes:
+            model: Any = self.case.model
+            if scope in VARIANT_FILES:
+                made = getattr(self.model_runs, "variant_models", None) or {}
+                model = made.get(scope)
+            self._nodes[(scope, name)] = (node_op(model, name) if isinstance(model, bytes)
+                                          else None)
+        return self._nodes[(scope, name)]
 
     @functools.cached_property
     def op_domains(self) -> dict[str, str]:
@@ -398,6 +423,52 @@ class CaseContext:
         except Exception:  # a graph gero cannot parse: the error's words are all there is
             return {}
         return {n.op_type: n.domain or "ai.onnx" for n in graph.node}
+
+
+def node_op(model: bytes, name: str) -> tuple[str, str, str] | None:
+    """``(dtype, domain, op)`` of the graph's node ``name`` (in a subgraph too): its
+    operator, and the element type of its first input (float16 for the fp16 file's
+    LayerNormalization, where the fp32 model's runs); None where there is no such node."""
+    import onnx
+
+    try:
+        proto = onnx.load_from_string(model)
+    except Exception:  # a graph gero cannot parse: the error's words are all there is
+        return None
+    node = next((n for n in _all_nodes(proto.graph) if n.name == name), None)
+    if node is None:
+        return None
+    first = node.input[0] if node.input else ""
+    elem = _elem_type(proto.graph, first)
+    if not elem and first:
+        try:  # the exporter declared no type for it: inferred
+            elem = _elem_type(onnx.shape_inference.infer_shapes(proto).graph, first)
+        except Exception:
+            elem = 0
+    dtype = (onnx.helper.tensor_dtype_to_np_dtype(elem).name if elem else "")
+    return dtype, node.domain or "ai.onnx", node.op_type
+
+
+def _all_nodes(graph: Any) -> Iterator[Any]:
+    import onnx
+
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs):
+                yield from _all_nodes(sub)
+
+
+def _elem_type(graph: Any, name: str) -> int:
+    """The element type the graph declares for the value ``name``, 0 where it declares
+    none."""
+    for t in graph.initializer:
+        if t.name == name:
+            return int(t.data_type)
+    for v in [*graph.input, *graph.value_info, *graph.output]:
+        if v.name == name and v.type.HasField("tensor_type"):
+            return int(v.type.tensor_type.elem_type)
+    return 0
 
 
 def _finite(x: float) -> float | None:

@@ -194,6 +194,10 @@ EXAMPLES = {
                          "src/frontends/common_translators/src/unconverted_ops_report.cpp"),
     "cannot-run": _example("execution", "tract", "PATH failed: TractError: x",
                            kind="cannot-run", cause="TractError: Abs does not support F64"),
+    "cannot-run-node": _example("execution", "tract", "PATH failed: [float16 ai.onnx::Gemm] x",
+                                kind="cannot-run", scope="fp16",
+                                cause_key="error:[float16 ai.onnx::Gemm] TractError: x",
+                                cause="TractError: Output mismatch after rewiring expansion"),
     "out-of-budget": _example("execution", "tract", "out-of-budget", kind="out-of-budget",
                               reason="tract failed: tract ran out of its 60 s budget"),
     "gero-limit": _example("execution", GERO_LIMIT, "tooling:tensor-outputs", kind="tooling",
@@ -274,6 +278,10 @@ def test_every_kind_of_title_has_a_hand_made_finding_without_placeholders() -> N
     assert render_title(EXAMPLES["contract-graphs"]).startswith(
         "Tract fails on a contract graph of Erf, Softmax, not on the model as given: e.g. "
         "crashed with SIGABRT while running tract optimized on contract:partition's graph")
+    # the node a failure's error names, its operator and dtype (issue 40, D8)
+    assert render_title(EXAMPLES["cannot-run-node"]) == (
+        "Tract cannot run float16 Gemm on the fp16 file of Erf, Softmax: e.g. TractError: "
+        "Output mismatch after rewiring expansion")
     # a time budget spent is no inability (issue 40 item 15)
     assert render_title(EXAMPLES["out-of-budget"]).startswith(
         "Tract ran out of its time budget on Erf, Softmax: ")

@@ -35,6 +35,7 @@ from gero_runner.facts import (
     PRECISION_REWRITE,
     UNSUPPORTED_OP,
     VARIANT_BUILD,
+    node_of_key,
 )
 from gero_runner.schema import DIVERGENCE, MODEL_VARIANTS
 
@@ -67,6 +68,9 @@ TITLES: dict[str, str] = {
     "lacks-op": "{Who} cannot run {ops}{on}: it does not implement {operator}",
     # a failure on a model names no dtype: the dtypes are its outputs', not the failing op's
     "cannot-run": "{Who} cannot run {ops_counted}{of_dtypes}{on}: {cause}",
+    # a model's failure whose error names the node it failed on (cause_key
+    # 'error:[DTYPE DOMAIN::OP] …'): that operator and its dtype, not only a secondary error
+    "cannot-run-node": "{Who} cannot run {node_op} on {file_of}{ops}: {cause}",
     # a failure on the contract graphs gero derives from a model (scope 'contracts')
     "contract-graphs": "{Who} fails on a contract graph of {ops}, not on the model as "
                        "given: {cause}",
@@ -153,7 +157,10 @@ def title_kind(f: Finding) -> str:
             return "no-kernel" if f.scope == GRAPH_SCOPE else "lacks-op"
         if f.kind == OUT_OF_BUDGET:
             return "out-of-budget"
-        return "contract-graphs" if f.scope == CONTRACTS_SCOPE else "cannot-run"
+        if f.scope == CONTRACTS_SCOPE:
+            return "contract-graphs"
+        return ("cannot-run-node" if node_of_key(f.cause_key) and not _graph_scope(f)
+                else "cannot-run")
     if f.family == "precision":
         return "precision"
     if f.family == "non-finite":
@@ -172,6 +179,18 @@ def title_kind(f: Finding) -> str:
         return "file-scaled" if gate == "scaled" else "file-baseline"
     kind = f.family.partition(":")[0]
     return {"contract": "law", "variant": "variant-law"}.get(kind, "other")
+
+
+def _graph_scope(f: Finding) -> bool:
+    """A graph case's (or an unrecorded) scope: its operators are the graph's own."""
+    return not set(f.scope.split(",")) - {GRAPH_SCOPE, ""}
+
+
+def _node_op(f: Finding) -> str:
+    """'float16 LayerNormalization' of a cause key naming the node it failed on."""
+    dtype, domain, op = node_of_key(f.cause_key) or ("", "", "")
+    name = op if domain in ("", "ai.onnx") else f"{domain}.{op}"
+    return f"{dtype} {name}".strip()
 
 
 def _numeric_kind(f: Finding) -> str:
@@ -235,6 +254,7 @@ def title_fields(f: Finding) -> dict[str, str]:
         "defect": f.cause_key.removeprefix("defect:").replace(",", ", "),
         "detail": _short(_words(r.cause).partition(WIDENS_FP16)[2].strip()),
         "operator": f"{domain}.{op}" if domain not in ("", "ai.onnx") else op,
+        "node_op": _node_op(f),
         "tool": _TOOLS.get(f.cause_key, "own tooling"),
         "what": "beyond tolerance" if f.template == OUTSIDE else f"({_short(f.template, 50)})",
         # an output off: its recorded figures where it has them, not its sentence again

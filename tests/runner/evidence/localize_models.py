@@ -138,3 +138,60 @@ def quantized_mask_inputs(path: Path) -> Path:
     mask[:, 5:] = -3.4e38
     np.savez(path, X=x, M=mask)
     return path
+
+
+def dynamic_mask_attention(path: Path) -> Path:
+    """Attention scores (a MatMul, QuantizeLinear → DequantizeLinear, a Div, another pair)
+    plus an additive mask made from an int64 0/1 mask as an int8-static builder quantises
+    it (1 − mask through a pair, times a dequantized −3.4e38, through a pair at scale
+    1.33e36, zero point 127), with the batch and sequence symbolic. OpenVINO f32 computes
+    the unmasked scores as inf where the graph's dimensions are symbolic (−3.4e38 masked is
+    right on both), but exactly where they are fixed: a region cut from it and fed fixed
+    shapes does not show it."""
+    def f(name: str, value: float, dtype: type = np.float32) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.array(value, dtype), name)
+
+    nodes = [helper.make_node("MatMul", ["Q", "K"], ["sc"], name="Scores"),
+             helper.make_node("QuantizeLinear", ["sc", "s3", "z3"], ["scq"], name="Scores/Q"),
+             helper.make_node("DequantizeLinear", ["scq", "s3", "z3"], ["scd"],
+                              name="Scores/DQ"),
+             helper.make_node("Div", ["scd", "two"], ["dv"], name="Scale"),
+             helper.make_node("QuantizeLinear", ["dv", "s3", "z3"], ["dvq"], name="Scale/Q"),
+             helper.make_node("DequantizeLinear", ["dvq", "s3", "z3"], ["x"], name="Scale/DQ"),
+             helper.make_node("Cast", ["M"], ["mf"], to=TensorProto.FLOAT, name="Mask/Cast"),
+             helper.make_node("Sub", ["one", "mf"], ["inv"], name="Mask/Sub"),
+             helper.make_node("QuantizeLinear", ["inv", "s1", "z1"], ["iq"], name="Mask/Sub/Q"),
+             helper.make_node("DequantizeLinear", ["iq", "s1", "z1"], ["idq"],
+                              name="Mask/Sub/DQ"),
+             helper.make_node("DequantizeLinear", ["cq", "s2", "z2"], ["big"],
+                              name="Mask/Big"),
+             helper.make_node("Mul", ["idq", "big"], ["mm"], name="Mask/Mul"),
+             helper.make_node("QuantizeLinear", ["mm", "s2", "z2"], ["mq"],
+                              name="Mask/Quantize"),
+             helper.make_node("DequantizeLinear", ["mq", "s2", "z2"], ["md"],
+                              name="Mask/Dequantize"),
+             helper.make_node("Add", ["x", "md"], ["Y"], name="Mask/Add")]
+    inits = [f("one", 1.0), f("s1", 1 / 255), f("z1", -128, np.int8), f("cq", -128, np.int8),
+             f("s2", 1.3344406e36), f("z2", 127, np.int8), f("s3", 0.05), f("z3", 0, np.int8),
+             f("two", 2.0)]
+    b, s = "batch", "seq"
+    graph = helper.make_graph(
+        nodes, "dynamic_mask_attention",
+        [helper.make_tensor_value_info("Q", TensorProto.FLOAT, [b, 2, s, 4]),
+         helper.make_tensor_value_info("K", TensorProto.FLOAT, [b, 2, 4, s]),
+         helper.make_tensor_value_info("M", TensorProto.INT64, [b, 1, 1, s])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [b, 2, s, s])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 10
+    onnx.save(model, path)
+    return path
+
+
+def dynamic_mask_attention_inputs(path: Path) -> Path:
+    """Inputs for ``dynamic_mask_attention``: the last three of eight tokens masked."""
+    rng = np.random.default_rng(0)
+    mask = np.ones((2, 1, 1, 8), np.int64)
+    mask[..., 5:] = 0
+    np.savez(path, Q=rng.standard_normal((2, 2, 8, 4)).astype(np.float32),
+             K=rng.standard_normal((2, 2, 4, 8)).astype(np.float32), M=mask)
+    return path

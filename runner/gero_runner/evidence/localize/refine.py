@@ -58,12 +58,12 @@ def refine(s: Search, o: NodeFinding, feeds: dict[str, np.ndarray]) -> NodeFindi
         feeds_b = {n: s.as_type(v, s.types_b.get(n)) if s.b.kind != SHADOW_KIND else v
                    for n, v in feeds.items()}
         wanted = [*inner, o.tensor]
-        plain_a = run_side(s.a, sg.region_model(s.model_a, ra, [o.tensor], feeds_a), feeds_a,
+        plain_a = run_side(s.a, s.cut_a(ra, [o.tensor], feeds_a), feeds_a,
                            [o.tensor])[o.tensor]
-        plain_b = run_side(s.b, sg.region_model(s.model_b, rb, [o.tensor], feeds_b), feeds_b,
+        plain_b = run_side(s.b, s.cut_b(rb, [o.tensor], feeds_b), feeds_b,
                            [o.tensor])[o.tensor]
-        got_a = run_side(s.a, sg.region_model(s.model_a, ra, wanted, feeds_a), feeds_a, wanted)
-        got_b = run_side(s.b, sg.region_model(s.model_b, rb, wanted, feeds_b), feeds_b, wanted)
+        got_a = run_side(s.a, s.cut_a(ra, wanted, feeds_a), feeds_a, wanted)
+        got_b = run_side(s.b, s.cut_b(rb, wanted, feeds_b), feeds_b, wanted)
     except Exception as e:  # a runtime that cannot take the marked region: keep the region
         s.notes.append(f"inside {o.node}: the marked region did not run ({type(e).__name__})")
         return o

@@ -72,6 +72,41 @@ def dequantized_meanings(graph: onnx.GraphProto) -> set[str]:
     return (counts | scales) - {""}
 
 
+def declared_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
+    """Each tensor's type as ONNX shape inference gives it in the whole ``model``, symbolic
+    dimensions kept (empty where inference fails: a region is then typed by its feeds)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # an operator inference does not know, a model over 2 GiB
+        return {}
+    graph = inferred.graph
+    return {v.name: v.type for v in [*graph.input, *graph.value_info, *graph.output]
+            if v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape")}
+
+
+def as_declared(cut: onnx.ModelProto, declared: dict[str, onnx.TypeProto]) -> onnx.ModelProto:
+    """``cut`` (a region as a model) with each input's dimensions as the whole model declares
+    them: a dimension the whole model leaves symbolic is symbolic again. A runtime may
+    compute a region of static shape otherwise: OpenVINO fuses a QuantizeLinear →
+    DequantizeLinear → Add of dynamic shape (at scale 1.3e36 it makes −4e28 where 0 is
+    right) but computes the same nodes of static shape exactly, so a region fed fixed shapes
+    would not show what the traced run did."""
+    for vi in cut.graph.input:
+        want = declared.get(vi.name)
+        if want is None or want.tensor_type.elem_type != vi.type.tensor_type.elem_type:
+            continue
+        dims, wanted = vi.type.tensor_type.shape.dim, want.tensor_type.shape.dim
+        if len(dims) != len(wanted):
+            continue
+        for dim, w in zip(dims, wanted, strict=True):
+            if w.HasField("dim_value"):
+                continue  # fixed in the whole model too
+            dim.Clear()
+            if w.HasField("dim_param"):
+                dim.dim_param = w.dim_param
+    return cut
+
+
 class Search:
     """One observation's two sides, what was traced of them and the figures so far."""
 
@@ -94,6 +129,9 @@ class Search:
         self.a_final: np.ndarray | None = None
         self.b_final: np.ndarray | None = None
         self.ops_a = {o: n for n in self.model_a.graph.node for o in n.output}
+        self.declared_a = declared_types(self.model_a)
+        self.declared_b = (self.declared_a if self.model_b is self.model_a
+                           else declared_types(self.model_b))
         self.explained: float | None = None
         """The final error the named origins explain, their measured shares added."""
         self.traced_limit: float | None = None
@@ -286,8 +324,7 @@ class Search:
                         else value)
         try:
             with np.errstate(over="ignore", invalid="ignore"):
-                got = run_side(self.b, sg.region_model(self.model_b, rb, [t], feeds), feeds,
-                               [t])[t]
+                got = run_side(self.b, self.cut_b(rb, [t], feeds), feeds, [t])[t]
         except Exception:  # a runtime that refuses the path's values: not measured
             return None
         return figure(got, y)[0]
@@ -362,8 +399,8 @@ class Search:
             return None
         feeds_a, feeds_b, cast = got
         ra, rb = self.regions(t)
-        model_a = sg.region_model(self.model_a, ra, [t], feeds_a)
-        model_b = sg.region_model(self.model_b, rb, [t], feeds_b)
+        model_a = self.cut_a(ra, [t], feeds_a)
+        model_b = self.cut_b(rb, [t], feeds_b)
         x = run_side(self.a, model_a, feeds_a, [t])[t]
         y = run_side(self.b, model_b, feeds_b, [t])[t]
         return x, y, feeds_a, cast
@@ -392,6 +429,8 @@ class Search:
         if built_a is None or built_b is None:
             return {}
         (model_a, names_a), (model_b, names_b) = built_a, built_b
+        model_a, model_b = as_declared(model_a, self.declared_a), as_declared(model_b,
+                                                                              self.declared_b)
         try:
             xs = run_side(self.a, model_a, feeds_a, list(names_a.values()))
             ys = run_side(self.b, model_b, feeds_b, list(names_b.values()))
@@ -403,6 +442,17 @@ class Search:
             assert got is not None
             out[t] = (xs[names_a[t]], ys[names_b[t]], got[0], got[2])
         return out
+
+    def cut_a(self, nodes: list[int], outputs: list[str], feeds: dict[str, np.ndarray]
+              ) -> onnx.ModelProto:
+        """The path's region ``nodes`` as a model, its inputs typed as the whole model
+        declares them (``as_declared``)."""
+        return as_declared(sg.region_model(self.model_a, nodes, outputs, feeds), self.declared_a)
+
+    def cut_b(self, nodes: list[int], outputs: list[str], feeds: dict[str, np.ndarray]
+              ) -> onnx.ModelProto:
+        """The reference's region ``nodes`` as a model (as ``cut_a``)."""
+        return as_declared(sg.region_model(self.model_b, nodes, outputs, feeds), self.declared_b)
 
     @staticmethod
     def as_type(value: np.ndarray, typed: tuple[int, int | None] | None) -> np.ndarray:

@@ -37,10 +37,16 @@ def explain_rows(ctx: CaseContext, rows: list[Observation]) -> list[Observation]
     sum the graph declares, 1.9e-4 off the float64 one. A model case's element-wise rows
     against a dequantized arbiter are notes first (``model.dequantized_expected_rows``), and
     a levels row between a fewer-bits setting and its full precision blames the former
-    (``model.fewer_bits_level_rows``)."""
-    from gero_runner.checks.model import dequantized_expected_rows, fewer_bits_level_rows
+    (``model.fewer_bits_level_rows``); a runtime's divergence on a model whose operator a
+    1-node probe finds it computing wrong is that defect's (``model.runtime_defect_rows``)."""
+    from gero_runner.checks.model import (
+        dequantized_expected_rows,
+        fewer_bits_level_rows,
+        runtime_defect_rows,
+    )
 
-    rows = fewer_bits_level_rows(ctx, dequantized_expected_rows(ctx, rows))
+    rows = runtime_defect_rows(ctx, fewer_bits_level_rows(ctx, dequantized_expected_rows(
+        ctx, rows)))
     if not any(r.result == DIVERGENCE and r.check in _REWRITE_CHECKS for r in rows):
         return rows
     unrounded: list[list[np.ndarray] | None] = []  # made at the first row it may explain

@@ -264,6 +264,13 @@ if "precision-rewrite" in TITLES:  # a divergence a precision rewrite explains (
         "numeric", "onnxruntime", OUTSIDE, cause_key="precision-rewrite",
         cause="ONNX Runtime computes x + mask and the Softmax in float32 (2 Casts inserted)")
 
+if "runtime-defect" in TITLES:  # a runtime's defect a 1-node probe found (issue 40, D6)
+    EXAMPLES["runtime-defect"] = _example(
+        "numeric", "tract", "known upstream defect tract:dequantize-per-axis", kind="defect",
+        cause_key="defect:tract:dequantize-per-axis", scope="model,int8-static",
+        cause="computes per-axis DequantizeLinear wrong (a 1-node probe is 0.88 off the "
+              "spec) and the int8-static file has 24 such nodes")
+
 
 def test_every_kind_of_title_has_a_hand_made_finding_without_placeholders() -> None:
     assert set(EXAMPLES) == set(TITLES)
@@ -282,6 +289,11 @@ def test_every_kind_of_title_has_a_hand_made_finding_without_placeholders() -> N
     assert render_title(EXAMPLES["cannot-run-node"]) == (
         "Tract cannot run float16 Gemm on the fp16 file of Erf, Softmax: e.g. TractError: "
         "Output mismatch after rewiring expansion")
+    # a runtime's defect says the probe's figure, the nodes and the files (issue 40, D6)
+    assert render_title(EXAMPLES["runtime-defect"]) == (
+        "Tract computes per-axis DequantizeLinear wrong (a 1-node probe is 0.88 off the spec) "
+        "and the int8-static file has 24 such nodes: off on Erf, Softmax and its int8-static "
+        "file")
     # a time budget spent is no inability (issue 40 item 15)
     assert render_title(EXAMPLES["out-of-budget"]).startswith(
         "Tract ran out of its time budget on Erf, Softmax: ")

@@ -48,6 +48,9 @@ TITLES: dict[str, str] = {
     "nan": "NaN inputs propagate: NaN == NaN cannot be assessed ({ops}, {dtypes})",
     # a registered upstream defect of the ReferenceEvaluator, on any check
     "defect": "Known upstream ReferenceEvaluator defect ({ops_dtypes}){on}: {defect}",
+    # a runtime's defect a 1-node probe found (cause_key 'defect:RUNTIME:KEY'), its words
+    # the probe's figure and the worst row's file's count of such nodes
+    "runtime-defect": "{Who} {probe_cause}: off on {files_of}",
     # failures (family ``execution``)
     "tooling": "gero's variant tooling could not build the {variant_file} file of {ops}: "
                "{cause}",
@@ -140,6 +143,8 @@ def title_kind(f: Finding) -> str:
         return "model-quantization"
     if f.kind == MALFORMED:
         return "malformed"
+    if f.cause_key.startswith("defect:") and f.cause_key.count(":") == 2:
+        return "runtime-defect"
     if f.kind == "defect" or f.cause_key.startswith("defect:"):
         return "defect"
     if f.cause_key == FP16_OVERFLOW:
@@ -263,7 +268,17 @@ def title_fields(f: Finding) -> dict[str, str]:
         "figures": f": {figures}" if figures else "",
         "and_figures": f"; {figures}" if figures else "",
         "rewrite": _short(r.cause.partition(" computes ")[2], 90),
+        "probe_cause": _words(r.cause),
+        "files_of": _files_of(ops, files, "model" in scopes),
     }
+
+
+def _files_of(ops: str, files: list[str], model: bool) -> str:
+    """The model and the variant files a finding's rows are about, in words."""
+    if not files:
+        return ops
+    named = f"{' and '.join(files)} file{'s' if len(files) > 1 else ''}"
+    return f"{ops} and its {named}" if model else f"the {named} of {ops}"
 
 
 _FIGURE_KINDS = frozenset({"file-every-path", "file-vs-model", "file-vs-fp32", "file-scaled",

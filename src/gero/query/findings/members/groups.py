@@ -219,6 +219,9 @@ def labelled_sql() -> str:
     SELECT g.*,
            CASE WHEN g.grp = 'every path' THEN 'every path'
                 WHEN g.fam = 'execution' THEN g.grp
+                -- a runtime's defect a probe found (defect:RUNTIME:KEY) is the runtime's,
+                -- whichever of its settings a file's gate ran
+                WHEN g.kind = 'defect' AND g.cause_key LIKE 'defect:%:%' THEN g.grp
                 WHEN len(g.bad_settings) >= len(coalesce(rt.settings, [])) THEN g.grp
                 ELSE g.grp || '@' || array_to_string(list_transform(list_sort(
                     list_transform(g.bad_settings, lambda p: {setting}

@@ -33,7 +33,8 @@ FACT_COLUMNS: Final = (
               "'int8-static'), the contract graphs gero derives from a model ('contracts': "
               "its symbolic-batch form, not the model as given), or the case's graph "
               "('graph'); '' when not recorded"),
-    ("cause_key", "the machine key of a known cause: 'defect:KEY', "
+    ("cause_key", "the machine key of a known cause: 'defect:KEY' (a ReferenceEvaluator "
+                  "defect), 'defect:RUNTIME:KEY' (a runtime's, a 1-node probe's), "
                   "'unsupported-op:DOMAIN::OP', 'precision-rewrite', 'model-quantization', "
                   "'tooling:WHAT', 'malformed:DOMAIN::OP'; a failure no known cause "
                   "names: 'error:' and its error "

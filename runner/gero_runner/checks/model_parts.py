@@ -22,9 +22,11 @@ the unoptimised base where the deployed setting is off its gates (is the optimis
 fault?), a level between base and deployed where those two differ (which level makes the
 difference?). A setting that runs, runs on each variant file too, and an unoptimised base
 the model did not need still runs on a variant file its deployed setting is off on; the
-contract graphs run on the deployed settings and the ReferenceEvaluator. A setting not run
-has no row (it counts as nothing); the case's ``plan.json`` (evidence) names it and says
-why, and the variant files it ran on all the same.
+contract graphs run on the deployed settings and the ReferenceEvaluator. Such a base that
+fails on a variant file runs on the model too (and from there as any setting that runs):
+whether it fails there as well says whose failure it is, the model's or the file's. A
+setting not run has no row (it counts as nothing); the case's ``plan.json`` (evidence) names
+it and says why, and the variant files it ran on all the same.
 
 A part that runs out of its budget, or whose worker dies, becomes one row that names the
 path, the time it had and what it ran on, and its path is not run on the rest of its chain
@@ -476,6 +478,8 @@ class ModelCasePlan(Plan):
         self.paths_mode = check_paths(paths)
         self.specs: dict[str, PathSpec] = {s.name: s for s in table.specs}
         self.specs[reference.PATH.name] = reference.PATH
+        self.order = list(self.specs)
+        """Every setting and the ReferenceEvaluator (last), in the table's order."""
         # What each runtime says of its settings: the deployed one, the base (the first
         # selected), and when the default plan runs each (``Backend.needed_when``).
         self.deployed: dict[str, str] = {}
@@ -567,6 +571,8 @@ class ModelCasePlan(Plan):
                 made.on_variant[part.variant][part.spec.name] = result
                 if (part.variant, part.spec.name) in self.on_variant_only:
                     self.on_variant_only[(part.variant, part.spec.name)] = "done"
+                    if not result.ok:
+                        self._run_on_model_too(part.spec.name)
                 else:
                     self._link_done(part.spec.name)
         elif isinstance(part, BuildVariant):
@@ -637,6 +643,8 @@ class ModelCasePlan(Plan):
                 failed.error = why(who(part.spec), _on(part.variant))
                 made.on_variant[part.variant][key] = failed
                 self.on_variant_only[(part.variant, key)] = "done"
+                if not out_of_budget:
+                    self._run_on_model_too(key)
             else:
                 failed = path_result(_backend(part.spec), part.spec)
                 failed.error = (why(who(part.spec), _on(part.variant))
@@ -836,6 +844,8 @@ class ModelCasePlan(Plan):
         if isinstance(model, str):
             return "skip"  # it could not be built: the model family's row says so
         if link.kind == "variant":
+            if self.on_variant_only.get((link.variant, key), "skip") != "skip":
+                return "skip"  # it ran there before the model (``_run_on_model_too``)
             vcase = dataclasses.replace(self.case, model=model)
             return RunPath(vcase, spec, 1, None, f"{who(spec)} on {_on(link.variant)}",
                            self.budget, link.variant)
@@ -895,6 +905,22 @@ class ModelCasePlan(Plan):
         self._add(Int8Exact(model, self.case.inputs, name,
                             f"the {name} variant computed exactly", self.budget))
 
+    def _run_on_model_too(self, key: str) -> None:
+        """An unoptimised base the model did not need, failed on a variant file, runs on
+        the model too, and from there as any setting that runs (on each file it has not run
+        on yet): whether it fails on the model as well says whose failure it is, the
+        model's or the file's (minilm: tract unoptimized failed on the int8-static file,
+        'Undetermined symbol in expression: sequence_length', as it does on the model; not
+        run there, the failure read as the file's)."""
+        if key in self.specs or key not in self.variant_only:
+            return
+        spec = self.variant_only[key]
+        del self.not_needed[key]
+        self.specs = {k: spec if k == key else self.specs[k] for k in self.order
+                      if k == key or k in self.specs}
+        self.made.keys[:] = list(self.specs)
+        self._run_on_model(spec)
+
     def _decide_variant_only(self) -> None:
         """An unoptimised base the model did not need runs on a variant file where its
         runtime's deployed setting cannot run the file or is off its gates there without a
@@ -902,6 +928,10 @@ class ModelCasePlan(Plan):
         the optimiser at fault on that file?"""
         made = self.made
         for key, spec in self.variant_only.items():
+            if key in self.specs:  # it runs on the model now, and from there on each file
+                for name in self.variants:
+                    self.on_variant_only.setdefault((name, key), "skip")
+                continue
             deployed = self.deployed[spec.backend]
             for name in self.variants:
                 if (name, key) in self.on_variant_only:

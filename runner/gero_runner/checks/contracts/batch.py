@@ -69,7 +69,7 @@ def independent_rows(ctx: CaseContext, paths: list[PathResult],
     rows: list[Observation] = []
     feeds = ctx.case.inputs
     for path in paths:
-        with PathRunner(ctx, path, model) as run:  # released before the laws are judged
+        with PathRunner(ctx, path, model, kept=True) as run:  # released before the laws are judged
             try:
                 full = run(feeds)
             except Exception as e:  # a runtime that rejects the symbolic batch: observed
@@ -179,7 +179,7 @@ def reduction_rows(ctx: CaseContext, paths: list[PathResult],
     rows: list[Observation] = []
     feeds = ctx.case.inputs
     for path in paths:
-        with PathRunner(ctx, path, model) as run:  # released before the laws are judged
+        with PathRunner(ctx, path, model, kept=True) as run:  # released before the laws are judged
             try:
                 full = run(feeds)
                 permuted = run(take(feeds, layout.batched, perm))

@@ -105,7 +105,7 @@ def probability_rows(ctx: CaseContext, paths: list[PathResult], evidence: Eviden
     feeds = {**ctx.case.inputs, x_name: probe}
     for path in paths:
         try:
-            y = PathRunner(ctx, path, ctx.case.model).once(feeds)[j]
+            y = PathRunner(ctx, path, ctx.case.model, kept=True).once(feeds)[j]
         except Exception as e:
             rows.append(execution_row(ctx, "contract:probability_extreme", path, name,
                                       ctx.case.dtype, f"probability_extreme: {error_text(e)}",

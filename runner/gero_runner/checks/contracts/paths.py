@@ -19,10 +19,11 @@ from gero_runner.checks.contracts import laws
 from gero_runner.checks.contracts.laws import LawResult
 from gero_runner.classify import failure_kind
 from gero_runner.errors import GeroError
-from gero_runner.execution.paths import note_running
+from gero_runner.execution.paths import kept_version, note_running, path_outputs
 from gero_runner.facts import NAN, law_cause, law_name
 from gero_runner.schema import EXECUTION, PASSED, Observation
 from gero_runner.storage.hashing import npy_bytes, sha256
+from gero_runner.storage.path_outputs import Stored, path_key
 
 if TYPE_CHECKING:
     from gero_runner.execution.context import CaseContext, PathResult
@@ -52,11 +53,16 @@ def family_paths(ctx: CaseContext, what: str, names: tuple[str, ...],
 
 class PathRunner:
     """One path on one graph: the session (or evaluator) is built once, on first use, and
-    reused for every batch size. Time spent is added to the case's backend seconds."""
+    reused for every batch size. Time spent is added to the case's backend seconds.
+
+    ``kept``: each run's outputs are kept in the data root and a later run of the same path
+    on the same graph and feeds reuses them (``storage.path_outputs``), as a path's outputs
+    on the model are; never for a law about repeated runs (determinism)."""
 
     def __init__(self, ctx: CaseContext, path: PathResult, model: bytes,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, kept: bool = False) -> None:
         self.ctx, self.path, self.model = ctx, path, model
+        self.reuse = path_outputs(ctx.settings) if kept else None
         self.backend = backends.get(path.backend)
         self.settings = dict(path.settings)
         if threads is not None:
@@ -74,6 +80,14 @@ class PathRunner:
         shapes = ", ".join(f"{k} {getattr(v, 'dtype', '')}{list(getattr(v, 'shape', ()))}"
                            for k, v in feeds.items())
         # a crash that kills the worker (a runtime's abort) leaves this for its row
+        key = ""
+        if self.reuse is not None:
+            key = path_key(self.model, dict(feeds), self.path.backend,
+                           kept_version(self.backend), self.path.optimization,
+                           self.result_path.threads, self.settings, 1)
+            stored, _ = self.reuse.load(key)
+            if stored is not None:
+                return list(stored.outputs)
         note_running(self.path.backend, self.path.optimization,
                      f"{self.graph}, inputs {shapes}")
         with self.ctx.backend_time():
@@ -81,6 +95,8 @@ class PathRunner:
                 self._session = self.backend.build(self.model, self.settings)
             got = self.backend.run(self._session, feeds)
         note_running("")
+        if self.reuse is not None and all(isinstance(x, np.ndarray) for x in got):
+            self.reuse.store(key, Stored(list(got), math.nan, math.nan, 1, True))
         return got
 
     def __enter__(self) -> PathRunner:

@@ -122,7 +122,7 @@ def rank_change_rows(ctx: CaseContext, paths: list[PathResult],
     for path in paths:
         assert path.outputs is not None
         try:
-            out = PathRunner(ctx, path, model).once(feeds)
+            out = PathRunner(ctx, path, model, kept=True).once(feeds)
         except Exception as e:
             rows.append(execution_row(ctx, "contract:rank_change", path, "", case.dtype,
                                       f"rank_change: the graph with a unit axis at {axis} "

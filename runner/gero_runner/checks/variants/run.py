@@ -52,7 +52,7 @@ def _run(ctx: CaseContext) -> list[Observation]:
         for path in paths:
             assert path.outputs is not None
             try:
-                outputs = PathRunner(ctx, path, model).once(ctx.case.inputs)
+                outputs = PathRunner(ctx, path, model, kept=True).once(ctx.case.inputs)
             except Exception as e:
                 rows.append(execution_row(ctx, check, path, "", ctx.case.dtype,
                                           f"variant {name}: {error_text(e)}", BASE_LABEL))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gero_runner import backends
-from gero_runner.case import Arrays
+from gero_runner.case import MODEL_SUITES, Arrays
 from gero_runner.checks.contracts import laws
 from gero_runner.checks.contracts.laws import LawResult
 from gero_runner.classify import failure_kind
@@ -62,7 +62,10 @@ class PathRunner:
     def __init__(self, ctx: CaseContext, path: PathResult, model: bytes,
                  threads: int | None = None, kept: bool = False) -> None:
         self.ctx, self.path, self.model = ctx, path, model
-        self.reuse = path_outputs(ctx.settings) if kept else None
+        # model cases only, as their paths' outputs: a synthetic case is cheaper to run
+        # than to keep (thousands of tiny entries for the default suite)
+        self.reuse = (path_outputs(ctx.settings)
+                      if kept and ctx.case.suite in MODEL_SUITES else None)
         self.backend = backends.get(path.backend)
         self.settings = dict(path.settings)
         if threads is not None:

@@ -27,7 +27,10 @@ Before quantising, weights that an exporter wrote as Constant nodes become initi
 - ``fp16``: ``onnxruntime.transformers.float16.convert_float_to_float16`` with
   ``keep_io_types``: float16 weights and activations, float32 graph inputs and outputs with a
   Cast at each end, finite values beyond the float16 range clamped to ±65504. The
-  quantisation operators of an already quantised graph stay float32 (blocked, with Casts).
+  quantisation operators of an already quantised graph stay float32 (blocked, with Casts),
+  and so does its dequantisation arithmetic (a Cast from an int32 accumulator and the scale
+  Mul after it, which float16 would make inf past 65504): a build note says so. A model
+  with no float32 tensor (a float64 TreeEnsemble) gets no fp16 file: nothing to convert.
 """
 
 from __future__ import annotations
@@ -311,17 +314,29 @@ def build(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
         )
 
         proto = onnx.load_from_string(model)
+        if not has_float32_tensor(proto):
+            raise GeroError("nothing to convert: no float32 tensor (the fp16 file would be "
+                            "the model again, and its rows would say nothing about float16)")
         # An already quantised graph keeps its quantisation in float32 (DynamicQuantizeLinear
         # takes float32 only: the converter fed it float16 and wrote an invalid graph on
         # ddddocr's int8 recogniser); the float parts around it become float16.
         quantised = sorted({n.op_type for n in proto.graph.node
                             if n.op_type in QUANTISED_OPS or n.op_type.startswith("QLinear")})
+        kept = dequantisation_nodes(proto)
         fp16: Any = convert_float_to_float16(
             proto, keep_io_types=True,
-            op_block_list=[*DEFAULT_OP_BLOCK_LIST, *quantised] if quantised else None)
+            op_block_list=[*DEFAULT_OP_BLOCK_LIST, *quantised] if quantised else None,
+            node_block_list=kept)
+        _no_float16_round_trips(fp16.graph, set(kept))
         toposort(fp16.graph)  # the converter appends its input Casts after their consumers
         _import_default_domain(fp16)
         _empty_resize_scales(fp16.graph)
+        if kept:
+            onnx.helper.set_model_props(fp16, {BUILD_NOTES: (
+                f"gero kept the dequantisation arithmetic of {len(kept)} node(s) in float32 "
+                "(each Cast from an int32 accumulator and the scale Mul after it): an int32 "
+                "MatMulInteger/ConvInteger sum cast to float16 is inf past 65504, an "
+                "overflow of the builder's, not of the model's")})
         return bytes(fp16.SerializeToString())
 
     # The quantizer logs advice (pre-processing) on the root logger for every model.
@@ -331,6 +346,114 @@ def build(name: str, model: bytes, inputs: dict[str, np.ndarray], seed: int,
         return _quantize(name, model, inputs, seed, calibration or Calibration())
     finally:
         logging.disable(previous)
+
+
+def has_float32_tensor(model: onnx.ModelProto) -> bool:
+    """Whether any tensor of the model (an input, output, initializer, Constant or
+    intermediate, in any subgraph) is float32: the fp16 converter converts those alone (a
+    float64 TreeEnsemble model came out as itself)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # an invalid graph: judge by the declared types
+        inferred = model
+
+    def holds(graph: onnx.GraphProto) -> bool:
+        infos = [*graph.input, *graph.value_info, *graph.output]
+        if any(vi.type.tensor_type.elem_type == onnx.TensorProto.FLOAT for vi in infos):
+            return True
+        tensors = [*graph.initializer, *(a.t for n in graph.node for a in n.attribute
+                                         if a.type == onnx.AttributeProto.TENSOR)]
+        if any(t.data_type == onnx.TensorProto.FLOAT for t in tensors):
+            return True
+        return any(holds(sub) for n in graph.node for sub in subgraphs(n))
+
+    return holds(inferred.graph)
+
+
+INTEGER_ACCUMULATORS = ("MatMulInteger", "ConvInteger")
+
+
+def dequantisation_nodes(model: onnx.ModelProto) -> list[str]:
+    """Names of the nodes that turn int32 accumulators into floats (a Cast from int32)
+    and of the Mul right after each (the scale, and the Mul that makes that scale), in the
+    graph and its subgraphs; nameless ones are named here so the fp16 converter can block
+    them. Converted, the Cast of an int32 MatMulInteger accumulator (frspell: 309502) to
+    float16 is inf past 65504: the fp16 file's overflow would be gero's."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # an invalid graph: the converter says so itself
+        inferred = model
+    kinds: dict[str, int] = {}
+
+    def record(graph: onnx.GraphProto) -> None:
+        for vi in [*graph.input, *graph.value_info, *graph.output]:
+            kinds[vi.name] = vi.type.tensor_type.elem_type
+        kinds.update({t.name: t.data_type for t in graph.initializer})
+        for node in graph.node:
+            for sub in subgraphs(node):
+                record(sub)
+
+    record(inferred.graph)
+    # int32 and uint32: the accumulators of MatMulInteger/ConvInteger (an int8 weight or
+    # an int64 shape fits float16 and is converted as before).
+    wide_ints = {onnx.TensorProto.INT32, onnx.TensorProto.UINT32}
+    kept: list[onnx.NodeProto] = []
+
+    def scan(graph: onnx.GraphProto) -> None:
+        made = {o: n for n in graph.node for o in n.output}
+        casts = {n.output[0] for n in graph.node if n.op_type == "Cast" and n.input
+                 and (kinds.get(n.input[0]) in wide_ints
+                      or getattr(made.get(n.input[0]), "op_type", "") in INTEGER_ACCUMULATORS)}
+        kept.extend(n for n in graph.node if n.output and n.output[0] in casts)
+        for node in graph.node:
+            if node.op_type == "Mul" and casts & set(node.input):
+                kept.append(node)
+                kept.extend(made[i] for i in node.input
+                            if i not in casts and i in made and made[i].op_type == "Mul")
+            for sub in subgraphs(node):
+                scan(sub)
+
+    scan(model.graph)
+    names = {n.name for n in model.graph.node}
+    for i, node in enumerate(kept):
+        if not node.name:
+            node.name = f"gero_dequantise_{i}"
+            while node.name in names:
+                node.name += "_"
+            names.add(node.name)
+    return list(dict.fromkeys(n.name for n in kept))
+
+
+def _no_float16_round_trips(graph: onnx.GraphProto, kept: set[str]) -> None:
+    """The converter passes a float32 tensor between blocked nodes through float16 (a Cast
+    to float16, then one back): a ``kept`` node reads the float32 tensor itself instead,
+    and Casts nobody reads any more are dropped."""
+    made = {o: n for n in graph.node for o in n.output}
+    to = onnx.TensorProto
+
+    def cast_to(node: onnx.NodeProto | None, elem: int) -> bool:
+        return (node is not None and node.op_type == "Cast"
+                and any(a.name == "to" and a.i == elem for a in node.attribute))
+
+    for node in graph.node:
+        if node.name not in kept:
+            continue
+        for i, name in enumerate(node.input):
+            back = made.get(name)
+            down = made.get(back.input[0]) if back is not None and back.input else None
+            if cast_to(back, to.FLOAT) and cast_to(down, to.FLOAT16):
+                assert down is not None
+                node.input[i] = down.input[0]
+    for _ in range(2):  # the Cast back, then the Cast down it read
+        read = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
+        read |= {i for n in graph.node for i in subgraph_reads(n)}
+        dead = [n for n in graph.node if n.op_type == "Cast" and n.name.endswith(
+            ("_cast_to_fp16_node", "_cast_to_fp32_node")) and n.output[0] not in read]
+        for n in dead:
+            graph.node.remove(n)
+    for node in graph.node:
+        for sub in subgraphs(node):
+            _no_float16_round_trips(sub, kept)
 
 
 FP16_CAST_OPSET = 13

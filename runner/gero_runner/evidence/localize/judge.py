@@ -27,7 +27,7 @@ from gero_runner.evidence.localize.bounds import (
 from gero_runner.evidence.localize.figures import bit_exact, figure
 from gero_runner.evidence.localize.refine import inside_note, keep, refine, repro_model
 from gero_runner.evidence.localize.search import Search
-from gero_runner.evidence.localize.words import span
+from gero_runner.evidence.localize.words import entered_before, span
 from gero_runner.evidence.rewrites import PrecisionRewrite, node_label, side_precision_rewrite
 from gero_runner.storage.artifacts import has_member, load_array
 
@@ -289,7 +289,9 @@ def _sharp_first(origins: list[NodeFinding]) -> list[NodeFinding]:
         if o.share is not None and o.share >= ACCOUNTED:
             return 1
         return 2 if o.local_scaled_error >= SHARP_JUMP * first else 3
-    return sorted(origins, key=rank)
+    # One whose inputs are already further off than its own difference is not where the
+    # error enters: one with cleaner inputs is named first.
+    return sorted(origins, key=lambda o: (entered_before(o), rank(o)))
 
 
 def _widened_note(s: Search, o: NodeFinding) -> str:

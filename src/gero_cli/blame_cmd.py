@@ -49,8 +49,9 @@ def main(args: argparse.Namespace) -> int:
                  else f"max |Δ| = {o.max_abs_vs_disable_all:.3g}")
         changed = ""
         if blame.user_nodes and not o.error and (o.added or o.removed):
-            changed = (f" ({blame.user_nodes} of yours; it adds {_ops(o.added)}"
-                       + (f", takes away {_ops(o.removed)}" if o.removed else "") + ")")
+            said = ([f"adds {_ops(o.added)}"] if o.added else []) + (
+                [f"takes away {_ops(o.removed)}"] if o.removed else [])
+            changed = f" ({blame.user_nodes} of yours; it {', '.join(said)})"
         echo(f"  {o.level:<12} {o.node_count:>4} nodes{changed}  vs {base}: {state}")
     precisions = list(dict.fromkeys(o.precision for o in blame.levels if o.precision))
     for sentence in precisions:
@@ -71,6 +72,8 @@ def main(args: argparse.Namespace) -> int:
         if not blame.rewrites:
             echo("  no node names a transformer: the rewrite cannot be named or confirmed by "
                  "disabling it")
+        if blame.cause:  # only a rewrite whose disabling restores the output is the cause
+            echo(f"  {blame.cause}")
         echo(f"  {blame.running_note}")
     echo(blame.summary)
     echo(f"stored: {stored}")

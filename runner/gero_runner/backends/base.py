@@ -108,6 +108,9 @@ class Backend(ABC):
     """A regular expression for the rewrites a node of its optimised graph is named after
     (ONNX Runtime names a fused node after its transformer, '/LayerNormFusion/'); empty:
     its node names name none."""
+    rewrite_ops: ClassVar[dict[str, str]] = {}
+    """The rewrite that makes an operator of its optimised graph, where the node's name does
+    not name it (ONNX Runtime's FusedGemm is 'fused Gemm_27', made by GemmActivationFusion)."""
     inserts_precision_casts: ClassVar[bool] = False
     """Whether its graph at its base setting (``optimized_graph``) holds the Casts it
     inserts to compute a float16 model's nodes in float32 (ONNX Runtime's CPU kernels that
@@ -272,17 +275,20 @@ class Backend(ABC):
         made.update({o: f"{n.op_type} {n.name!r}" for n in graph.graph.node for o in n.output})
         return made
 
-    def rewrites_named(self, node: str) -> list[str]:
-        """The rewrites a node of its optimised graph is named after (``rewrite_names``)."""
-        return sorted(set(re.findall(self.rewrite_names, node))) if self.rewrite_names else []
+    def rewrites_named(self, op: str, node: str) -> list[str]:
+        """The rewrites a node of its optimised graph is named after (``rewrite_names``), else
+        the one that makes its operator (``rewrite_ops``)."""
+        named = sorted(set(re.findall(self.rewrite_names, node))) if self.rewrite_names else []
+        return named or ([self.rewrite_ops[op]] if op in self.rewrite_ops else [])
 
     def rewrite_aliases(self, rewrite: str) -> list[str]:
         """The names its ``disable_option`` may know a rewrite by, the node's first."""
         return [rewrite]
 
-    def without_rewrite(self, settings: Mapping[str, Any], name: str) -> dict[str, Any]:
-        """The settings with the rewrite of that name turned off (``disable_option``)."""
-        return {**settings, self.disable_option: [name]}
+    def without_rewrites(self, settings: Mapping[str, Any], names: Iterable[str]
+                         ) -> dict[str, Any]:
+        """The settings with the rewrites of those names turned off (``disable_option``)."""
+        return {**settings, self.disable_option: list(names)}
 
     def float_precision(self, settings: Mapping[str, Any]) -> str | None:
         """The float type these settings compute every float tensor in, whatever the model

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -33,6 +33,10 @@ class OnnxRuntime(Backend):
     # ORT names a fused node after its transformer (/LayerNormFusion/).
     rewrite_names = (r"[A-Z][A-Za-z0-9]*(?:Fusion|Fuse|Elimination|Folding|Transformer|"
                      r"Optimizer|Rewriter|Reorder)")
+    # Fused nodes named after the node they replace ('fused Gemm_27'), by the transformer
+    # that makes them (1.32: disabling it brings the Gemm or Conv and its activation back).
+    rewrite_ops: ClassVar[dict[str, str]] = {"FusedGemm": "GemmActivationFusion",
+                                             "FusedConv": "ConvActivationFusion"}
     inserts_precision_casts = True
     widened_prefix = "InsertedPrecisionFreeCast_"
 

@@ -21,7 +21,14 @@ confirmations follow, each stated plainly:
   LayerNormalization when the model's opset is 17 or later) and ``LayerNormFusionL2`` at
   extended (older opsets), while the node is ``/LayerNormFusion/``; so the per-level names
   are tried too, and the one that removes the node is reported. When none does, the result
-  says the rewrite cannot be confirmed that way, rather than guessing.
+  says the rewrite cannot be confirmed that way, rather than guessing. The transformers
+  come from what the optimised graph added: a node named after one, or an operator one
+  makes (FusedGemm: GemmActivationFusion). When another transformer fuses the same nodes
+  once one is off (1.32's SimplifiedLayerNormFusion with LayerNormFusionL2 off), it is
+  turned off too. Only a rewrite whose disabling gives the earlier level's output again
+  is named as the cause; one whose disabling leaves the output unchanged is named as not
+  the cause; when none restores it (nor all that change it together), the result says
+  where the change is and that no transformer that can be turned off restores it.
 
 The result is stored beside the evidence (``blame/OBSERVATION_ID.json`` in the artifact
 directory) so the explorer shows it with the observation.
@@ -31,7 +38,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -87,11 +93,15 @@ class Rewrite:
     nodes: list[str]
     """The nodes it made: ``OpType 'name'``."""
     disabled: str
-    """confirmed | ignored | partial | error: what turning it off (ONNX Runtime's
-    ``disabled_optimizers``) did; ignored too where the runtime cannot turn one off."""
+    """What turning it off (ONNX Runtime's ``disabled_optimizers``) did: confirmed (the
+    earlier level's output comes back), unchanged (the output stays as it is: not the
+    cause), partial (the output changes, not back), ignored (its nodes stay, or the runtime
+    cannot turn one off), error."""
     note: str
     registered: str = ""
     """The name turning it off knows it by (e.g. ``LayerNormFusionL1``), if found."""
+    also_disabled: list[str] = field(default_factory=list)
+    """Transformers that fused the same nodes once it was off, turned off with it."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +131,9 @@ class Blame:
     user_nodes: int = 0
     """Nodes of the user's graph (each level's optimised graph adds or fuses some)."""
     user_ops: dict[str, int] = field(default_factory=dict)
+    cause: str = ""
+    """The rewrite whose disabling restores the earlier level's output, in a sentence, or
+    where the change is when none does."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -170,11 +183,23 @@ def blamed_runtime(row: dict[str, Any]) -> Backend:
     return runtime
 
 
+def _graph_nodes(graph: Any) -> list[tuple[str, str]]:
+    """A graph's nodes, its subgraphs' (an If's branches, which ORT rewrites too) with them."""
+    import onnx
+
+    found: list[tuple[str, str]] = []
+    for n in graph.node:
+        found.append((n.op_type, n.name))
+        for a in n.attribute:
+            for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                found += _graph_nodes(g)
+    return found
+
+
 def _nodes(path: Path) -> list[tuple[str, str]]:
     import onnx
 
-    graph = onnx.load(str(path), load_external_data=False).graph
-    return [(n.op_type, n.name) for n in graph.node]
+    return _graph_nodes(onnx.load(str(path), load_external_data=False).graph)
 
 
 def _max_abs(a: list[np.ndarray], b: list[np.ndarray]) -> float:
@@ -216,64 +241,137 @@ def _inputs(directory: Path) -> dict[str, np.ndarray]:
         raise ArtifactError(f"{directory / 'case.json'}: no inputs recorded ({e})") from e
 
 
-def _rewrites(runtime: Backend, before: list[tuple[str, str]], after: list[tuple[str, str]]
-              ) -> tuple[dict[str, int], dict[str, int], dict[str, list[str]]]:
+Node = tuple[str, str]
+"""A node of a graph: (op type, name)."""
+
+
+def _made(runtime: Backend, before: list[Node], after: list[Node]) -> dict[str, list[Node]]:
+    """The nodes of ``after`` not in ``before``, by the transformer that made them (named
+    after it, or after the operator it makes: ``Backend.rewrites_named``)."""
+    made: dict[str, list[Node]] = {}
+    for (op, name), _ in (Counter(after) - Counter(before)).items():
+        for transformer in runtime.rewrites_named(op, name):
+            made.setdefault(transformer, []).append((op, name))
+    return made
+
+
+def _rewrites(runtime: Backend, before: list[Node], after: list[Node]
+              ) -> tuple[dict[str, int], dict[str, int], dict[str, list[Node]]]:
     """(removed op counts, added op counts, transformer -> nodes it made)."""
     old, new = Counter(before), Counter(after)
     removed = Counter(op for (op, _), n in (old - new).items() for _ in range(n))
-    made = new - old
-    added = Counter(op for (op, _), n in made.items() for _ in range(n))
-    named: dict[str, list[str]] = {}
-    for (op, name), _ in made.items():
-        for transformer in runtime.rewrites_named(name):
-            named.setdefault(transformer, []).append(f"{op} {name!r}")
-    return dict(removed), dict(added), named
+    added = Counter(op for (op, _), n in (new - old).items() for _ in range(n))
+    return dict(removed), dict(added), _made(runtime, before, after)
 
 
-def _try_disabling(model: bytes, at: _Levels, level: str, inputs: dict[str, np.ndarray],
-                   transformer: str, nodes: list[str], wanted: list[np.ndarray],
-                   got: list[np.ndarray], work: Path) -> Rewrite:
-    runtime = at.runtime
+def _shown(nodes: list[Node]) -> list[str]:
+    return [f"{op} {name!r}" for op, name in nodes]
+
+
+@dataclass(frozen=True)
+class _Disabling:
+    """Runs the blamed level with rewrites turned off, keeping each optimised graph."""
+
+    model: bytes
+    at: _Levels
+    level: str
+    inputs: dict[str, np.ndarray]
+    work: Path
+
+    def run(self, names: list[str]) -> tuple[list[np.ndarray], list[Node]]:
+        runtime = self.at.runtime
+        saved = self.work / f"{self.level}-without-{'-'.join(names)}.onnx"
+        outputs = self.at.run(self.model, runtime.without_rewrites(
+            self.at.settings(self.level), names), self.inputs, saved)
+        return outputs, _nodes(saved)
+
+
+def _try_disabling(run: _Disabling, transformer: str, made: list[Node],
+                   graphs: list[Node], wanted: list[np.ndarray], got: list[np.ndarray]
+                   ) -> Rewrite:
+    """Turn the transformer off (by each name it may be registered under, until its nodes
+    are gone); when other transformers then fuse the same nodes (ORT's
+    SimplifiedLayerNormFusion once LayerNormFusionL2 is off), turn them off too. ``graphs``:
+    the nodes of the two levels' graphs, so that a stand-in is a node neither holds."""
+    runtime = run.at.runtime
     who, option = f"{runtime.label()} {runtime.version()}", runtime.disable_option
+    nodes = _shown(made)
     if not option:
         return Rewrite(transformer, nodes, "ignored",
                        f"{who} cannot turn a rewrite off by name, so the rewrite cannot be "
                        "confirmed by disabling it", "")
     tried: list[str] = []
     for name in runtime.rewrite_aliases(transformer):
-        saved = work / f"{level}-without-{name}.onnx"
         try:
-            outputs = at.run(model, runtime.without_rewrite(at.settings(level), name), inputs,
-                             saved)
-            own = re.compile(rf"(?<![A-Za-z]){re.escape(transformer)}")  # not Simplified…
-            still_there = any(own.search(node) for _, node in _nodes(saved))
+            outputs, graph = run.run([name])
+            if any(node in graph for node in made):
+                tried.append(name)
+                continue
+            stand_ins: list[str] = []
+            for _ in range(3):  # a stand-in may have a stand-in of its own; a few at most
+                fresh = sorted(set(_made(runtime, graphs, graph)) - {name, *stand_ins})
+                if _same(outputs, wanted) or not fresh:
+                    break
+                stand_ins += fresh
+                outputs, graph = run.run([name, *stand_ins])
         except Exception as e:  # ORT raises its own types for unknown names and bad graphs
-            return Rewrite(transformer, nodes, "error",
-                           f"{option}=[{name!r}] failed: {e}", name)
-        if still_there:
-            tried.append(name)
-            continue
-        prefix = (f"{who} registers {transformer} as {name!r} at this level "
-                  f"({option}=[{tried[0]!r}] does not name it); "
-                  if tried else "")
+            return Rewrite(transformer, nodes, "error", f"{option}=[{name!r}] failed: {e}",
+                           name)
+        off = [name, *stand_ins]
+        said = (f"{who} registers {transformer} as {name!r} at this level "
+                f"({option}=[{tried[0]!r}] does not name it); " if tried else "")
+        if stand_ins:
+            said += (f"with {name} off, {' and '.join(stand_ins)} fuses the same nodes "
+                     f"instead, so {'they are' if len(stand_ins) > 1 else 'it is'} turned off "
+                     "too; ")
         if _same(outputs, wanted):
             return Rewrite(transformer, nodes, "confirmed",
-                           f"{prefix}with {option}=[{name!r}] level {level} gives "
-                           "the earlier level's output again: this rewrite made the "
-                           "difference", name)
+                           f"{said}with {option}={off!r} level {run.level} gives the earlier "
+                           "level's output again: this rewrite made the difference", name,
+                           stand_ins)
         if _same(outputs, got):
-            return Rewrite(transformer, nodes, "partial",
-                           f"{prefix}disabling {name} removes its nodes but the output is "
-                           "unchanged: another rewrite at this level gives the same "
-                           "difference", name)
+            return Rewrite(transformer, nodes, "unchanged",
+                           f"{said}with {option}={off!r} its nodes are gone and the output "
+                           f"is unchanged: {transformer} is not what changed it", name,
+                           stand_ins)
         return Rewrite(transformer, nodes, "partial",
-                       f"{prefix}disabling {name} removes its nodes and changes the output, "
-                       "but not back to the earlier level's: more than one rewrite is "
-                       "involved", name)
+                       f"{said}with {option}={off!r} its nodes are gone and the output "
+                       "changes, but not back to the earlier level's: it is one of the "
+                       "rewrites that changed it", name, stand_ins)
     return Rewrite(transformer, nodes, "ignored",
                    f"{who} keeps the fused node with {option}="
                    f"{tried!r}: no name it registers the transformer under was found, so "
                    "the rewrite cannot be confirmed by disabling it", "")
+
+
+def _cause(run: _Disabling, rewrites: list[Rewrite], added: list[Node],
+           wanted: list[np.ndarray]) -> str:
+    """The cause in a sentence: the rewrite whose disabling restores the earlier level's
+    output; else those rewrites together when turning all of them off does; else where
+    the change is, and that no transformer that can be turned off restores it."""
+    if not rewrites:  # no node names a transformer: the summary says what changed
+        return ""
+    option = run.at.runtime.disable_option
+    confirmed = [r for r in rewrites if r.disabled == "confirmed"]
+    if confirmed:
+        return "cause: " + "; ".join(
+            f"{r.transformer} (with {option}={[r.registered, *r.also_disabled]!r} the "
+            "earlier level's output comes back)" for r in confirmed)
+    changing = [r for r in rewrites if r.disabled == "partial"]
+    if len(changing) > 1:
+        off = [n for r in changing for n in (r.registered, *r.also_disabled)]
+        try:
+            outputs, _ = run.run(off)
+        except Exception:  # ORT raises its own types: then the rewrites are not confirmed
+            outputs = []
+        if _same(outputs, wanted):
+            return (f"cause: {' and '.join(r.transformer for r in changing)} together (each "
+                    f"changes the output; with {option}={off!r} the earlier level's output "
+                    "comes back)")
+    where = ", ".join(_shown(added)[:8]) + (", …" if len(added) > 8 else "")
+    return (f"the change is at {where or 'no node the optimised graph added'} (the nodes "
+            "the optimised graph added); no single transformer I can disable restores the "
+            "earlier level's output")
 
 
 def _confirm_by_running(work: Path, at: _Levels, previous: str, first: str,
@@ -311,18 +409,25 @@ def _summary(b: Blame) -> str:
         return text
     parts = [f"the output first changes at `{b.first_level}` (against `{b.previous_level}`: "
              f"max |Δ| = {b.max_abs_difference:.3g})"]
-    if b.rewrites:
-        parts.append("rewrites: " + "; ".join(
-            f"{r.transformer} made {', '.join(r.nodes)}" for r in b.rewrites))
-    elif b.added or b.removed:
+    if b.cause:
+        parts.append(b.cause)
+    innocent = [r for r in b.rewrites if r.disabled == "unchanged"]
+    if innocent:  # rewrites that are not the cause, named as such
+        parts.append("not the cause (with it off the output is unchanged): " + "; ".join(
+            f"{r.transformer}, which made {', '.join(r.nodes)}" for r in innocent))
+    others = [r for r in b.rewrites if r.disabled not in ("confirmed", "unchanged")]
+    if others:
+        parts.append("rewrites not confirmed by disabling them: " + "; ".join(
+            f"{r.transformer} made {', '.join(r.nodes)}" for r in others))
+    if not b.rewrites and (b.added or b.removed):
         parts.append("the graph changed without a named transformer: removed "
                      f"{dict(b.removed)}, added {dict(b.added)}")
-    else:
+    elif not b.rewrites:
         parts.append("the two optimised graphs have the same nodes: not a graph rewrite "
                      "(kernel or session settings differ at this level)")
     if b.running_note:
         parts.append(b.running_note)
-    parts += [r.note for r in b.rewrites]
+    parts += [r.note for r in b.rewrites if r.disabled != "unchanged"]  # said above
     return "; ".join(parts) + "."
 
 
@@ -336,7 +441,8 @@ def blame_case(directory: Path, row: dict[str, Any]) -> Blame:
     import onnx
 
     user = onnx.load_from_string(model)
-    user_ops = dict(Counter(n.op_type for n in user.graph.node))
+    user_nodes = _graph_nodes(user.graph)  # counted as each level's are: subgraphs too
+    user_ops = dict(Counter(op for op, _ in user_nodes))
     at = _Levels(runtime, max(1, int(row.get("threads") or 1)))
     outputs: dict[str, list[np.ndarray]] = {}
     nodes: dict[str, list[tuple[str, str]]] = {}
@@ -370,13 +476,16 @@ def blame_case(directory: Path, row: dict[str, Any]) -> Blame:
         if first is not None and previous is not None:
             removed, added, named = _rewrites(runtime, nodes[previous], nodes[first])
             confirmed, note = _confirm_by_running(work, at, previous, first, inputs, outputs)
-            rewrites = [_try_disabling(model, at, first, inputs, t, made,
-                                       outputs[previous], outputs[first], work)
+            disabling = _Disabling(model, at, first, inputs, work)
+            rewrites = [_try_disabling(disabling, t, made, nodes[previous] + nodes[first],
+                                       outputs[previous], outputs[first])
                         for t, made in sorted(named.items())]
+            new_nodes = list((Counter(nodes[first]) - Counter(nodes[previous])).elements())
             blame = Blame(blame.observation_id, blame.case_id, graph, blame.onnxruntime_version,
                           levels, first, previous, _max_abs(outputs[first], outputs[previous]),
-                          removed, added, rewrites, confirmed, note, backend=runtime.name)
-    blame = Blame(**{**blame.__dict__, "user_nodes": len(user.graph.node),
+                          removed, added, rewrites, confirmed, note, backend=runtime.name,
+                          cause=_cause(disabling, rewrites, new_nodes, outputs[previous]))
+    blame = Blame(**{**blame.__dict__, "user_nodes": len(user_nodes),
                      "user_ops": user_ops})
     return Blame(**{**blame.__dict__, "summary": _summary(blame)})
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
 import pytest
 from evidence_helpers import model_rows, row_where
+from gero_processes import gero
 from onnx import TensorProto, helper, numpy_helper
 
 from gero_cli import main
@@ -110,9 +112,103 @@ def test_an_opset_without_layernorm_is_fused_at_extended(tmp_path: Path) -> None
     blame, _ = blame_observation(tmp_path, row)
     assert (blame.previous_level, blame.first_level) == ("basic", "extended")
     assert [r.transformer for r in blame.rewrites] == ["LayerNormFusion"]
-    assert blame.rewrites[0].disabled in ("confirmed", "partial")
-    assert blame.rewrites[0].registered in ("LayerNormFusion", "LayerNormFusionL2")
+    # With LayerNormFusionL2 off, SimplifiedLayerNormFusion fuses the same nodes: both off
+    # give basic's output again (it was 'partial' when only the first was turned off).
+    assert blame.rewrites[0].disabled == "confirmed"
+    assert blame.rewrites[0].registered == "LayerNormFusionL2"
+    assert blame.rewrites[0].also_disabled == ["SimplifiedLayerNormFusion"]
+    assert blame.cause.startswith("cause: LayerNormFusion ")
     assert "`extended`" in blame.summary and "LayerNormFusion" in blame.summary
+
+
+def layernorm_then(path: Path, tail: str) -> Path:
+    """The opset-13 decomposed LayerNorm (fused at ``extended``) followed by Gemm -> Sigmoid
+    (ORT fuses it into com.microsoft FusedGemm 'fused …', bit for bit the same) or by the
+    decomposed Gelu (fused into com.microsoft Gelu, which changes the output too)."""
+    decomposed_layernorm(path, opset=13)
+    model = onnx.load(path)
+    model.graph.node[-1].output[0] = "L"
+    del model.graph.output[:]
+    rng = np.random.default_rng(0)
+    if tail == "gemm_sigmoid":
+        model.graph.node.extend([helper.make_node("Gemm", ["L", "W", "C"], ["Z"], transB=1),
+                                 helper.make_node("Sigmoid", ["Z"], ["Y"])])
+        model.graph.initializer.extend([
+            numpy_helper.from_array((rng.standard_normal((8, D)) * 0.2).astype(np.float32),
+                                    "W"),
+            numpy_helper.from_array(np.zeros(8, np.float32), "C")])
+        shape = [4, 8]
+    else:  # x * 0.5 * (1 + erf(x / sqrt 2))
+        model.graph.node.extend([helper.make_node("Div", ["L", "sqrt2"], ["g1"]),
+                                 helper.make_node("Erf", ["g1"], ["g2"]),
+                                 helper.make_node("Add", ["g2", "one"], ["g3"]),
+                                 helper.make_node("Mul", ["L", "g3"], ["g4"]),
+                                 helper.make_node("Mul", ["g4", "half"], ["Y"])])
+        model.graph.initializer.extend([
+            numpy_helper.from_array(np.array(np.sqrt(2.0), np.float32), "sqrt2"),
+            numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+            numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+        shape = [4, D]
+    model.graph.output.append(helper.make_tensor_value_info("Y", TensorProto.FLOAT, shape))
+    onnx.save(model, path)
+    return path
+
+
+def _blamed(root: Path, row: dict[str, object]) -> tuple[dict[str, Any], str]:
+    """``gero blame`` of the row, run as a process: (its JSON, its text)."""
+    prefix = str(row["observation_id"])[:16]
+    as_json = gero("blame", prefix, "--data-dir", str(root), "--format", "json", cwd=root)
+    as_text = gero("blame", prefix, "--data-dir", str(root), cwd=root)
+    assert as_json.returncode == 0 == as_text.returncode, as_json.stderr + as_text.stderr
+    found: dict[str, Any] = json.loads(as_json.stdout)
+    return found, as_text.stdout
+
+
+@pytest.mark.slow
+def test_a_rewrite_whose_disabling_leaves_the_output_is_not_the_cause(tmp_path: Path) -> None:
+    """oww (issue 40, D3): at ``extended`` ORT fuses the LayerNorm and the Gemm -> Sigmoid;
+    blame named LayerNormFusion and then said disabling it left the output unchanged (1.32's
+    SimplifiedLayerNormFusion fuses the same nodes once LayerNormFusionL2 is off), and did
+    not see FusedGemm, whose node name names no transformer."""
+    model = layernorm_then(tmp_path / "ln_gemm_sigmoid.onnx", "gemm_sigmoid")
+    row = _ort_row(tmp_path, model, input_ranges=("X=29990,30010",))
+    blame, text = _blamed(tmp_path, row)
+    assert (blame["previous_level"], blame["first_level"]) == ("basic", "extended")
+    rewrites = {str(r["transformer"]): r for r in blame["rewrites"]}
+    assert sorted(rewrites) == ["GemmActivationFusion", "LayerNormFusion"]
+    # FusedGemm, read from what the optimised graph added: its transformer, turned off by
+    # the name ORT registers it under, changes nothing, and is said to be no cause.
+    gemm = rewrites["GemmActivationFusion"]
+    assert gemm["nodes"] == ["FusedGemm 'fused '"] and gemm["disabled"] == "unchanged"
+    layernorm = rewrites["LayerNormFusion"]
+    assert layernorm["disabled"] == "confirmed" and layernorm["registered"] == "LayerNormFusionL2"
+    assert layernorm["also_disabled"] == ["SimplifiedLayerNormFusion"]
+    cause = str(blame["cause"])
+    assert cause.startswith("cause: LayerNormFusion ") and "Gemm" not in cause
+    summary = str(blame["summary"])
+    assert "not the cause (with it off the output is unchanged): GemmActivationFusion" in summary
+    assert "GemmActivationFusion made" not in summary and "removes its nodes" not in summary
+    assert f"  {cause}\n" in text and "unchanged: with disabled_optimizers=" in text
+
+
+@pytest.mark.slow
+def test_blame_says_so_when_no_transformer_it_can_disable_restores_the_output(
+        tmp_path: Path) -> None:
+    """LayerNorm then Gelu: both fusions at ``extended`` change the output; the Gelu node is
+    named 'Gelu' (no transformer), so turning LayerNorm fusion off changes the output but
+    not back to basic's: blame names where the change is and that nothing restores it."""
+    model = layernorm_then(tmp_path / "ln_gelu.onnx", "gelu")
+    row = _ort_row(tmp_path, model, input_ranges=("X=29990,30010",))
+    blame, _ = _blamed(tmp_path, row)
+    assert (blame["previous_level"], blame["first_level"]) == ("basic", "extended")
+    [layernorm] = blame["rewrites"]
+    assert layernorm["transformer"] == "LayerNormFusion" and layernorm["disabled"] == "partial"
+    cause = str(blame["cause"])
+    assert cause.startswith("the change is at ") and "Gelu 'Gelu'" in cause
+    assert "LayerNormalization '/LayerNormFusion/'" in cause
+    assert cause.endswith("no single transformer I can disable restores the earlier "
+                          "level's output")
+    assert "cause: " not in str(blame["summary"])
 
 
 @pytest.mark.slow

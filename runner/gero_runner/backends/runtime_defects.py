@@ -12,7 +12,6 @@ ORT and OpenVINO exactly; the per-tensor probe is the control, exact on all thre
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from collections.abc import Callable
@@ -26,8 +25,6 @@ from onnx import TensorProto, helper, numpy_helper
 
 from gero_runner import backends
 from gero_runner.backends.base import Backend
-from gero_runner.facts import DEFECT
-from gero_runner.schema import DIVERGENCE, Observation
 
 PROBE_LIMIT = 1e-4
 """A probe fails when its output is further than this from the exact answer (scaled by the
@@ -144,58 +141,32 @@ def _run_probe(backend: Backend, settings: dict[str, Any], probe: Probe
     return error if np.isfinite(error) else float("inf")
 
 
-def defect_rows(rows: list[Observation], files: Callable[[str], onnx.ModelProto | None],
-                data_root: str) -> list[Observation]:
-    """The divergent rows of a runtime whose probe fails, on a file (``files(scope)``: the
-    model, or a variant file by name) that holds the probe's pattern, keyed
-    ``defect:RUNTIME:KEY`` with the probe's figure and the file's count of such nodes in
-    their cause; every other row as it is."""
-    out = []
-    counts: dict[tuple[str, str], int] = {}
-    for row in rows:
-        if row.result != DIVERGENCE or row.failure_kind == DEFECT \
-                or backends.find(row.backend) is None or backends.is_reference(row.backend):
-            out.append(row)
-            continue
-        out.append(_relabelled(row, files, data_root, counts))
-    return out
+def pattern_counts(model: onnx.ModelProto) -> dict[str, int]:
+    """Each probe's count of nodes holding its pattern in the model (its main graph)."""
+    return {p.key: pattern_count(model, p) for p in PROBES}
 
 
-def _relabelled(row: Observation, files: Callable[[str], onnx.ModelProto | None],
-                data_root: str, counts: dict[tuple[str, str], int]) -> Observation:
+def defect_of(runtime: str, version: str, settings_json: str, counts: dict[str, int],
+              scope: str, data_root: str) -> tuple[str, str, dict[str, Any]] | None:
+    """The defect that explains a runtime's divergence on a file (``counts``: its
+    ``pattern_counts``; ``scope``: 'model' or the variant file's name): the first probe whose
+    pattern the file holds and that the runtime fails at these settings, as its cause key
+    (``defect:RUNTIME:KEY``), its words (the probe's figure and the file's count of such
+    nodes) and its facts; None where no probe explains it."""
+    if not any(counts.values()):
+        return None
     try:
-        settings = json.loads(row.session_settings)
+        settings = json.loads(settings_json)
     except ValueError:
-        return row
-    errors = None
+        return None
+    errors = probe_errors(runtime, version, settings, data_root)
     for probe in PROBES:
-        if (row.scope, probe.key) not in counts:
-            model = files(row.scope)
-            counts[row.scope, probe.key] = 0 if model is None else pattern_count(model, probe)
-        count = counts[row.scope, probe.key]
-        if not count:
+        count, error = counts.get(probe.key, 0), errors.get(probe.key)
+        if not count or error is None or error <= PROBE_LIMIT:
             continue
-        if errors is None:
-            errors = probe_errors(row.backend, row.backend_version, settings, data_root)
-        error = errors.get(probe.key)
-        if error is None or error <= PROBE_LIMIT:
-            continue
-        where = "the model" if row.scope in ("", "model") else f"the {row.scope} file"
+        where = "the model" if scope in ("", "model") else f"the {scope} file"
         cause = (f"{probe.summary} (a 1-node probe is {error:.2g} off the spec) and {where} "
                  f"has {count} such node{'s' if count != 1 else ''}")
-        details = {**_json(row.details), "runtime_defect": {
-            "key": probe.key, "probe_error": error, "nodes": count, "limit": PROBE_LIMIT}}
-        return dataclasses.replace(
-            row, reason=f"{cause}; {row.reason}", cause=cause, failure_kind=DEFECT,
-            cause_key=f"defect:{row.backend}:{probe.key}",
-            details=json.dumps(details, sort_keys=True, default=repr))
-    return row
-
-
-def _json(text: str) -> dict[str, Any]:
-    try:
-        got = json.loads(text) if text else {}
-    except ValueError:
-        return {}
-    return got if isinstance(got, dict) else {}
-
+        return (f"defect:{runtime}:{probe.key}", cause,
+                {"key": probe.key, "probe_error": error, "nodes": count, "limit": PROBE_LIMIT})
+    return None

@@ -1400,7 +1400,10 @@ def runtime_defect_rows(ctx: CaseContext, rows: list[Observation]) -> list[Obser
     0.22's per-axis DequantizeLinear was three findings on three int8 files."""
     if ctx.case.suite not in MODEL_SUITES or not any(r.result == DIVERGENCE for r in rows):
         return rows
-    from gero_runner.backends.runtime_defects import defect_rows
+    import json
+
+    from gero_runner.backends.runtime_defects import defect_of, pattern_counts
+    from gero_runner.facts import DEFECT
 
     def file_of(scope: str) -> onnx.ModelProto | None:
         if scope in var.VARIANTS:
@@ -1410,4 +1413,23 @@ def runtime_defect_rows(ctx: CaseContext, rows: list[Observation]) -> list[Obser
                 return None  # the file was not made: nothing of it ran
         return onnx.load_from_string(ctx.case.model)
 
-    return defect_rows(rows, file_of, ctx.settings.data_root)
+    counts: dict[str, dict[str, int]] = {}
+    out = []
+    for row in rows:
+        found = None
+        if (row.result == DIVERGENCE and row.failure_kind != DEFECT
+                and backends.find(row.backend) is not None
+                and not backends.is_reference(row.backend)):
+            if row.scope not in counts:
+                model = file_of(row.scope)
+                counts[row.scope] = {} if model is None else pattern_counts(model)
+            found = defect_of(row.backend, row.backend_version, row.session_settings,
+                              counts[row.scope], row.scope, ctx.settings.data_root)
+        if found is not None:
+            key, cause, facts = found
+            details = {**json.loads(row.details or "{}"), "runtime_defect": facts}
+            row = dataclasses.replace(row, reason=f"{cause}; {row.reason}", cause=cause,
+                                      failure_kind=DEFECT, cause_key=key,
+                                      details=json.dumps(details, sort_keys=True))
+        out.append(row)
+    return out

@@ -24,14 +24,13 @@ from shared_helpers import obs_rows
 
 from gero_runner.backends import find
 from gero_runner.backends.runtime_defects import (
-    BY_KEY,
     CACHE_DIR,
     PROBES,
-    defect_rows,
-    pattern_count,
+    defect_of,
+    pattern_counts,
     probe_errors,
 )
-from gero_runner.schema import DIVERGENCE, Observation
+from gero_runner.schema import DIVERGENCE
 
 PROBED = '''
 """The onnx ReferenceEvaluator as a runtime whose per-axis DequantizeLinear takes the first
@@ -87,8 +86,8 @@ def _model(tmp: Path, name: str, columns: int, per_axis: bool = True) -> Path:
     scale = (np.linspace(0.01, 0.08, columns) if per_axis else np.array(0.02)).astype(np.float32)
     zero = np.zeros(scale.shape, np.int8)
     graph = helper.make_graph(
-        [helper.make_node("DequantizeLinear", ["w", "s", "z"], ["W"],
-                          **({"axis": 1} if per_axis else {})),
+        [helper.make_node("DequantizeLinear", ["w", "s", "z"], ["W"], axis=1)
+         if per_axis else helper.make_node("DequantizeLinear", ["w", "s", "z"], ["W"]),
          helper.make_node("MatMul", ["X", "W"], ["Y"])], name,
         [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 4])],
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, columns])],
@@ -143,55 +142,41 @@ def test_a_runtime_that_passes_the_probe_has_no_finding(tmp_path: Path) -> None:
     assert _findings(root, env) == []
 
 
-def _settings() -> dict[str, Any]:
+def _settings() -> str:
     runtime = find("onnxruntime")
     assert runtime is not None
-    return dict(runtime.paths(1)[-1].settings)
+    return json.dumps(dict(runtime.paths(1)[-1].settings))
 
 
-def _observation(version: str, scope: str) -> Observation:
-    import dataclasses
-
-    fields = {f.name: f for f in dataclasses.fields(Observation)}
-    values: dict[str, Any] = {}
-    for name, f in fields.items():
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            values[name] = 0.0 if f.type in ("float", float) else (
-                0 if f.type in ("int", int) else "")
-    values.update(backend="onnxruntime", backend_version=version, result=DIVERGENCE,
-                  session_settings=json.dumps(_settings()),
-                  scope=scope, reason="off")
-    return Observation(**values)
-
-
-def test_a_correct_runtime_passes_every_probe_and_keeps_its_rows(tmp_path: Path) -> None:
+def test_a_correct_runtime_passes_every_probe_and_explains_nothing(tmp_path: Path) -> None:
     runtime = find("onnxruntime")
     assert runtime is not None
-    errors = probe_errors("onnxruntime", runtime.version(), _settings(), str(tmp_path))
+    errors = probe_errors("onnxruntime", runtime.version(), json.loads(_settings()),
+                          str(tmp_path))
     assert errors == {p.key: 0.0 for p in PROBES}
-    model = onnx.load(str(_model(tmp_path, "qa", 3)))
-    row = _observation(runtime.version(), "model")
-    assert defect_rows([row], lambda scope: model, str(tmp_path)) == [row]
+    counts = pattern_counts(onnx.load(str(_model(tmp_path, "qa", 3))))
+    assert defect_of("onnxruntime", runtime.version(), _settings(), counts, "model",
+                     str(tmp_path)) is None
 
 
 def test_a_file_without_the_pattern_keeps_the_rows_own_cause(tmp_path: Path) -> None:
-    per_axis = onnx.load(str(_model(tmp_path, "qa", 3)))
-    per_tensor = onnx.load(str(_model(tmp_path, "qt", 3, per_axis=False)))
-    assert pattern_count(per_axis, BY_KEY["dequantize-per-axis"]) == 1
-    assert pattern_count(per_tensor, BY_KEY["dequantize-per-axis"]) == 0
-    assert pattern_count(per_tensor, BY_KEY["dequantize-per-tensor"]) == 1
+    per_axis = pattern_counts(onnx.load(str(_model(tmp_path, "qa", 3))))
+    per_tensor = pattern_counts(onnx.load(str(_model(tmp_path, "qt", 3, per_axis=False))))
+    assert per_axis == {"dequantize-per-axis": 1, "dequantize-per-tensor": 0}
+    assert per_tensor == {"dequantize-per-axis": 0, "dequantize-per-tensor": 1}
     # a kept probe result says the runtime fails: only the file with the pattern is its
     runtime = find("onnxruntime")
     assert runtime is not None
-    row = _observation(runtime.version(), "model")
-    digest_dir = Path(tmp_path, *CACHE_DIR)
-    probe_errors("onnxruntime", runtime.version(), json.loads(row.session_settings),
-                 str(tmp_path))
-    (kept,) = digest_dir.glob("*.json")
+    probe_errors("onnxruntime", runtime.version(), json.loads(_settings()), str(tmp_path))
+    (kept,) = Path(tmp_path, *CACHE_DIR).glob("*.json")
     kept.write_text(json.dumps({"dequantize-per-axis": 0.5, "dequantize-per-tensor": 0.0}))
-    (own,) = defect_rows([row], lambda scope: per_tensor, str(tmp_path))
-    assert own == row
-    (hit,) = defect_rows([row], lambda scope: per_axis, str(tmp_path))
-    assert hit.cause_key == "defect:onnxruntime:dequantize-per-axis"
-    assert hit.cause == ("computes per-axis DequantizeLinear wrong (a 1-node probe is 0.5 off "
-                         "the spec) and the model has 1 such node")
+    assert defect_of("onnxruntime", runtime.version(), _settings(), per_tensor, "model",
+                     str(tmp_path)) is None
+    found = defect_of("onnxruntime", runtime.version(), _settings(), per_axis,
+                      "int8-static", str(tmp_path))
+    assert found is not None
+    key, cause, facts = found
+    assert key == "defect:onnxruntime:dequantize-per-axis"
+    assert cause == ("computes per-axis DequantizeLinear wrong (a 1-node probe is 0.5 off "
+                     "the spec) and the int8-static file has 1 such node")
+    assert facts["probe_error"] == 0.5 and facts["nodes"] == 1

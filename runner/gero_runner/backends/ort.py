@@ -33,10 +33,11 @@ class OnnxRuntime(Backend):
     # ORT names a fused node after its transformer (/LayerNormFusion/).
     rewrite_names = (r"[A-Z][A-Za-z0-9]*(?:Fusion|Fuse|Elimination|Folding|Transformer|"
                      r"Optimizer|Rewriter|Reorder)")
-    # Fused nodes named after the node they replace ('fused Gemm_27'), by the transformer
-    # that makes them (1.32: disabling it brings the Gemm or Conv and its activation back).
+    # Fused nodes not named after their transformer ('fused Gemm_27', 'Gelu'), by the
+    # transformer that makes them (1.32: disabling it brings the nodes it fused back).
     rewrite_ops: ClassVar[dict[str, str]] = {"FusedGemm": "GemmActivationFusion",
-                                             "FusedConv": "ConvActivationFusion"}
+                                             "FusedConv": "ConvActivationFusion",
+                                             "Gelu": "GeluFusion", "BiasGelu": "BiasGeluFusion"}
     inserts_precision_casts = True
     widened_prefix = "InsertedPrecisionFreeCast_"
 
@@ -64,7 +65,7 @@ class OnnxRuntime(Backend):
     def rewrite_aliases(self, rewrite: str) -> list[str]:
         # 1.32 registers LayerNorm fusion as LayerNormFusionL1 at basic and
         # LayerNormFusionL2 at extended; none is named LayerNormFusion, although the fused
-        # node is /LayerNormFusion/.
+        # node is /LayerNormFusion/ (Gelu fusion: GeluFusionL2 at extended).
         return [rewrite, f"{rewrite}L1", f"{rewrite}L2"]
 
     def run(self, session: Any, inputs: Arrays) -> list[np.ndarray]:

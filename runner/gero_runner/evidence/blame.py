@@ -321,9 +321,10 @@ def _try_disabling(run: _Disabling, transformer: str, made: list[Node],
         said = (f"{who} registers {transformer} as {name!r} at this level "
                 f"({option}=[{tried[0]!r}] does not name it); " if tried else "")
         if stand_ins:
-            said += (f"with {name} off, {' and '.join(stand_ins)} fuses the same nodes "
-                     f"instead, so {'they are' if len(stand_ins) > 1 else 'it is'} turned off "
-                     "too; ")
+            many = len(stand_ins) > 1
+            said += (f"with {name} off, {' and '.join(stand_ins)} "
+                     f"{'fuse' if many else 'fuses'} the nodes it left instead, so "
+                     f"{'they are' if many else 'it is'} turned off too; ")
         if _same(outputs, wanted):
             return Rewrite(transformer, nodes, "confirmed",
                            f"{said}with {option}={off!r} level {run.level} gives the earlier "
@@ -417,7 +418,7 @@ def _summary(b: Blame) -> str:
             f"{r.transformer}, which made {', '.join(r.nodes)}" for r in innocent))
     others = [r for r in b.rewrites if r.disabled not in ("confirmed", "unchanged")]
     if others:
-        parts.append("rewrites not confirmed by disabling them: " + "; ".join(
+        parts.append("rewrites whose disabling alone does not restore it: " + "; ".join(
             f"{r.transformer} made {', '.join(r.nodes)}" for r in others))
     if not b.rewrites and (b.added or b.removed):
         parts.append("the graph changed without a named transformer: removed "

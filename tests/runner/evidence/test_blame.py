@@ -15,7 +15,17 @@ from onnx import TensorProto, helper, numpy_helper
 
 from gero_cli import main
 from gero_runner import backends
-from gero_runner.evidence.blame import blame_observation, read_blame
+from gero_runner.evidence.blame import (
+    Blame,
+    LevelOutcome,
+    Rewrite,
+    _cause,
+    _Disabling,
+    _Levels,
+    _summary,
+    blame_observation,
+    read_blame,
+)
 from gero_runner.storage.artifacts import resolve_artifact
 
 D = 64
@@ -192,23 +202,48 @@ def test_a_rewrite_whose_disabling_leaves_the_output_is_not_the_cause(tmp_path: 
 
 
 @pytest.mark.slow
-def test_blame_says_so_when_no_transformer_it_can_disable_restores_the_output(
+def test_two_rewrites_that_each_change_the_output_are_the_cause_together(
         tmp_path: Path) -> None:
-    """LayerNorm then Gelu: both fusions at ``extended`` change the output; the Gelu node is
-    named 'Gelu' (no transformer), so turning LayerNorm fusion off changes the output but
-    not back to basic's: blame names where the change is and that nothing restores it."""
+    """LayerNorm then Gelu: both fusions at ``extended`` change the output, so turning either
+    off changes it but not back to basic's; both off (with the stand-ins that fuse the same
+    nodes once LayerNormFusionL2 is off) give it back. The Gelu node is 'Gelu': blame reads
+    its transformer from the operator the optimised graph added."""
     model = layernorm_then(tmp_path / "ln_gelu.onnx", "gelu")
     row = _ort_row(tmp_path, model, input_ranges=("X=29990,30010",))
     blame, _ = _blamed(tmp_path, row)
     assert (blame["previous_level"], blame["first_level"]) == ("basic", "extended")
-    [layernorm] = blame["rewrites"]
-    assert layernorm["transformer"] == "LayerNormFusion" and layernorm["disabled"] == "partial"
+    rewrites = {str(r["transformer"]): r for r in blame["rewrites"]}
+    assert sorted(rewrites) == ["GeluFusion", "LayerNormFusion"]
+    assert rewrites["GeluFusion"]["registered"] == "GeluFusionL2"
+    assert all(r["disabled"] == "partial" for r in rewrites.values())
     cause = str(blame["cause"])
-    assert cause.startswith("the change is at ") and "Gelu 'Gelu'" in cause
-    assert "LayerNormalization '/LayerNormFusion/'" in cause
-    assert cause.endswith("no single transformer I can disable restores the earlier "
-                          "level's output")
-    assert "cause: " not in str(blame["summary"])
+    assert cause.startswith("cause: GeluFusion and LayerNormFusion together ")
+    assert "'GeluFusionL2'" in cause and "'SimplifiedLayerNormFusion'" in cause
+
+
+def test_blame_says_so_when_no_transformer_it_can_disable_restores_the_output(
+        tmp_path: Path) -> None:
+    """No rewrite restores the earlier level's output (one changes it, not back; one leaves
+    it): blame names where the change is, and none of them as the cause."""
+    runtime = backends.find("onnxruntime")
+    assert runtime is not None
+    run = _Disabling(b"", _Levels(runtime, 1), "extended", {}, tmp_path)  # runs nothing
+    rewrites = [Rewrite("GemmActivationFusion", ["FusedGemm 'fused Gemm_27'"], "unchanged",
+                        "its nodes are gone and the output is unchanged",
+                        "GemmActivationFusion"),
+                Rewrite("LayerNormFusion", ["LayerNormalization '/LayerNormFusion/'"],
+                        "partial", "the output changes, but not back", "LayerNormFusionL2")]
+    added = [("FusedGemm", "fused Gemm_27"), ("LayerNormalization", "/LayerNormFusion/")]
+    cause = _cause(run, rewrites, added, [np.zeros(1, np.float32)])
+    assert cause == ("the change is at FusedGemm 'fused Gemm_27', LayerNormalization "
+                     "'/LayerNormFusion/' (the nodes the optimised graph added); no single "
+                     "transformer I can disable restores the earlier level's output")
+    level = LevelOutcome("extended", 1e-7, False, 2, {})
+    blame = Blame("o", "c", "model.onnx", "1.32.0", [level], "extended", "basic", 1e-7,
+                  rewrites=rewrites, cause=cause)
+    summary = _summary(blame)
+    assert "cause: " not in summary and cause in summary
+    assert "not the cause (with it off the output is unchanged): GemmActivationFusion" in summary
 
 
 @pytest.mark.slow

@@ -23,6 +23,8 @@ from gero_runner.backends.reference_evaluator import opset_of, run_releasing, st
 
 Repro = tuple[onnx.ModelProto, dict[str, np.ndarray], np.ndarray]
 """A minimal model, its inputs, and its correct output."""
+NARROW = ("float16", "bfloat16")
+"""The dtypes of an entry that only float16/bfloat16 tensors show."""
 
 
 @dataclass(frozen=True)
@@ -301,7 +303,7 @@ def _wide_reduction_defect(op_type: str) -> ReferenceDefect:
     what = "squares" if op_type == "ReduceSumSquare" else "accumulator"
     return ReferenceDefect(
         key=f"{op_type.lower()}-float16-{what}", op_type=op_type, opsets=(1, 10_000),
-        dtypes=("float16", "bfloat16"), upstream=f"onnx/reference/ops/op_{snake}.py",
+        dtypes=NARROW, upstream=f"onnx/reference/ops/op_{snake}.py",
         cause=cause, summary=summary, reproduction=reproduction,
         repro=lambda: _wide_reduction_repro(op_type), corrected=corrected)
 
@@ -404,12 +406,48 @@ def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
                     yield from _nodes(g)
 
 
+_NARROW_TYPES = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+
+
+def _holds_narrow_floats(graph: onnx.GraphProto) -> bool:
+    """Whether a tensor of ``graph`` or its subgraphs is float16 or bfloat16 (declared,
+    stored, or made by a Cast)."""
+    infos = [*graph.input, *graph.value_info, *graph.output]
+    if any(vi.type.tensor_type.elem_type in _NARROW_TYPES for vi in infos):
+        return True
+    if any(t.data_type in _NARROW_TYPES for t in graph.initializer):
+        return True
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_type in _NARROW_TYPES:
+                return True
+            if node.op_type == "Cast" and attr.name == "to" and attr.i in _NARROW_TYPES:
+                return True
+            if attr.type == onnx.AttributeProto.GRAPH and _holds_narrow_floats(attr.g):
+                return True
+            if any(_holds_narrow_floats(g) for g in attr.graphs):
+                return True
+    return False
+
+
 def applicable(model: onnx.ModelProto) -> list[ReferenceDefect]:
-    """The registry entries whose operator and opset occur in ``model``."""
+    """The registry entries whose operator and opset occur in ``model``; an entry of
+    float16/bfloat16 alone only where the model holds such a tensor (a float32 model's
+    ReduceMean gets no second evaluator run, on the model nor on its int8 files)."""
     opset = opset_of(model)
     nodes = [n for n in _nodes(model.graph) if n.domain in ("", "ai.onnx")]
+    narrow: bool | None = None
+
+    def holds_dtypes(d: ReferenceDefect) -> bool:
+        nonlocal narrow
+        if not set(d.dtypes) <= set(NARROW):
+            return True
+        if narrow is None:
+            narrow = _holds_narrow_floats(model.graph)
+        return narrow
+
     return [d for d in REGISTRY
-            if d.opsets[0] <= opset <= d.opsets[1]
+            if d.opsets[0] <= opset <= d.opsets[1] and holds_dtypes(d)
             and any(n.op_type == d.op_type and (d.shows is None or d.shows(n))
                     for n in nodes)]
 

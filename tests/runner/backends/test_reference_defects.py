@@ -292,9 +292,12 @@ _WIDE = [d for d in rd.REGISTRY if d.op_type.startswith("Reduce")]
 def test_float16_reductions_round_once_and_float32_ones_stay_onnx_bits(
         defect: rd.ReferenceDefect) -> None:
     """The corrected float16 reduction is the float64 one rounded once into float16 (the
-    stock one is inf or 1.25 % off on the repro); a float32 or float64 input runs onnx's
-    own code bit for bit, so a float32 model's stock rows never differ from the corrected
-    ones by a rounding and get no defect's label."""
+    stock one is inf or 1.25 % off on the repro). A float32 or float64 model gets no entry
+    (no second evaluator run on a float32 transformer's ReduceMean), and in a file that
+    mixes types the corrected kernel runs onnx's own code on float32 and float64 inputs,
+    bit for bit, so they never differ by a rounding and get no defect's label."""
+    from gero_runner.backends.reference_fixes import wide_reduction
+
     model, inputs, expected = defect.repro()
     (got,) = rd.corrected_evaluator(model).run(None, inputs)
     assert got.dtype == np.float16
@@ -304,11 +307,12 @@ def test_float16_reductions_round_once_and_float32_ones_stay_onnx_bits(
         x = rng.uniform(0.1, 3.0, (3, 257)).astype(dtype)
         node = helper.make_node(defect.op_type, ["X"], ["Y"], keepdims=0)
         wide = _one_node(node, {"X": x}, {}, elem, 18)
+        assert rd.applicable(wide) == []
+        kernel = ReferenceEvaluator(wide, new_ops=[wide_reduction(defect.op_type, 18)])
         stock_out: Any = ReferenceEvaluator(wide).run(None, {"X": x})
-        stock, fixed = (np.asarray(stock_out[0]),
-                        np.asarray(rd.corrected_evaluator(wide).run(None, {"X": x})[0]))
+        fixed_out: Any = kernel.run(None, {"X": x})
+        stock, fixed = np.asarray(stock_out[0]), np.asarray(fixed_out[0])
         assert fixed.dtype == stock.dtype and np.array_equal(fixed, stock)
-        assert rd.shown(wide, {"X": x}) == (defect.key,)  # none shows: every entry named
 
 
 def test_reduce_mean_float16_of_the_verification_repro_is_600() -> None:
@@ -353,3 +357,25 @@ def test_a_float16_reduce_mean_model_names_the_defect(tmp_path: Path) -> None:
     assert (stock["failure_kind"], stock["cause_key"]) == (
         "defect", "defect:reducemean-float16-accumulator")
     assert by_backend["onnx-reference-corrected"]["result"] == "passed"
+
+
+def test_a_float16_entry_applies_where_a_cast_or_subgraph_makes_float16() -> None:
+    """An fp16 file keeps float32 inputs and outputs (keep_io_types): its float16 tensors
+    are made by a Cast, here in an If branch too (oww's fp16 file has an If)."""
+    x = np.full((1, 128), 600.0, np.float32)
+    nodes = [helper.make_node("Cast", ["X"], ["h"], to=TensorProto.FLOAT16),
+             helper.make_node("ReduceMean", ["h"], ["m"], axes=[-1]),
+             helper.make_node("Cast", ["m"], ["Y"], to=TensorProto.FLOAT)]
+    cast = _one_node(nodes[0], {"X": x}, {}, TensorProto.FLOAT, 13)
+    cast.graph.node.extend(nodes[1:])
+    assert [d.key for d in rd.applicable(cast)] == ["reducemean-float16-accumulator"]
+    (got,) = rd.corrected_evaluator(cast).run(None, {"X": x})
+    np.testing.assert_array_equal(got, [[600.0]])
+    branch = helper.make_graph(nodes, "b", [], [
+        helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
+    node = helper.make_node("If", ["c"], ["Y"], then_branch=branch, else_branch=branch)
+    nested = _one_node(node, {"c": np.array(True), "X": x}, {}, TensorProto.FLOAT, 13)
+    assert [d.key for d in rd.applicable(nested)] == ["reducemean-float16-accumulator"]
+    plain = _one_node(helper.make_node("ReduceMean", ["X"], ["Y"], axes=[-1]), {"X": x}, {},
+                      TensorProto.FLOAT, 13)
+    assert rd.applicable(plain) == []

@@ -569,7 +569,7 @@ class ModelCasePlan(Plan):
                 self._start_chain(part.spec.name, result)
             else:
                 made.on_variant[part.variant][part.spec.name] = result
-                if (part.variant, part.spec.name) in self.on_variant_only:
+                if self.on_variant_only.get((part.variant, part.spec.name)) == "running":
                     self.on_variant_only[(part.variant, part.spec.name)] = "done"
                     if not result.ok:
                         self._run_on_model_too(part.spec.name)
@@ -638,7 +638,7 @@ class ModelCasePlan(Plan):
                 failed.ran_out = out_of_budget
                 made.on_model[key] = failed
                 self.chains[key], self.next_link[key] = [], 0
-            elif (part.variant, key) in self.on_variant_only:
+            elif self.on_variant_only.get((part.variant, key)) == "running":
                 failed = path_result(_backend(part.spec), part.spec)
                 failed.error = why(who(part.spec), _on(part.variant))
                 made.on_variant[part.variant][key] = failed

@@ -8,7 +8,8 @@ Real ``gero run`` processes; ``fake`` (registered from a temporary module) is th
 ReferenceEvaluator with two levels, ``base`` and ``top`` (deployed): ``top`` rolls its
 outputs on a float16 file (off its gates there, so ``base`` runs on that file), and
 ``$FAKE_FAIL`` says where ``base`` cannot be built: ``everywhere``, or ``fp16`` (a float16
-file only).
+file only). Once it runs on the model, it runs on the int8-dynamic file from there, as any
+setting that runs (a case whose plan waited on that run forever had no row at all).
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def _run(tmp: Path, fail: str) -> tuple[dict[str, Any], list[dict[str, Any]],
     model, inputs = dense_softmax(tmp)
     root = tmp / "data"
     done = gero("run", "--model", str(model), "--inputs", str(inputs), "--repeats", "1",
-                "--backends", "onnxruntime,fake", "--variants", "fp16", "--no-contracts",
+                "--backends", "onnxruntime,fake", "--variants", "fp16,int8-dynamic",
+                "--no-contracts",
                 "--jobs", "1", "--data-dir", str(root), "-q", env=env)
     assert done.returncode == 1, done.stderr  # found something
     (plan_file,) = root.glob("**/plan.json")
@@ -91,7 +93,8 @@ def test_a_failure_on_a_file_that_the_model_has_too_is_the_models(tmp_path: Path
     # ran on the model too
     assert "fake-base" not in plan["not_run"] and "fake-base" in plan["ran"], plan
     failed = _base_failures(rows)
-    assert {r["scope"] for r in failed} == {"model", "fp16"}, failed
+    # from the model, it ran on the int8-dynamic file too, where it fails alike
+    assert {r["scope"] for r in failed} == {"model", "fp16", "int8-dynamic"}, failed
     assert len({r["cause_key"] for r in failed}) == 1
     (finding,) = [f for f in found if "Undetermined symbol" in f["title"]]
     assert finding["observations"] == len(failed)
@@ -107,5 +110,8 @@ def test_a_failure_on_a_file_alone_stays_the_files(tmp_path: Path) -> None:
     assert {r["result"] for r in rows if r["backend"] == "fake"
             and r["optimization"] == "base" and r["scope"] == "model"} == {"passed"}
     assert {r["scope"] for r in _base_failures(rows)} == {"fp16"}
+    # it ran on the int8-dynamic file from the model, as any setting that runs
+    assert {r["result"] for r in rows if r["backend"] == "fake"
+            and r["optimization"] == "base" and r["scope"] == "int8-dynamic"} == {"passed"}
     (finding,) = [f for f in found if "Undetermined symbol" in f["title"]]
     assert " on the fp16 file" in finding["title"], finding["title"]

@@ -259,7 +259,7 @@ def test_a_nan_only_row_is_one_cause_on_every_path() -> None:
 def _runtime_row(case: str, path: str, kind: str = "outside") -> dict[str, Any]:
     return {"case_id": case, "fam0": "numeric", "runtime": path.split("@")[0],
             "blamed": path, "path": path, "kind": kind, "precision": None,
-            "dtype": "float32"}
+            "dtype": "float32", "cause_key": ""}
 
 
 def _runtimes(case: str, *paths: str) -> list[dict[str, Any]]:
@@ -434,6 +434,25 @@ def test_a_batch_law_the_models_own_quantisation_breaks_is_the_models_on_every_r
     grouped = run_stage("grouped", blamed=blamed, everyone=[
         {"case_id": "m1", "fam0": "contract:partition", "every_path": True}])
     assert {(r["grp"], r["sub"]) for r in grouped} == {("model-quantization", "")}
+
+
+def test_a_precision_rewrite_on_a_file_is_one_group_over_its_runtimes_and_gates() -> None:
+    """Issue 40 D12: smart_turn's fp16 file one QuantizeLinear step off on ONNX Runtime and
+    OpenVINO f32, on the scaled and vs-fp32 gates (4 findings), is one cause."""
+    rows = [{**_runtime_row("m1", r), "fam0": f"model:fp16:{gate}", "chk": f"model:fp16:{gate}",
+             "cause_key": "precision-rewrite"}
+            for r in ("openvino@f32", "onnxruntime@all") for gate in ("scaled", "vs-fp32")]
+    blamed = run_stage("blamed", runtime_rows=rows, everyone=[
+        {"case_id": "m1", "fam0": "model:fp16:scaled", "every_path": True}],
+        off=[{"case_id": "none", "runtime": "none", "lower": False}],
+        off_on_file=run_stage("off_on_file", runtime_rows=rows))
+    assert {r["fam"] for r in blamed} == {"model:fp16:precision"}
+    grouped = run_stage("grouped", blamed=[{**r, "kind": "outside", "model_case": True,
+                                            "scope": "fp16", "observation_id": str(i),
+                                            "cause": ""} for i, r in enumerate(blamed)],
+                        everyone=[{"case_id": "m1", "fam0": "model:fp16:scaled",
+                                   "every_path": True}])
+    assert {(r["grp"], r["sub"]) for r in grouped} == {("onnxruntime+openvino", "")}
 
 
 def test_a_file_off_on_every_path_keeps_only_the_rows_no_cause_of_their_own_explains(

@@ -271,6 +271,12 @@ if "runtime-defect" in TITLES:  # a runtime's defect a 1-node probe found (issue
         cause="computes per-axis DequantizeLinear wrong (a 1-node probe is 0.88 off the "
               "spec) and the int8-static file has 24 such nodes")
 
+if "file-precision-rewrite" in TITLES:  # one int8 step of a widened fp16 file (issue 40, D12)
+    EXAMPLES["file-precision-rewrite"] = _example(
+        "model:fp16:precision", "onnxruntime+openvino", OUTSIDE, check="model:fp16:scaled",
+        cause_key="precision-rewrite", scope="fp16",
+        cause="the output moves by one step of QuantizeLinear 'q' (0.006422 vs 0.006176)")
+
 
 def test_every_kind_of_title_has_a_hand_made_finding_without_placeholders() -> None:
     assert set(EXAMPLES) == set(TITLES)
@@ -332,6 +338,11 @@ def test_every_kind_of_title_has_a_hand_made_finding_without_placeholders() -> N
         "Erf, Softmax is malformed: LinearClassifier 'lc' holds 12 coefficients for 3 classes "
         "× 2 features (the spec needs 6); ONNX Runtime runs it anyway, the ReferenceEvaluator "
         "refuses it")
+    # a widened fp16 file one quantizer step off: one finding naming both runtimes
+    assert render_title(EXAMPLES["file-precision-rewrite"]) == (
+        "ONNX Runtime and OpenVINO compute the fp16 file of Erf, Softmax in float32, wider "
+        "than it declares: the output moves by one step of QuantizeLinear 'q' "
+        "(worst 0.006422 vs 0.006176)")
     # a representative's figure is said to be the worst row's, not the group's
     assert ": worst 1 of 4 fully masked" in render_title(EXAMPLES["law"])
 

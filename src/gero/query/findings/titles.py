@@ -107,6 +107,10 @@ TITLES: dict[str, str] = {
     # a verdict on a variant file (family ``model:VARIANT:GATE``) names the path and what it
     # was measured against: the fp32 model (vs-model, vs-fp32), the run's baseline on the
     # same file (cosine, decision), a correct computation of the fp16 file (scaled)
+    # a variant file's rows a runtime's precision rewrite explains (cause_key
+    # 'precision-rewrite'): one finding per file, every runtime and gate of it, no engine blamed
+    "file-precision-rewrite": "{Who} {computes} the {variant} file of {ops} in float32, wider "
+                              "than it declares: {step}",
     "file-every-path": "The {variant} file of {ops} is off the fp32 model on every path: "
                        "{cause}",
     "file-vs-model": "The {variant} file of {ops} is off the fp32 model on {Who}: {cause}",
@@ -177,6 +181,8 @@ def title_kind(f: Finding) -> str:
                 else _numeric_kind(f))
     if f.family == FP32_GATE:  # the model's own gate: a runtime off its yardstick
         return "model-gate" if PAIR not in f.outlier else _numeric_kind(f)
+    if _variant_of(f.family) and f.cause_key == PRECISION_REWRITE:
+        return "file-precision-rewrite"
     if _variant_of(f.family):
         gate = f.family.rsplit(":", 1)[-1]
         if gate in ("vs-model", "vs-fp32"):
@@ -244,6 +250,10 @@ def title_fields(f: Finding) -> dict[str, str]:
         "name": f.family.partition(":")[2],
         "who": who, "Who": _cap(who), "owner": owner + ("'" if owner.endswith("s") else "'s"),
         "gives": "give" if many else "gives", "is": "are" if many else "is",
+        "computes": "compute" if many else "computes",
+        # its figures the worst row's: "one step of QuantizeLinear 'q' (worst 0.0064 vs …)"
+        "step": _short(_words(r.cause), 110).replace(
+            " (", " (worst " if f.observations > 1 else " (", 1),
         "disagrees": "disagree" if many else "disagrees",
         "A": _cap(_name(a)), "b": _name(b),
         "settings": r.optimization, "other": r.reference.partition(":")[2] or r.reference,

@@ -10,7 +10,7 @@ stage's SELECT and reads the stages above it by name.
 from __future__ import annotations
 
 from gero.query.findings.members.keys import WIDTH
-from gero_runner.facts import MALFORMED, MODEL_QUANTIZATION, YARDSTICKS
+from gero_runner.facts import MALFORMED, MODEL_QUANTIZATION, PRECISION_REWRITE, YARDSTICKS
 from gero_runner.schema import MODEL_VARIANTS
 
 VARIANT_CHECK = "^model:(" + "|".join(MODEL_VARIANTS) + ")(:|$)"
@@ -89,7 +89,9 @@ def blamed_sql() -> str:
     where the file is off on every path (the file's finding keeps the rows no cause of
     their own explains, and its headline figure is theirs)."""
     return f"""
-    SELECT r.*, CASE WHEN r.fam0 NOT IN ('nan', 'execution', 'numeric') AND r.kind <> '{MALFORMED}'
+    SELECT r.*, CASE WHEN {_FILE_REWRITE.format(b='r')}
+                     THEN regexp_extract(r.chk, '^(model:[^:]+):', 1) || ':precision'
+                     WHEN r.fam0 NOT IN ('nan', 'execution', 'numeric') AND r.kind <> '{MALFORMED}'
                           AND NOT coalesce(e.every_path, false) AND o.runtime IS NOT NULL
                           AND NOT regexp_matches(r.chk, '{VARIANT_CHECK}')
                      THEN 'numeric'
@@ -102,6 +104,13 @@ def blamed_sql() -> str:
     LEFT JOIN off_on_file f ON f.case_id = r.case_id AND f.runtime = r.runtime
         AND r.chk = 'model:' || f.file || ':vs-model'"""
 
+
+_FILE_REWRITE = ("{b}.cause_key = '" + PRECISION_REWRITE + "' AND regexp_matches({b}.chk, '"
+                 + VARIANT_CHECK + "')")
+"""A row on a variant file a runtime's precision rewrite explains (smart_turn's fp16 file one
+QuantizeLinear step off on ONNX Runtime and OpenVINO, each gate): one cause per file, every
+runtime and gate of it one finding (family ``model:FILE:precision``), its outlier the
+runtimes joined by '+'."""
 
 LOWER = "lower precision"
 """A numeric group's key for the rows of a setting that computes the dtype in fewer bits:
@@ -131,6 +140,9 @@ def grouped_sql() -> str:
     return f"""
     SELECT b.*, CASE WHEN b.kind = '{MALFORMED}' THEN 'model'  -- the model's own, no path's
                      WHEN b.cause_key = '{MODEL_QUANTIZATION}' THEN '{MODEL_QUANTIZATION}'
+                     WHEN {_FILE_REWRITE.format(b='b')} THEN array_to_string(list_sort(
+                         list_distinct(list(b.runtime) OVER (PARTITION BY b.case_id, b.fam))),
+                         '+')
                      WHEN b.fam = 'nan' THEN 'every path'
                      WHEN coalesce(e.every_path, false) THEN 'every path'
                      WHEN y.sub IS NOT NULL THEN y.runtime

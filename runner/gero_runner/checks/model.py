@@ -376,6 +376,8 @@ class _Checker:
         """Inputs no noise can be put on, named; all of them when none is float."""
         if any(x.dtype.kind == "f" for x in self.case.inputs.values()):
             self.noiseless = []
+        self.steps: dict[tuple[int, bytes], str] = {}
+        """What one quantizer step says of an fp16 output (``_one_step``), by output."""
 
     # ------------------------------------------------------------------ helpers
     def _row(self, check: str, name: str, actual: PathResult, ref_name: str, ref_version: str,
@@ -1014,8 +1016,7 @@ class _Checker:
         if not wide or row.result != DIVERGENCE or row.backend != p.backend \
                 or row.optimization != p.optimization or not np.isfinite(a).all():
             return
-        steps = getattr(self, "_steps", {})
-        self._steps: dict[tuple[int, bytes], str] = steps
+        steps = self.steps
         key = (j, a.tobytes())
         if key not in steps:
             def within(t: np.ndarray) -> bool:

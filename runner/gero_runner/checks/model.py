@@ -1459,7 +1459,8 @@ def runtime_defect_rows(ctx: CaseContext, rows: list[Observation]) -> list[Obser
     out = []
     for row in rows:
         found = None
-        if (row.result == DIVERGENCE and row.failure_kind != DEFECT
+        # a row another known cause already explains (a precision rewrite) keeps it
+        if (row.result == DIVERGENCE and row.failure_kind != DEFECT and not row.cause_key
                 and backends.find(row.backend) is not None
                 and not backends.is_reference(row.backend)):
             if row.scope not in counts:

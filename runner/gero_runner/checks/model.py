@@ -376,7 +376,7 @@ class _Checker:
         """Inputs no noise can be put on, named; all of them when none is float."""
         if any(x.dtype.kind == "f" for x in self.case.inputs.values()):
             self.noiseless = []
-        self.steps: dict[tuple[int, bytes], str] = {}
+        self.steps: dict[tuple[int, str], str] = {}
         """What one quantizer step says of an fp16 output (``_one_step``), by output."""
 
     # ------------------------------------------------------------------ helpers
@@ -1017,7 +1017,7 @@ class _Checker:
                 or row.optimization != p.optimization or not np.isfinite(a).all():
             return
         steps = self.steps
-        key = (j, a.tobytes())
+        key = (j, tensor_hash(a))
         if key not in steps:
             def within(t: np.ndarray) -> bool:
                 return ml.within_fp16_steps(ml.fp16_reference_gate(

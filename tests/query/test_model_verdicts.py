@@ -238,3 +238,24 @@ def test_a_cell_shows_its_own_files_rows_and_a_setting_the_plan_left_out_is_not_
     assert "1 not run (plan)" in lines[0]
     (row,) = [line for line in lines if line.split()[:2] == ["tract", "unoptimized"]]
     assert row.split()[2:6] == ["not", "run", "(plan)", "cannot"], row
+
+
+def test_a_setting_that_failed_on_a_file_does_not_inherit_its_runtimes_judgement(
+        tmp_path: Path) -> None:
+    """minilm (issue 40, D9): tract unoptimized, run on the model after it failed on a
+    variant file, failed on the int8-dynamic file too; its cell there said 'safe', tract
+    optimized's judgement of the file, inherited. Its own failure is its cell's."""
+    tract, unopt = ("tract", "optimized"), ("tract", "unoptimized")
+    failure = ("int8-dynamic:tract-unoptimized failed: TractError: Undetermined symbol in "
+               "expression: sequence_length")
+    rows = [_fp32(tract, 1e-7), _vs_model(tract, "int8-dynamic", 0.999),
+            _row(unopt, "agreement", "execution", reason="tract-unoptimized failed: x"),
+            _row(unopt, "model:int8-dynamic", "execution", output="",
+                 reference="int8-dynamic:onnxruntime:all", reason=failure),
+            # a setting of the runtime with no row of its own on the file still inherits
+            _row(("tract", "mid"), "agreement")]
+    card = _card(_write(tmp_path, rows))
+    own = card[(*unopt, "int8-dynamic")]
+    assert (own.verdict, own.reason, own.inherited) == (CANNOT_RUN, failure, False)
+    mid = card[("tract", "mid", "int8-dynamic")]
+    assert (mid.verdict, mid.inherited) == (SAFE, True)

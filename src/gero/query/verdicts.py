@@ -257,13 +257,18 @@ WITH rows AS (
          AND g.optimization = c.optimization AND g.file = c.file
     UNION ALL
     -- a setting with no comparison against the fp32 model on a variant file: its runtime's
-    -- baseline's judgement of the file
+    -- baseline's judgement of the file (not where the setting failed on it: that failure is
+    -- its cell's, minilm's tract unoptimized was 'safe' on a file it cannot run)
     SELECT c.model, c.case_id, c.backend, c.optimization, c.file, g.*, true
     FROM cells c JOIN gated g ON g.case_id = c.case_id AND g.backend = c.backend
          AND g.file = c.file AND g.kind = 'vs-model' AND g.optimization <> c.optimization
     WHERE c.file <> '{FP32}' AND NOT EXISTS (
         SELECT 1 FROM direct d WHERE d.case_id = c.case_id AND d.backend = c.backend
             AND d.optimization = c.optimization AND d.file = c.file)
+      AND NOT EXISTS (
+        SELECT 1 FROM rows e WHERE e.case_id = c.case_id AND e.backend = c.backend
+            AND e.optimization = c.optimization AND e.file = c.file
+            AND e.result = 'execution' AND e.chk NOT IN ({_NOTE_LIST}))
 ), figured AS ({_FIGURES}
 ), measured AS ({_MEASURED}
 ), scored AS ({_SCORED}

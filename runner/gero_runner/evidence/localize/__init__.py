@@ -19,14 +19,22 @@ floor and over ``ROUNDINGS`` roundings of the path's own dtype.
 Where the error enters, not where it shows: each diverging tensor's node (the nodes a
 runtime fused into it, where its middle did not survive) runs alone on both sides from the
 reference side's values of its inputs. A node whose own output then differs is an origin;
-one that only carries or magnifies the error it received is an amplifier. An origin's
-share of the final error is measured by feeding its alone-output into the reference side
-and running to the output.
+one that only carries or magnifies the error it received is an amplifier. A region run alone
+keeps the whole model's symbolic dimensions (a runtime may compute a fixed-shape region
+otherwise). An origin's share of the final error is measured by feeding its alone-output
+into the reference side and running to the output, each origin alone: shares overlap, and
+where they add past 100 % the summary says so. An origin whose inputs are already further
+off than its own difference is not where the error enters (the summary says it entered
+before the tensors compared). A quantiser that moves values to another integer step from
+inputs within the roundings, its own run agreeing, is the origin where no node differs on
+its own (its cause the step, and the path's precision rewrite where it has one).
 
 Bounded: at most ``TRACE_BYTES`` of intermediates per side at once. A model whose compared
 tensors are larger is traced at checkpoints spread over the graph first; the stretch between
 the last agreeing and the first diverging checkpoint is traced next (a prefix of the graph,
-so a stretch near the input costs little), until a stretch fits.
+so a stretch near the input costs little), until a stretch fits. Where that stretch's
+origins explain under half the final error, the stretch where the traced error rises most
+past it is traced and judged too.
 
 The result is stored beside the evidence (``localize/OBSERVATION_ID.json``), with the
 tensors of its origins and amplifiers (``localize/OBSERVATION_ID.npz``) for the explorer.

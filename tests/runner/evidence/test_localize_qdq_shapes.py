@@ -1,7 +1,8 @@
 """`gero localize`, as a real process, where OpenVINO computes a QuantizeLinear →
 DequantizeLinear → Add chain wrongly only at the model's symbolic dimensions (the MiniLM
 int8-static attention mask, issue 40 defect 1): the region run alone keeps the model's
-symbolic dimensions, so it shows what the traced run did and is named the origin."""
+symbolic dimensions, so it shows what the traced run did and is named the origin, the
+mask's QuantizeLinear -> DequantizeLinear -> Add inside it."""
 
 from __future__ import annotations
 
@@ -35,4 +36,7 @@ def test_a_mask_pair_fused_at_symbolic_shapes_is_the_origin(tmp_path: Path) -> N
     assert {"QuantizeLinear 'Mask/Quantize'", "DequantizeLinear 'Mask/Dequantize'",
             "Add 'Mask/Add'"} <= set(origin["nodes"])
     assert origin["inputs_scaled_error"] == 0
+    # Inside it, the mask's pair and the Add, run as one from the reference's values.
+    assert origin["within"] == ("QuantizeLinear 'Mask/Quantize' -> DequantizeLinear "
+                                "'Mask/Dequantize' -> Add 'Mask/Add', run as one")
     assert "not localized" not in loc["summary"]

@@ -4,8 +4,9 @@ it), and where the origins' shares, each measured alone, add past 100 % (52 % + 
 
 from __future__ import annotations
 
-from gero_runner.evidence.localization import Localization, NodeFinding, TensorFigure
+from gero_runner.evidence.localization import Localization, NodeFinding, Side, TensorFigure
 from gero_runner.evidence.localize import summary
+from gero_runner.evidence.localize.observation import precision_before
 
 
 def _origin(name: str, inputs: float, local: float, share: float) -> NodeFinding:
@@ -40,3 +41,16 @@ def test_shares_measured_alone_that_add_past_the_whole_say_they_overlap() -> Non
     assert "fed to float64-shadow and run to the output" in text
     alone = summary(_localization([_origin("a", 0.0, 0.006, 0.52), _origin("b", 0.0, 0.003, 0.3)]))
     assert "overlap" not in alone
+
+
+def test_a_reduced_inference_precision_is_the_cause_of_an_error_entered_before() -> None:
+    """frspell on OpenVINO's default path: bf16 computes the encoder GRU too, which is
+    fused away and not compared; the bf16 precision is named (it was named nowhere)."""
+    bf16 = Side("openvino:bf16-default", "runtime", "openvino",
+                {"inference_precision": "bf16", "inference_precision_hint": "bf16"}, "model.onnx")
+    assert precision_before(bf16).startswith("openvino:bf16-default computes float32 in bf16")
+    f32 = Side("openvino:f32", "runtime", "openvino",
+               {"inference_precision": "f32", "inference_precision_hint": "f32"}, "model.onnx")
+    assert precision_before(f32) == ""
+    shadow = Side("float64-shadow", "shadow", "float64-shadow", {}, "model.onnx")
+    assert precision_before(shadow) == ""

@@ -30,7 +30,7 @@ from gero_runner.evidence.localize.retrace import retrace
 from gero_runner.evidence.localize.search import Search
 from gero_runner.evidence.localize.sides import sides
 from gero_runner.evidence.localize.store import store_localization, write_origin_repro
-from gero_runner.evidence.localize.words import summary
+from gero_runner.evidence.localize.words import entered_before, summary
 from gero_runner.evidence.rebuild import read_case_record
 from gero_runner.storage.artifacts import evidence_directory, load_array, verify_manifest
 from gero_runner.storage.outputs import check_writable, refuse_unusable_directory
@@ -111,6 +111,9 @@ def localize_case(directory: Path, row: dict[str, Any]) -> tuple[Localization,
             s.explained = sum(known) if known else first
         if narrowed and origins and not origins[0].cause:
             origins[0] = NodeFinding(**{**origins[0].__dict__, "cause": narrowed})
+        before = precision_before(a) if origins and entered_before(origins[0]) else ""
+        if before and not origins[0].cause:
+            origins[0] = NodeFinding(**{**origins[0].__dict__, "cause": before})
     s.phases["alone_and_shares_s"] = time.perf_counter() - started
     s.passes.append({k: round(v, 3) for k, v in s.phases.items()})
     fig = s.figures.get(s.output)
@@ -173,6 +176,21 @@ def _precision_cause(side: Side, allowance: float) -> str:
     return (f"{side.label} computes float32 in {precision} (its inference precision): every "
             f"tensor's difference is within the {allowance:.2g} its roundings allow, and "
             "the row's gate is tighter")
+
+
+def precision_before(side: Side) -> str:
+    """Where the first origin's inputs are already further off than its own difference:
+    ``side``'s reduced inference precision, which computes the nodes before the tensors
+    compared too (frspell on OpenVINO bf16: the encoder GRU, fused away, is where it first
+    shows), as the cause ('' where the side declares none)."""
+    if side.kind != RUNTIME:
+        return ""
+    precision = backends.get(side.backend).float_precision(side.settings) or ""
+    if precision not in ("bf16", "f16"):
+        return ""
+    return (f"{side.label} computes float32 in {precision} (its inference precision), in the "
+            "nodes before the tensors compared too, where the difference its inputs carry "
+            "was made")
 
 
 def _stored_error(row: dict[str, Any]) -> float | None:

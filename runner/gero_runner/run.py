@@ -37,8 +37,8 @@ if TYPE_CHECKING:  # imported when a run asks for Dask (an optional extra)
 
 # The request types live in a leaf module (the case modules import them); a run is asked for
 # from here.
-__all__ = ["DiskFull", "ModelOptions", "RunRequest", "allocate_run_id", "collect_cases",
-           "execute", "store_results", "suite_names"]
+__all__ = ["DiskFull", "LostCases", "ModelOptions", "RunRequest", "allocate_run_id",
+           "collect_cases", "execute", "store_results", "suite_names"]
 
 def collect_cases(request: RunRequest) -> list[CaseInstance]:
     """Every case of the requested suite(s) and user models, in a stable order."""
@@ -107,6 +107,14 @@ def allocate_run_id(root: DataRoot, requested: str | None, started: datetime) ->
 
 class DiskFull(GeroError):
     """The disk filled up: the run kept what it saved before, and says how to resume."""
+
+    exit_code = 1
+
+
+class LostCases(GeroError):
+    """The executor ended with cases asked for and no outcome recorded (a bug of gero's: a
+    crashed worker's case is an ``execution`` row): the run is kept as interrupted, so
+    ``--resume`` runs those cases again, and this says which they are."""
 
     exit_code = 1
 
@@ -295,6 +303,7 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
     # to the case's plan, once.
     task = case_task(request.path_budget_s, request.paths)
     status = "complete"
+    recorded: set[int] = set()
     try:
         for outcome in (
                 run_cases([cases[i] for i in todo], settings, jobs=request.jobs,
@@ -305,6 +314,7 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
                                tick=writer.save_if_due, warn=warn, task=task)):
             result = outcome.result
             position = todo[outcome.index]
+            recorded.add(position)
             batch = _batch(result)
             writer.add(position, cases[position].case_id, batch,
                        result.backend_seconds, result.evidence_seconds, result.total_seconds)
@@ -326,12 +336,35 @@ def _execute(request: RunRequest, progress: Callable[[int, int], None] | None,
     except BaseException:
         writer.close()
         raise
+    # The executor's end is checked against the cases asked for: a case with no outcome
+    # (a plan that never assembled its result) was once a silent "complete" run.
+    lost = [i for i in todo if i not in recorded] if status == "complete" else []
+    if lost:  # kept as interrupted: --resume runs the cases not recorded
+        status = "interrupted"
     try:
-        return writer.finish(status)
+        record = writer.finish(status)
     except OSError as e:
         if e.errno != errno.ENOSPC:
             raise
         raise _disk_full(writer, e) from None
+    if lost:
+        raise _lost(writer, [cases[i].case_id for i in lost])
+    return record
+
+
+def _lost(writer: RunWriter, case_ids: list[str]) -> LostCases:
+    """One sentence naming the cases the run asked for and never recorded."""
+    shown = ", ".join(case_ids[:5]) + (f" and {len(case_ids) - 5} more" if len(case_ids) > 5
+                                       else "")
+    return LostCases(
+        f"gero lost {_plural(len(case_ids), 'case')} ({shown}): no outcome was recorded "
+        f"(the executor ended without one, a bug of gero's); run {writer.run_id} keeps the "
+        f"{_plural(writer.saved_cases, 'case')} it finished: run the lost ones with "
+        f"`gero run --resume {writer.run_id}`")
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _batch(result: CaseResult) -> pa.RecordBatch:

@@ -111,7 +111,9 @@ def run(*, resume: str | None = None, progress: Callable[[int, int], None] | Non
     ``interrupted``, and ``resume=RUN_ID`` (``--resume``) finishes it without redoing them
     (the other options are then those stored with the run: only ``data_dir``, ``jobs``,
     ``executor``, ``scheduler`` and ``command_line`` may be given with it). A full disk
-    raises ``gero_runner.run.DiskFull`` (a :class:`GeroError`) after keeping what was saved.
+    raises ``gero_runner.run.DiskFull`` (a :class:`GeroError`) after keeping what was saved;
+    a case the executor ended without an outcome for raises ``gero_runner.run.LostCases``,
+    the run kept as ``interrupted`` (``resume`` runs the lost cases).
     """
     from gero_runner.run import execute
 

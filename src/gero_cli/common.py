@@ -27,11 +27,11 @@ exit status (the same for every command):
   0    clean: nothing found (blame, export, bundle, gc, report, tui: done)
   1    found something: non-passed observations or findings (run, summary, findings,
        parity), regressions (diff), a replay that did not reproduce (replay); also a
-       run stopped by a full disk (it kept what it saved: gero run --resume) and a
-       gc --apply that a running run held back; localize: its child process crashed,
-       was killed or timed out (one line says which; nothing stored); tui: the
-       explorer stopped on an unexpected error (one line names a file with the
-       traceback)
+       run stopped by a full disk or by a case it lost (it kept what it saved: gero
+       run --resume) and a gc --apply that a running run held back; localize: its
+       child process crashed, was killed or timed out (one line says which; nothing
+       stored); tui: the explorer stopped on an unexpected error (one line names a
+       file with the traceback)
   2    usage or input error: a bad option or value, an unknown run, an unreadable file
   130  interrupted (Ctrl-C), 143 terminated (SIGTERM); a run keeps its finished cases"""
 

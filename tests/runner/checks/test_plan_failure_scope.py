@@ -8,8 +8,9 @@ Real ``gero run`` processes; ``fake`` (registered from a temporary module) is th
 ReferenceEvaluator with two levels, ``base`` and ``top`` (deployed): ``top`` rolls its
 outputs on a float16 file (off its gates there, so ``base`` runs on that file), and
 ``$FAKE_FAIL`` says where ``base`` cannot be built: ``everywhere``, or ``fp16`` (a float16
-file only). Once it runs on the model, it runs on the int8-dynamic file from there, as any
-setting that runs (a case whose plan waited on that run forever had no row at all).
+file only), or ``fp16-both`` (neither level builds a float16 file, with one error). Once it
+runs on the model, it runs on the int8-dynamic file from there, as any setting that runs (a
+case whose plan waited on that run forever had no row at all).
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class Fake(Backend):
         half = any(t.data_type == onnx.TensorProto.FLOAT16
                    for t in onnx.load_from_string(model).graph.initializer)
         where = os.environ["FAKE_FAIL"]
+        if where == "fp16-both" and half:  # the deployed setting too: the file's failure
+            raise RuntimeError("Impossible to unify U8 with I8.")
         if settings["level"] == "base" and (where == "everywhere" or half):
             raise RuntimeError("Undetermined symbol in expression: sequence_length")
         return ReferenceEvaluator(model), half and settings["level"] == "top"
@@ -114,4 +117,19 @@ def test_a_failure_on_a_file_alone_stays_the_files(tmp_path: Path) -> None:
     assert {r["result"] for r in rows if r["backend"] == "fake"
             and r["optimization"] == "base" and r["scope"] == "int8-dynamic"} == {"passed"}
     (finding,) = [f for f in found if "Undetermined symbol" in f["title"]]
+    assert " on the fp16 file" in finding["title"], finding["title"]
+
+
+@pytest.mark.slow
+def test_a_failure_the_deployed_setting_has_on_the_file_too_is_not_run_on_the_model(
+        tmp_path: Path) -> None:
+    """Both settings fail on the fp16 file with one error, and the deployed one runs the
+    model: the failure is the file's, and the base is not run on the model to show it
+    (magika: tract unoptimized on the model, 15 s, ran out of its 60 s budget under load)."""
+    plan, rows, found = _run(tmp_path, "fp16-both")
+    assert "fake-base" in plan["not_run"] and "fake-base" not in plan["ran"], plan
+    assert {r["scope"] for r in _base_failures(rows)} == {"fp16"}
+    assert not [r for r in rows if r["backend"] == "fake" and r["optimization"] == "base"
+                and r["scope"] == "model"]
+    (finding,) = [f for f in found if "unify" in f["title"]]
     assert " on the fp16 file" in finding["title"], finding["title"]

@@ -296,6 +296,11 @@ class Backend(ABC):
         is computed as declared (the default)."""
         return None
 
+    def run_time_quantization(self, model: bytes, settings: Mapping[str, Any]) -> str:
+        """What these settings quantize at run time that the graph does not declare, as its
+        compiled model says, in words ('' when nothing: the default)."""
+        return ""
+
     def widened_nodes(self, model: bytes, settings: Mapping[str, Any]) -> dict[str, str] | None:
         """The graph's float16 nodes that these settings compute in float32, skipping the
         float16 roundings the graph declares (a precision rewrite), each node (its name, else

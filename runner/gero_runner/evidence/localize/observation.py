@@ -12,7 +12,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from gero_runner.evidence.localize.words import entered_before, summary
 from gero_runner.evidence.rebuild import read_case_record
 from gero_runner.storage.artifacts import evidence_directory, load_array, verify_manifest
 from gero_runner.storage.outputs import check_writable, refuse_unusable_directory
+
+if TYPE_CHECKING:
+    import onnx
 
 
 def localize_case(directory: Path, row: dict[str, Any]) -> tuple[Localization,
@@ -62,7 +65,7 @@ def localize_case(directory: Path, row: dict[str, Any]) -> tuple[Localization,
         window = retrace(directory, s) or window
     narrowed = ""
     if not within_gate and not any(f.diverges for f in s.figures.values()) and s.rounding:
-        narrowed = _precision_cause(a, s.rounding)
+        narrowed = _precision_cause(a, s.rounding, s.model_a)
         # A failed row whose tensors all stay within the path's own precision (bf16's
         # roundings, 0.03, over a row failed at 0.0095): judged again against float32's
         # roundings and the noise floors, as the row's gate judged its output.
@@ -165,15 +168,20 @@ def _later_stretch(s: Search, window: list[str]) -> list[str]:
     return stretch if sum(s.size(t) for t in stretch) <= TRACE_BYTES else []
 
 
-def _precision_cause(side: Side, allowance: float) -> str:
+def _precision_cause(side: Side, allowance: float, model: onnx.ModelProto) -> str:
     """Where a failed row's tensors all stay within ``side``'s own precision: that
-    precision, as the cause of an origin found below it ('' where the side declares none)."""
+    precision, as the cause of an origin found below it ('' where the side declares none),
+    with what the side quantizes at run time besides (``Backend.run_time_quantization``:
+    OpenVINO's default path on int8-weight MatMuls, the larger part of MiniLM's error)."""
     if side.kind != RUNTIME:
         return ""
-    precision = backends.get(side.backend).float_precision(side.settings) or ""
+    runtime = backends.get(side.backend)
+    precision = runtime.float_precision(side.settings) or ""
     if precision not in ("bf16", "f16"):
         return ""
-    return (f"{side.label} computes float32 in {precision} (its inference precision): every "
+    quantized = runtime.run_time_quantization(model.SerializeToString(), side.settings)
+    return (f"{side.label} computes float32 in {precision} (its inference precision)"
+            f"{' and ' + quantized if quantized else ''}: every "
             f"tensor's difference is within the {allowance:.2g} its roundings allow, and "
             "the row's gate is tighter")
 

@@ -1,0 +1,63 @@
+"""OpenVINO's default path quantizes the activations of MatMuls with int8 weights at run
+time (DYNAMIC_QUANTIZATION_GROUP_SIZE 32): the int8 MiniLM's error was named 'computes
+float32 in bf16', the smaller half (0.0021 of its 0.0075 off float64)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+pytest.importorskip("openvino")
+
+from gero_runner.backends.openvino import DEFAULT, F32, _settings
+from gero_runner.evidence.localization import Side
+from gero_runner.evidence.localize.bounds import RUNTIME
+from gero_runner.evidence.localize.observation import _precision_cause
+
+
+def _matmul(weights: str) -> onnx.ModelProto:
+    """x @ W, W int8 dequantized in the graph (``weights`` 'int8') or float32 ('float')."""
+    rng = np.random.default_rng(0)
+    q = rng.integers(-127, 127, (64, 32)).astype(np.int8)
+    if weights == "int8":
+        nodes = [helper.make_node("DequantizeLinear", ["q", "s", "z"], ["w"]),
+                 helper.make_node("MatMul", ["x", "w"], ["y"])]
+        inits = [numpy_helper.from_array(q, "q"),
+                 numpy_helper.from_array(np.array(0.01, np.float32), "s"),
+                 numpy_helper.from_array(np.array(0, np.int8), "z")]
+    else:
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["y"])]
+        inits = [numpy_helper.from_array(q.astype(np.float32) * 0.01, "w")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [2, 64])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, [2, 32])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def _side(hint: str, precision: str) -> Side:
+    return Side(f"openvino:{precision}-{hint}", RUNTIME, "openvino",
+                _settings(hint, precision, 1), "model.onnx")
+
+
+@pytest.mark.slow
+def test_precision_cause_names_the_dynamic_quantization_the_compiled_model_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GERO_CACHE_DIR", "off")
+    cause = _precision_cause(_side(DEFAULT, "bf16"), 0.03, _matmul("int8"))
+    assert cause.startswith("openvino:bf16-default computes float32 in bf16 (its inference "
+                            "precision) and quantizes the activations of its 1 MatMul with "
+                            "int8 weights to 8 bits at run time (dynamic quantization, group "
+                            "size 32): ")
+    # Float weights: nothing is quantized, the precision alone is named.
+    plain = _precision_cause(_side(DEFAULT, "bf16"), 0.03, _matmul("float"))
+    assert plain.startswith("openvino:bf16-default computes float32 in bf16 (its inference "
+                            "precision): ")
+    # gero's f32 path turns the quantization off (group size 0): its compiled model says so.
+    from gero_runner.backends.openvino import RUNTIME as OV
+
+    model = _matmul("int8").SerializeToString()
+    assert OV.run_time_quantization(model, _settings(F32, F32, 1)) == ""
+    assert "group size 32" in OV.run_time_quantization(
+        model, {**_settings(F32, F32, 1), "plugin_default": F32})

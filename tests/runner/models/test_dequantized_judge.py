@@ -289,3 +289,63 @@ def test_two_settings_within_a_run_time_quantised_models_sensitivity_blame_neith
         near.note
     far = judged(off(1.2, 3))
     assert far.result == "divergence" and far.arbiter == "actual"
+
+
+def test_a_levels_row_blames_the_setting_under_test_and_none_within_its_noise_floor() -> None:
+    """ddddocr: OpenVINO bf16-default against f32 0.035 (scaled), its own input-noise floor
+    0.0397; the element-wise arbiter sided with bf16 (arbiter 'actual') and the finding read
+    'OpenVINO at f32 … is off', f32 being the closest path to float64. Within the floor the
+    row is a note; beyond it the setting under test is blamed, never the first setting."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from gero_runner.case import CaseInstance
+    from gero_runner.checks.model import fewer_bits_level_rows
+    from gero_runner.execution import evaluate
+    from gero_runner.execution.context import PathResult
+    from gero_runner.metrics import model_level as ml
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 50])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 50])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    truth = np.abs(np.random.default_rng(0).standard_normal((2, 50)))
+    truth[0, 0] = 10.0
+    case = CaseInstance("model", "model/m", "model", "m", "float32", 0,
+                        model.SerializeToString(), {}, expected_exact={"y": truth},
+                        expected_label="float64-shadow")
+
+    def path(level: str, y: np.ndarray, precision: str) -> PathResult:
+        p = PathResult(f"openvino-{level}", "openvino", "1", level, 1,
+                       {"inference_precision": precision})
+        p.outputs = [y]
+        return p
+
+    f32 = truth.astype(np.float32)
+    # The noise floor's runs moved f32's output by 0.04 scaled (0.4 of the scale 10).
+    floor = ml.noise_floor([ml.output_stats(f32 + np.float32(0.4), f32)])
+
+    def judged(moved: float) -> Any:
+        bf16 = f32.copy()
+        bf16[1, 3] += moved * 10
+        paths = {p.name: p for p in (path("f32", f32, "f32"),
+                                     path("bf16-default", bf16, "bf16"))}
+        runs = SimpleNamespace(noise={("fp32", "openvino-f32"): ({0: (floor, [])}, 0.0)})
+        ctx = cast(Any, SimpleNamespace(case=case, paths=paths, output_names=["y"],
+                                        model_runs=runs))
+        row = replace(evaluate.execution_rows(case, "x")[0], check="levels",
+                      result="divergence", backend="openvino", optimization="bf16-default",
+                      reference="openvino:f32", output_name="y", arbiter="actual",
+                      dtype="float32")
+        return fewer_bits_level_rows(ctx, [row])[0]
+
+    near = judged(0.035)
+    assert near.result == "passed" and near.arbiter == "-", near.reason
+    assert near.note.startswith("these settings differ by 0.035 (scaled), within OpenVINO's "
+                                "own input-noise floor (0.04"), near.note
+    far = judged(0.2)
+    assert far.result == "divergence" and far.arbiter == "reference", far.reason
+    assert far.reason.startswith("OpenVINO at bf16-default computes float32 in bf16"), \
+        far.reason

@@ -157,6 +157,9 @@ FP16_OVERFLOW: Final = "fp16-overflow"
 """The fp16 file computed as it declares (float16 after every node) overflows float16 where
 the fp32 model is finite: a contract issue of the file, not of a path (``checks.model``)."""
 VARIANT_BUILD: Final = "tooling:variant-build"
+TIME_BUDGET: Final = "tooling:budget"
+"""A path that ran out of its time budget (kind ``out-of-budget``): gero's limit, no
+runtime's failure (tract runs magika in 15 s, its 60 s budget ran out under load): a note."""
 TENSOR_OUTPUTS: Final = "tooling:tensor-outputs"
 """A model output gero does not compare (a sequence or map, not a tensor): gero's own limit,
 no runtime's failure (the runtime computed it)."""

@@ -108,6 +108,12 @@ def tooling_key_sql(check: str, reason: str) -> str:
                 ELSE '' END"""
 
 
+def out_of_budget_sql(reason: str) -> str:
+    """Whether a failure's reason says its path ran out of its time budget
+    (``facts._BUDGET_WORDS``)."""
+    return f"regexp_matches({reason}, '{_BUDGET}')"
+
+
 def derived_kind_sql(old_kind: str, result: str, check: str, reason: str) -> str:
     """The typed kind of a row written before schema 5, from the kind it recorded or was
     derived (``old_kind``), its result, check and reason."""
@@ -117,7 +123,7 @@ def derived_kind_sql(old_kind: str, result: str, check: str, reason: str) -> str
                 WHEN {result} = 'execution' AND {tooling_key_sql(check, reason)} <> ''
                     THEN 'tooling'
                 WHEN {check} = 'model:fp16:precision' THEN 'law:precision'
-                WHEN {result} = 'execution' AND regexp_matches({reason}, '{_BUDGET}')
+                WHEN {result} = 'execution' AND {out_of_budget_sql(reason)}
                     THEN 'out-of-budget'
                 WHEN {result} = 'execution' THEN 'cannot-run'
                 WHEN {old_kind} IN ('nan', 'outside') OR {old_kind} LIKE 'nonfinite:%'

@@ -4,7 +4,8 @@ A non-passed row says nothing about a runtime's arithmetic when the case itself 
 nothing to judge: NaN on both sides and nothing else (the suite feeds NaN on purpose, and
 NaN == NaN never passes), or a path that refused an operator or tensor type it does not
 implement; and a verdict about gero's own tooling that a gero before the notes recorded as a
-failure (a note: read by ``storage.derivation.tooling_key_sql``, as the runner keys it). The
+failure (a note: read by ``storage.derivation.tooling_key_sql``, as the runner keys it), or
+a path's time budget that ran out (gero's limit: the path may compute it, given the time). The
 result classes stay as the runner wrote them; this is a presentation split that the
 overview, ``gero summary``, the report and the findings' order read, derived here and
 nowhere else.
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from gero_runner.result_classes import CONTRACT_ISSUE, EXECUTION, PASSED, RESULT_CLASSES
-from gero_runner.storage.derivation import tooling_key_sql
+from gero_runner.storage.derivation import out_of_budget_sql, tooling_key_sql
 
 NAN: Final = "nan"
 """NaN on both sides and nothing else: the suite's NaN inputs propagated."""
@@ -88,8 +89,10 @@ def unassessable_sql(table: str = "") -> str:
              AND coalesce(TRY_CAST(json_extract({t}details, '$.deterministic') AS BOOLEAN),
                           false) THEN '{NAN}'
         -- gero's own tooling, recorded as a failure by a gero before the notes
+        -- (and a path's time budget spent: gero's limit, the path may well compute it)
         WHEN {t}result = '{EXECUTION}' AND (starts_with(coalesce({t}cause_key, ''), 'tooling:')
-             OR {tooling_key_sql(f'{t}"check"', f'{t}reason')} <> '') THEN '{TOOLING_NOTE}'
+             OR {tooling_key_sql(f'{t}"check"', f'{t}reason')} <> ''
+             OR {out_of_budget_sql(f'{t}reason')}) THEN '{TOOLING_NOTE}'
         -- the recorded fact; a row of a gero before schema 5 (no key) has its reason read
         WHEN {t}result = '{EXECUTION}' AND coalesce({t}cause_key, '') <> ''
             THEN CASE WHEN {keys} THEN '{NOT_IMPLEMENTED}' ELSE '' END

@@ -180,7 +180,7 @@ def test_a_recorded_kind_is_read_and_only_an_older_rows_derived() -> None:
         "nan-in-masked": ("law:masked_rows:nonfinite", ""),
         "older": ("outside", ""),
         "lacks": ("cannot-run", "unsupported-op:ai.onnx.ml::Scaler"),
-        "budget": ("out-of-budget", ""), "defect": ("defect", "defect:erf-x"),
+        "budget": ("out-of-budget", "tooling:budget"), "defect": ("defect", "defect:erf-x"),
         "tract": ("cannot-run", "error:TractError: OP does not support T"),
         "shadow": ("tooling", "tooling:shadow"),
         "yardstick": ("tooling", "tooling:fp16-yardstick")}

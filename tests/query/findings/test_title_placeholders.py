@@ -300,9 +300,9 @@ def test_every_kind_of_title_has_a_hand_made_finding_without_placeholders() -> N
         "Tract computes per-axis DequantizeLinear wrong (a 1-node probe is 0.88 off the spec) "
         "and the int8-static file has 24 such nodes: off on Erf, Softmax and its int8-static "
         "file")
-    # a time budget spent is no inability (issue 40 item 15)
+    # a time budget spent is no inability (issue 40 item 15): gero's limit, a note
     assert render_title(EXAMPLES["out-of-budget"]).startswith(
-        "Tract ran out of its time budget on Erf, Softmax: ")
+        "gero's time budget ran out before tract finished Erf, Softmax: ")
     assert "60 s budget" in render_title(EXAMPLES["out-of-budget"])
     # one operator's error is not the group's: the operators are counted (issue 39)
     assert render_title(EXAMPLES["cannot-run"]).startswith(

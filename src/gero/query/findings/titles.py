@@ -80,8 +80,8 @@ TITLES: dict[str, str] = {
     # a model node that breaks its operator's spec (cause_key 'malformed:DOMAIN::OP'): the
     # model's finding, naming what each path did with it, never a path's
     "malformed": "{ops} is malformed: {cause}",
-    # a time budget spent: the path may well compute it, given the time
-    "out-of-budget": "{Who} ran out of its time budget on {ops}{on}: {cause}",
+    # a time budget spent: gero's limit (a note), the path may well compute it, given the time
+    "out-of-budget": "gero's time budget ran out before {who} finished {ops}{on}: {cause}",
     # a runtime whose settings compute in fewer bits (``template``: "computes … in …")
     "precision": "{Who} {template} (its inference precision): {precision_off}",
     # a runtime's non-finite outputs, or its finite ones where the other side is not

@@ -14,9 +14,11 @@ from gero_runner.backends import path_name_sql
 from gero_runner.facts import (
     DEFECT,
     MALFORMED_KEY,
+    OUT_OF_BUDGET,
     OUTPUTS_CHECK,
     STRUCTURE_CHECK,
     TENSOR_OUTPUTS,
+    TIME_BUDGET,
     TOOLING,
     VARIANT_BUILD,
     VARIANT_FILES,
@@ -100,6 +102,8 @@ def facts_sql() -> str:
            CASE WHEN {_SHADOW_FAILED} AND NOT starts_with(coalesce(recorded_key, ''), 'tooling:')
                     THEN CASE WHEN starts_with(cause, 'the fp16 yardstick')
                               THEN 'tooling:fp16-yardstick' ELSE 'tooling:shadow' END
+                -- a time budget spent is gero's limit, whichever gero recorded it
+                WHEN kind = '{OUT_OF_BUDGET}' THEN '{TIME_BUDGET}'
                 WHEN old THEN {key} ELSE recorded_key END AS cause_key
     FROM (SELECT r.*, t.template, {old_kind} AS old_kind,
                  CASE WHEN r.old THEN {kind} ELSE r.failure_kind END AS kind

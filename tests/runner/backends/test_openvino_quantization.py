@@ -14,7 +14,7 @@ pytest.importorskip("openvino")
 from gero_runner.backends.openvino import DEFAULT, F32, _settings
 from gero_runner.evidence.localization import Side
 from gero_runner.evidence.localize.bounds import RUNTIME
-from gero_runner.evidence.localize.observation import _precision_cause
+from gero_runner.evidence.localize.observation import _precision_cause, precision_before
 
 
 def _matmul(weights: str) -> onnx.ModelProto:
@@ -54,6 +54,9 @@ def test_precision_cause_names_the_dynamic_quantization_the_compiled_model_does(
     plain = _precision_cause(_side(DEFAULT, "bf16"), 0.03, _matmul("float"))
     assert plain.startswith("openvino:bf16-default computes float32 in bf16 (its inference "
                             "precision): ")
+    # The cause of an origin whose error entered before it names it too.
+    before = precision_before(_side(DEFAULT, "bf16"), _matmul("int8"))
+    assert "and quantizes the activations of its 1 MatMul with int8 weights" in before, before
     # gero's f32 path turns the quantization off (group size 0): its compiled model says so.
     from gero_runner.backends.openvino import RUNTIME as OV
 

@@ -114,7 +114,8 @@ def localize_case(directory: Path, row: dict[str, Any]) -> tuple[Localization,
             s.explained = sum(known) if known else first
         if narrowed and origins and not origins[0].cause:
             origins[0] = NodeFinding(**{**origins[0].__dict__, "cause": narrowed})
-        before = precision_before(a) if origins and entered_before(origins[0]) else ""
+        before = (precision_before(a, s.model_a) if origins and entered_before(origins[0])
+                  else "")
         if before and not origins[0].cause:
             origins[0] = NodeFinding(**{**origins[0].__dict__, "cause": before})
     s.phases["alone_and_shares_s"] = time.perf_counter() - started
@@ -186,17 +187,22 @@ def _precision_cause(side: Side, allowance: float, model: onnx.ModelProto) -> st
             "the row's gate is tighter")
 
 
-def precision_before(side: Side) -> str:
+def precision_before(side: Side, model: onnx.ModelProto | None = None) -> str:
     """Where the first origin's inputs are already further off than its own difference:
     ``side``'s reduced inference precision, which computes the nodes before the tensors
     compared too (frspell on OpenVINO bf16: the encoder GRU, fused away, is where it first
-    shows), as the cause ('' where the side declares none)."""
+    shows), as the cause ('' where the side declares none), with what it quantizes at run
+    time in ``model`` besides (as ``_precision_cause``)."""
     if side.kind != RUNTIME:
         return ""
-    precision = backends.get(side.backend).float_precision(side.settings) or ""
+    runtime = backends.get(side.backend)
+    precision = runtime.float_precision(side.settings) or ""
     if precision not in ("bf16", "f16"):
         return ""
-    return (f"{side.label} computes float32 in {precision} (its inference precision), in the "
+    quantized = (runtime.run_time_quantization(model.SerializeToString(), side.settings)
+                 if model is not None else "")
+    return (f"{side.label} computes float32 in {precision} (its inference precision)"
+            f"{' and ' + quantized if quantized else ''}, in the "
             "nodes before the tensors compared too, where the difference its inputs carry "
             "was made")
 

@@ -10,7 +10,16 @@ stage's SELECT and reads the stages above it by name.
 from __future__ import annotations
 
 from gero.query.findings.members.keys import WIDTH
-from gero_runner.facts import MALFORMED, MODEL_QUANTIZATION, PRECISION_REWRITE, YARDSTICKS
+from gero_runner.facts import (
+    DEFECT,
+    MALFORMED,
+    MODEL_QUANTIZATION,
+    MODEL_SCOPE,
+    OUT_OF_BUDGET,
+    PRECISION_REWRITE,
+    TOOLING,
+    YARDSTICKS,
+)
 from gero_runner.schema import MODEL_VARIANTS
 
 VARIANT_CHECK = "^model:(" + "|".join(MODEL_VARIANTS) + ")(:|$)"
@@ -27,7 +36,8 @@ def kind_sets_sql() -> str:
     return """
     SELECT case_id, fam0, count(DISTINCT kinds) AS sets FROM (
         SELECT case_id, fam0, runtime, list_sort(list_distinct(list(kind))) AS kinds
-        FROM runtime_rows WHERE fam0 NOT IN ('nan', 'execution') GROUP BY ALL)
+        FROM runtime_rows WHERE fam0 NOT IN ('nan', 'execution') AND kind <> 'defect'
+        GROUP BY ALL)
     GROUP BY ALL"""
 
 
@@ -37,18 +47,26 @@ def everyone_sql() -> str:
     disable_all passing on an fp16 file where its other levels fail is no 'every path') and
     off the same way (each runtime off in the same kinds of failure, silero-vad's int8
     file: a scaled error on one output, a cosine on the other, on both runtimes): two
-    causes stay two findings."""
+    causes stay two findings. A runtime whose rows there are all registered defects' is
+    explained apart (its defect's finding) and left out: the paths no known defect explains
+    all off is still every path (magika's int8-static file off on ONNX Runtime and OpenVINO,
+    tract's rows its per-axis DequantizeLinear defect's: one finding, not one per runtime)."""
     return """
     SELECT b.case_id, b.fam0, count(DISTINCT b.runtime) >= 2
                AND count(DISTINCT b.runtime) >= any_value(n.runtimes)
                AND count(DISTINCT b.blamed) >= any_value(n.paths)
                AND any_value(k.sets) = 1 AS every_path
-    FROM runtime_rows b JOIN (SELECT case_id, fam, count(*) AS runtimes,
-                                     sum(len(settings)) AS paths FROM runtimes
-                              GROUP BY ALL) n
+    FROM runtime_rows b JOIN (
+        SELECT rt.case_id, rt.fam, count(*) AS runtimes, sum(len(rt.settings)) AS paths
+        FROM runtimes rt ANTI JOIN (
+            SELECT case_id, fam0, runtime FROM runtime_rows
+            GROUP BY ALL HAVING bool_and(kind = 'defect')) x
+            ON x.case_id = rt.case_id AND x.fam0 = rt.fam AND x.runtime = rt.runtime
+        GROUP BY ALL) n
         ON n.case_id = b.case_id AND n.fam = b.fam0
     JOIN kind_sets k ON k.case_id = b.case_id AND k.fam0 = b.fam0
-    WHERE b.fam0 NOT IN ('nan', 'execution') GROUP BY b.case_id, b.fam0"""
+    WHERE b.fam0 NOT IN ('nan', 'execution') AND b.kind <> 'defect'
+    GROUP BY b.case_id, b.fam0"""
 
 
 def lower_sql(b: str) -> str:
@@ -133,8 +151,10 @@ def grouped_sql() -> str:
     that computes in fewer bits are a group apart from its other settings' (``LOWER``). A
     runtime that lacks an operator of the model itself lacks it in the variant files too
     (whose message may name another missing operator first): those failures are members of
-    the model's (one finding about the model, not one per file); a failure of another cause
-    on a file stays its own."""
+    the model's (one finding about the model, not one per file). A setting that cannot run
+    the model at all: its failures on the variant files, whatever their words, are that
+    one finding's rows (a runtime that cannot run the model is one finding about the model;
+    issue 40); where it runs the model, a failure on a file stays its own."""
     own = OWN_SUB.format(b="b")
     yardsticks = ", ".join(f"'{k}'" for k in YARDSTICKS)
     return f"""
@@ -144,7 +164,9 @@ def grouped_sql() -> str:
                          list_distinct(list(b.runtime) OVER (PARTITION BY b.case_id, b.fam))),
                          '+')
                      WHEN b.fam = 'nan' THEN 'every path'
-                     WHEN coalesce(e.every_path, false) THEN 'every path'
+                     -- a registered defect's row stays its runtime's (everyone left it out)
+                     WHEN coalesce(e.every_path, false) AND b.kind <> 'defect'
+                         THEN 'every path'
                      WHEN y.sub IS NOT NULL THEN y.runtime
                      ELSE b.runtime END AS grp,
            -- not on a variant file: a runtime's fault there (OpenVINO's int8-static
@@ -160,6 +182,8 @@ def grouped_sql() -> str:
                 WHEN b.fam <> 'execution' THEN ''
                 WHEN y.sub IS NOT NULL THEN y.sub
                 WHEN b.cause_key LIKE 'unsupported-op:%' AND m.sub IS NOT NULL THEN m.sub
+                WHEN f.sub IS NOT NULL AND b.kind NOT IN ('{TOOLING}', '{OUT_OF_BUDGET}')
+                     AND regexp_matches(b.chk, '{VARIANT_CHECK}') THEN f.sub
                 ELSE {own} END AS sub
     FROM blamed b LEFT JOIN everyone e ON e.case_id = b.case_id AND e.fam0 = b.fam
     -- gero's yardstick (the float64 shadow, the fp16 yardstick) that could not run for the
@@ -179,7 +203,14 @@ def grouped_sql() -> str:
     LEFT JOIN (SELECT b.case_id, b.runtime, min({own}) AS sub FROM blamed b
                WHERE b.fam = 'execution' AND b.cause_key LIKE 'unsupported-op:%'
                      AND b.scope = 'model' AND b.model_case
-               GROUP BY ALL) m ON m.case_id = b.case_id AND m.runtime = b.runtime"""
+               GROUP BY ALL) m ON m.case_id = b.case_id AND m.runtime = b.runtime
+    -- a setting that cannot run the model itself: its failures on the variant files are
+    -- that one finding's rows, whatever their words (silero: OpenVINO refuses the If
+    -- branch's Conv on the model and its renamed ConvInteger on the int8-dynamic file)
+    LEFT JOIN (SELECT b.case_id, b.blamed, min({own}) AS sub FROM blamed b
+               WHERE b.fam = 'execution' AND b.scope = '{MODEL_SCOPE}' AND b.model_case
+                     AND b.kind NOT IN ('{TOOLING}', '{OUT_OF_BUDGET}', '{DEFECT}')
+               GROUP BY ALL) f ON f.case_id = b.case_id AND f.blamed = b.blamed"""
 
 
 _ONE_PRECISION = """CASE WHEN count(DISTINCT {p}) {filter} = 1

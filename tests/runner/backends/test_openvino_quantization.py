@@ -64,3 +64,43 @@ def test_precision_cause_names_the_dynamic_quantization_the_compiled_model_does(
     assert OV.run_time_quantization(model, _settings(F32, F32, 1)) == ""
     assert "group size 32" in OV.run_time_quantization(
         model, {**_settings(F32, F32, 1), "plugin_default": F32})
+
+
+@pytest.mark.slow
+def test_a_levels_row_names_the_quantization_beside_the_precision(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The int8 MiniLM's levels row, bf16-default against f32, said 'the precision is the one
+    difference between the two settings'; gero's f32 also turns the quantization off."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from gero_runner.case import CaseInstance
+    from gero_runner.checks.model import fewer_bits_level_rows
+    from gero_runner.execution import evaluate
+    from gero_runner.execution.context import PathResult
+
+    monkeypatch.setenv("GERO_CACHE_DIR", "off")
+    case = CaseInstance("model", "model/m", "model", "m", "float32", 0,
+                        _matmul("int8").SerializeToString(), {})
+
+    def path(level: str, hint: str, precision: str, y: np.ndarray) -> PathResult:
+        p = PathResult(f"openvino-{level}", "openvino", "1", level, 1,
+                       _settings(hint, precision, 1))
+        p.outputs = [y]
+        return p
+
+    y = np.ones((2, 32), np.float32)
+    paths = {p.name: p for p in (path("f32", F32, F32, y),
+                                 path("bf16-default", DEFAULT, "bf16", y + 0.1))}
+    ctx = cast(Any, SimpleNamespace(case=case, paths=paths, output_names=["y"]))
+    row = replace(evaluate.execution_rows(case, "x")[0], check="levels", result="divergence",
+                  backend="openvino", optimization="bf16-default", reference="openvino:f32",
+                  output_name="y", dtype="float32")
+    got = fewer_bits_level_rows(ctx, [row])[0]
+    assert got.arbiter == "reference"
+    assert got.reason.startswith(
+        "OpenVINO at bf16-default computes float32 in bf16 (its inference precision) and "
+        "quantizes the activations of its 1 MatMul with int8 weights to 8 bits at run time "
+        "(dynamic quantization, group size 32), against its own openvino:f32 computing as the "
+        "graph declares: these are the two differences"), got.reason

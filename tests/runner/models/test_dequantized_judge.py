@@ -318,8 +318,11 @@ def test_a_levels_row_blames_the_setting_under_test_and_none_within_its_noise_fl
                         expected_label="float64-shadow")
 
     def path(level: str, y: np.ndarray, precision: str) -> PathResult:
+        hint = "default" if level == "bf16-default" else precision
         p = PathResult(f"openvino-{level}", "openvino", "1", level, 1,
-                       {"inference_precision": precision})
+                       {"device": "CPU", "inference_precision_hint": hint,
+                        "inference_precision": precision, "inference_num_threads": 1,
+                        "num_streams": 1})
         p.outputs = [y]
         return p
 
@@ -347,5 +350,7 @@ def test_a_levels_row_blames_the_setting_under_test_and_none_within_its_noise_fl
                                 "own input-noise floor (0.04"), near.note
     far = judged(0.2)
     assert far.result == "divergence" and far.arbiter == "reference", far.reason
-    assert far.reason.startswith("OpenVINO at bf16-default computes float32 in bf16"), \
-        far.reason
+    assert far.reason.startswith("OpenVINO at bf16-default computes float32 in bf16 (its "
+                                 "inference precision), against its own openvino:f32 "
+                                 "computing as the graph declares: the precision is the one "
+                                 "difference"), far.reason

@@ -581,7 +581,8 @@ class _Checker:
     def _narrow_row(self, path: PathResult, j: int, narrow: tuple[PathResult, str],
                     floor: ml.Floor | None) -> None:
         """A fewer-bits setting against its own runtime computing as the graph declares: the
-        one difference between the two is the precision setting, so a divergence is the
+        one difference between the two is the precision setting (and OpenVINO's run-time
+        quantization, named where its compiled model does it), so a divergence is the
         precision's (named), whatever a float64 arbiter would say about either (tashkeel
         and t5 had 'OpenVINO at bf16-default and at f32 disagree … neither is blamed')."""
         assert path.outputs is not None
@@ -596,9 +597,10 @@ class _Checker:
         result = PASSED if gate.passed else (CONTRACT_ISSUE if not stats.finite
                                              else DIVERGENCE)
         runtime = backends.get(path.backend).label()
+        quantized = _run_time_quantization(self.ctx, path) if result != PASSED else ""
         sentence = (f"{runtime} at {path.optimization} computes {a.dtype} in {precision} (its "
-                    f"inference precision), against its own {label} computing as the graph "
-                    f"declares (no float64 shadow: "
+                    f"inference precision){' and ' + quantized if quantized else ''}, against "
+                    f"its own {label} computing as the graph declares (no float64 shadow: "
                     f"{(self.case.shadow_error or 'none was made')[:120]})")
         self._row("model:fp32", name, path, label, full.version, a, r, result,
                   f"{sentence}; {gate.reason}",
@@ -1422,10 +1424,7 @@ def _narrow_level(ctx: CaseContext, row: Observation) -> Observation:
         return row
     # OpenVINO's default path also quantizes int8-weight MatMuls' activations, which its
     # f32 turns off: the larger part of the int8 MiniLM's error (its compiled model says).
-    try:
-        quantized = runtime.run_time_quantization(ctx.case.model, narrow.settings)
-    except Exception:  # the path already ran; a compile that fails again tells nothing
-        quantized = ""
+    quantized = _run_time_quantization(ctx, narrow)
     differs = (f" and {quantized}, against its own {_path_label(other)} computing as the "
                "graph declares: these are the two differences between the two settings"
                if quantized else
@@ -1434,6 +1433,18 @@ def _narrow_level(ctx: CaseContext, row: Observation) -> Observation:
     sentence = (f"{runtime.label()} at {narrow.optimization} computes {row.dtype} in "
                 f"{precision} (its inference precision){differs}")
     return dataclasses.replace(row, reason=f"{sentence}; {row.reason}", arbiter=side)
+
+
+def _run_time_quantization(ctx: CaseContext, path: PathResult) -> str:
+    """What ``path`` quantizes at run time beyond the graph, as its compiled model says
+    (``Backend.run_time_quantization``), '' when nothing or not known."""
+    runtime = backends.find(path.backend)
+    if runtime is None:
+        return ""
+    try:
+        return runtime.run_time_quantization(ctx.case.model, path.settings)
+    except Exception:  # the path already ran; a compile that fails again tells nothing
+        return ""
 
 
 STRUCTURE_LABEL = "model-structure"

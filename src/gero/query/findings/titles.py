@@ -252,7 +252,9 @@ def title_fields(f: Finding) -> dict[str, str]:
         "gives": "give" if many else "gives", "is": "are" if many else "is",
         "computes": "compute" if many else "computes",
         # its figures the worst row's: "one step of QuantizeLinear 'q' (worst 0.0064 vs …)"
-        "step": _short(_words(r.cause), 110).replace(
+        # an older run's note ("X computes the fp16 file in float32 at 147 of its 150
+        # float16 nodes …") says the title's own words first: only what follows them
+        "step": _short(_PRECISION_NOTE.sub("", _words(r.cause), 1), 110).replace(
             " (", " (worst " if f.observations > 1 else " (", 1),
         "disagrees": "disagree" if many else "disagrees",
         "A": _cap(_name(a)), "b": _name(b),
@@ -290,6 +292,9 @@ def _files_of(ops: str, files: list[str], model: bool) -> str:
     named = f"{' and '.join(files)} file{'s' if len(files) > 1 else ''}"
     return f"{ops} and its {named}" if model else f"the {named} of {ops}"
 
+
+_PRECISION_NOTE = re.compile(r"^.{0,40}? computes? the \w[\w-]* file in float32 ")
+"""The words an fp16 precision note starts with, which its finding's title already says."""
 
 _FIGURE_KINDS = frozenset({"file-every-path", "file-vs-model", "file-vs-fp32", "file-scaled",
                            "file-baseline"})

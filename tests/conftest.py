@@ -57,4 +57,8 @@ def fork_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     from gero_runner.process import start_method
 
     monkeypatch.setattr(start_method, "START_METHOD", "fork")
+    # A test xdist ran earlier in this process may have loaded OpenVINO (its group is not
+    # always first): these tests' children run no OpenVINO (their runs select ONNX Runtime
+    # or a fake evaluator), so forking them stays safe.
+    monkeypatch.setattr(start_method, "_NO_FORK_ONCE_LOADED", set())
 

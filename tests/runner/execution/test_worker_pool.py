@@ -3,6 +3,7 @@ cases queued behind a case that kills its worker still run."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import time
@@ -123,3 +124,24 @@ def test_a_worker_pool_keeps_its_processes_from_one_run_to_the_next(
         assert len(third) == 1 and third != first  # ...and its successor serves the next run
     finally:
         workers.close()
+
+
+@pytest.fixture
+def openvino_loaded() -> None:
+    """What an earlier test in this process did: OpenVINO loaded, through its backend."""
+    import openvino  # noqa: F401
+
+    from gero_runner import backends
+
+    backends.get("openvino")  # its class tells the fork policy about OpenVINO
+
+
+@pytest.mark.skipif(importlib.util.find_spec("openvino") is None, reason="needs OpenVINO")
+def test_fork_workers_still_fork_after_a_test_loaded_openvino(openvino_loaded: None,
+                                                               fork_workers: None) -> None:
+    """xdist does not always run this group first in its process: after a test that loaded
+    OpenVINO (test_dequantized_judge's), the fixture's workers must still be forked, or
+    every crash and hang test here loses its substitute (CI: 6 slow tests failed)."""
+    from gero_runner.process import start_method
+
+    assert start_method.context().get_start_method() == "fork"
